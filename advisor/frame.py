@@ -1,0 +1,166 @@
+"""HistoryFrame: the only input of the advisor — numpy arrays per metric and GPU, plus metadata.
+
+The history store builds frames (``desktop.history``); the advisor only reads them. Times
+are UTC epoch seconds (float64); ``duration_s`` says how long each row stands for (the
+sampling interval for raw rows, 60 or 3600 for rollups), so every mean is time-weighted.
+Missing values are NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: GPU metric arrays carried in a GpuSeries (names as in the telemetry metric registry).
+GPU_SERIES_METRICS: tuple[str, ...] = (
+    "utilization_gpu_pct",
+    "utilization_mem_pct",
+    "vram_used_mib",
+    "temperature_c",
+    "power_w",
+    "energy_mj",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "fan_pct",
+    "pcie_gen",
+    "pcie_width",
+)
+
+
+@dataclass(frozen=True)
+class GpuMeta:
+    """Static facts about one GPU as the advisor needs them."""
+
+    index: int
+    uuid: str
+    name: str
+    vram_total_mib: float | None = None
+    power_limit_w: float | None = None
+    power_limit_settable: bool | None = None
+    sm_clock_max_mhz: float | None = None
+    temp_slowdown_c: float | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    driver_version: str | None = None
+    persistence_mode: bool | None = None
+    is_laptop: bool = False
+    simulated: bool = False
+
+
+@dataclass(frozen=True)
+class GpuSeries:
+    """One GPU's history over the frame's range, one row per sample or rollup bucket."""
+
+    meta: GpuMeta
+    time_s: FloatArray
+    duration_s: FloatArray
+    utilization_gpu_pct: FloatArray
+    utilization_mem_pct: FloatArray
+    vram_used_mib: FloatArray
+    temperature_c: FloatArray
+    power_w: FloatArray
+    #: Energy used within each row's duration (mJ); NaN where unknown (then power x time).
+    energy_mj: FloatArray
+    sm_clock_mhz: FloatArray
+    mem_clock_mhz: FloatArray
+    fan_pct: FloatArray
+    pcie_gen: FloatArray
+    pcie_width: FloatArray
+    #: Raw clock-event mask per row (raw data), 0 where unknown.
+    clock_event_reasons: IntArray
+    #: Seconds within each row spent under each single reason bit, keyed by bit value
+    #: (e.g. 0x40); for raw rows it is ``duration_s`` where the bit is set. The keys are
+    #: ints (bit values), not names: decode with the telemetry ClockEventReason.
+    reason_seconds: dict[int, FloatArray] = field(default_factory=dict)
+    #: Busy seconds within each row (utilization > 0 or a compute process present).
+    busy_s: FloatArray | None = None
+    #: Per-row max of utilization / VRAM / temperature where rows are rollups (else = value).
+    utilization_gpu_max_pct: FloatArray | None = None
+    vram_used_max_mib: FloatArray | None = None
+    temperature_max_c: FloatArray | None = None
+
+    def __len__(self) -> int:
+        return int(self.time_s.shape[0])
+
+
+@dataclass(frozen=True)
+class HostSeries:
+    time_s: FloatArray
+    duration_s: FloatArray
+    cpu_pct: FloatArray
+    ram_used_mib: FloatArray
+    ram_total_mib: FloatArray
+    #: 1.0 on mains, 0.0 on battery, NaN unknown.
+    on_ac_power: FloatArray
+    battery_pct: FloatArray
+
+
+@dataclass(frozen=True)
+class ProcessSamples:
+    """GPU processes seen over time: one row per (sample time, pid, GPU)."""
+
+    time_s: FloatArray
+    #: How long each row stands for (the process polling period).
+    duration_s: FloatArray
+    gpu_index: IntArray
+    pid: IntArray
+    vram_mib: FloatArray
+    #: Index into ``names`` per row.
+    name_id: IntArray
+    names: tuple[str, ...]
+    users: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Event:
+    time_s: float
+    kind: str  # throttle_start | throttle_end | alert | driver_change | vbios_change | gpu_lost | gpu_back | ...
+    gpu_uuid: str | None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class StressResult:
+    run_id: int
+    started_s: float
+    ended_s: float
+    gpu_uuid: str
+    gpu_name: str
+    workload: str
+    dtype: str
+    unit: str  # "TFLOP/s", "GB/s", "steps/s"
+    peak_throughput: float
+    sustained_throughput: float
+    throttled: bool
+    errors: int
+    driver_version: str | None
+    summary: str
+    device: str = ""  # cuda:0 | cpu | sim
+
+
+@dataclass(frozen=True)
+class HistoryFrame:
+    """Everything the advisor may look at for one time range."""
+
+    start_s: float
+    end_s: float
+    gpus: tuple[GpuSeries, ...]
+    host: HostSeries | None = None
+    processes: ProcessSamples | None = None
+    events: tuple[Event, ...] = ()
+    stress_results: tuple[StressResult, ...] = ()
+    #: "linux" | "windows" | "darwin" — actions are tailored to it.
+    platform: str = "linux"
+    #: True when the frame comes from the demo database.
+    demo: bool = False
+
+    def gpu(self, index: int) -> GpuSeries | None:
+        for series in self.gpus:
+            if series.meta.index == index:
+                return series
+        return None

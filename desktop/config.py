@@ -1,0 +1,262 @@
+"""Settings: typed, validated, stored as TOML in the platform config directory.
+
+``Settings`` is a tree of frozen dataclasses. ``validate`` returns every problem as
+(``"section.key"``, message) so the settings dialog can show each beside its field;
+``load`` never raises for a bad file (it reports and keeps defaults for what is wrong);
+``save`` writes atomically, so a crash never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_type_hints
+
+from desktop.paths import config_file
+
+Theme = Literal["system", "dark", "light"]
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    interval_s: float = 1.0
+    process_interval_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    raw_days: int = 14
+    minute_days: int = 365
+    #: 0 keeps hourly aggregates forever.
+    hour_days: int = 0
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    temperature_c: float = 85.0
+    vram_pct: float = 95.0
+    throttle_s: float = 30.0
+    gpu_lost: bool = True
+    #: Minimum time between two notifications of the same alert on the same GPU.
+    debounce_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class AppearanceSettings:
+    theme: Theme = "system"
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    electricity_price_per_kwh: float = 0.17
+    currency: str = "USD"
+    #: Purchase price of the workstation (or its GPU share); 0 = not set.
+    purchase_price: float = 0.0
+    amortisation_months: int = 36
+
+
+@dataclass(frozen=True)
+class StressSettings:
+    default_minutes: float = 10.0
+    #: The guard stops a test at the GPU's slowdown temperature plus this.
+    guard_offset_c: float = 5.0
+    #: An absolute guard temperature overriding the offset (0 = use the offset).
+    guard_temperature_c: float = 0.0
+
+
+@dataclass(frozen=True)
+class StartupSettings:
+    start_at_login: bool = False
+
+
+@dataclass(frozen=True)
+class AdvisorSettings:
+    vram_headroom_pct: float = 10.0
+    vram_tight_share_pct: float = 20.0
+    low_utilization_pct: float = 70.0
+    cpu_saturated_pct: float = 90.0
+    thermal_share_pct: float = 5.0
+    power_cap_share_pct: float = 20.0
+    idle_memory_hours: float = 2.0
+    idle_memory_mib: float = 1024.0
+    stress_regression_pct: float = 5.0
+    battery_heavy_minutes: float = 10.0
+    min_busy_hours: float = 0.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    appearance: AppearanceSettings = field(default_factory=AppearanceSettings)
+    costs: CostSettings = field(default_factory=CostSettings)
+    stress: StressSettings = field(default_factory=StressSettings)
+    startup: StartupSettings = field(default_factory=StartupSettings)
+    advisor: AdvisorSettings = field(default_factory=AdvisorSettings)
+
+
+#: Allowed ranges (inclusive) for numeric settings; anything else numeric must be >= 0.
+_RANGES: dict[str, tuple[float, float]] = {
+    "sampling.interval_s": (0.1, 60.0),
+    "sampling.process_interval_s": (0.5, 600.0),
+    "retention.raw_days": (1, 3650),
+    "retention.minute_days": (1, 36500),
+    "retention.hour_days": (0, 36500),
+    "alerts.temperature_c": (30.0, 120.0),
+    "alerts.vram_pct": (1.0, 100.0),
+    "alerts.throttle_s": (1.0, 86400.0),
+    "alerts.debounce_s": (0.0, 86400.0),
+    "costs.electricity_price_per_kwh": (0.0, 10.0),
+    "costs.purchase_price": (0.0, 10_000_000.0),
+    "costs.amortisation_months": (1, 240),
+    "stress.default_minutes": (0.05, 24 * 60),
+    "stress.guard_offset_c": (0.0, 30.0),
+    "stress.guard_temperature_c": (0.0, 120.0),
+}
+
+SettingsProblem = tuple[str, str]
+
+
+def _coerce(key: str, kind: Any, value: Any) -> tuple[Any, str | None]:
+    """Convert a raw (TOML or text-field) value to ``kind``, or say why it cannot be."""
+    if get_args(kind) and all(isinstance(a, str) for a in get_args(kind)):  # a Literal of strings
+        choices = get_args(kind)
+        return (value, None) if value in choices else (None, f"must be one of {', '.join(choices)}")
+    if kind is bool:
+        if isinstance(value, bool):
+            return value, None
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1"), None
+        return None, "must be true or false"
+    if kind in (int, float):
+        if isinstance(value, bool):
+            return None, "must be a number"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return None, "must be a number"
+        if not math.isfinite(number):
+            return None, "must be a finite number"
+        if kind is int:
+            if number != int(number):
+                return None, "must be a whole number"
+            number = int(number)
+        low, high = _RANGES.get(key, (0.0, math.inf))
+        if not low <= number <= high:
+            return None, f"must be between {low:g} and {high:g}" if math.isfinite(high) else f"must be at least {low:g}"
+        return number, None
+    if kind is str:
+        if not isinstance(value, str) or not value.strip():
+            return None, "must not be empty"
+        if len(value) > 16:
+            return None, "must be at most 16 characters"
+        return value.strip(), None
+    return None, "unsupported setting"
+
+
+def from_mapping(data: dict[str, Any], base: Settings | None = None) -> tuple[Settings, list[SettingsProblem]]:
+    """Apply ``{"section": {"key": value}}`` on ``base``; problems keep the base value."""
+    base = base or Settings()
+    problems: list[SettingsProblem] = []
+    sections: dict[str, Any] = {}
+    section_types = get_type_hints(Settings)
+    for name, section_value in data.items():
+        if name not in section_types:
+            problems.append((name, f"unknown section [{name}]"))
+            continue
+        if not isinstance(section_value, dict):
+            problems.append((name, f"[{name}] must be a table"))
+            continue
+        current = getattr(base, name)
+        hints = get_type_hints(type(current))
+        changes: dict[str, Any] = {}
+        for key, raw in section_value.items():
+            full = f"{name}.{key}"
+            if key not in hints:
+                problems.append((full, "unknown setting"))
+                continue
+            value, error = _coerce(full, hints[key], raw)
+            if error:
+                problems.append((full, error))
+            else:
+                changes[key] = value
+        sections[name] = dataclasses.replace(current, **changes)
+    settings = dataclasses.replace(base, **sections)
+    cross = cross_checks(settings)
+    if cross:  # keep the base value of a section whose values contradict each other
+        problems.extend(cross)
+        revert = {key.split(".")[0] for key, _ in cross}
+        settings = dataclasses.replace(settings, **{k: getattr(base, k) for k in revert})
+    return settings, problems
+
+
+def cross_checks(settings: Settings) -> list[SettingsProblem]:
+    """Rules that tie two settings together."""
+    problems = []
+    if settings.retention.minute_days < settings.retention.raw_days:
+        problems.append(("retention.minute_days", "must be at least the raw retention"))
+    if settings.sampling.process_interval_s < settings.sampling.interval_s:
+        problems.append(("sampling.process_interval_s", "must be at least the sampling interval"))
+    return problems
+
+
+def validate(data: dict[str, Any], base: Settings | None = None) -> tuple[Settings | None, list[SettingsProblem]]:
+    """All-or-nothing: the new settings when every value is valid, else None and the problems."""
+    settings, problems = from_mapping(data, base)
+    return (None, problems) if problems else (settings, [])
+
+
+def to_mapping(settings: Settings) -> dict[str, dict[str, Any]]:
+    return {f.name: dataclasses.asdict(getattr(settings, f.name)) for f in dataclasses.fields(settings)}
+
+
+def load(path: Path | None = None) -> tuple[Settings, list[SettingsProblem]]:
+    """Settings from ``path`` (default: the platform config file); never raises for bad content."""
+    path = path or config_file()
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return Settings(), []
+    except tomllib.TOMLDecodeError as exc:
+        return Settings(), [("file", f"{path} is not valid TOML ({exc}); using defaults")]
+    except OSError as exc:
+        return Settings(), [("file", f"cannot read {path}: {exc.strerror}; using defaults")]
+    return from_mapping(data)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def dumps(settings: Settings) -> str:
+    lines = ["# Rigscope settings. Edit in the app (Settings) or here; invalid values are reported."]
+    for section, values in to_mapping(settings).items():
+        lines.append(f"\n[{section}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in values.items())
+    return "\n".join(lines) + "\n"
+
+
+def save(settings: Settings, path: Path | None = None) -> None:
+    """Write atomically (temp file + rename): a crash leaves the old file or the new one."""
+    path = path or config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(dumps(settings))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

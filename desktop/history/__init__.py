@@ -1,0 +1,1 @@
+"""History: the SQLite store, rollups and retention, and the nvidia-smi log importer."""

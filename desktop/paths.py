@@ -1,0 +1,54 @@
+"""Where Rigscope keeps things: shipped resources, the config file and the history database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "rigscope"
+
+
+def resource_path(name: str) -> Path:
+    """A file shipped in ``resources/`` (source checkout) or ``desktop/resources`` (wheel)."""
+    here = Path(__file__).resolve().parent
+    for base in (here / "resources", here.parent / "resources"):
+        candidate = base / name
+        if candidate.exists():
+            return candidate
+    return here.parent / "resources" / name
+
+
+def config_dir() -> Path:
+    override = os.environ.get("RIGSCOPE_CONFIG_DIR")
+    return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def data_dir() -> Path:
+    override = os.environ.get("RIGSCOPE_DATA_DIR")
+    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def config_file() -> Path:
+    return config_dir() / "settings.toml"
+
+
+def default_db_path() -> Path:
+    """The history database the recorder writes and every command reads by default."""
+    return data_dir() / "history.sqlite"
+
+
+def demo_db_path() -> Path:
+    """The separate, clearly labelled database that `rigscope demo` fills."""
+    return data_dir() / "demo-history.sqlite"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) readable by the user only (0700)."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.chmod(0o700)
+    except OSError:  # e.g. a shared folder on Windows: permissions are not ours to set
+        pass
+    return path

@@ -1,0 +1,1 @@
+"""Telemetry: the data model, the NVML/host/simulated backends and the sampler."""

@@ -1,0 +1,152 @@
+"""Host readings (CPU, RAM, swap, load, CPU temperature, battery) and GPU-process details.
+
+The only module that imports psutil. Slow sources (temperature sensors) are read on
+their own period; per-process CPU % needs a remembered ``psutil.Process``, so those are
+cached by pid and dropped when the process ends.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import psutil
+
+from desktop.telemetry.model import GpuProcess, HostSample
+
+_MIB = 1024.0 * 1024.0
+_CPU_TEMP_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz")
+
+
+class PsutilHost:
+    """The HostBackend over psutil."""
+
+    def __init__(self, temp_period_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._temp_period_s = temp_period_s
+        self._monotonic = monotonic
+        self._temp_read_at: float | None = None
+        self._cpu_temp_c: float | None = None
+        self._procs: dict[int, psutil.Process] = {}
+        try:
+            self._user: str | None = getpass.getuser()
+        except (KeyError, OSError):
+            self._user = None
+        # Prime the CPU counters so the first real sample is not 0.0.
+        psutil.cpu_percent(interval=None)
+        psutil.cpu_percent(interval=None, percpu=True)
+
+    def sample(self) -> HostSample:
+        vm = psutil.virtual_memory()
+        sw = psutil.swap_memory()
+        try:
+            freq = psutil.cpu_freq()
+            freq_mhz: float | None = float(freq.current) if freq else None
+        except (OSError, NotImplementedError, AttributeError):
+            freq_mhz = None
+        try:
+            load: tuple[float | None, ...] = tuple(psutil.getloadavg())
+        except (OSError, AttributeError):
+            load = (None, None, None)
+        battery_pct, on_ac = self._battery()
+        return HostSample(
+            cpu_pct=float(psutil.cpu_percent(interval=None)),
+            cpu_per_core_pct=tuple(float(v) for v in psutil.cpu_percent(interval=None, percpu=True)),
+            cpu_freq_mhz=freq_mhz,
+            ram_used_mib=(vm.total - vm.available) / _MIB,
+            ram_total_mib=vm.total / _MIB,
+            swap_used_mib=sw.used / _MIB,
+            swap_total_mib=sw.total / _MIB,
+            load_1m=load[0],
+            load_5m=load[1],
+            load_15m=load[2],
+            cpu_temp_c=self._cpu_temp(),
+            battery_pct=battery_pct,
+            on_ac_power=on_ac,
+        )
+
+    def _cpu_temp(self) -> float | None:
+        now = self._monotonic()
+        if self._temp_read_at is not None and now - self._temp_read_at < self._temp_period_s:
+            return self._cpu_temp_c
+        self._temp_read_at = now
+        reader = getattr(psutil, "sensors_temperatures", None)  # absent on Windows and macOS
+        self._cpu_temp_c = None
+        if reader is None:
+            return None
+        try:
+            sensors = reader()
+        except (OSError, RuntimeError):
+            return None
+        for name in _CPU_TEMP_SENSORS:
+            entries = sensors.get(name)
+            if entries:
+                self._cpu_temp_c = float(max(e.current for e in entries))
+                break
+        return self._cpu_temp_c
+
+    @staticmethod
+    def _battery() -> tuple[float | None, bool | None]:
+        reader = getattr(psutil, "sensors_battery", None)
+        if reader is None:
+            return None, None
+        try:
+            battery = reader()
+        except (OSError, RuntimeError):
+            return None, None
+        if battery is None:  # a desktop: no battery, so mains power is the only option
+            return None, None
+        return float(battery.percent), (bool(battery.power_plugged) if battery.power_plugged is not None else None)
+
+    def describe(self, processes: Sequence[GpuProcess]) -> list[GpuProcess]:
+        seen: set[int] = set()
+        out = []
+        for proc in processes:
+            seen.add(proc.pid)
+            handle = self._procs.get(proc.pid)
+            try:
+                if handle is None:
+                    handle = psutil.Process(proc.pid)
+                    handle.cpu_percent(interval=None)  # primes; the next tick gives a real figure
+                    self._procs[proc.pid] = handle
+                    cpu = None
+                else:
+                    cpu = float(handle.cpu_percent(interval=None))
+                with handle.oneshot():
+                    name = handle.name()
+                    try:
+                        user: str | None = handle.username()
+                    except (psutil.AccessDenied, KeyError):
+                        user = None
+                    started = float(handle.create_time())
+                out.append(replace(proc, name=name or proc.name, user=user or proc.user, cpu_pct=cpu,
+                                   started_s=started, own=bool(user and user == self._user)))
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                self._procs.pop(proc.pid, None)
+                out.append(proc)  # another PID namespace (containers) or just ended: keep what NVML said
+            except psutil.AccessDenied:
+                out.append(proc)
+        for pid in list(self._procs):
+            if pid not in seen:
+                del self._procs[pid]
+        return out
+
+
+def end_process(pid: int, timeout_s: float = 3.0) -> str | None:
+    """Terminate a process the user owns; returns an error message for the user, or None."""
+    try:
+        proc = psutil.Process(pid)
+        if os.name != "nt" and proc.uids().real != os.getuid():
+            return f"Process {pid} belongs to another user; Rigscope only ends your own processes."
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except psutil.TimeoutExpired:
+            proc.kill()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        return f"Not allowed to end process {pid}."
+    return None

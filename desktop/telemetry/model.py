@@ -1,0 +1,271 @@
+"""The telemetry data model: what every backend produces and every consumer reads.
+
+Everything here is a frozen dataclass of plain numbers. A metric that a GPU does not
+support is ``None`` (never 0); a GPU that fell off the bus is a ``DeviceState``, not an
+exception. The metric registry at the bottom is the one place that names, units and
+describes each metric, so labels, database columns and exports agree.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields
+from typing import Final, Literal
+
+
+class ClockEventReason(enum.IntFlag):
+    """NVML clock-event ("throttle") reasons; the raw mask is stored, decoded here only."""
+
+    NONE = 0
+    GPU_IDLE = 0x1
+    APPLICATIONS_CLOCKS_SETTING = 0x2
+    SW_POWER_CAP = 0x4
+    HW_SLOWDOWN = 0x8
+    SYNC_BOOST = 0x10
+    SW_THERMAL_SLOWDOWN = 0x20
+    HW_THERMAL_SLOWDOWN = 0x40
+    HW_POWER_BRAKE_SLOWDOWN = 0x80
+    DISPLAY_CLOCK_SETTING = 0x100
+    BOARD_LIMIT = 0x200
+    RELIABILITY = 0x400
+
+    @classmethod
+    def decode(cls, mask: int | None) -> list[ClockEventReason]:
+        """The single reasons set in ``mask`` (unknown bits are ignored)."""
+        if not mask:
+            return []
+        return [reason for reason in _SINGLE_REASONS if mask & reason]
+
+    @property
+    def label(self) -> str:
+        """A short human label, e.g. "HW thermal"."""
+        return _REASON_LABELS.get(self, self.name or hex(int(self)))
+
+
+_SINGLE_REASONS: Final = tuple(r for r in ClockEventReason if r.value and r.value & (r.value - 1) == 0)
+
+_REASON_LABELS: Final[dict[ClockEventReason, str]] = {
+    ClockEventReason.GPU_IDLE: "GPU idle",
+    ClockEventReason.APPLICATIONS_CLOCKS_SETTING: "App clocks",
+    ClockEventReason.SW_POWER_CAP: "Power cap",
+    ClockEventReason.HW_SLOWDOWN: "HW slowdown",
+    ClockEventReason.SYNC_BOOST: "Sync boost",
+    ClockEventReason.SW_THERMAL_SLOWDOWN: "SW thermal",
+    ClockEventReason.HW_THERMAL_SLOWDOWN: "HW thermal",
+    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: "Power brake",
+    ClockEventReason.DISPLAY_CLOCK_SETTING: "Display clock",
+    ClockEventReason.BOARD_LIMIT: "Board limit",
+    ClockEventReason.RELIABILITY: "Reliability",
+}
+
+#: Reasons that mean "the GPU is being slowed against the user's will" (not idle/app/display).
+THROTTLE_REASONS: Final = (
+    ClockEventReason.SW_POWER_CAP
+    | ClockEventReason.HW_SLOWDOWN
+    | ClockEventReason.SW_THERMAL_SLOWDOWN
+    | ClockEventReason.HW_THERMAL_SLOWDOWN
+    | ClockEventReason.HW_POWER_BRAKE_SLOWDOWN
+)
+THERMAL_REASONS: Final = ClockEventReason.SW_THERMAL_SLOWDOWN | ClockEventReason.HW_THERMAL_SLOWDOWN
+POWER_REASONS: Final = ClockEventReason.SW_POWER_CAP | ClockEventReason.HW_POWER_BRAKE_SLOWDOWN
+
+
+class DeviceState(enum.Enum):
+    """Whether a GPU answered this tick."""
+
+    OK = "ok"
+    LOST = "lost"
+
+
+SourceKind = Literal["nvml", "simulated"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """Where the GPU numbers come from, and why (shown in the status bar and `doctor`)."""
+
+    kind: SourceKind
+    detail: str
+    #: Why the app is not on real NVML (None when it is).
+    fallback_reason: str | None = None
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "simulated"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """Static facts about one GPU, read once (limits and names change rarely)."""
+
+    index: int
+    uuid: str
+    name: str
+    vram_total_mib: float | None = None
+    power_limit_enforced_w: float | None = None
+    power_limit_default_w: float | None = None
+    power_limit_min_w: float | None = None
+    power_limit_max_w: float | None = None
+    #: False where the driver refuses `GetPowerManagementLimit` (GeForce laptops): never advise `-pl`.
+    power_limit_settable: bool | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+    temp_slowdown_c: float | None = None
+    temp_shutdown_c: float | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    pci_bus_id: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    vbios_version: str | None = None
+    persistence_mode: bool | None = None
+    is_laptop: bool = False
+    simulated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One reading of one GPU's fast-changing metrics. ``None`` = not supported / not read."""
+
+    utilization_gpu_pct: float | None = None
+    utilization_mem_pct: float | None = None
+    vram_used_mib: float | None = None
+    vram_free_mib: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    energy_mj: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    fan_pct: float | None = None
+    clock_event_reasons: int | None = None
+    pcie_rx_kib_s: float | None = None
+    pcie_tx_kib_s: float | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pstate: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """One GPU in one snapshot: its static info, its state and (when ok) its sample."""
+
+    info: GpuInfo
+    state: DeviceState
+    sample: GpuSample | None
+    #: Why the device is lost (the NVML error), for the badge tooltip.
+    state_detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """CPU, memory and power-source readings of the machine itself."""
+
+    cpu_pct: float | None = None
+    cpu_per_core_pct: tuple[float, ...] = ()
+    cpu_freq_mhz: float | None = None
+    ram_used_mib: float | None = None
+    ram_total_mib: float | None = None
+    swap_used_mib: float | None = None
+    swap_total_mib: float | None = None
+    load_1m: float | None = None
+    load_5m: float | None = None
+    load_15m: float | None = None
+    cpu_temp_c: float | None = None
+    battery_pct: float | None = None
+    on_ac_power: bool | None = None
+
+
+ProcessKind = Literal["compute", "graphics", "mixed"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process holding memory on a GPU."""
+
+    pid: int
+    gpu_index: int
+    name: str
+    user: str | None = None
+    vram_mib: float | None = None
+    kind: ProcessKind = "compute"
+    cpu_pct: float | None = None
+    #: Process start, epoch seconds (for "running time").
+    started_s: float | None = None
+    #: True when the process belongs to the user running Rigscope (may be ended from the UI).
+    own: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything read in one tick. ``processes`` is the latest list (polled more slowly)."""
+
+    time_s: float
+    monotonic_s: float
+    source: SourceInfo
+    gpus: tuple[GpuReading, ...]
+    host: HostSample | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    #: True when ``processes`` was polled in this very tick.
+    processes_fresh: bool = False
+
+    def reading(self, index: int) -> GpuReading | None:
+        for gpu in self.gpus:
+            if gpu.info.index == index:
+                return gpu
+        return None
+
+
+# --- metric registry ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One GPU metric: the ``GpuSample`` field it lives in, its unit and its meaning."""
+
+    name: str
+    label: str
+    unit: str
+    description: str
+    integer: bool = False
+    #: The GpuInfo field holding this metric's maximum, for plot ranges and "x / max" labels.
+    max_field: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+METRICS: Final[tuple[Metric, ...]] = (
+    Metric("utilization_gpu_pct", "GPU utilization", "%", "Share of the last sample period in which a kernel ran"),
+    Metric("utilization_mem_pct", "Memory controller", "%", "Share of time the memory controller was busy"),
+    Metric("vram_used_mib", "VRAM used", "MiB", "Device memory in use", max_field="vram_total_mib"),
+    Metric("vram_free_mib", "VRAM free", "MiB", "Device memory free", max_field="vram_total_mib"),
+    Metric("temperature_c", "Temperature", "°C", "GPU core temperature", max_field="temp_slowdown_c"),
+    Metric("power_w", "Power", "W", "Board power draw (driver average)", max_field="power_limit_enforced_w"),
+    Metric("energy_mj", "Energy", "mJ", "Energy counter since the driver loaded"),
+    Metric("sm_clock_mhz", "SM clock", "MHz", "Streaming-multiprocessor clock", max_field="sm_clock_max_mhz"),
+    Metric("mem_clock_mhz", "Memory clock", "MHz", "Memory clock", max_field="mem_clock_max_mhz"),
+    Metric("fan_pct", "Fan", "%", "Fan speed as a share of its maximum"),
+    Metric("clock_event_reasons", "Clock-event reasons", "mask", "Why clocks are held down (bitmask)", integer=True),
+    Metric("pcie_rx_kib_s", "PCIe RX", "KiB/s", "PCIe receive throughput"),
+    Metric("pcie_tx_kib_s", "PCIe TX", "KiB/s", "PCIe transmit throughput"),
+    Metric("pcie_gen", "PCIe gen", "", "Current PCIe link generation", integer=True, max_field="pcie_gen_max"),
+    Metric("pcie_width", "PCIe width", "lanes", "Current PCIe link width", integer=True, max_field="pcie_width_max"),
+    Metric("pstate", "P-state", "", "Performance state (0 = fastest)", integer=True),
+)
+
+METRICS_BY_NAME: Final[dict[str, Metric]] = {m.name: m for m in METRICS}
+
+#: GpuSample field names in registry order (the database column order too).
+GPU_METRIC_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in METRICS)
+
+assert GPU_METRIC_NAMES == tuple(f.name for f in fields(GpuSample)), "registry and GpuSample disagree"
+
+
+def format_value(metric: Metric, value: float | int | None, digits: int = 0) -> str:
+    """``"72 °C"``, ``"n/a"`` for missing: the one formatter for every number shown."""
+    if value is None:
+        return "n/a"
+    if metric.integer:
+        text = f"0x{int(value):x}" if metric.unit == "mask" else f"{int(value)}"
+    else:
+        text = f"{value:,.{digits}f}"
+    unit = metric.unit if metric.unit != "mask" else ""
+    return f"{text} {unit}".strip()

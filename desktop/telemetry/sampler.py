@@ -1,0 +1,107 @@
+"""The sampler: one ``tick()`` reads every backend once and returns a ``Snapshot``.
+
+Backends are chosen by ``open_gpu_backend``: real NVML when it starts, otherwise the
+simulated GPU with the reason NVML could not be used. Process lists are the slowest NVML
+call, so they are polled on their own period; lost GPUs are retried on another.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from desktop.telemetry.backend import BackendUnavailable, GpuBackend, HostBackend
+from desktop.telemetry.model import DeviceState, GpuProcess, Snapshot
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_S = 1.0
+DEFAULT_PROCESS_PERIOD_S = 5.0
+DEFAULT_REINIT_PERIOD_S = 15.0
+
+
+def open_gpu_backend(simulate: str | None = None, *, seed: int = 0) -> GpuBackend:
+    """Real NVML unless ``simulate`` is given ("" = the default profile, or "a,b" profiles).
+
+    Falls back to the simulated GPU when NVML cannot start; the backend's
+    ``source.fallback_reason`` says why, for the status bar and `doctor`.
+    Raises ValueError for an unknown simulated profile name (a user mistake).
+    """
+    if simulate is not None:
+        return SimulatedBackend(parse_profile_list(simulate or None), seed=seed)
+    try:
+        from desktop.telemetry.nvml import NvmlBackend
+
+        return NvmlBackend.open()
+    except BackendUnavailable as exc:
+        log.info("NVML unavailable, using the simulated GPU: %s", exc)
+        return SimulatedBackend(parse_profile_list(None), seed=seed, reason=str(exc))
+
+
+def open_host_backend() -> HostBackend:
+    from desktop.telemetry.host import PsutilHost
+
+    return PsutilHost()
+
+
+class Sampler:
+    """Reads the GPU and host backends; the only producer of ``Snapshot``s."""
+
+    def __init__(
+        self,
+        gpu: GpuBackend,
+        host: HostBackend | None = None,
+        *,
+        process_period_s: float = DEFAULT_PROCESS_PERIOD_S,
+        reinit_period_s: float = DEFAULT_REINIT_PERIOD_S,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.gpu = gpu
+        self.host = host
+        self.process_period_s = process_period_s
+        self.reinit_period_s = reinit_period_s
+        self._clock = clock
+        self._monotonic = monotonic
+        self._processes: tuple[GpuProcess, ...] = ()
+        self._processes_at: float | None = None
+        self._reinit_at: float | None = None
+
+    @property
+    def source(self) -> GpuBackend:
+        return self.gpu
+
+    def tick(self) -> Snapshot:
+        now = self._clock()
+        mono = self._monotonic()
+        readings = self.gpu.sample(now)
+        if any(r.state is DeviceState.LOST for r in readings):
+            if self._reinit_at is None:
+                self._reinit_at = mono
+            elif mono - self._reinit_at >= self.reinit_period_s:
+                self._reinit_at = mono
+                self.gpu.reinit()
+        else:
+            self._reinit_at = None
+        fresh = self._processes_at is None or mono - self._processes_at >= self.process_period_s
+        if fresh:
+            self._processes_at = mono
+            procs = self.gpu.processes()
+            if self.host is not None and not self.gpu.source.simulated:
+                procs = self.host.describe(procs)
+            self._processes = tuple(procs)
+        host = self.host.sample() if self.host is not None else None
+        return Snapshot(
+            time_s=now,
+            monotonic_s=mono,
+            source=self.gpu.source,
+            gpus=tuple(readings),
+            host=host,
+            processes=self._processes,
+            processes_fresh=fresh,
+        )
+
+    def close(self) -> None:
+        self.gpu.close()

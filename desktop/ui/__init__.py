@@ -1,0 +1,1 @@
+"""All Qt code: app wiring, the main window, pages, charts, tray, dialogs and reports."""
