@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", required=True)
     _db(p)
 
-    p = add("service", "desktop.service:main", "install the recorder to start at login (systemd user unit / logon task)")
+    p = add("service", "desktop.service:main",
+            "install the recorder to start at login (systemd user unit / logon task)")
     p.add_argument("action", choices=("install", "uninstall", "status"))
     _json(p)
     return parser

@@ -34,7 +34,8 @@ def open_gpu_backend(simulate: str | None = None, *, seed: int = 0) -> GpuBacken
     try:
         from desktop.telemetry.nvml import NvmlBackend
 
-        return NvmlBackend.open()
+        backend: GpuBackend = NvmlBackend.open()
+        return backend
     except BackendUnavailable as exc:
         log.info("NVML unavailable, using the simulated GPU: %s", exc)
         return SimulatedBackend(parse_profile_list(None), seed=seed, reason=str(exc))

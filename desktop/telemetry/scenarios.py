@@ -84,7 +84,8 @@ class WeekScenario:
             return [Episode(_at(1, 20) + j(100 + gpu_index), _at(3, 8), "training", "train_ddp.py", 4100 + gpu_index,
                             0.95, 0.80, 0.6, 30.0, 150_000)]
         eps = [
-            Episode(_at(0, 9.5) + j(1), _at(1, 2.5) + j(2), "training", "train.py", 2311, 0.97, 0.93, 0.6, 35.0, 200_000),
+            Episode(_at(0, 9.5) + j(1), _at(1, 2.5) + j(2), "training", "train.py", 2311,
+                    0.97, 0.93, 0.6, 35.0, 200_000),
         ]
         # Fine-tuning bursts: 40 min on, 15 min off, a new process each time.
         t = _at(1, 10) + j(3)

@@ -119,7 +119,8 @@ class ManualLoad:
 
     loads: dict[int, Demand] = field(default_factory=dict)
 
-    def set(self, gpu_index: int, load: float, vram_mib: float = 0.0, name: str = "rigscope-stress", pid: int = 0) -> None:
+    def set(self, gpu_index: int, load: float, vram_mib: float = 0.0, name: str = "rigscope-stress",
+            pid: int = 0) -> None:
         procs = ((pid, name, vram_mib),) if load > 0 or vram_mib > 0 else ()
         self.loads[gpu_index] = Demand(load=max(0.0, min(1.0, load)), vram_mib=vram_mib, mem_util=0.5, processes=procs)
 
