@@ -256,7 +256,7 @@ METRICS_BY_NAME: Final[dict[str, Metric]] = {m.name: m for m in METRICS}
 #: GpuSample field names in registry order (the database column order too).
 GPU_METRIC_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in METRICS)
 
-assert GPU_METRIC_NAMES == tuple(f.name for f in fields(GpuSample)), "registry and GpuSample disagree"
+assert tuple(f.name for f in fields(GpuSample)) == GPU_METRIC_NAMES, "registry and GpuSample disagree"
 
 
 def format_value(metric: Metric, value: float | int | None, digits: int = 0) -> str:
