@@ -1,0 +1,447 @@
+"""The Prometheus endpoint: dcgm-exporter-compatible GPU series plus ``rigscope_*`` extras, from Snapshots.
+
+The exporter never talks to a backend: it is fed ``Snapshot``s, either by the recorder
+(``rigscope record --prometheus``) or by its own sampler loop (``rigscope export
+--prometheus``, :func:`serve_main`). The recorder's API::
+
+    handle = start_exporter("127.0.0.1:9835", hostname=None)  # UserError when the port is taken
+    handle.update(snapshot)                # after every Sampler.tick(), from any thread
+    handle.set_recorder_health(up=True, last_write_s=time.time(), rows_written=n, write_errors=0)
+    handle.set_last_stress(result)         # an advisor.frame.StressResult (the newest run)
+    handle.port, handle.url                # the bound port (``:0`` asks the OS for a free one)
+    handle.close()                         # stops the HTTP thread; safe to call twice
+
+What is exported, per GPU (labels ``gpu, UUID, device, modelName, Hostname`` as dcgm-exporter
+writes them, so DCGM Grafana dashboards work unchanged):
+
+- ``DCGM_FI_DEV_*`` with dcgm-exporter's names, HELP texts and units (etc/default-counters.csv).
+  dcgm-exporter declares ``TOTAL_ENERGY_CONSUMPTION`` and the PCIe throughputs as counters
+  without the ``_total`` suffix; prometheus-client can only write a counter by adding that
+  suffix, which would rename the series, so these three are exposed untyped under dcgm's exact
+  names (PromQL and dashboards do not depend on the declared type). Like dcgm-exporter, the
+  PCIe values are NVML's KB/s throughput, not a running total.
+- ``rigscope_*`` for what DCGM's defaults lack: seconds under each clock-event reason
+  (counters accumulated from the sample interval and the reason bits), whether each reason is
+  active now, power limit, max clocks, slowdown temperature, fan, PCIe link; per host the
+  GPU count by state, the last stress verdict and throughput, and recorder health.
+
+A metric the GPU does not support is omitted, never 0; a lost GPU's series disappear while
+the other GPUs' stay (its clock-event counters resume when it comes back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.registry import Collector
+
+from desktop import __version__
+from desktop.errors import UserError
+from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading, Snapshot
+
+if TYPE_CHECKING:
+    from advisor.frame import StressResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LISTEN = "127.0.0.1:9835"
+#: A gap between two samples longer than this (a suspended laptop, a stalled process) is not
+#: counted towards clock-event seconds: nobody saw what the GPU did meanwhile.
+MAX_SAMPLE_GAP_S = 60.0
+
+GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+
+
+@dataclass(frozen=True, slots=True)
+class DcgmField:
+    """One dcgm-exporter series fed from a GpuSample field."""
+
+    name: str
+    kind: str  # "gauge" | "untyped"
+    help: str
+    sample_field: str
+
+
+#: Names and HELP texts as in dcgm-exporter's etc/default-counters.csv.
+DCGM_FIELDS: tuple[DcgmField, ...] = (
+    DcgmField("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", "sm_clock_mhz"),
+    DcgmField("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", "mem_clock_mhz"),
+    DcgmField("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temperature_c"),
+    DcgmField("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w"),
+    DcgmField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "untyped",
+              "Total energy consumption since boot (in mJ).", "energy_mj"),
+    DcgmField("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "untyped",
+              "Total number of bytes transmitted through PCIe TX (in KB) via NVML.", "pcie_tx_kib_s"),
+    DcgmField("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "untyped",
+              "Total number of bytes received through PCIe RX (in KB) via NVML.", "pcie_rx_kib_s"),
+    DcgmField("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "utilization_gpu_pct"),
+    DcgmField("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "utilization_mem_pct"),
+    DcgmField("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "vram_free_mib"),
+    DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "vram_used_mib"),
+)
+
+#: (metric name, HELP, GpuSample field) for the rigscope_* per-GPU gauges read from the sample.
+SAMPLE_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("rigscope_fan_speed_percent", "Fan speed as a share of its maximum (in %).", "fan_pct"),
+    ("rigscope_pcie_link_gen", "Current PCIe link generation.", "pcie_gen"),
+    ("rigscope_pcie_link_width", "Current PCIe link width (lanes).", "pcie_width"),
+)
+
+#: (metric name, HELP, GpuInfo field) for the rigscope_* per-GPU limits.
+INFO_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("rigscope_power_limit_watts", "Enforced board power limit (in W).", "power_limit_enforced_w"),
+    ("rigscope_sm_clock_max_mhz", "Maximum SM clock frequency (in MHz).", "sm_clock_max_mhz"),
+    ("rigscope_mem_clock_max_mhz", "Maximum memory clock frequency (in MHz).", "mem_clock_max_mhz"),
+    ("rigscope_slowdown_temperature_celsius", "Temperature at which the GPU starts to slow down (in C).",
+     "temp_slowdown_c"),
+    ("rigscope_fb_total_mib", "Framebuffer memory total (in MiB).", "vram_total_mib"),
+)
+
+#: The clock-event reasons exported, as (reason, label value).
+REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple(
+    (r, (r.name or hex(r.value)).lower()) for r in ClockEventReason if r.value and not r.value & (r.value - 1)
+)
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``"ADDR:PORT"`` (or just ``"PORT"``, meaning loopback) -> (addr, port); UserError if malformed."""
+    text = listen.strip()
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or not port_text.isdigit():
+            raise UserError(f"--listen {listen!r}: expected ADDR:PORT, e.g. 127.0.0.1:9835")
+        host = host.strip("[]")
+        if not host:
+            raise UserError(f"--listen {listen!r}: give the address explicitly "
+                            "(127.0.0.1 for this machine only, 0.0.0.0 for every interface)")
+    port = int(port_text)
+    if port > 65535:
+        raise UserError(f"--listen {listen!r}: port {port} is out of range (0-65535)")
+    return host, port
+
+
+@dataclass
+class _GpuState:
+    """What the exporter remembers per GPU between snapshots."""
+
+    reading: GpuReading
+    reason_s: dict[ClockEventReason, float] = field(default_factory=dict)
+    last_mono_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderHealth:
+    up: bool
+    last_write_s: float | None = None
+    rows_written: int | None = None
+    write_errors: int | None = None
+
+
+class SnapshotCollector(Collector):
+    """A prometheus-client collector over the latest Snapshot (thread-safe: fed and scraped concurrently)."""
+
+    def __init__(self, hostname: str) -> None:
+        self.hostname = hostname
+        self._lock = threading.Lock()
+        self._gpus: dict[str, _GpuState] = {}
+        self._snapshot: Snapshot | None = None
+        self._stress: StressResult | None = None
+        self._recorder: RecorderHealth | None = None
+
+    # --- feeding -------------------------------------------------------------------
+
+    def update(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            self._snapshot = snapshot
+            present = set()
+            for reading in snapshot.gpus:
+                uuid = reading.info.uuid
+                present.add(uuid)
+                state = self._gpus.setdefault(uuid, _GpuState(reading))
+                state.reading = reading
+                if reading.state is not DeviceState.OK or reading.sample is None:
+                    # Nobody sees the GPU while it is lost: do not count that time on its return.
+                    state.last_mono_s = None
+                    continue
+                mask = reading.sample.clock_event_reasons
+                if mask is not None:
+                    dt = 0.0 if state.last_mono_s is None else snapshot.monotonic_s - state.last_mono_s
+                    dt = dt if 0.0 < dt <= MAX_SAMPLE_GAP_S else 0.0
+                    for reason, _ in REASONS:
+                        held = state.reason_s.get(reason, 0.0)
+                        state.reason_s[reason] = held + dt if mask & reason else held
+                state.last_mono_s = snapshot.monotonic_s
+            for uuid in set(self._gpus) - present:
+                del self._gpus[uuid]
+
+    def set_last_stress(self, result: StressResult | None) -> None:
+        with self._lock:
+            self._stress = result
+
+    def set_recorder_health(self, health: RecorderHealth | None) -> None:
+        with self._lock:
+            self._recorder = health
+
+    # --- scraping ------------------------------------------------------------------
+
+    def _gpu_labels(self, info: GpuInfo) -> list[str]:
+        return [str(info.index), info.uuid, f"nvidia{info.index}", info.name, self.hostname]
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            snapshot = self._snapshot
+            gpus = [(s.reading, dict(s.reason_s)) for s in self._gpus.values()]
+            stress = self._stress
+            recorder = self._recorder
+        ok = [(r, reasons) for r, reasons in gpus if r.state is DeviceState.OK and r.sample is not None]
+        ok.sort(key=lambda item: item[0].info.index)
+        yield from self._collect_gpus(ok)
+        yield from self._collect_host(snapshot, gpus, stress, recorder)
+
+    def _collect_gpus(self, ok: list[tuple[GpuReading, dict[ClockEventReason, float]]]) -> Iterator[Metric]:
+        labels = list(GPU_LABELS)
+        for dcgm in DCGM_FIELDS:
+            family_cls = GaugeMetricFamily if dcgm.kind == "gauge" else UnknownMetricFamily
+            dcgm_family = family_cls(dcgm.name, dcgm.help, labels=labels)
+            for reading, _ in ok:
+                value = getattr(reading.sample, dcgm.sample_field)
+                if value is not None:
+                    dcgm_family.add_metric(self._gpu_labels(reading.info), float(value))
+            if dcgm_family.samples:
+                yield dcgm_family
+        for name, help_text, sample_field in SAMPLE_GAUGES:
+            gauge = GaugeMetricFamily(name, help_text, labels=labels)
+            for reading, _ in ok:
+                value = getattr(reading.sample, sample_field)
+                if value is not None:
+                    gauge.add_metric(self._gpu_labels(reading.info), float(value))
+            if gauge.samples:
+                yield gauge
+        for name, help_text, info_field in INFO_GAUGES:
+            gauge = GaugeMetricFamily(name, help_text, labels=labels)
+            for reading, _ in ok:
+                value = getattr(reading.info, info_field)
+                if value is not None:
+                    gauge.add_metric(self._gpu_labels(reading.info), float(value))
+            if gauge.samples:
+                yield gauge
+        seconds = CounterMetricFamily(
+            "rigscope_clock_event_seconds",
+            "Seconds the GPU spent with each clock-event (throttle) reason active, from the sample interval.",
+            labels=[*labels, "reason"],
+        )
+        active = GaugeMetricFamily(
+            "rigscope_clock_event_active", "1 while the clock-event (throttle) reason is active, else 0.",
+            labels=[*labels, "reason"],
+        )
+        for reading, reason_s in ok:
+            mask = reading.sample.clock_event_reasons if reading.sample is not None else None
+            if mask is None:
+                continue
+            for reason, label in REASONS:
+                seconds.add_metric([*self._gpu_labels(reading.info), label], reason_s.get(reason, 0.0))
+                active.add_metric([*self._gpu_labels(reading.info), label], 1.0 if mask & reason else 0.0)
+        if seconds.samples:
+            yield seconds
+            yield active
+
+    def _collect_host(self, snapshot: Snapshot | None, gpus: list[tuple[GpuReading, dict[ClockEventReason, float]]],
+                      stress: StressResult | None, recorder: RecorderHealth | None) -> Iterator[Metric]:
+        host = [self.hostname]
+        if snapshot is not None:
+            info = GaugeMetricFamily("rigscope_info", "Rigscope version and where its GPU numbers come from.",
+                                     labels=["Hostname", "version", "source"])
+            info.add_metric([*host, __version__, snapshot.source.kind], 1.0)
+            yield info
+            stamp = GaugeMetricFamily("rigscope_last_sample_timestamp_seconds",
+                                      "When the latest GPU sample was taken (Unix time).", labels=["Hostname"])
+            stamp.add_metric(host, snapshot.time_s)
+            yield stamp
+            count = GaugeMetricFamily("rigscope_gpus", "GPUs by device state (ok, lost).",
+                                      labels=["Hostname", "state"])
+            for state in DeviceState:
+                count.add_metric([*host, state.value], float(sum(1 for r, _ in gpus if r.state is state)))
+            yield count
+        if stress is not None:
+            yield from _stress_metrics(stress, self.hostname)
+        if recorder is not None:
+            yield from _recorder_metrics(recorder, self.hostname)
+
+
+def _stress_metrics(result: StressResult, hostname: str) -> Iterator[Metric]:
+    labels = ["UUID", "modelName", "Hostname", "workload", "dtype", "unit"]
+    values = [result.gpu_uuid, result.gpu_name, hostname, result.workload, result.dtype, result.unit]
+    rows: list[tuple[str, str, float]] = [
+        ("rigscope_stress_last_throughput", "Sustained throughput of the last stress test (in its unit label).",
+         result.sustained_throughput),
+        ("rigscope_stress_last_peak_throughput", "Peak throughput of the last stress test (in its unit label).",
+         result.peak_throughput),
+        ("rigscope_stress_last_throttled", "1 when the last stress test's verdict was 'throttled', else 0.",
+         1.0 if result.throttled else 0.0),
+        ("rigscope_stress_last_errors", "Result mismatches found by the last stress test.", float(result.errors)),
+        ("rigscope_stress_last_end_timestamp_seconds", "When the last stress test ended (Unix time).",
+         result.ended_s),
+    ]
+    if result.peak_throughput > 0:
+        rows.append(("rigscope_stress_last_sustained_ratio", "Sustained / peak throughput of the last stress test.",
+                     result.sustained_throughput / result.peak_throughput))
+    for name, help_text, value in rows:
+        gauge = GaugeMetricFamily(name, help_text, labels=labels)
+        gauge.add_metric(values, value)
+        yield gauge
+
+
+def _recorder_metrics(health: RecorderHealth, hostname: str) -> Iterator[Metric]:
+    up = GaugeMetricFamily("rigscope_recorder_up", "1 while the recorder is writing history, else 0.",
+                           labels=["Hostname"])
+    up.add_metric([hostname], 1.0 if health.up else 0.0)
+    yield up
+    if health.last_write_s is not None:
+        last = GaugeMetricFamily("rigscope_recorder_last_write_timestamp_seconds",
+                                 "When the recorder last committed samples (Unix time).", labels=["Hostname"])
+        last.add_metric([hostname], health.last_write_s)
+        yield last
+    if health.rows_written is not None:
+        rows = CounterMetricFamily("rigscope_recorder_rows_written", "Sample rows the recorder has written.",
+                                   labels=["Hostname"])
+        rows.add_metric([hostname], float(health.rows_written))
+        yield rows
+    if health.write_errors is not None:
+        errors = CounterMetricFamily("rigscope_recorder_write_errors", "Failed history writes since start.",
+                                     labels=["Hostname"])
+        errors.add_metric([hostname], float(health.write_errors))
+        yield errors
+
+
+class ExporterHandle:
+    """A running endpoint: feed it snapshots; ``close()`` stops its HTTP thread."""
+
+    def __init__(self, collector: SnapshotCollector, server: object, thread: threading.Thread,
+                 addr: str, port: int) -> None:
+        self.collector = collector
+        self._server = server
+        self._thread = thread
+        self.address = addr
+        self.port = port
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}/metrics"
+
+    def update(self, snapshot: Snapshot) -> None:
+        self.collector.update(snapshot)
+
+    def set_last_stress(self, result: StressResult | None) -> None:
+        self.collector.set_last_stress(result)
+
+    def set_recorder_health(self, *, up: bool, last_write_s: float | None = None,
+                            rows_written: int | None = None, write_errors: int | None = None) -> None:
+        """The recorder's own state: writing or not, last commit time, cumulative rows and errors."""
+        self.collector.set_recorder_health(RecorderHealth(up, last_write_s, rows_written, write_errors))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._server.shutdown()  # type: ignore[attr-defined]
+        self._server.server_close()  # type: ignore[attr-defined]
+        self._thread.join(timeout=5.0)
+
+    def __enter__(self) -> ExporterHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_exporter(listen: str = DEFAULT_LISTEN, hostname: str | None = None) -> ExporterHandle:
+    """Serve ``/metrics`` on ``listen`` (loopback unless another address is given) in a daemon thread."""
+    addr, port = parse_listen(listen)
+    collector = SnapshotCollector(hostname or socket.gethostname())
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    try:
+        server, thread = start_http_server(port, addr=addr, registry=registry)
+    except OSError as exc:
+        if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
+            raise UserError(f"cannot serve Prometheus metrics on {addr}:{port}: the port is already in use "
+                            "(another rigscope or exporter?); choose another with --listen ADDR:PORT") from exc
+        raise UserError(f"cannot serve Prometheus metrics on {addr}:{port}: {exc.strerror or exc}") from exc
+    bound_port = int(server.server_address[1])
+    log.info("serving Prometheus metrics on %s:%d", addr, bound_port)
+    return ExporterHandle(collector, server, thread, addr, bound_port)
+
+
+def load_last_stress(db: str | Path | None) -> StressResult | None:
+    """The newest stored stress run, when the history store and a database are available."""
+    try:
+        from desktop.history.store import HistoryStore
+    except ImportError:  # a build without the history package still serves live metrics
+        return None
+    from desktop.paths import default_db_path
+
+    path = Path(db) if db else default_db_path()
+    if not path.exists():
+        return None
+    try:
+        with HistoryStore.open(path, readonly=True) as store:
+            runs = store.stress_runs()
+    except Exception as exc:  # a missing last verdict must not stop the exporter
+        log.warning("could not read the last stress run from %s: %s", path, exc)
+        return None
+    return runs[0] if runs else None
+
+
+def run_loop(tick: Callable[[], Snapshot], handle: ExporterHandle, interval_s: float, stop: threading.Event,
+             max_ticks: int | None = None) -> int:
+    """Feed ``handle`` from ``tick()`` every ``interval_s`` until ``stop`` is set; returns the ticks done."""
+    done = 0
+    next_at = time.monotonic()
+    while not stop.is_set() and (max_ticks is None or done < max_ticks):
+        handle.update(tick())
+        done += 1
+        next_at += interval_s
+        stop.wait(max(0.0, next_at - time.monotonic()))
+    return done
+
+
+def serve_main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    """``rigscope export --prometheus``: sample the GPUs and serve them until Ctrl+C."""
+    from desktop import config
+    from desktop.telemetry.sampler import Sampler, open_gpu_backend
+
+    interval_s = args.interval if args.interval is not None else config.load()[0].sampling.interval_s
+    if not 0.1 <= interval_s <= 3600:
+        raise UserError(f"--interval {interval_s}: choose between 0.1 and 3600 seconds")
+    try:
+        backend = open_gpu_backend(args.simulate)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    # No host backend: CPU and memory are node_exporter's job; only GPUs are exported.
+    sampler = Sampler(backend, None)
+    try:
+        with start_exporter(args.listen) as handle:
+            handle.set_last_stress(load_last_stress(getattr(args, "db", None)))
+            note = " (simulated GPU)" if backend.source.simulated else ""
+            print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", flush=True)
+            try:
+                run_loop(sampler.tick, handle, interval_s, stop or threading.Event())
+            except KeyboardInterrupt:
+                pass
+    finally:
+        sampler.close()
+    return 0

@@ -1,0 +1,175 @@
+"""A real Prometheus server scrapes the exporter fed by the simulated GPU; promtool lints the page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop import exporter
+from desktop.telemetry.sampler import Sampler, open_gpu_backend
+from desktop.telemetry.simulated import SimulatedBackend
+from tests.integration.tools import free_port, require_tool
+
+pytestmark = pytest.mark.integration
+
+HOST = "it-rig"
+DCGM_NAMES = [f.name for f in exporter.DCGM_FIELDS]
+
+
+@pytest.fixture
+def fed_exporter() -> Iterator[tuple[exporter.ExporterHandle, SimulatedBackend]]:
+    """The exporter on a free loopback port, fed every 0.2 s by two simulated GPUs (GPU 0 under load)."""
+    backend = open_gpu_backend("rtx4090-laptop,h100")
+    assert isinstance(backend, SimulatedBackend) and backend.manual is not None
+    backend.manual.set(0, 1.0, vram_mib=6000.0)
+    sampler = Sampler(backend, None)
+    stop = threading.Event()
+    with exporter.start_exporter("127.0.0.1:0", hostname=HOST) as handle:
+        feeder = threading.Thread(target=exporter.run_loop, args=(sampler.tick, handle, 0.2, stop), name="feeder")
+        feeder.start()
+        try:
+            yield handle, backend
+        finally:
+            stop.set()
+            feeder.join(10.0)
+            sampler.close()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]) -> Iterator[str]:
+    """A Prometheus server on loopback scraping the exporter every second; yields its base URL."""
+    binary = require_tool("prometheus", "prometheus")
+    handle, _ = fed_exporter
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: rigscope\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{handle.port}']}}]\n"
+    )
+    port = free_port()
+    log = (tmp_path / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: _get(f"{base}/-/ready") is not None, 30.0, proc, tmp_path)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bytes(response.read())
+    except OSError:
+        return None
+
+
+def _wait_for(condition: Any, timeout_s: float, proc: subprocess.Popen[bytes], tmp_path: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"prometheus exited: {(tmp_path / 'prometheus.log').read_text()[-2000:]}")
+        if condition():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out; prometheus log: {(tmp_path / 'prometheus.log').read_text()[-2000:]}")
+
+
+def query(base: str, promql: str) -> list[dict[str, Any]]:
+    body = _get(f"{base}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
+    assert body is not None, promql
+    data = json.loads(body)
+    assert data["status"] == "success", data
+    return list(data["data"]["result"])
+
+
+def by_gpu(base: str, promql: str) -> dict[str, float]:
+    return {r["metric"]["gpu"]: float(r["value"][1]) for r in query(base, promql)}
+
+
+def test_prometheus_scrapes_dcgm_and_rigscope_series(
+    prometheus: str, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend], tmp_path: Path
+) -> None:
+    _, backend = fed_exporter
+    infos = {str(i.index): i for i in backend.devices()}
+    wanted = [*DCGM_NAMES, "rigscope_clock_event_seconds_total", "rigscope_power_limit_watts"]
+
+    def all_scraped() -> bool:
+        return all(len(query(prometheus, name)) >= 2 for name in wanted)
+
+    deadline = time.monotonic() + 30.0
+    while not all_scraped():
+        assert time.monotonic() < deadline, "Prometheus did not get every series within 30 s"
+        time.sleep(0.2)
+
+    assert [r["value"][1] for r in query(prometheus, 'up{job="rigscope"}')] == ["1"]
+    for name in DCGM_NAMES:
+        rows = query(prometheus, name)
+        assert sorted(r["metric"]["gpu"] for r in rows) == ["0", "1"], name
+        for row in rows:
+            labels = row["metric"]
+            info = infos[labels["gpu"]]
+            assert labels["UUID"] == info.uuid and labels["modelName"] == info.name, name
+            assert labels["device"] == f"nvidia{info.index}" and labels["Hostname"] == HOST, name
+
+    temps = by_gpu(prometheus, "DCGM_FI_DEV_GPU_TEMP")
+    assert all(15.0 <= t <= 110.0 for t in temps.values()), temps
+    util = by_gpu(prometheus, "DCGM_FI_DEV_GPU_UTIL")
+    assert util["0"] >= 90.0 and util["1"] == 0.0, util  # GPU 0 under full load, GPU 1 idle
+    power = by_gpu(prometheus, "DCGM_FI_DEV_POWER_USAGE")
+    limits = by_gpu(prometheus, "rigscope_power_limit_watts")
+    assert limits == {k: i.power_limit_enforced_w for k, i in infos.items()}
+    assert all(0.0 < power[k] <= 1.05 * limits[k] for k in power), (power, limits)
+    assert power["0"] > power["1"]
+    fb = by_gpu(prometheus, "DCGM_FI_DEV_FB_USED + on(gpu) DCGM_FI_DEV_FB_FREE")
+    assert fb == pytest.approx({k: i.vram_total_mib for k, i in infos.items()})
+    assert by_gpu(prometheus, "DCGM_FI_DEV_FB_USED")["0"] >= 6000.0
+    clocks = by_gpu(prometheus, "DCGM_FI_DEV_SM_CLOCK <= on(gpu) rigscope_sm_clock_max_mhz")
+    assert sorted(clocks) == ["0", "1"]  # the comparison keeps only series that hold
+    assert all(v > 0 for v in by_gpu(prometheus, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").values())
+
+    reasons = query(prometheus, "rigscope_clock_event_seconds_total")
+    assert len(reasons) == 2 * len(exporter.REASONS)
+    assert {r["metric"]["reason"] for r in reasons} >= {"hw_thermal_slowdown", "sw_power_cap", "gpu_idle"}
+    assert all(float(r["value"][1]) >= 0.0 for r in reasons)
+    info_rows = query(prometheus, "rigscope_info")
+    assert info_rows[0]["metric"]["source"] == "simulated" and info_rows[0]["metric"]["Hostname"] == HOST
+
+
+def test_promtool_reports_only_dcgm_camelcase_label_lint(
+    fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend],
+) -> None:
+    promtool = require_tool("promtool", "prometheus")
+    handle, _ = fed_exporter
+    page = b""
+    deadline = time.monotonic() + 10.0
+    while b"rigscope_clock_event_seconds_total{" not in page:
+        assert time.monotonic() < deadline
+        page = _get(handle.url) or b""
+        time.sleep(0.1)
+    result = subprocess.run([promtool, "check", "metrics"], check=False, input=page, capture_output=True, timeout=30)
+    problems = [line for line in (result.stdout + result.stderr).decode().splitlines() if line.strip()]
+    assert problems, "expected the camelCase lint on modelName (dcgm-exporter's label)"
+    lint = "label names should be written in 'snake_case' not 'camelCase'"
+    assert [p for p in problems if not p.endswith(lint)] == []
