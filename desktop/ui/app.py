@@ -1,0 +1,169 @@
+"""Wiring of the window: creates the sampler thread, recording, pages, alerts and tray, and connects them.
+
+Nothing here is global: ``RigscopeApp`` receives the objects it wires (tests and the
+screenshot script pass a simulated sampler, a temporary database, an injected tray). To add
+a page, add one line to ``_add_pages``::
+
+    window.add_page("stress", "Stress test", StressPage(...))
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QApplication
+
+from desktop import config
+from desktop.config import Settings
+from desktop.errors import UserError
+from desktop.paths import default_db_path
+from desktop.telemetry.model import Snapshot
+from desktop.telemetry.sampler import Sampler, open_gpu_backend, open_host_backend
+from desktop.ui.alerts import Alert, AlertMonitor
+from desktop.ui.dashboard import DashboardPage
+from desktop.ui.main_window import MainWindow
+from desktop.ui.processes import ProcessesPage
+from desktop.ui.recording import Recording, open_recording
+from desktop.ui.settings_page import SettingsPage
+from desktop.ui.theme import apply_theme, resolve
+from desktop.ui.tray import Tray, app_icon
+from desktop.ui.worker import SamplerThread
+
+log = logging.getLogger(__name__)
+
+
+class RigscopeApp(QObject):
+    """Owns the window and everything that feeds it; ``start()`` begins sampling, ``shutdown()`` ends all."""
+
+    def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
+                 settings_path: Path | None = None, tray_available: bool | None = None,
+                 end_process: Callable[[int], str | None] | None = None,
+                 service: Callable[[bool], None] | None = None) -> None:
+        super().__init__()
+        self.qt_app = qt_app
+        self.sampler = sampler
+        self.settings = settings
+        self.recording = recording
+        self.theme = resolve(settings.appearance.theme)
+        apply_theme(qt_app, self.theme)
+        self.window = MainWindow(self.theme)
+        self.window.setWindowIcon(app_icon())
+        self.dashboard = DashboardPage(self.theme, settings.sampling.interval_s, history=recording.store)
+        self.processes = ProcessesPage(self.theme, end_process=end_process)
+        self.settings_page = SettingsPage(settings, self.theme, path=settings_path, service=service)
+        self._add_pages()
+        self.alerts = AlertMonitor(settings.alerts)
+        self.tray = Tray(tray_available)
+        self.window.close_to_tray = self.tray.available
+        self.sampling = SamplerThread(sampler.tick, settings.sampling.interval_s, on_snapshot=recording.submit)
+        self.last_snapshot: Snapshot | None = None
+        self.fired: list[Alert] = []
+        self._shut_down = False
+
+        self.sampling.snapshot.connect(self.on_snapshot, Qt.ConnectionType.QueuedConnection)
+        self.sampling.failed.connect(lambda text: self.window.show_banner(f"Sampling failed: {text}", "error"))
+        self.window.quit_requested.connect(self.quit)
+        self.window.closed.connect(self.quit)
+        self.tray.quit_requested.connect(self.quit)
+        self.tray.show_requested.connect(self.window.bring_to_front)
+        self.settings_page.applied.connect(self.apply_settings)
+        self.window.set_source(sampler.gpu.source)
+        self.window.set_recording(f"{recording.label}", recording.detail)
+        if recording.mode != "recording":
+            self.window.recording_label.setText(f"{recording.label}: {recording.detail}")
+
+    def _add_pages(self) -> None:
+        w = self.window
+        w.add_page("dashboard", "Dashboard", self.dashboard)
+        w.add_page("processes", "Processes", self.processes)
+        # Stress, Advisor and History pages register here when their modules land.
+        w.add_page("settings", "Settings", self.settings_page, shortcut="Ctrl+,")
+
+    # --- running --------------------------------------------------------------------
+    def start(self, show: bool = True) -> None:
+        self.sampling.start()
+        if show:
+            self.window.show()
+
+    def on_snapshot(self, snap: Snapshot) -> None:
+        """GUI thread: feed the pages, the tray and the alert rules."""
+        if self._shut_down:
+            return
+        self.last_snapshot = snap
+        self.dashboard.add_snapshot(snap)
+        self.processes.add_snapshot(snap)
+        self.tray.update(snap)
+        for alert in self.alerts.check(snap):
+            self.fired.append(alert)
+            self.window.show_banner(alert.message, alert.level)
+            self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
+            self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)
+
+    def apply_settings(self, settings: Settings) -> None:
+        self.settings = settings
+        self.alerts.update_settings(settings.alerts)
+        self.sampling.set_interval(settings.sampling.interval_s)
+        self.sampler.process_period_s = settings.sampling.process_interval_s
+        theme = resolve(settings.appearance.theme)
+        if theme != self.theme:
+            self.theme = theme
+            apply_theme(self.qt_app, theme)
+            self.window.apply_theme(theme)
+
+    def quit(self) -> None:
+        self.shutdown()
+        self.qt_app.quit()
+
+    def shutdown(self) -> None:
+        """Stop sampling, flush and close recording, remove the tray icon; idempotent."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        self.sampling.stop()
+        self.dashboard.timer.stop()
+        self.recording.close()
+        self.tray.close()
+        self.window.close_to_tray = False
+        self.window.hide()
+        self.sampler.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    """`rigscope` / `rigscope gui`: open the window (args.simulate, args.db)."""
+    try:
+        backend = open_gpu_backend(getattr(args, "simulate", None))
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    settings, problems = config.load()
+    for key, message in problems:
+        log.warning("settings: %s: %s", key, message)
+    sampler = Sampler(backend, open_host_backend(), process_period_s=settings.sampling.process_interval_s)
+    db = Path(args.db) if getattr(args, "db", None) else default_db_path()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(qt_app, QApplication)
+    qt_app.setApplicationName("Rigscope")
+    qt_app.setDesktopFileName("rigscope")
+    qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
+    recording = open_recording(db)
+    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=_end_process())
+    if problems:
+        app.window.show_banner("Some settings were invalid and defaults are used: "
+                               + "; ".join(f"{k}: {m}" for k, m in problems), "warning")
+    app.start()
+    try:
+        return qt_app.exec()
+    finally:
+        app.shutdown()
+
+
+def _end_process() -> Callable[[int], str | None] | None:
+    """The sampler's end_process when present (the UI may not import the host backend itself)."""
+    from desktop.telemetry import sampler
+
+    return getattr(sampler, "end_process", None)

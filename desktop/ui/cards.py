@@ -1,0 +1,188 @@
+"""The at-a-glance widgets of the dashboard: one card per GPU and the CPU / RAM strip."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from desktop.telemetry.model import (
+    METRICS_BY_NAME,
+    THROTTLE_REASONS,
+    ClockEventReason,
+    DeviceState,
+    GpuInfo,
+    GpuReading,
+    HostSample,
+    format_value,
+)
+from desktop.ui.theme import Theme
+
+_TILES = (
+    ("utilization", "Utilization"),
+    ("vram", "VRAM used / total"),
+    ("temperature", "Temperature"),
+    ("power", "Power / limit"),
+    ("clock", "SM clock / max"),
+)
+
+
+def _fmt(name: str, value: float | None) -> str:
+    return format_value(METRICS_BY_NAME[name], value)
+
+
+def _of(name: str, value: float | None, maximum: float | None) -> str:
+    """``"120 / 150 W"``: the unit once, after the maximum."""
+    metric = METRICS_BY_NAME[name]
+    if value is None:
+        return "n/a"
+    if maximum is None:
+        return format_value(metric, value)
+    return f"{value:,.0f} / {maximum:,.0f} {metric.unit}"
+
+
+def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
+    """The text of every tile for one reading (pure, so tests and the tray reuse it)."""
+    sample = reading.sample if reading is not None else None
+    if sample is None:
+        return {key: "n/a" for key, _ in _TILES} | {"throttle": ""}
+    util = _fmt("utilization_gpu_pct", sample.utilization_gpu_pct)
+    mem = sample.utilization_mem_pct
+    if mem is not None:
+        util = f"{util}  (mem {mem:.0f} %)"
+    reasons = ClockEventReason.decode((sample.clock_event_reasons or 0) & int(THROTTLE_REASONS))
+    return {
+        "utilization": util,
+        "vram": _of("vram_used_mib", sample.vram_used_mib, info.vram_total_mib),
+        "temperature": _fmt("temperature_c", sample.temperature_c),
+        "power": _of("power_w", sample.power_w, info.power_limit_enforced_w),
+        "clock": _of("sm_clock_mhz", sample.sm_clock_mhz, info.sm_clock_max_mhz),
+        "throttle": ("Held back by: " + ", ".join(r.label for r in reasons)) if reasons else "Not throttled",
+    }
+
+
+class GpuCard(QFrame):
+    """Name, driver, a state badge and the current values of one GPU, big and with units."""
+
+    def __init__(self, info: GpuInfo, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("gpucard")
+        self.info = info
+        self.theme = theme
+        self.state = DeviceState.OK
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setSpacing(4)
+        head = QHBoxLayout()
+        self.name_label = QLabel(f"GPU {info.index} · {info.name}")
+        font = self.name_label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        font.setBold(True)
+        self.name_label.setFont(font)
+        self.badge = QLabel()
+        self.badge.setObjectName("badge")
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        head.addWidget(self.name_label, 1)
+        head.addWidget(self.badge)
+        layout.addLayout(head)
+        driver = info.driver_version or "n/a"
+        cuda = f" · CUDA {info.cuda_version}" if info.cuda_version else ""
+        self.driver_label = QLabel(f"Driver {driver}{cuda}")
+        layout.addWidget(self.driver_label)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(18)
+        grid.setVerticalSpacing(0)
+        self.values: dict[str, QLabel] = {}
+        self._captions: list[QLabel] = []
+        for column, (key, caption) in enumerate(_TILES):
+            cap = QLabel(caption)
+            value = QLabel("n/a")
+            big = value.font()
+            big.setPointSizeF(big.pointSizeF() * 1.45)
+            value.setFont(big)
+            grid.addWidget(cap, 0, column)
+            grid.addWidget(value, 1, column)
+            self.values[key] = value
+            self._captions.append(cap)
+        layout.addLayout(grid)
+        self.throttle_label = QLabel("")
+        layout.addWidget(self.throttle_label)
+        self.apply_theme(theme)
+
+    def update_reading(self, reading: GpuReading) -> None:
+        self.info = reading.info
+        texts = reading_texts(reading.info, reading)
+        for key, label in self.values.items():
+            label.setText(texts[key])
+        self.throttle_label.setText(texts["throttle"])
+        if reading.state is not self.state:
+            self.state = reading.state
+            self._paint_badge()
+        self.badge.setToolTip(reading.state_detail or "")
+
+    def _paint_badge(self) -> None:
+        if self.state is DeviceState.LOST:
+            text, colour = "LOST", self.theme.bad
+        elif self.info.simulated:
+            text, colour = "SIMULATED", self.theme.warn
+        else:
+            text, colour = "OK", self.theme.ok
+        self.badge.setText(text)
+        self.badge.setStyleSheet(f"#badge {{ color: {colour}; border: 1px solid {colour}; border-radius: 3px;"
+                                 f" padding: 1px 6px; font-weight: bold; }}")
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.setStyleSheet(f"#gpucard {{ background: {theme.base}; border-radius: 4px; }}")
+        for cap in (*self._captions, self.driver_label, self.throttle_label):
+            cap.setStyleSheet(f"color: {theme.muted};")
+        self._paint_badge()
+
+
+class HostStrip(QFrame):
+    """CPU, RAM and power source of the machine, one line."""
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("hoststrip")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 10, 4)
+        layout.setSpacing(24)
+        self.labels: dict[str, QLabel] = {}
+        for key in ("cpu", "ram", "load", "power"):
+            label = QLabel("n/a")
+            layout.addWidget(label)
+            self.labels[key] = label
+        layout.addStretch(1)
+        self.theme = theme
+        self.apply_theme(theme)
+        self.update_host(None)
+
+    def update_host(self, host: HostSample | None) -> None:
+        if host is None:
+            texts = {"cpu": "CPU n/a", "ram": "RAM n/a", "load": "", "power": ""}
+        else:
+            cpu = "n/a" if host.cpu_pct is None else f"{host.cpu_pct:.0f} %"
+            if host.cpu_freq_mhz is not None:
+                cpu += f" at {host.cpu_freq_mhz:,.0f} MHz"
+            if host.cpu_temp_c is not None:
+                cpu += f", {host.cpu_temp_c:.0f} °C"
+            ram = "n/a"
+            if host.ram_used_mib is not None and host.ram_total_mib:
+                ram = (f"{host.ram_used_mib / 1024:.1f} / {host.ram_total_mib / 1024:.1f} GiB"
+                       f" ({100 * host.ram_used_mib / host.ram_total_mib:.0f} %)")
+            load = ""
+            if host.load_1m is not None:
+                load = f"Load {host.load_1m:.2f} / {host.load_5m or 0:.2f} / {host.load_15m or 0:.2f}"
+            power = ""
+            if host.on_ac_power is not None:
+                power = "On AC power" if host.on_ac_power else "On battery"
+                if host.battery_pct is not None:
+                    power += f" ({host.battery_pct:.0f} %)"
+            texts = {"cpu": f"CPU {cpu}", "ram": f"RAM {ram}", "load": load, "power": power}
+        for key, label in self.labels.items():
+            label.setText(texts[key])
+            label.setVisible(bool(texts[key]))
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.setStyleSheet(f"#hoststrip {{ background: {theme.base}; border-radius: 4px; }}")

@@ -1,0 +1,356 @@
+"""Reusable live time-series charts: a numpy ring buffer and pyqtgraph plots drawn from it.
+
+API (the dashboard, the stress page and the reports reuse these pieces):
+
+``RingBuffer(capacity, names)``
+    Preallocated float64 storage for ``capacity`` rows of (time_s, *names). ``append(time_s,
+    values)`` writes one row (a missing value is NaN); ``view(name, start_s=None)`` returns a
+    zero-copy contiguous view of the newest rows (oldest first), optionally only those with
+    time >= ``start_s``; ``times(start_s=None)`` the matching time view. ``version`` grows on
+    every append, so a painter can skip a frame in which nothing changed.
+
+``PlotColumn(theme)`` -- a ``pg.GraphicsLayoutWidget`` holding plots stacked vertically
+    with linked x axes (wall time, local, via ``DateAxisItem``) and one hover crosshair
+    across all of them. ``add_plot(key, title, unit, y_range=None, height=None)`` returns a
+    ``TimePlot``; ``plot(key)`` finds it again; ``set_x_range(start_s, end_s)`` moves the
+    shared time window; ``apply_theme(theme)`` recolours; signal ``hovered(float)`` gives
+    the time under the mouse (NaN when it leaves).
+
+``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1)`` adds a persistent
+    curve (created once, fed by ``setData``); ``set_data(key, time_s, values)`` feeds the
+    live part and ``set_history(key, time_s, values)`` the part filled from the history
+    database (same colour, its own curve, so neither array is copied into the other);
+    ``set_limit(key, value, label)`` draws a dashed horizontal line (a power limit, a
+    slowdown temperature), ``value=None`` hides it; ``set_y_range(low, high)`` fixes the
+    y range (the device's own limits, never hard-coded maxima); ``set_categories(labels)``
+    turns the plot into a lane chart whose row i is labelled ``labels[i]``.
+
+Curves follow pyqtgraph's live-plot habits: ``connect="finite"`` so NaN leaves a gap (a
+missing metric, a lost GPU), ``clipToView``, ``autoDownsample`` with ``"peak"`` (spikes
+survive downsampling), antialias off, x as float64 epoch seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
+from PySide6.QtGui import QFont
+
+from desktop.ui.theme import Theme
+
+FloatArray = npt.NDArray[np.float64]
+
+LEFT_AXIS_WIDTH_PX = 84
+
+
+class RingBuffer:
+    """Fixed-size float64 history of (time_s, *columns), newest last, readable without copies.
+
+    Each row is written twice, at ``slot`` and ``slot + capacity``, so the newest ``n`` rows
+    are always one contiguous slice: ``setData`` gets a view, never a concatenation.
+    """
+
+    def __init__(self, capacity: int, names: Sequence[str]) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.names = tuple(names)
+        self._index = {name: i + 1 for i, name in enumerate(self.names)}
+        self._data = np.full((len(self.names) + 1, 2 * capacity), np.nan, dtype=np.float64)
+        self._count = 0
+        self.version = 0
+
+    def __len__(self) -> int:
+        return min(self._count, self.capacity)
+
+    def append(self, time_s: float, values: dict[str, float | None]) -> None:
+        slot = self._count % self.capacity
+        row = self._data[:, slot]
+        row[0] = time_s
+        for name, i in self._index.items():
+            value = values.get(name)
+            row[i] = math.nan if value is None else value
+        self._data[:, slot + self.capacity] = row
+        self._count += 1
+        self.version += 1
+
+    def _bounds(self) -> tuple[int, int]:
+        n = len(self)
+        if n == 0:
+            return 0, 0
+        end = (self._count - 1) % self.capacity + 1 + self.capacity
+        return end - n, end
+
+    def _first(self, start: int, end: int, start_s: float | None) -> int:
+        if start_s is None or start == end:
+            return start
+        return start + int(np.searchsorted(self._data[0, start:end], start_s, side="left"))
+
+    def times(self, start_s: float | None = None) -> FloatArray:
+        start, end = self._bounds()
+        return self._data[0, self._first(start, end, start_s):end]
+
+    def view(self, name: str, start_s: float | None = None) -> FloatArray:
+        start, end = self._bounds()
+        return self._data[self._index[name], self._first(start, end, start_s):end]
+
+    def oldest_s(self) -> float | None:
+        start, end = self._bounds()
+        return float(self._data[0, start]) if end > start else None
+
+    def latest_s(self) -> float | None:
+        start, end = self._bounds()
+        return float(self._data[0, end - 1]) if end > start else None
+
+    def clear(self) -> None:
+        self._data.fill(np.nan)
+        self._count = 0
+        self.version += 1
+
+
+def _nearest(times: FloatArray, time_s: float) -> int | None:
+    if times.size == 0 or time_s < times[0] - 5.0 or time_s > times[-1] + 5.0:
+        return None
+    i = int(np.searchsorted(times, time_s))
+    if i >= times.size:
+        return times.size - 1
+    if i > 0 and time_s - times[i - 1] < times[i] - time_s:
+        return i - 1
+    return i
+
+
+class _Series:
+    __slots__ = ("colour", "history", "label", "live")
+
+    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, history: pg.PlotDataItem) -> None:
+        self.label = label
+        self.colour = colour
+        self.live = live
+        self.history = history
+
+
+def _curve(colour: str, width: float) -> pg.PlotDataItem:
+    curve = pg.PlotDataItem(pen=pg.mkPen(colour, width=width), connect="finite", antialias=False)
+    curve.setClipToView(True)
+    curve.setDownsampling(auto=True, method="peak")
+    return curve
+
+
+class TimePlot:
+    """One plot of a ``PlotColumn``: persistent curves, limit lines, a hover readout."""
+
+    def __init__(self, item: pg.PlotItem, title: str, unit: str, theme: Theme) -> None:
+        self.item = item
+        self.title = title
+        self.unit = unit
+        self.theme = theme
+        self.categories: tuple[str, ...] = ()
+        self._series: dict[str, _Series] = {}
+        self._data: dict[str, tuple[FloatArray, FloatArray]] = {}
+        self._history: dict[str, tuple[FloatArray, FloatArray]] = {}
+        self._limits: dict[str, tuple[pg.InfiniteLine, str]] = {}
+        item.setMenuEnabled(False)
+        item.setMouseEnabled(x=False, y=False)
+        item.hideButtons()
+        item.enableAutoRange(x=False, y=True)
+        item.getAxis("left").setWidth(LEFT_AXIS_WIDTH_PX)
+        self.crosshair = pg.InfiniteLine(angle=90, movable=False)
+        self.crosshair.setVisible(False)
+        self.crosshair.setZValue(50)
+        item.addItem(self.crosshair, ignoreBounds=True)
+        self.readout = pg.TextItem(anchor=(0, 0))
+        self.readout.setParentItem(item.vb)  # parented to the view box: pixel coordinates
+        self.readout.setPos(QPointF(4, 1))
+        self.readout.setZValue(60)
+        self.apply_theme(theme)
+        self.show_readout(None)
+
+    # --- building -------------------------------------------------------------------
+    def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0) -> None:
+        colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
+        live, history = _curve(colour, width), _curve(colour, width)
+        self.item.addItem(history)
+        self.item.addItem(live)
+        self._series[key] = _Series(label, colour, live, history)
+
+    def set_limit(self, key: str, value: float | None, label: str) -> None:
+        line_label = self._limits.get(key)
+        if line_label is None:
+            line = pg.InfiniteLine(angle=0, movable=False, pen=self._limit_pen())
+            self.item.addItem(line, ignoreBounds=True)
+            self._limits[key] = (line, label)
+        line = self._limits[key][0]
+        self._limits[key] = (line, label)
+        if value is None or not math.isfinite(value):
+            line.setVisible(False)
+        else:
+            line.setPos(value)
+            line.setVisible(True)
+
+    def set_y_range(self, low: float, high: float) -> None:
+        self.item.setYRange(low, high, padding=0.02)
+        self.item.enableAutoRange(y=False)
+
+    def set_categories(self, labels: Sequence[str]) -> None:
+        self.categories = tuple(labels)
+        axis = self.item.getAxis("left")
+        axis.setTicks([[(float(i), text) for i, text in enumerate(self.categories)], []])
+        self.set_y_range(-0.6, len(self.categories) - 0.4)
+        self.item.showGrid(x=True, y=False, alpha=self.theme.grid_alpha)
+
+    # --- feeding --------------------------------------------------------------------
+    def set_data(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
+        self._data[key] = (time_s, values)
+        self._series[key].live.setData(time_s, values, connect="finite")
+
+    def set_history(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
+        self._history[key] = (time_s, values)
+        self._series[key].history.setData(time_s, values, connect="finite")
+
+    def series_keys(self) -> list[str]:
+        return list(self._series)
+
+    def data(self, key: str) -> tuple[FloatArray, FloatArray]:
+        """The live arrays last given to ``set_data`` (empty before the first)."""
+        empty = np.empty(0, dtype=np.float64)
+        return self._data.get(key, (empty, empty))
+
+    def history(self, key: str) -> tuple[FloatArray, FloatArray]:
+        empty = np.empty(0, dtype=np.float64)
+        return self._history.get(key, (empty, empty))
+
+    # --- hover ----------------------------------------------------------------------
+    def value_at(self, key: str, time_s: float) -> float | None:
+        for times, values in (self.data(key), self.history(key)):
+            i = _nearest(times, time_s)
+            if i is not None and math.isfinite(values[i]):
+                return float(values[i])
+        return None
+
+    def show_readout(self, time_s: float | None) -> None:
+        """The title with units; while hovering, the values at ``time_s`` and the clock time."""
+        muted, text = self.theme.muted, self.theme.text
+        unit = f" ({self.unit})" if self.unit else ""
+        parts = [f"<span style='color:{text}'><b>{self.title}</b></span><span style='color:{muted}'>{unit}</span>"]
+        if time_s is not None and math.isfinite(time_s):
+            if self.categories:
+                active = [self._series[k].label for k in self._series if self.value_at(k, time_s) is not None]
+                parts.append(f"<span style='color:{text}'>{', '.join(active) or 'none'}</span>")
+            else:
+                for key, series in self._series.items():
+                    value = self.value_at(key, time_s)
+                    shown = "n/a" if value is None else f"{value:,.0f} {self.unit}".strip()
+                    parts.append(f"<span style='color:{series.colour}'>{series.label} {shown}</span>")
+            parts.append(f"<span style='color:{muted}'>{time.strftime('%H:%M:%S', time.localtime(time_s))}</span>")
+        self.readout.setHtml("&nbsp;&nbsp;".join(parts))
+
+    def set_crosshair(self, time_s: float | None) -> None:
+        if time_s is None:
+            self.crosshair.setVisible(False)
+        else:
+            self.crosshair.setPos(time_s)
+            self.crosshair.setVisible(True)
+        self.show_readout(time_s)
+
+    # --- looks ----------------------------------------------------------------------
+    def _limit_pen(self) -> pg.QtGui.QPen:
+        return pg.mkPen(self.theme.muted, width=1, style=Qt.PenStyle.DashLine)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        for name in ("left", "bottom"):
+            axis = self.item.getAxis(name)
+            axis.setPen(pg.mkPen(theme.muted))
+            axis.setTextPen(pg.mkPen(theme.muted))
+        if not self.categories:
+            self.item.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+        self.crosshair.setPen(pg.mkPen(theme.text, width=1, style=Qt.PenStyle.DotLine))
+        for line, _label in self._limits.values():
+            line.setPen(self._limit_pen())
+        font = QFont()
+        font.setPointSizeF(8.5)
+        self.readout.setFont(font)
+        self.show_readout(None)
+
+
+class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
+    """Plots stacked over one shared time axis, with a crosshair that follows the mouse."""
+
+    hovered = Signal(float)
+
+    def __init__(self, theme: Theme, parent: pg.QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        self.theme = theme
+        self.setBackground(theme.plot_background)
+        self.ci.layout.setSpacing(2)
+        self.ci.setContentsMargins(2, 2, 6, 2)
+        self._plots: dict[str, TimePlot] = {}
+        self._hover_s: float | None = None
+        self.scene().sigMouseMoved.connect(self._mouse_moved)
+
+    def add_plot(self, key: str, title: str, unit: str, y_range: tuple[float, float] | None = None,
+                 height: int | None = None) -> TimePlot:
+        first = next(iter(self._plots.values()), None)
+        for plot in self._plots.values():  # only the bottom plot shows time labels
+            plot.item.getAxis("bottom").setStyle(showValues=False)
+            plot.item.getAxis("bottom").setHeight(4)
+        item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        plot = TimePlot(item, title, unit, self.theme)
+        if first is not None:
+            item.setXLink(first.item)
+        if y_range is not None:
+            plot.set_y_range(*y_range)
+        if height is not None:
+            item.setMaximumHeight(height)
+            item.setMinimumHeight(height)
+        self._plots[key] = plot
+        return plot
+
+    def plot(self, key: str) -> TimePlot:
+        return self._plots[key]
+
+    def plots(self) -> list[TimePlot]:
+        return list(self._plots.values())
+
+    def set_x_range(self, start_s: float, end_s: float) -> None:
+        first = next(iter(self._plots.values()), None)
+        if first is not None:
+            first.item.setXRange(start_s, end_s, padding=0)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.setBackground(theme.plot_background)
+        for plot in self._plots.values():
+            plot.apply_theme(theme)
+
+    def hover_at(self, time_s: float | None) -> None:
+        """Show the crosshair at ``time_s`` in every plot (None hides it)."""
+        self._hover_s = time_s
+        for plot in self._plots.values():
+            plot.set_crosshair(time_s)
+        self.hovered.emit(math.nan if time_s is None else time_s)
+
+    def refresh_readouts(self) -> None:
+        """Re-read the values under a crosshair that stayed put while new data came in."""
+        if self._hover_s is not None:
+            for plot in self._plots.values():
+                plot.show_readout(self._hover_s)
+
+    def _mouse_moved(self, pos: QPointF) -> None:
+        for plot in self._plots.values():
+            if plot.item.vb.sceneBoundingRect().contains(pos):
+                self.hover_at(plot.item.vb.mapSceneToView(pos).x())
+                return
+        if self._hover_s is not None:
+            self.hover_at(None)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        if self._hover_s is not None:
+            self.hover_at(None)
+        super().leaveEvent(event)

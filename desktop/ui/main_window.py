@@ -1,0 +1,231 @@
+"""The main window: a sidebar of pages, an alert banner, and a status bar with source and recording state.
+
+Pages are registered, not hard-coded, so a feature adds itself with one line in app.py::
+
+    window.add_page("stress", "Stress test", StressPage(...), icon=None, shortcut=None)
+
+A page is any QWidget; pages are listed in the order they were added and get Ctrl+1..9 in
+that order unless they bring their own shortcut. A page may define ``page_shown()`` and
+``page_hidden()``; they are called when it becomes (in)visible, so a page can stop
+repainting while nobody looks at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.telemetry.model import SourceInfo
+from desktop.ui.theme import Theme
+
+SIDEBAR_WIDTH_PX = 150
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    key: str
+    title: str
+    widget: QWidget
+    item: QListWidgetItem
+    shortcut: QShortcut | None
+
+
+class Banner(QFrame):
+    """A dismissible one-line message above the pages (alerts, a read-only database)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("banner")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 6, 4)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        close = QPushButton("Dismiss")
+        close.setFlat(True)
+        close.clicked.connect(self.hide)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.hide()
+        self.level = "info"
+
+    def show_message(self, text: str, level: str, theme: Theme) -> None:
+        self.level = level
+        colour = {"error": theme.bad, "warning": theme.warn}.get(level, theme.accent)
+        self.setStyleSheet(f"#banner {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
+                           f" border-radius: 3px; }}")
+        self.label.setText(text)
+        self.show()
+
+
+class MainWindow(QMainWindow):
+    """The window. Pages come from ``add_page``; what closing does is decided by the app."""
+
+    #: Ctrl+Q or Quit: the app shuts everything down (sampler, recording, tray).
+    quit_requested = Signal()
+    #: The window was closed while no tray can keep the app: the app should quit too.
+    closed = Signal()
+    #: The window was hidden into the tray (the app keeps sampling and recording).
+    hidden_to_tray = Signal()
+    page_changed = Signal(str)
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        self.setWindowTitle("Rigscope")
+        self.resize(1400, 900)
+        #: Set by the app when a tray icon exists: closing then hides the window instead.
+        self.close_to_tray = False
+        self._pages: dict[str, PageEntry] = {}
+        self._current: str | None = None
+
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("sidebar")
+        self.sidebar.setFixedWidth(SIDEBAR_WIDTH_PX)
+        self.sidebar.setIconSize(QSize(18, 18))
+        self.sidebar.setFrameShape(QFrame.Shape.NoFrame)
+        self.sidebar.currentRowChanged.connect(self._row_changed)
+        self.stack = QStackedWidget()
+        self.banner = Banner()
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(6, 6, 6, 0)
+        right_layout.setSpacing(6)
+        right_layout.addWidget(self.banner)
+        right_layout.addWidget(self.stack, 1)
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.sidebar)
+        layout.addWidget(right, 1)
+        self.setCentralWidget(central)
+
+        self.source_label = QLabel("Source: starting")
+        self.recording_label = QLabel("Recording: starting")
+        self.statusBar().addWidget(self.source_label, 1)
+        self.statusBar().addPermanentWidget(self.recording_label)
+
+        self._shortcut("Ctrl+Q", self.quit_requested.emit)
+        self._shortcut("Ctrl+W", self.close)
+        self._shortcut("F11", self.toggle_fullscreen)
+        self.apply_theme(theme)
+
+    # --- pages ----------------------------------------------------------------------
+    def add_page(self, key: str, title: str, widget: QWidget, icon: QIcon | None = None,
+                 shortcut: str | None = None) -> None:
+        """Register a page; it appears in the sidebar at the end, with Ctrl+<position> by default."""
+        if key in self._pages:
+            raise ValueError(f"page {key!r} is already registered")
+        item = QListWidgetItem(icon or QIcon(), title)
+        item.setData(Qt.ItemDataRole.UserRole, key)
+        self.sidebar.addItem(item)
+        self.stack.addWidget(widget)
+        position = len(self._pages) + 1
+        sequence = shortcut or (f"Ctrl+{position}" if position <= 9 else None)
+        action = self._shortcut(sequence, lambda k=key: self.show_page(k)) if sequence else None
+        if sequence:
+            item.setToolTip(f"{title} ({QKeySequence(sequence).toString(QKeySequence.SequenceFormat.NativeText)})")
+        self._pages[key] = PageEntry(key, title, widget, item, action)
+        if self._current is None:
+            self.show_page(key)
+
+    def page_keys(self) -> list[str]:
+        return list(self._pages)
+
+    def page(self, key: str) -> QWidget:
+        return self._pages[key].widget
+
+    def current_page(self) -> str | None:
+        return self._current
+
+    def show_page(self, key: str) -> None:
+        entry = self._pages[key]
+        self.sidebar.setCurrentItem(entry.item)  # -> _row_changed
+
+    def _row_changed(self, row: int) -> None:
+        if row < 0:
+            return
+        key = self.sidebar.item(row).data(Qt.ItemDataRole.UserRole)
+        if key == self._current:
+            return
+        previous = self._pages.get(self._current) if self._current else None
+        if previous is not None and hasattr(previous.widget, "page_hidden"):
+            previous.widget.page_hidden()
+        entry = self._pages[key]
+        self.stack.setCurrentWidget(entry.widget)
+        self._current = key
+        if hasattr(entry.widget, "page_shown"):
+            entry.widget.page_shown()
+        self.page_changed.emit(key)
+
+    # --- status ---------------------------------------------------------------------
+    def set_source(self, source: SourceInfo) -> None:
+        if source.simulated:
+            why = f": {source.fallback_reason}" if source.fallback_reason else " (--simulate)"
+            text = f"Source: simulated GPU{why}"
+        else:
+            text = f"Source: NVIDIA driver (NVML) — {source.detail}"
+        self.source_label.setText(text)
+        self.source_label.setToolTip(source.detail)
+
+    def set_recording(self, text: str, tooltip: str = "") -> None:
+        self.recording_label.setText(text)
+        self.recording_label.setToolTip(tooltip)
+
+    def show_banner(self, text: str, level: str = "warning") -> None:
+        self.banner.show_message(text, level, self.theme)
+
+    # --- window behaviour -----------------------------------------------------------
+    def toggle_fullscreen(self) -> None:
+        self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def bring_to_front(self) -> None:
+        self.show()
+        self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
+        self.raise_()
+        self.activateWindow()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.close_to_tray:
+            event.ignore()
+            self.hide()
+            self.hidden_to_tray.emit()
+            return
+        event.accept()
+        self.closed.emit()
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.sidebar.setStyleSheet(
+            f"#sidebar {{ background: {theme.base}; padding-top: 8px; }}"
+            f"#sidebar::item {{ padding: 8px 10px; border-radius: 3px; margin: 1px 6px; }}"
+            f"#sidebar::item:selected {{ background: {theme.accent}; color: {'#000' if theme.dark else '#fff'}; }}"
+        )
+        if self.banner.isVisible():
+            self.banner.show_message(self.banner.label.text(), self.banner.level, theme)
+        for entry in self._pages.values():
+            apply = getattr(entry.widget, "apply_theme", None)
+            if callable(apply):
+                apply(theme)
+
+    def _shortcut(self, sequence: str, slot: object) -> QShortcut:
+        shortcut = QShortcut(QKeySequence(sequence), self)
+        shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+        shortcut.activated.connect(slot)
+        return shortcut

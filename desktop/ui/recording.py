@@ -1,0 +1,103 @@
+"""Whether the window records to the history database or only reads it (one writer at a time).
+
+If no recorder service holds the database's writer lock, the GUI takes it and records;
+if the service holds it, the GUI opens the database read-only and says so in the status
+bar; if the database cannot be opened at all, the window still works live, unrecorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from desktop.telemetry.model import Snapshot
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["recording", "reading", "off"]
+
+
+@dataclass
+class Recording:
+    """The outcome of ``open_recording``: a writer (when recording), a store to read, and why."""
+
+    mode: Mode
+    detail: str
+    writer: Any | None = None
+    store: Any | None = None
+    lock: Any | None = None
+    events: list[tuple[float, str, str]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return {"recording": "Recording", "reading": "Reading history (not recording)",
+                "off": "Not recording"}[self.mode]
+
+    def submit(self, snap: Snapshot) -> None:
+        """Called on the sampler thread for every snapshot."""
+        if self.writer is not None:
+            self.writer.submit(snap)
+
+    def add_event(self, time_s: float, kind: str, message: str, gpu_uuid: str | None = None) -> None:
+        """Record an alert or state change; kept in memory too, for the window's own list."""
+        self.events.append((time_s, kind, message))
+        target = self.writer if self.writer is not None else None
+        if target is None:
+            return
+        try:
+            target.add_event(time_s, kind, gpu_uuid, message)
+        except Exception as exc:  # recording an event must never break alerting
+            log.warning("could not record event %s: %s", kind, exc)
+
+    def close(self) -> None:
+        for thing, method in ((self.writer, "close"), (self.store, "close"), (self.lock, "release")):
+            if thing is not None and hasattr(thing, method):
+                try:
+                    getattr(thing, method)()
+                except Exception as exc:
+                    log.warning("closing %s failed: %s", type(thing).__name__, exc)
+        self.writer = self.store = self.lock = None
+
+
+def open_recording(db_path: Path, record: bool = True) -> Recording:
+    """Take the writer lock and start a HistoryWriter, or fall back to reading, or to nothing."""
+    try:
+        from desktop.history.lock import DatabaseBusy, WriterLock, describe_holder
+        from desktop.history.store import HistoryStore, HistoryWriter
+    except ImportError as exc:
+        return Recording("off", f"history storage is not available ({exc})")
+    lock = None
+    if record:
+        try:
+            lock = WriterLock(db_path)
+            lock.acquire()
+        except DatabaseBusy as exc:
+            holder = describe_holder(exc.holder)
+            lock = None
+            try:
+                reader = HistoryStore.open(db_path, readonly=True)
+            except Exception as exc2:
+                return Recording("off", f"the recorder service holds {db_path} and it cannot be read: {exc2}")
+            return Recording("reading", f"the database is written by {holder}; this window reads it",
+                             store=reader)
+        except OSError as exc:
+            return Recording("off", f"cannot lock {db_path}: {exc}")
+    writer: Any | None = None
+    if lock is not None:
+        try:
+            writer = HistoryWriter(db_path)
+            writer.start()
+        except Exception as exc:  # disk full, read-only folder, a broken file: live view still works
+            lock.release()
+            return Recording("off", f"cannot record to {db_path}: {exc}")
+    store: Any | None = None
+    try:
+        if db_path.exists():
+            store = HistoryStore.open(db_path, readonly=True)
+    except Exception as exc:  # the live view works without history fill
+        log.warning("cannot read history from %s: %s", db_path, exc)
+    if writer is None:
+        return Recording("reading" if store else "off", "recording switched off", store=store)
+    return Recording("recording", f"writing to {db_path}", writer=writer, store=store, lock=lock)

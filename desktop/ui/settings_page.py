@@ -1,0 +1,243 @@
+"""The settings page: every user setting with its unit, refused values explained beside their field.
+
+Saving is all-or-nothing: ``desktop.config.validate`` checks every field first; when one is
+wrong nothing is written and each problem shows next to its field. Start at login calls
+``desktop.service`` (when that module exists) before the file is written, so a failure
+there leaves the old settings untouched as well.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import config
+from desktop.config import Settings
+from desktop.ui.theme import Theme
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str  # "section.name"
+    label: str
+    unit: str = ""
+    kind: str = "text"  # text | bool | choice
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+
+GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
+    ("Sampling", (
+        Field("sampling.interval_s", "Sampling interval", "s",
+              help="1 s is the sane default; faster polling can stutter games"),
+        Field("sampling.process_interval_s", "Process list interval", "s",
+              help="the slowest driver call: poll it less often"),
+    )),
+    ("History retention", (
+        Field("retention.raw_days", "Keep every sample for", "days"),
+        Field("retention.minute_days", "Keep minute averages for", "days"),
+        Field("retention.hour_days", "Keep hourly averages for", "days", help="0 keeps them forever"),
+    )),
+    ("Alerts", (
+        Field("alerts.temperature_c", "GPU temperature above", "°C"),
+        Field("alerts.vram_pct", "VRAM fuller than", "%"),
+        Field("alerts.throttle_s", "Throttled for longer than", "s"),
+        Field("alerts.gpu_lost", "When a GPU stops answering", kind="bool"),
+        Field("alerts.debounce_s", "Repeat the same alert at most every", "s"),
+    )),
+    ("Appearance", (
+        Field("appearance.theme", "Theme", kind="choice", choices=("system", "dark", "light")),
+    )),
+    ("Costs", (
+        Field("costs.electricity_price_per_kwh", "Electricity price", "per kWh"),
+        Field("costs.currency", "Currency", help="e.g. USD, EUR"),
+    )),
+    ("Startup", (
+        Field("startup.start_at_login", "Record from login (recorder service)", kind="bool"),
+    )),
+)
+
+
+def _get(settings: Settings, key: str) -> Any:
+    section, name = key.split(".")
+    return getattr(getattr(settings, section), name)
+
+
+def _default_service() -> Callable[[bool], None] | None:
+    """``desktop.service`` install/uninstall, when the module exists (it arrives with its own issue)."""
+    try:
+        from desktop import service  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+
+    def apply(enable: bool) -> None:
+        (service.install if enable else service.uninstall)()
+
+    return apply
+
+
+class SettingsPage(QWidget):
+    """Edits ``Settings``; ``applied`` carries the new settings after a successful save."""
+
+    applied = Signal(object)
+
+    def __init__(self, settings: Settings, theme: Theme, path: Path | None = None,
+                 service: Callable[[bool], None] | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.theme = theme
+        self.path = path
+        self._service = service if service is not None else _default_service()
+        self.editors: dict[str, QLineEdit | QCheckBox | QComboBox] = {}
+        self.errors: dict[str, QLabel] = {}
+
+        body = QWidget()
+        body_layout = QVBoxLayout(body)
+        for title, fields in GROUPS:
+            box = QGroupBox(title)
+            form = QFormLayout(box)
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+            for f in fields:
+                form.addRow(f.label, self._row(f))
+            body_layout.addWidget(box)
+        body_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(body)
+
+        self.save_button = QPushButton("Save")
+        self.save_button.setDefault(True)
+        self.save_button.clicked.connect(self.save)
+        self.revert_button = QPushButton("Revert")
+        self.revert_button.clicked.connect(self.revert)
+        self.status = QLabel("")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.revert_button)
+        buttons.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll, 1)
+        layout.addLayout(buttons)
+        self.revert()
+
+    def _row(self, f: Field) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        editor: QLineEdit | QCheckBox | QComboBox
+        if f.kind == "bool":
+            editor = QCheckBox()
+        elif f.kind == "choice":
+            editor = QComboBox()
+            editor.addItems(list(f.choices))
+        else:
+            editor = QLineEdit()
+            editor.setFixedWidth(110)
+            editor.setAlignment(Qt.AlignmentFlag.AlignRight)
+        editor.setObjectName(f.key)
+        editor.setToolTip(f.help)
+        layout.addWidget(editor)
+        if f.unit:
+            layout.addWidget(QLabel(f.unit))
+        error = QLabel("")
+        error.setObjectName(f"{f.key}.error")
+        error.hide()
+        layout.addWidget(error)
+        layout.addStretch(1)
+        self.editors[f.key] = editor
+        self.errors[f.key] = error
+        return row
+
+    def revert(self) -> None:
+        """Show the current settings, clearing any error."""
+        for key, editor in self.editors.items():
+            value = _get(self.settings, key)
+            if isinstance(editor, QCheckBox):
+                editor.setChecked(bool(value))
+            elif isinstance(editor, QComboBox):
+                editor.setCurrentText(str(value))
+            else:
+                editor.setText(f"{value:g}" if isinstance(value, float) else str(value))
+        self._show_problems([])
+        self.status.setText("")
+
+    def mapping(self) -> dict[str, dict[str, Any]]:
+        """What the fields hold, as ``{"section": {"key": raw value}}`` for ``config.validate``."""
+        out: dict[str, dict[str, Any]] = {}
+        for key, editor in self.editors.items():
+            section, name = key.split(".")
+            if isinstance(editor, QCheckBox):
+                value: Any = editor.isChecked()
+            elif isinstance(editor, QComboBox):
+                value = editor.currentText()
+            else:
+                value = editor.text().strip()
+            out.setdefault(section, {})[name] = value
+        return out
+
+    def _show_problems(self, problems: list[tuple[str, str]]) -> None:
+        by_key = dict(problems)
+        for key, label in self.errors.items():
+            message = by_key.get(key)
+            label.setText(message or "")
+            label.setStyleSheet(f"color: {self.theme.bad};")
+            label.setVisible(bool(message))
+        unplaced = [f"{k}: {m}" for k, m in problems if k not in self.errors]
+        if unplaced:
+            self.status.setText("; ".join(unplaced))
+
+    def save(self) -> bool:
+        """Validate everything, then apply start-at-login, then write the file; all or nothing."""
+        new, problems = config.validate(self.mapping(), self.settings)
+        if new is None:
+            self._show_problems(problems)
+            self.status.setText(f"Not saved: {len(problems)} value{'s' if len(problems) != 1 else ''} to fix")
+            self.status.setStyleSheet(f"color: {self.theme.bad};")
+            return False
+        if new.startup.start_at_login != self.settings.startup.start_at_login:
+            if self._service is None:
+                self._show_problems([("startup.start_at_login", "the recorder service is not available in this build")])
+                self.status.setText("Not saved")
+                return False
+            try:
+                self._service(new.startup.start_at_login)
+            except Exception as exc:  # systemd/Task Scheduler refused: say why, change nothing
+                self._show_problems([("startup.start_at_login", f"could not change: {exc}")])
+                self.status.setText("Not saved")
+                return False
+        try:
+            config.save(new, self.path)
+        except OSError as exc:
+            self.status.setText(f"Not saved: cannot write the settings file ({exc.strerror or exc})")
+            self.status.setStyleSheet(f"color: {self.theme.bad};")
+            return False
+        self.settings = new
+        self._show_problems([])
+        self.status.setText("Saved.")
+        self.status.setStyleSheet(f"color: {self.theme.muted};")
+        self.applied.emit(new)
+        return True
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme

@@ -1,0 +1,67 @@
+"""The sampler's thread: ticks off the GUI thread and hands each Snapshot to the GUI by signal.
+
+NVML calls can take milliseconds (process lists ~5 ms) and a lost GPU can stall a call, so
+they never run on the GUI thread. Recording (``on_snapshot``) also happens here, so the
+history keeps being written while the window is hidden or busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from desktop.telemetry.model import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class SamplerThread(QThread):
+    """Calls ``tick()`` every ``interval_s`` until ``stop()``; emits ``snapshot`` (queued to the GUI)."""
+
+    snapshot = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, tick: Callable[[], Snapshot], interval_s: float,
+                 on_snapshot: Callable[[Snapshot], None] | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("rigscope-sampler")
+        self._tick = tick
+        self._on_snapshot = on_snapshot
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self.ticks = 0
+
+    @property
+    def interval_s(self) -> float:
+        return self._interval_s
+
+    def set_interval(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+
+    def run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                snap = self._tick()
+                if self._on_snapshot is not None:
+                    self._on_snapshot(snap)
+            except Exception as exc:  # a backend bug must not kill sampling silently
+                log.exception("sampling failed")
+                self.failed.emit(f"{type(exc).__name__}: {exc}")
+            else:
+                self.ticks += 1
+                self.snapshot.emit(snap)
+            next_at += self._interval_s
+            now = time.monotonic()
+            next_at = max(next_at, now)  # fell behind (machine slept): do not burst to catch up
+            self._stop.wait(next_at - now)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop and join; safe to call twice or before ``start``."""
+        self._stop.set()
+        if self.isRunning() and not self.wait(int(timeout_s * 1000)):
+            log.warning("sampler thread did not stop within %.1f s", timeout_s)
