@@ -106,3 +106,14 @@ class Sampler:
 
     def close(self) -> None:
         self.gpu.close()
+
+
+def end_process(pid: int) -> str | None:
+    """End a GPU process the user owns (the UI's "End process"); an error message, or None.
+
+    The UI may not import the host backend (it reaches backends only through here), so this
+    thin wrapper imports it lazily.
+    """
+    from desktop.telemetry.host import end_process as host_end_process
+
+    return host_end_process(pid)
