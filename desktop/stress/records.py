@@ -1,0 +1,108 @@
+"""A finished stress run as history sees it: judging it, comparing it with earlier runs, saving it.
+
+Shared by the CLI and the GUI Stress page. Saving works while the recorder holds the
+history's writer lock: a stress run is one short transaction on its own connection, which
+SQLite's WAL mode serialises with the recorder's batched writes (the store's connection
+waits up to its busy timeout rather than failing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from advisor.frame import StressResult
+from desktop.stress.runner import RunResult
+from desktop.stress.verdict import Verdict, compare_with_history, judge
+
+log = logging.getLogger(__name__)
+
+
+def gpu_identity(result: RunResult) -> tuple[str, str, str | None]:
+    """(uuid, name, driver) of what was stressed; the CPU stands in for a GPU with --device cpu."""
+    if result.gpu is not None and result.config.device != "cpu":
+        return result.gpu.uuid, result.gpu.name, result.gpu.driver_version
+    return "cpu", platform.processor() or platform.machine() or "CPU", None
+
+
+def to_stress_result(result: RunResult, verdict: Verdict, run_id: int = 0) -> StressResult:
+    uuid, name, driver = gpu_identity(result)
+    return StressResult(
+        run_id=run_id, started_s=result.started_s, ended_s=result.ended_s, gpu_uuid=uuid, gpu_name=name,
+        workload=result.config.workload, dtype=result.dtype, unit=result.unit or verdict.unit,
+        peak_throughput=_finite(verdict.peak), sustained_throughput=_finite(verdict.sustained),
+        throttled=verdict.throttled, errors=result.errors, driver_version=driver, summary=verdict.sentence,
+        device=result.config.device)
+
+
+def _finite(value: float) -> float:
+    return float(value) if np.isfinite(value) else 0.0
+
+
+def same_kind(earlier: list[StressResult], current: StressResult) -> list[StressResult]:
+    """Earlier runs that measure the same thing: same workload, precision and device kind."""
+    return [r for r in earlier if r.workload == current.workload and r.dtype == current.dtype
+            and r.device == current.device and r.started_s < current.started_s]
+
+
+def extra_json(result: RunResult, verdict: Verdict) -> str:
+    extra: dict[str, Any] = {"status": result.status, "message": result.message, "checks": result.checks,
+                             "verdict": verdict.as_dict(), **result.extra}
+    return json.dumps(extra, default=str)
+
+
+def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regression_pct: float = 5.0) -> Verdict:
+    """The verdict for a run, compared with ``earlier`` runs (any; filtered here)."""
+    verdict = judge(result.trace())
+    if result.aborted:
+        verdict = replace(verdict, status="errors" if result.errors else "aborted",
+                          sentence=f"Aborted ({result.message}). {verdict.sentence}")
+    if earlier:
+        current = to_stress_result(result, verdict)
+        verdict = compare_with_history(verdict, same_kind(earlier, current), regression_pct)
+    return verdict
+
+
+def load_earlier(db_path: Path, gpu_uuid: str, workload: str) -> list[StressResult]:
+    """Earlier runs from the history (newest first); an empty list when there is no history yet."""
+    if not db_path.exists():
+        return []
+    from desktop.history.store import HistoryStore
+
+    store = HistoryStore.open(db_path, readonly=True)
+    try:
+        runs: list[StressResult] = store.stress_runs(gpu_uuid=gpu_uuid, workload=workload)
+        return runs
+    finally:
+        store.close()
+
+
+def save_run(db_path: Path, result: RunResult, verdict: Verdict) -> int:
+    """Store the run and its points; returns the run id."""
+    from desktop.history.store import HistoryStore
+
+    store = HistoryStore.open(db_path)
+    try:
+        run_id: int = store.add_stress_run(to_stress_result(result, verdict), extra_json(result, verdict))
+        columns: dict[str, npt.ArrayLike] = dict(result.columns)
+        columns["throughput"] = result.throughput
+        store.add_stress_points(run_id, result.time_s, columns)
+        return run_id
+    finally:
+        store.close()
+
+
+def exit_code(result: RunResult, verdict: Verdict) -> int:
+    """0 passed, 1 throttled, 3 result errors, 4 aborted (guard, cancel, crash). 2 is a usage error."""
+    if result.errors or verdict.errors:
+        return 3
+    if result.aborted:
+        return 4
+    return 1 if verdict.throttled else 0

@@ -1,0 +1,479 @@
+"""The stress runner: starts the workload child, samples telemetry meanwhile, and stops it on cancel or heat.
+
+The workload runs in ``python -m desktop.stress.workloads`` (torch never enters this
+process); its JSON lines are read on a thread. The parent samples the GPU once a second,
+stops the child within a second of ``cancel()`` (terminate, then kill) and within two
+seconds of the temperature guard being crossed. For the simulated GPU there is no child:
+the runner sets the simulator's load and reads throughput from its clock model, which also
+lets tests run a ten-minute test on an injected clock in milliseconds. No Qt here: progress
+goes to a plain callback, which the CLI and the GUI worker both use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.stress.verdict import RunTrace
+from desktop.telemetry.model import DeviceState, GpuInfo, GpuSample, Snapshot
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import SimulatedBackend
+
+log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample))
+#: How long the child may take to import torch and allocate before it counts as hung.
+START_TIMEOUT_S = 120.0
+#: After terminate(), how long to wait before kill().
+TERMINATE_GRACE_S = 0.4
+
+
+class Clock(Protocol):
+    """Where the runner gets time from: the real clock, or an accelerated one in tests."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float, cancel: threading.Event) -> None: ...
+
+
+class RealClock:
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float, cancel: threading.Event) -> None:
+        cancel.wait(seconds)
+
+
+@dataclass
+class SimClock:
+    """Simulated time: ``sleep`` advances it at once (or ``real_s_per_s`` real seconds per simulated second)."""
+
+    time_s: float = 1_790_000_000.0
+    real_s_per_s: float = 0.0
+
+    def now(self) -> float:
+        return self.time_s
+
+    def sleep(self, seconds: float, cancel: threading.Event) -> None:
+        if self.real_s_per_s > 0:
+            cancel.wait(seconds * self.real_s_per_s)
+        if not cancel.is_set():
+            self.time_s += seconds
+
+
+@dataclass(frozen=True)
+class StressConfig:
+    workload: str = "gemm"
+    device: str = "sim"  # cuda:N | cpu | sim
+    dtype: str | None = None
+    duration_s: float = 600.0
+    gpu_index: int = 0
+    guard_c: float | None = None
+    #: Without ``guard_c``: an absolute guard (> 0) or the GPU's slowdown temperature plus this offset.
+    guard_offset_c: float = 5.0
+    guard_absolute_c: float = 0.0
+    interval_s: float = 1.0
+    #: Passed to the child: GEMM N / bandwidth elements / block width (0 = sized by the child).
+    size: int = 0
+    threads: int = 0
+    inject_faults: bool = False
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One update for a progress bar or a live chart."""
+
+    elapsed_s: float
+    duration_s: float
+    throughput: float | None
+    unit: str
+    temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    errors: int = 0
+    checks: int = 0
+    phase: str = "running"  # starting | running
+
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, self.duration_s - self.elapsed_s)
+
+
+@dataclass
+class RunResult:
+    """What happened: the status and every sample, ready for the verdict and the history."""
+
+    status: str  # completed | cancelled | guard | crashed
+    message: str
+    config: StressConfig
+    started_s: float
+    ended_s: float
+    unit: str
+    dtype: str
+    time_s: FloatArray
+    throughput: FloatArray
+    columns: dict[str, FloatArray]
+    errors: int = 0
+    checks: int = 0
+    gpu: GpuInfo | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def aborted(self) -> bool:
+        return self.status != "completed"
+
+    def trace(self) -> RunTrace:
+        gpu = self.gpu
+        return RunTrace.from_columns(
+            self.time_s, self.columns, throughput=self.throughput, unit=self.unit,
+            sm_clock_max_mhz=gpu.sm_clock_max_mhz if gpu else None,
+            power_limit_w=gpu.power_limit_enforced_w if gpu else None,
+            temp_slowdown_c=gpu.temp_slowdown_c if gpu else None,
+            errors=self.errors, checks=self.checks)
+
+
+class _Recorder:
+    """Collects samples as plain lists; turned into numpy arrays once at the end."""
+
+    def __init__(self) -> None:
+        self.time_s: list[float] = []
+        self.throughput: list[float] = []
+        self.columns: dict[str, list[float]] = {name: [] for name in SAMPLE_FIELDS}
+
+    def add(self, time_s: float, throughput: float | None, sample: GpuSample | None) -> None:
+        self.time_s.append(time_s)
+        self.throughput.append(np.nan if throughput is None else throughput)
+        for name in SAMPLE_FIELDS:
+            value = getattr(sample, name) if sample is not None else None
+            self.columns[name].append(np.nan if value is None else float(value))
+
+    def arrays(self) -> tuple[FloatArray, FloatArray, dict[str, FloatArray]]:
+        return (np.asarray(self.time_s, dtype=np.float64), np.asarray(self.throughput, dtype=np.float64),
+                {k: np.asarray(v, dtype=np.float64) for k, v in self.columns.items()})
+
+
+def guard_temperature(info: GpuInfo | None, guard_c: float | None, offset_c: float = 5.0,
+                      absolute_c: float = 0.0) -> float | None:
+    """The guard: an explicit value, else the configured absolute one, else slowdown + offset."""
+    if guard_c is not None:
+        return guard_c
+    if absolute_c > 0:
+        return absolute_c
+    if info is not None and info.temp_slowdown_c is not None:
+        return info.temp_slowdown_c + offset_c
+    return None
+
+
+class StressRunner:
+    """Runs one stress test; ``run()`` blocks (call it off the GUI thread), ``cancel()`` is thread-safe."""
+
+    def __init__(self, config: StressConfig, sampler: Sampler | None = None, *, clock: Clock | None = None,
+                 on_progress: Callable[[Progress], None] | None = None,
+                 on_child_started: Callable[[int], None] | None = None) -> None:
+        self.config = config
+        self.sampler = sampler
+        self.clock: Clock = clock or RealClock()
+        self.on_progress = on_progress
+        self.on_child_started = on_child_started
+        self._cancel = threading.Event()
+        # Set by cancel() and by the child's exit: either wakes the sampling loop at once.
+        self._wake = threading.Event()
+        self._guard_c: float | None = config.guard_c
+        self.child_pid: int | None = None
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        self._wake.set()
+
+    @property
+    def guard_c(self) -> float | None:
+        return self._guard_c
+
+    def _gpu_info(self) -> GpuInfo | None:
+        if self.sampler is None:
+            return None
+        for info in self.sampler.gpu.devices():
+            if info.index == self.config.gpu_index:
+                return info
+        return None
+
+    def _sample(self, snapshot: Snapshot | None) -> GpuSample | None:
+        if snapshot is None:
+            return None
+        reading = snapshot.reading(self.config.gpu_index)
+        if reading is None or reading.state is not DeviceState.OK:
+            return None
+        return reading.sample
+
+    def _too_hot(self, sample: GpuSample | None) -> bool:
+        return (self._guard_c is not None and sample is not None and sample.temperature_c is not None
+                and sample.temperature_c >= self._guard_c)
+
+    def _guard_message(self, sample: GpuSample) -> str:
+        return f"stopped by the temperature guard: {sample.temperature_c:.0f} °C >= {self._guard_c:.0f} °C"
+
+    def _report(self, elapsed_s: float, throughput: float | None, unit: str, sample: GpuSample | None, *,
+                errors: int = 0, checks: int = 0, phase: str = "running") -> None:
+        if self.on_progress is None:
+            return
+        self.on_progress(Progress(elapsed_s, self.config.duration_s, throughput, unit,
+                                  sample.temperature_c if sample else None, sample.sm_clock_mhz if sample else None,
+                                  sample.power_w if sample else None, errors, checks, phase))
+
+    def run(self) -> RunResult:
+        info = self._gpu_info()
+        cfg = self.config
+        self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
+        if self.config.device == "sim":
+            return self._run_simulated(info)
+        return self._run_child(info)
+
+    # --- simulated GPU ------------------------------------------------------------------
+
+    def _run_simulated(self, info: GpuInfo | None) -> RunResult:
+        sampler = self.sampler
+        backend = sampler.gpu if sampler is not None else None
+        manual = backend.manual if isinstance(backend, SimulatedBackend) else None
+        if sampler is None or not isinstance(backend, SimulatedBackend) or manual is None:
+            raise ValueError("device 'sim' needs a sampler over a SimulatedBackend with a manual load")
+        cfg = self.config
+        vram_mib = (info.vram_total_mib or 8192.0) * 0.8 if info else 8192.0
+        recorder = _Recorder()
+        started = self.clock.now()
+        manual.set(cfg.gpu_index, 1.0, vram_mib, "rigscope-stress", os.getpid())
+        status, message = "completed", "finished"
+        try:
+            while True:
+                snapshot = sampler.tick()
+                sample = self._sample(snapshot)
+                throughput = backend.model.throughput_tflops(cfg.gpu_index)
+                now = self.clock.now()
+                recorder.add(now, throughput, sample)
+                elapsed = now - started
+                self._report(elapsed, throughput, "TFLOP/s", sample)
+                if self._too_hot(sample):
+                    assert sample is not None
+                    status, message = "guard", self._guard_message(sample)
+                    break
+                if elapsed >= cfg.duration_s:
+                    break
+                self.clock.sleep(min(cfg.interval_s, cfg.duration_s - elapsed), self._cancel)
+                if self._cancel.is_set():
+                    status, message = "cancelled", "cancelled"
+                    break
+        finally:
+            manual.set(cfg.gpu_index, 0.0)
+        time_s, throughput_arr, columns = recorder.arrays()
+        return RunResult(status, message, cfg, started, self.clock.now(), "TFLOP/s", cfg.dtype or "bf16",
+                         time_s, throughput_arr, columns, gpu=info,
+                         extra={"guard_c": self._guard_c, "simulated": True})
+
+    # --- child process ------------------------------------------------------------------
+
+    def child_command(self) -> list[str]:
+        cfg = self.config
+        command = [sys.executable, "-m", "desktop.stress.workloads", "--workload", cfg.workload,
+                   "--device", cfg.device, "--seconds", str(cfg.duration_s), "--parent-pid", str(os.getpid())]
+        if cfg.dtype:
+            command += ["--dtype", cfg.dtype]
+        if cfg.size:
+            command += ["--size", str(cfg.size)]
+        if cfg.threads:
+            command += ["--threads", str(cfg.threads)]
+        if cfg.inject_faults:
+            command.append("--inject-faults")
+        return command
+
+    def _run_child(self, info: GpuInfo | None) -> RunResult:
+        cfg = self.config
+        # The child dies with the thread that started it (PR_SET_PDEATHSIG): start and wait on this same thread.
+        proc = subprocess.Popen(self.child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.child_pid = proc.pid
+        if self.on_child_started is not None:
+            self.on_child_started(proc.pid)
+        reader = _ChildReader(proc, self._wake)
+        recorder = _Recorder()
+        launched = self.clock.now()
+        started: float | None = None
+        status, message = "completed", "finished"
+        try:
+            while True:
+                snapshot = self.sampler.tick() if self.sampler is not None else None
+                sample = self._sample(snapshot)
+                now = self.clock.now()
+                state = reader.snapshot()
+                if state.started and started is None:
+                    started = now
+                if state.progress_seen:
+                    recorder.add(now, state.throughput, sample)
+                elapsed = now - started if started is not None else 0.0
+                self._report(elapsed, state.throughput, state.unit, sample, errors=state.errors,
+                             checks=state.checks, phase="running" if state.progress_seen else "starting")
+                if self._too_hot(sample):
+                    assert sample is not None
+                    status, message = "guard", self._guard_message(sample)
+                    break
+                if reader.finished.is_set() or proc.poll() is not None:
+                    proc.wait()
+                    reader.finished.wait(2.0)
+                    state = reader.snapshot()
+                    if state.error or not state.done:
+                        status = "crashed"
+                        message = state.error or (f"the workload exited with code {proc.returncode}: "
+                                                  f"{reader.stderr_tail()}")
+                    break
+                if started is None and now - launched > START_TIMEOUT_S:
+                    status, message = "crashed", "the workload did not start within two minutes"
+                    break
+                if started is not None and elapsed > cfg.duration_s + 30.0:
+                    status, message = "crashed", "the workload stopped reporting"
+                    break
+                self.clock.sleep(cfg.interval_s, self._wake)
+                if self._cancel.is_set():
+                    status, message = "cancelled", "cancelled"
+                    break
+        finally:
+            _stop(proc)
+            reader.close()
+            _close_pipes(proc)
+        state = reader.snapshot()
+        time_s, throughput_arr, columns = recorder.arrays()
+        if self.sampler is None and started is not None:
+            # No telemetry to align with: the child's own once-a-second records are the trace.
+            points = reader.points()
+            time_s = started + np.asarray([t for t, _ in points], dtype=np.float64)
+            throughput_arr = np.asarray([v for _, v in points], dtype=np.float64)
+            columns = {name: np.full(time_s.shape[0], np.nan) for name in SAMPLE_FIELDS}
+        extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency}
+        return RunResult(status, message, cfg, started if started is not None else launched, self.clock.now(),
+                         state.unit, str(state.start_info.get("dtype", cfg.dtype or "")), time_s, throughput_arr,
+                         columns, errors=state.errors, checks=state.checks, gpu=info, extra=extra)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Terminate, then kill: the child is gone (and its GPU memory freed) when this returns."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(TERMINATE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _close_pipes(proc: subprocess.Popen[str]) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+
+
+@dataclass
+class _ChildState:
+    started: bool = False
+    progress_seen: bool = False
+    done: bool = False
+    throughput: float | None = None
+    unit: str = ""
+    errors: int = 0
+    checks: int = 0
+    error: str | None = None
+    start_info: dict[str, Any] = field(default_factory=dict)
+    latency: dict[str, float] = field(default_factory=dict)
+
+
+class _ChildReader:
+    """Reads the child's JSON lines (and the tail of its stderr) on two threads."""
+
+    def __init__(self, proc: subprocess.Popen[str], wake: threading.Event) -> None:
+        self._proc = proc
+        self._wake = wake
+        self._points: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+        self._state = _ChildState()
+        self._stderr: list[str] = []
+        self.finished = threading.Event()
+        self._threads = [threading.Thread(target=self._read_stdout, name="stress-stdout", daemon=True),
+                         threading.Thread(target=self._read_stderr, name="stress-stderr", daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    def snapshot(self) -> _ChildState:
+        with self._lock:
+            s = self._state
+            return _ChildState(s.started, s.progress_seen, s.done, s.throughput, s.unit, s.errors, s.checks,
+                               s.error, dict(s.start_info), dict(s.latency))
+
+    def points(self) -> list[tuple[float, float]]:
+        with self._lock:
+            return list(self._points)
+
+    def stderr_tail(self) -> str:
+        with self._lock:
+            return "".join(self._stderr)[-2000:].strip()
+
+    def _read_stdout(self) -> None:
+        assert self._proc.stdout is not None
+        try:
+            for line in self._proc.stdout:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    log.debug("stress child said: %s", line.rstrip())
+                    continue
+                self._apply(record)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.finished.set()
+            self._wake.set()
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        with self._lock:
+            s = self._state
+            if kind == "start":
+                s.started = True
+                s.unit = str(record.get("unit", ""))
+                s.start_info = {k: v for k, v in record.items() if k != "type"}
+            elif kind in ("progress", "done"):
+                if kind == "progress":
+                    s.progress_seen = True
+                    s.throughput = float(record["throughput"])
+                    self._points.append((float(record.get("t", 0.0)), s.throughput))
+                else:
+                    s.done = True
+                s.errors = int(record.get("errors", s.errors))
+                s.checks = int(record.get("checks", s.checks))
+                s.latency.update({k: float(v) for k, v in record.items() if k.endswith("_ms")})
+            elif kind == "error":
+                s.error = str(record.get("message", "the workload failed"))
+
+    def _read_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        try:
+            for line in self._proc.stderr:
+                with self._lock:
+                    self._stderr.append(line)
+                    del self._stderr[:-50]
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        for thread in self._threads:
+            thread.join(timeout=2.0)

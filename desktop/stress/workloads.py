@@ -1,0 +1,345 @@
+"""The stress workloads (torch kernels), run in a child process that reports by JSON lines on stdout.
+
+Run as ``python -m desktop.stress.workloads --workload gemm --device cpu --seconds 60``.
+This is the only module that imports torch, and only the child process imports it: a CUDA
+fault or a hang cannot take the window down. Records (one JSON object a line):
+``{"type": "start", ...}``, ``{"type": "progress", "t", "throughput", "unit", "errors",
+"checks", ...}`` about once a second, ``{"type": "done", ...}`` or ``{"type": "error", "message"}``.
+Each workload checks its results against a float64 reference periodically and counts
+mismatching elements as errors, as gpu-burn does. ``--inject-faults`` (or the environment
+variable RIGSCOPE_STRESS_INJECT_FAULT=1) corrupts one element before every check, so tests
+can prove that errors are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import ctypes
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+REPORT_PERIOD_S = 1.0
+#: Largest |result - reference| allowed, relative to the largest |reference|, per dtype.
+TOLERANCE = {"bf16": 5e-2, "fp16": 1e-2, "tf32": 1e-2, "fp32": 1e-4}
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
+
+
+def emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make sure this child never outlives the app that started it."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            pr_set_pdeathsig = 1
+            libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+        except OSError:
+            pass
+    # The parent may have died before prctl took effect; and other systems lack prctl.
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(4)
+
+    def watch() -> None:
+        # stdin is a pipe from the parent: EOF means the parent closed it or died.
+        try:
+            while sys.stdin.buffer.read(1):
+                pass
+        except (OSError, ValueError):
+            pass
+        os._exit(4)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def default_dtype(device: torch.device) -> str:
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "fp32"
+
+
+def check_supported(dtype: str, device: torch.device) -> None:
+    if dtype == "tf32" and (device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 8):
+        raise ValueError("tf32 needs an NVIDIA GPU of the Ampere generation or newer")
+    if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ValueError("this GPU does not support bf16")
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gemm_size(device: torch.device, dtype: str, requested: int = 0) -> int:
+    """Square GEMM size: from free memory on a GPU (capped at 8192, as gpu-burn), small on the CPU."""
+    if requested:
+        return requested
+    if device.type != "cuda":
+        return 512
+    free_b, _total = torch.cuda.mem_get_info(device)
+    bytes_per = torch.tensor([], dtype=_DTYPES[dtype]).element_size()
+    n = int((free_b * 0.3 / (3 * bytes_per)) ** 0.5)
+    return max(1024, min(8192, n // 256 * 256))
+
+
+def relative_error(result: torch.Tensor, reference: torch.Tensor, tolerance: float) -> int:
+    """Elements whose error exceeds ``tolerance`` x the largest |reference| (gpu-burn's fault count)."""
+    scale = float(reference.abs().max()) or 1.0
+    diff = (result.double() - reference).abs()
+    bad = diff > tolerance * scale
+    bad |= ~torch.isfinite(result.double())
+    return int(bad.sum())
+
+
+class Gemm:
+    """Square matrix multiply, C = A @ B, throughput in TFLOP/s."""
+
+    unit = "TFLOP/s"
+
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
+        if dtype == "tf32" and device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+        self.device, self.dtype, self.n, self.inject = device, dtype, size, inject
+        gen = torch.Generator(device="cpu").manual_seed(0)
+        # Scaled so each element of C is about N(0, 1): the tolerance then means the same at every size.
+        scale = size ** -0.25
+        self.a = (torch.randn(size, size, generator=gen) * scale).to(device=device, dtype=_DTYPES[dtype])
+        self.b = (torch.randn(size, size, generator=gen) * scale).to(device=device, dtype=_DTYPES[dtype])
+        self.c = torch.empty(size, size, device=device, dtype=_DTYPES[dtype])
+        self.work_per_step = 2.0 * size ** 3 / 1e12
+
+    def describe(self) -> dict[str, Any]:
+        return {"shape": [self.n, self.n, self.n]}
+
+    def step(self) -> None:
+        torch.matmul(self.a, self.b, out=self.c)
+
+    def check(self) -> int:
+        rows = min(32, self.n)
+        result = self.c[:rows].float().cpu()
+        if self.inject:
+            result[0, 0] += 1000.0
+        reference = self.a[:rows].double().cpu() @ self.b.double().cpu()
+        return relative_error(result, reference, TOLERANCE[self.dtype])
+
+
+class Bandwidth:
+    """Device-memory copy, dst <- src, throughput in GB/s (read + write bytes)."""
+
+    unit = "GB/s"
+
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
+        if size:
+            count = size
+        elif device.type == "cuda":
+            free_b, _total = torch.cuda.mem_get_info(device)
+            count = int(min(free_b * 0.25, 2 * 1024**3) / 2 / 4)
+        else:
+            count = 16 * 1024 * 1024
+        self.device, self.inject = device, inject
+        self.src = torch.arange(count, dtype=torch.float32, device=device).remainder_(65521.0)
+        self.dst = torch.empty_like(self.src)
+        self.work_per_step = 2.0 * count * 4 / 1e9
+
+    def describe(self) -> dict[str, Any]:
+        return {"bytes": int(self.src.numel() * 4)}
+
+    def step(self) -> None:
+        self.dst.copy_(self.src)
+
+    def check(self) -> int:
+        count = self.src.numel()
+        idx = torch.randint(0, count, (4096,), device=self.device)
+        got = self.dst[idx].double().cpu()
+        if self.inject:
+            got[0] += 1.0
+        want = torch.remainder(idx.double().cpu(), 65521.0)
+        return int((got != want).sum())
+
+
+def _block(width: int) -> torch.nn.Module:
+    return torch.nn.TransformerEncoderLayer(d_model=width, nhead=max(1, width // 64), dim_feedforward=4 * width,
+                                            dropout=0.0, batch_first=True)
+
+
+class _BlockWorkload:
+    """Shared by train and infer: a small transformer block and its float64 check."""
+
+    unit = "steps/s"
+    work_per_step = 1.0
+
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool, batch: int) -> None:
+        width = size or (1024 if device.type == "cuda" else 128)
+        self.seq = 128 if device.type == "cuda" else 32
+        torch.manual_seed(0)
+        self.device, self.dtype, self.inject, self.width = device, dtype, inject, width
+        self.model = _block(width).to(device)
+        self.x = torch.randn(batch, self.seq, width, device=device)
+        self.autocast = dtype in ("bf16", "fp16")
+        self.latencies_s: list[float] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {"width": self.width, "seq": self.seq, "batch": int(self.x.shape[0])}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.autocast:
+            with torch.autocast(device_type=self.device.type, dtype=_DTYPES[self.dtype]):
+                result: torch.Tensor = self.model(x)
+                return result
+        out: torch.Tensor = self.model(x)
+        return out
+
+    def check(self) -> int:
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            x = self.x[:1, :8]
+            result = self.forward(x).float().cpu()
+            reference_model = copy.deepcopy(self.model).double().cpu()
+            # The fused fast path has no float64 kernel: the reference takes the plain path.
+            reference = reference_model(x.double().cpu())
+        self.model.train(was_training)
+        if self.inject:
+            result[0, 0, 0] += 1000.0
+        tolerance = TOLERANCE[self.dtype] * (4.0 if self.autocast else 10.0)
+        return relative_error(result, reference, tolerance)
+
+
+class Train(_BlockWorkload):
+    """Forward, backward and an AdamW step of one transformer block; steps/s."""
+
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
+        super().__init__(device, dtype, size, inject, batch=8 if device.type == "cuda" else 4)
+        self.target = torch.randn_like(self.x)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+
+    def step(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(self.forward(self.x).float(), self.target)
+        loss.backward()  # type: ignore[no-untyped-call]
+        self.optimizer.step()
+
+
+class Infer(_BlockWorkload):
+    """Batch-1 forward passes; steps/s plus p50/p95/p99 step latency (what serving cares about)."""
+
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
+        super().__init__(device, dtype, size, inject, batch=1)
+        self.model.eval()
+
+    def step(self) -> None:
+        started = time.perf_counter()
+        with torch.no_grad():
+            self.forward(self.x)
+        synchronize(self.device)
+        self.latencies_s.append(time.perf_counter() - started)
+
+
+WORKLOADS: dict[str, Callable[[torch.device, str, int, bool], Any]] = {
+    "gemm": Gemm, "bandwidth": Bandwidth, "train": Train, "infer": Infer,
+}
+
+
+def latency_percentiles_ms(latencies_s: list[float]) -> dict[str, float]:
+    if not latencies_s:
+        return {}
+    values = torch.tensor(latencies_s, dtype=torch.float64) * 1000.0
+    q = torch.quantile(values, torch.tensor([0.5, 0.95, 0.99], dtype=torch.float64))
+    return {"p50_ms": float(q[0]), "p95_ms": float(q[1]), "p99_ms": float(q[2])}
+
+
+def run(workload_name: str, device_name: str, dtype: str | None, seconds: float, *, size: int = 0,
+        inject: bool = False, check_period_s: float = 2.0) -> int:
+    device = torch.device(device_name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        emit({"type": "error", "message": "CUDA is not available to torch in this environment"})
+        return 2
+    dtype = dtype or default_dtype(device)
+    try:
+        check_supported(dtype, device)
+        if workload_name == "gemm" and not size:
+            size = gemm_size(device, dtype)
+        workload = WORKLOADS[workload_name](device, dtype, size, inject)
+    except (ValueError, RuntimeError) as exc:
+        emit({"type": "error", "message": str(exc)})
+        return 2
+    emit({"type": "start", "workload": workload_name, "device": str(device), "dtype": dtype,
+          "unit": workload.unit, "torch": torch.__version__, **workload.describe(),
+          "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"})
+    errors = checks = 0
+    total_steps = 0
+    started = time.monotonic()
+    window_start = started
+    window_steps = 0
+    next_check = started + min(check_period_s, 1.0)
+    all_latencies: list[float] = []
+    while True:
+        workload.step()
+        window_steps += 1
+        now = time.monotonic()
+        if now - window_start >= REPORT_PERIOD_S or now - started >= seconds:
+            synchronize(device)
+            now = time.monotonic()
+            if now >= next_check:
+                errors += workload.check()
+                checks += 1
+                next_check = now + check_period_s
+            rate = window_steps * workload.work_per_step / max(now - window_start, 1e-9)
+            total_steps += window_steps
+            record: dict[str, Any] = {"type": "progress", "t": now - started, "throughput": rate,
+                                      "unit": workload.unit, "errors": errors, "checks": checks,
+                                      "steps": total_steps}
+            latencies = getattr(workload, "latencies_s", None)
+            if latencies:
+                record.update(latency_percentiles_ms(latencies))
+                all_latencies.extend(latencies)
+                latencies.clear()
+            emit(record)
+            window_start = time.monotonic()
+            window_steps = 0
+            if now - started >= seconds:
+                break
+    if checks == 0:
+        errors += workload.check()
+        checks += 1
+    emit({"type": "done", "t": time.monotonic() - started, "errors": errors, "checks": checks,
+          "steps": total_steps, **latency_percentiles_ms(all_latencies)})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m desktop.stress.workloads")
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="gemm")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=tuple(_DTYPES), default=None)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--size", type=int, default=0, help="GEMM N / bandwidth elements / block width (0 = auto)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0 = torch's default)")
+    parser.add_argument("--parent-pid", type=int, default=0)
+    parser.add_argument("--inject-faults", action="store_true")
+    args = parser.parse_args(argv)
+    if args.parent_pid:
+        die_with_parent(args.parent_pid)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    inject = args.inject_faults or os.environ.get("RIGSCOPE_STRESS_INJECT_FAULT") == "1"
+    try:
+        return run(args.workload, args.device, args.dtype, args.seconds, size=args.size, inject=inject)
+    except torch.cuda.OutOfMemoryError as exc:
+        emit({"type": "error", "message": f"out of GPU memory: {exc}"})
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
