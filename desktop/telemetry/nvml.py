@@ -1,0 +1,558 @@
+"""The NVML backend: reads real NVIDIA GPUs through pynvml with few calls and no escaping errors.
+
+The only module that imports ``pynvml`` (lazily, so tests can hand in a fake). Per tick and
+GPU it makes six calls: one ``nvmlDeviceGetFieldValues`` batch (power, energy, PCIe byte
+counters) plus utilization, memory, temperature, SM clock and clock-event reasons. The
+memory clock, fan, P-state and PCIe link are refreshed on a slower period; process lists
+only when the sampler asks. A call that answers NotSupported is remembered per device and
+never retried; a GpuIsLost/Unknown answer turns that device LOST until ``reinit()``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any, Final
+
+from desktop.telemetry.backend import BackendUnavailable
+from desktop.telemetry.model import (
+    GPU_METRIC_NAMES,
+    DeviceState,
+    GpuInfo,
+    GpuProcess,
+    GpuReading,
+    GpuSample,
+    ProcessKind,
+    SourceInfo,
+)
+
+log = logging.getLogger(__name__)
+
+_MIB: Final = 1024.0 * 1024.0
+DEFAULT_SLOW_PERIOD_S: Final = 5.0
+
+# Field ids (stable in the NVML ABI; spelled out so an older pynvml without the names still works).
+FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
+FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
+FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
+TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
+
+# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
+_MISSING_CODES: Final = frozenset({
+    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
+    3,  # NOT_SUPPORTED
+    4,  # NO_PERMISSION
+    6,  # NOT_FOUND
+    8,  # INSUFFICIENT_POWER
+    13,  # FUNCTION_NOT_FOUND: the driver predates the call
+    14,  # CORRUPTED_INFOROM
+    21,  # NO_DATA
+    22,  # VGPU_ECC_NOT_SUPPORTED
+    24,  # FREQ_NOT_SUPPORTED
+    25,  # ARGUMENT_VERSION_MISMATCH
+    26,  # DEPRECATED
+    30,  # RESET_TYPE_NOT_SUPPORTED
+})
+_TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
+_FUNCTION_NOT_FOUND: Final = 13
+
+#: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
+METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
+    "utilization_gpu_pct": ("util",),
+    "utilization_mem_pct": ("util",),
+    "vram_used_mib": ("mem_v2", "mem_v1"),
+    "vram_free_mib": ("mem_v2", "mem_v1"),
+    "temperature_c": ("temp_v", "temp_legacy"),
+    "power_w": (f"field:{FIELD_POWER_AVERAGE_MW}", "power"),
+    "energy_mj": (f"field:{FIELD_ENERGY_MJ}", "energy"),
+    "sm_clock_mhz": ("sm_clock",),
+    "mem_clock_mhz": ("mem_clock",),
+    "fan_pct": ("fan",),
+    "clock_event_reasons": ("reasons", "reasons_legacy"),
+    "pcie_rx_kib_s": (f"field:{FIELD_PCIE_RX_BYTES}", "pcie_rx"),
+    "pcie_tx_kib_s": (f"field:{FIELD_PCIE_TX_BYTES}", "pcie_tx"),
+    "pcie_gen": ("pcie_gen",),
+    "pcie_width": ("pcie_width",),
+    "pstate": ("pstate",),
+}
+assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
+
+
+class _Lost(Exception):
+    """A fatal per-device NVML error: the device is LOST until ``reinit()``."""
+
+
+class _Missing:
+    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
+
+
+MISSING: Final = _Missing()
+
+
+@dataclass(slots=True)
+class _Device:
+    index: int
+    handle: Any
+    info: GpuInfo
+    lost_detail: str | None = None
+    #: Call keys (and "field:N") this device answered NotSupported & co.: never asked again.
+    unsupported: set[str] = field(default_factory=set)
+    #: Slow metrics last read (mem clock, fan, pstate, link, PCIe throughput fallback).
+    slow: dict[str, float | int | None] = field(default_factory=dict)
+    slow_at_s: float | None = None
+    #: (time_s, tx_bytes, rx_bytes) of the previous PCIe counter reading.
+    pcie_prev: tuple[float, float, float] | None = None
+
+
+def _reason_for_init_error(code: int | None, text: str) -> str:
+    if code == 12:
+        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
+                "loaded. Install the NVIDIA driver to read a real GPU.")
+    if code == 9:
+        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
+    if code == 4:
+        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
+    if code == 18:
+        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
+    return f"NVML could not start: {text}"
+
+
+class NvmlBackend:
+    """The GpuBackend over NVML. Create it with ``NvmlBackend.open()``."""
+
+    def __init__(self, nvml: ModuleType, *, slow_period_s: float = DEFAULT_SLOW_PERIOD_S) -> None:
+        self._nvml = nvml
+        self._slow_period_s = slow_period_s
+        self._lock = threading.RLock()
+        self._initialized = False
+        self._closed = False
+        self._unknown_functions: set[str] = set()
+        self._devices: list[_Device] = []
+        self.driver_version: str | None = None
+        self.cuda_version: str | None = None
+        self.library_version: str | None = None
+        self._source = SourceInfo(kind="nvml", detail="NVML")
+
+    # --- opening and closing ---------------------------------------------------------
+
+    @classmethod
+    def open(cls, module: ModuleType | None = None, *, slow_period_s: float = DEFAULT_SLOW_PERIOD_S) -> NvmlBackend:
+        """Start NVML and read every GPU's static info; ``BackendUnavailable`` says why it cannot."""
+        if module is None:
+            try:
+                module = importlib.import_module("pynvml")
+            except ImportError as exc:
+                raise BackendUnavailable(
+                    "The NVML Python bindings are missing (pip package nvidia-ml-py, module pynvml): "
+                    f"{exc}") from exc
+        backend = cls(module, slow_period_s=slow_period_s)
+        backend._start()
+        return backend
+
+    def _start(self) -> None:
+        nvml = self._nvml
+        with self._lock:
+            if self._initialized:
+                return
+            try:
+                nvml.nvmlInit()
+            except Exception as exc:
+                # Any failure here (NVMLError, a broken ctypes load, AttributeError on a stub
+                # module) means "no NVML"; the user sees the reason, never a traceback.
+                reason = _reason_for_init_error(self._code(exc), str(exc) or type(exc).__name__)
+                raise BackendUnavailable(reason) from exc
+            self._initialized = True
+            atexit.register(self.close)
+            try:
+                count = int(nvml.nvmlDeviceGetCount())
+            except Exception as exc:
+                self.close()
+                raise BackendUnavailable(_reason_for_init_error(self._code(exc), str(exc))) from exc
+            if count <= 0:
+                self.close()
+                raise BackendUnavailable("NVML started but found no NVIDIA GPU.")
+            self.driver_version = self._system_str("nvmlSystemGetDriverVersion")
+            self.library_version = self._system_str("nvmlSystemGetNVMLVersion")
+            cuda = self._system_value("nvmlSystemGetCudaDriverVersion_v2")
+            if cuda is MISSING:
+                cuda = self._system_value("nvmlSystemGetCudaDriverVersion")
+            if isinstance(cuda, int) and cuda > 0:
+                self.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}"
+            self._devices = [self._open_device(i) for i in range(count)]
+            names = ", ".join(d.info.name for d in self._devices)
+            self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}")
+
+    def close(self) -> None:
+        """Shut NVML down (once); also runs at interpreter exit."""
+        with self._lock:
+            if self._closed or not self._initialized:
+                self._closed = True
+                return
+            self._closed = True
+            atexit.unregister(self.close)
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception as exc:  # shutting down: nothing useful to do with an error
+                log.debug("nvmlShutdown failed: %s", exc)
+
+    # --- the GpuBackend protocol ------------------------------------------------------
+
+    @property
+    def source(self) -> SourceInfo:
+        return self._source
+
+    def devices(self) -> Sequence[GpuInfo]:
+        return [d.info for d in self._devices]
+
+    def sample(self, now_s: float) -> list[GpuReading]:
+        with self._lock:
+            readings = []
+            for dev in self._devices:
+                if dev.lost_detail is None and not self._closed:
+                    try:
+                        sample = self._read(dev, now_s)
+                        readings.append(GpuReading(dev.info, DeviceState.OK, sample))
+                        continue
+                    except _Lost as exc:
+                        self._mark_lost(dev, str(exc))
+                    except Exception as exc:  # a driver/binding fault we did not foresee: contain it
+                        log.exception("reading GPU %d failed", dev.index)
+                        self._mark_lost(dev, f"{type(exc).__name__}: {exc}")
+                detail = dev.lost_detail or "NVML is shut down"
+                readings.append(GpuReading(dev.info, DeviceState.LOST, None, detail))
+            return readings
+
+    def processes(self) -> list[GpuProcess]:
+        with self._lock:
+            out: list[GpuProcess] = []
+            for dev in self._devices:
+                if dev.lost_detail is not None or self._closed:
+                    continue
+                try:
+                    out.extend(self._processes(dev))
+                except _Lost as exc:
+                    self._mark_lost(dev, str(exc))
+                except Exception as exc:
+                    log.exception("listing processes of GPU %d failed", dev.index)
+                    self._mark_lost(dev, f"{type(exc).__name__}: {exc}")
+            return out
+
+    def supported_metrics(self, index: int) -> dict[str, bool]:
+        with self._lock:
+            dev = self._devices[index]
+            if dev.lost_detail is not None:
+                return dict.fromkeys(GPU_METRIC_NAMES, False)
+            return {name: any(key not in dev.unsupported for key in keys)
+                    for name, keys in METRIC_SOURCES.items()}
+
+    def reinit(self) -> None:
+        """Re-acquire the handles of lost GPUs (by UUID when known) and re-read their static info."""
+        with self._lock:
+            if self._closed:
+                return
+            for pos, dev in enumerate(self._devices):
+                if dev.lost_detail is None:
+                    continue
+                fresh = self._open_device(dev.index, uuid=dev.info.uuid or None)
+                if fresh.lost_detail is None:
+                    log.info("GPU %d is back", dev.index)
+                    self._devices[pos] = fresh
+                else:
+                    dev.lost_detail = fresh.lost_detail
+
+    @property
+    def unknown_functions(self) -> frozenset[str]:
+        """NVML functions this pynvml/driver lacks (for `doctor`)."""
+        return frozenset(self._unknown_functions)
+
+    # --- calling NVML -----------------------------------------------------------------
+
+    @staticmethod
+    def _code(exc: BaseException) -> int | None:
+        value = getattr(exc, "value", None)
+        return value if isinstance(value, int) else None
+
+    def _call(self, dev: _Device | None, key: str, func: str, *args: Any, **kwargs: Any) -> Any:
+        """One NVML call: its value, or MISSING; raises ``_Lost`` for a fatal per-device error."""
+        if dev is not None and key in dev.unsupported:
+            return MISSING
+        fn = getattr(self._nvml, func, None)
+        if fn is None:
+            self._note_unknown(func)
+            if dev is not None:
+                dev.unsupported.add(key)
+            return MISSING
+        try:
+            return fn(*args, **kwargs)
+        except self._nvml.NVMLError as exc:
+            code = self._code(exc)
+            if code == _FUNCTION_NOT_FOUND:
+                self._note_unknown(func)
+            if code in _MISSING_CODES:
+                if dev is not None:
+                    dev.unsupported.add(key)
+                return MISSING
+            if code in _TRANSIENT_CODES or dev is None:
+                return MISSING
+            raise _Lost(f"{exc} ({func})") from exc
+        except (NotImplementedError, AttributeError) as exc:
+            # pynvml raises NVMLLibraryMismatchError (not an NVMLError) for an unversioned
+            # call the driver lacks; an AttributeError means a binding without the symbol.
+            self._note_unknown(func)
+            log.debug("%s unavailable: %s", func, exc)
+            if dev is not None:
+                dev.unsupported.add(key)
+            return MISSING
+        except Exception as exc:
+            if type(exc).__name__ == "NVMLLibraryMismatchError":
+                self._note_unknown(func)
+                if dev is not None:
+                    dev.unsupported.add(key)
+                return MISSING
+            raise _Lost(f"{type(exc).__name__}: {exc} ({func})") from exc
+
+    def _first(self, dev: _Device, attempts: Sequence[tuple[str, str, tuple[Any, ...], dict[str, Any]]]) -> Any:
+        """The first attempt that answers; a newer call remembered as missing falls back to the older."""
+        for key, func, args, kwargs in attempts:
+            if key in dev.unsupported:
+                continue
+            value = self._call(dev, key, func, dev.handle, *args, **kwargs)
+            if value is not MISSING or key not in dev.unsupported:
+                return value  # answered, or failed transiently: no point asking the older call now
+        return MISSING
+
+    def _note_unknown(self, func: str) -> None:
+        if func not in self._unknown_functions:
+            self._unknown_functions.add(func)
+            log.warning("NVML function %s is not available here (old driver or bindings); its metric stays n/a",
+                        func)
+
+    def _system_value(self, func: str) -> Any:
+        try:
+            return self._call(None, func, func)
+        except _Lost:
+            return MISSING
+
+    def _system_str(self, func: str) -> str | None:
+        return _text(self._system_value(func))
+
+    def _const(self, name: str, default: int) -> int:
+        value = getattr(self._nvml, name, default)
+        return value if isinstance(value, int) else default
+
+    def _mark_lost(self, dev: _Device, detail: str) -> None:
+        if dev.lost_detail is None:
+            log.warning("GPU %d is lost: %s", dev.index, detail)
+        dev.lost_detail = detail
+        dev.handle = None
+
+    # --- per-device work ----------------------------------------------------------------
+
+    def _open_device(self, index: int, uuid: str | None = None) -> _Device:
+        dev = _Device(index=index, handle=None, info=GpuInfo(index=index, uuid=uuid or "", name=f"GPU {index}"))
+        try:
+            handle = MISSING
+            if uuid:
+                handle = self._call(dev, "handle_uuid", "nvmlDeviceGetHandleByUUID", uuid)
+            if handle is MISSING:
+                handle = self._call(dev, "handle", "nvmlDeviceGetHandleByIndex", index)
+            if handle is MISSING:
+                raise _Lost("no handle for this GPU")
+            dev.handle = handle
+            dev.info = self._read_info(dev)
+            dev.unsupported.clear()  # static calls do not predict sample calls
+            self._read(dev, now_s=None)  # prime the PCIe counters and learn what the GPU answers
+        except _Lost as exc:
+            dev.lost_detail = str(exc)
+            dev.handle = None
+        except Exception as exc:
+            log.exception("opening GPU %d failed", index)
+            dev.lost_detail = f"{type(exc).__name__}: {exc}"
+            dev.handle = None
+        return dev
+
+    def _read_info(self, dev: _Device) -> GpuInfo:
+        from desktop.telemetry.nvml_info import read_info  # split out for size; pure over _call
+
+        return read_info(self, dev)
+
+    def _field_values(self, dev: _Device) -> dict[int, tuple[float, float | None]]:
+        """Ask the batch call for every field this GPU still answers: {field id: (value, timestamp_s)}."""
+        wanted = [f for f in TICK_FIELDS if f"field:{f}" not in dev.unsupported]
+        if not wanted:
+            return {}
+        values = self._call(dev, "fields", "nvmlDeviceGetFieldValues", dev.handle, wanted)
+        if values is MISSING:
+            if "fields" in dev.unsupported:  # the driver has no batch call: every field falls back
+                dev.unsupported.update(f"field:{f}" for f in TICK_FIELDS)
+            return {}
+        out: dict[int, tuple[float, float | None]] = {}
+        for requested, entry in zip(wanted, values, strict=False):
+            ret = int(getattr(entry, "nvmlReturn", 999))
+            if ret != 0:
+                if ret in _MISSING_CODES:
+                    dev.unsupported.add(f"field:{requested}")
+                elif ret not in _TRANSIENT_CODES:
+                    raise _Lost(f"field {requested} answered NVML error {ret}")
+                continue
+            value = _field_number(entry)
+            if value is not None:
+                stamp_us = getattr(entry, "timestamp", 0)
+                out[requested] = (value, stamp_us / 1e6 if stamp_us else None)
+        return out
+
+    def _read(self, dev: _Device, now_s: float | None) -> GpuSample:
+        """One reading; ``now_s=None`` is the priming read at open (everything, slow metrics too)."""
+        h = dev.handle
+        fields = self._field_values(dev)
+        slow = now_s is None or dev.slow_at_s is None or not 0 <= now_s - dev.slow_at_s < self._slow_period_s
+        if slow:
+            dev.slow_at_s = now_s
+            self._read_slow(dev, has_pcie_counters=FIELD_PCIE_TX_BYTES in fields and FIELD_PCIE_RX_BYTES in fields)
+
+        power = fields.get(FIELD_POWER_AVERAGE_MW)
+        power_mw = power[0] if power else _num(self._call(dev, "power", "nvmlDeviceGetPowerUsage", h))
+        energy = fields.get(FIELD_ENERGY_MJ)
+        energy_mj = energy[0] if energy else _num(self._call(dev, "energy", "nvmlDeviceGetTotalEnergyConsumption", h))
+        rx_kib_s, tx_kib_s = self._pcie_rates(dev, fields, now_s)
+
+        util = self._call(dev, "util", "nvmlDeviceGetUtilizationRates", h)
+        mem_attempts: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = []
+        version = getattr(self._nvml, "nvmlMemory_v2", None)
+        if version is not None:
+            mem_attempts.append(("mem_v2", "nvmlDeviceGetMemoryInfo", (), {"version": version}))
+        else:
+            dev.unsupported.add("mem_v2")
+        mem_attempts.append(("mem_v1", "nvmlDeviceGetMemoryInfo", (), {}))
+        mem = self._first(dev, mem_attempts)
+        sensor = self._const("NVML_TEMPERATURE_GPU", 0)
+        temp = self._first(dev, [("temp_v", "nvmlDeviceGetTemperatureV", (sensor,), {}),
+                                 ("temp_legacy", "nvmlDeviceGetTemperature", (sensor,), {})])
+        sm_clock = self._call(dev, "sm_clock", "nvmlDeviceGetClockInfo", h, self._const("NVML_CLOCK_SM", 1))
+        reasons = self._first(dev, [("reasons", "nvmlDeviceGetCurrentClocksEventReasons", (), {}),
+                                    ("reasons_legacy", "nvmlDeviceGetCurrentClocksThrottleReasons", (), {})])
+        return GpuSample(
+            utilization_gpu_pct=_num(getattr(util, "gpu", None)) if util is not MISSING else None,
+            utilization_mem_pct=_num(getattr(util, "memory", None)) if util is not MISSING else None,
+            vram_used_mib=_mib(getattr(mem, "used", None)) if mem is not MISSING else None,
+            vram_free_mib=_mib(getattr(mem, "free", None)) if mem is not MISSING else None,
+            temperature_c=_num(temp),
+            power_w=power_mw / 1000.0 if power_mw is not None else None,
+            energy_mj=energy_mj,
+            sm_clock_mhz=_num(sm_clock),
+            mem_clock_mhz=_as_float(dev.slow.get("mem_clock")),
+            fan_pct=_as_float(dev.slow.get("fan")),
+            clock_event_reasons=_int(reasons),
+            pcie_rx_kib_s=rx_kib_s,
+            pcie_tx_kib_s=tx_kib_s,
+            pcie_gen=_int(dev.slow.get("pcie_gen")),
+            pcie_width=_int(dev.slow.get("pcie_width")),
+            pstate=_int(dev.slow.get("pstate")),
+        )
+
+    def _read_slow(self, dev: _Device, *, has_pcie_counters: bool) -> None:
+        h = dev.handle
+        slow = dev.slow
+        slow["mem_clock"] = _num(self._call(dev, "mem_clock", "nvmlDeviceGetClockInfo", h,
+                                            self._const("NVML_CLOCK_MEM", 2)))
+        slow["fan"] = _num(self._call(dev, "fan", "nvmlDeviceGetFanSpeed", h))
+        pstate = _int(self._call(dev, "pstate", "nvmlDeviceGetPerformanceState", h))
+        slow["pstate"] = pstate if pstate is not None and 0 <= pstate <= 15 else None  # 32 = unknown
+        slow["pcie_gen"] = _int(self._call(dev, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h))
+        slow["pcie_width"] = _int(self._call(dev, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h))
+        if not has_pcie_counters:
+            # The dedicated throughput call samples for 20 ms each: only on the slow period.
+            slow["pcie_tx"] = _num(self._call(dev, "pcie_tx", "nvmlDeviceGetPcieThroughput", h,
+                                              self._const("NVML_PCIE_UTIL_TX_BYTES", 0)))
+            slow["pcie_rx"] = _num(self._call(dev, "pcie_rx", "nvmlDeviceGetPcieThroughput", h,
+                                              self._const("NVML_PCIE_UTIL_RX_BYTES", 1)))
+
+    def _pcie_rates(self, dev: _Device, fields: dict[int, tuple[float, float | None]],
+                    now_s: float | None) -> tuple[float | None, float | None]:
+        tx, rx = fields.get(FIELD_PCIE_TX_BYTES), fields.get(FIELD_PCIE_RX_BYTES)
+        if tx is None or rx is None:
+            dev.pcie_prev = None
+            return _as_float(dev.slow.get("pcie_rx")), _as_float(dev.slow.get("pcie_tx"))
+        stamp = tx[1] if tx[1] is not None else now_s
+        prev, dev.pcie_prev = dev.pcie_prev, (stamp, tx[0], rx[0]) if stamp is not None else None
+        if prev is None or stamp is None or stamp <= prev[0]:
+            return None, None
+        dt_s = stamp - prev[0]
+        d_tx, d_rx = tx[0] - prev[1], rx[0] - prev[2]
+        if d_tx < 0 or d_rx < 0:  # counter reset (driver reload)
+            return None, None
+        return d_rx / dt_s / 1024.0, d_tx / dt_s / 1024.0
+
+    def _processes(self, dev: _Device) -> list[GpuProcess]:
+        merged: dict[int, GpuProcess] = {}
+        for kind, key, func in (("compute", "procs_compute", "nvmlDeviceGetComputeRunningProcesses"),
+                                ("graphics", "procs_graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+            found = self._call(dev, key, func, dev.handle)
+            if found is MISSING:
+                continue
+            for entry in found:
+                pid = _int(getattr(entry, "pid", None))
+                if pid is None:
+                    continue
+                vram = _mib(getattr(entry, "usedGpuMemory", None))
+                seen = merged.get(pid)
+                if seen is None:
+                    merged[pid] = GpuProcess(pid=pid, gpu_index=dev.index, name=f"pid {pid}", vram_mib=vram,
+                                             kind=kind)  # type: ignore[arg-type]
+                else:
+                    both: ProcessKind = "mixed" if seen.kind != kind else seen.kind
+                    best = max((v for v in (seen.vram_mib, vram) if v is not None), default=None)
+                    merged[pid] = replace(seen, kind=both, vram_mib=best)
+        return list(merged.values())
+
+
+# --- value helpers -------------------------------------------------------------------------
+
+_NOT_AVAILABLE: Final = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)  # NVML_VALUE_NOT_AVAILABLE (uint / ulonglong)
+
+
+def _num(value: Any) -> float | None:
+    if value is MISSING or value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if value in _NOT_AVAILABLE else float(value)
+    if isinstance(value, float):
+        return value
+    return None
+
+
+def _int(value: Any) -> int | None:
+    number = _num(value)
+    return int(number) if number is not None else None
+
+
+def _as_float(value: float | int | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _mib(value: Any) -> float | None:
+    number = _num(value)
+    return number / _MIB if number is not None else None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").strip("\x00") or None
+    if isinstance(value, str):
+        return value or None
+    return None
+
+
+def _field_number(entry: Any) -> float | None:
+    """Decode a c_nvmlFieldValue_t by its valueType."""
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
+        int(getattr(entry, "valueType", -1)))
+    if member is None:
+        return None
+    return _num(getattr(entry.value, member, None))

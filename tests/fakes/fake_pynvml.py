@@ -1,0 +1,518 @@
+"""A fake ``pynvml`` module: several configurable GPUs, any NVML error on any call, call counting.
+
+``FakeNvml(...).module`` is a real ``types.ModuleType`` that can stand in for ``pynvml`` in
+``sys.modules`` (``fake.install(monkeypatch)``). Constants, ctypes structures and the
+``NVMLError_*`` classes are the real ones from ``pynvml`` (so ``except`` clauses written
+against the real module match); every ``nvml*`` function is replaced: the ones Rigscope,
+gpustat 1.1.1 and nvitop use answer from ``FakeGpu`` state, every other one counts as a
+call and answers NotSupported. ``_nvmlGetFunctionPointer`` hands out C-style functions
+(return codes, ``byref`` out-parameters) for the calls nvitop and gpustat make directly.
+
+Counting: one entry per NVML API call, keyed by its C symbol. A C-style process query that
+first asks for the size and then fills the buffer counts once, as pynvml's wrapper does.
+Latency: ``latency_s`` per counted call, by busy-waiting (``latency_mode="busy"``, the
+default: a driver ioctl costs the caller CPU time) or sleeping (``"sleep"``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import types
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml as _real
+
+GIB = 1024**3
+MIB = 1024**2
+_UTILITIES = ("nvmlExceptionClass", "nvmlStructToFriendlyObject", "nvmlFriendlyObjectToStruct")
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+@dataclass
+class FakeProcess:
+    pid: int
+    used_bytes: int | None = 1 * GIB
+    kind: str = "compute"  # compute | graphics | both
+
+
+@dataclass
+class FakeGpu:
+    """One fake GPU's readings (NVML units: mW, mJ, bytes, KB/s)."""
+
+    name: str = "NVIDIA GeForce RTX 4090 Laptop GPU"
+    uuid: str = ""
+    memory_total_bytes: int = 16 * GIB
+    memory_used_bytes: int = 3 * GIB
+    memory_reserved_bytes: int = 300 * MIB
+    utilization_gpu: int = 87
+    utilization_mem: int = 41
+    temperature_c: int = 78
+    power_mw: int = 142_000
+    energy_mj: int = 5_000_000
+    sm_clock_mhz: int = 2040
+    mem_clock_mhz: int = 9001
+    sm_clock_max_mhz: int = 3105
+    mem_clock_max_mhz: int = 9001
+    fan_pct: int | None = None  # None: NotSupported, as on most laptops
+    pstate: int = 0
+    clock_event_reasons: int = 0x4
+    pcie_tx_kb_s: int = 1200
+    pcie_rx_kb_s: int = 3400
+    pcie_tx_bytes: int = 10 * GIB
+    pcie_rx_bytes: int = 30 * GIB
+    pcie_gen: int = 4
+    pcie_width: int = 8
+    pcie_gen_max: int = 4
+    pcie_width_max: int = 16
+    power_limit_mw: int = 150_000
+    power_limit_default_mw: int = 150_000
+    power_limit_min_mw: int = 80_000
+    power_limit_max_mw: int = 175_000
+    power_limit_settable: bool = False  # GeForce laptops refuse GetPowerManagementLimit
+    temp_slowdown_c: int = 87
+    temp_shutdown_c: int = 95
+    vbios: str = "95.03.1F.00.8B"
+    persistence: int = 0
+    processes: list[FakeProcess] = field(default_factory=list)
+    #: C symbols (or their unversioned names) this GPU answers NotSupported for good.
+    unsupported: set[str] = field(default_factory=set)
+    #: Field ids whose entry in nvmlDeviceGetFieldValues answers NotSupported.
+    unsupported_fields: set[int] = field(default_factory=set)
+
+
+def desktop_gpu(**changes: Any) -> FakeGpu:
+    """A desktop card: fan, settable power limit, persistence mode on."""
+    base = dict(name="NVIDIA GeForce RTX 4090", memory_total_bytes=24 * GIB, power_mw=380_000,
+                power_limit_mw=450_000, power_limit_default_mw=450_000, power_limit_min_mw=150_000,
+                power_limit_max_mw=600_000, power_limit_settable=True, fan_pct=55, pcie_width=16, persistence=1)
+    base.update(changes)
+    return FakeGpu(**base)  # type: ignore[arg-type]
+
+
+class _Handle:
+    __slots__ = ("generation", "index")
+
+    def __init__(self, index: int, generation: int) -> None:
+        self.index = index
+        self.generation = generation
+
+    def __repr__(self) -> str:
+        return f"<fake nvmlDevice {self.index}>"
+
+
+@dataclass
+class _Failure:
+    func: str
+    gpu: int | None
+    code: int
+    remaining: int | None
+
+
+class FakeNvml:
+    """The fake driver: state, failure injection, counters; ``.module`` is the pynvml stand-in."""
+
+    def __init__(self, gpus: Sequence[FakeGpu] | int = 2, *, latency_s: float = 0.0, latency_mode: str = "busy",
+                 driver_version: str = "565.57.01", cuda_version: int = 12070,
+                 init_error: int | None = None) -> None:
+        if isinstance(gpus, int):
+            gpus = [FakeGpu() for _ in range(gpus)]
+        self.gpus = list(gpus)
+        for i, gpu in enumerate(self.gpus):
+            gpu.uuid = gpu.uuid or f"GPU-fake{i:04d}-0000-0000-0000-000000000000"
+        self.latency_s = latency_s
+        self.latency_mode = latency_mode
+        self.driver_version = driver_version
+        self.cuda_version = cuda_version
+        self.init_error = init_error
+        self.calls: Counter[str] = Counter()
+        #: The same calls by (C symbol, GPU index or None for system calls).
+        self.calls_by_gpu: Counter[tuple[str, int | None]] = Counter()
+        self.init_count = 0
+        self._failures: list[_Failure] = []
+        self._lost: set[int] = set()
+        self._generation = [0] * len(self.gpus)
+        self._clock_us = 1_700_000_000_000_000
+        self.module = self._build_module()
+
+    # --- test API ---------------------------------------------------------------------------
+
+    def fail(self, func: str, gpu: int | None = None, error: int = _real.NVML_ERROR_NOT_SUPPORTED,
+             times: int | None = None) -> None:
+        """Make ``func`` (C symbol, or its name without ``_vN``) raise ``error`` on ``gpu`` (None: every call)."""
+        self._failures.append(_Failure(func, gpu, error, times))
+
+    def clear_failures(self) -> None:
+        self._failures.clear()
+
+    def lose(self, gpu: int) -> None:
+        """GPU ``gpu`` falls off the bus: every call on it answers GPU_IS_LOST."""
+        self._lost.add(gpu)
+
+    def recover(self, gpu: int) -> None:
+        """It is back; old handles stay dead (a fresh one must be asked for, as after a reset)."""
+        self._lost.discard(gpu)
+        self._generation[gpu] += 1
+
+    def advance(self, dt_s: float) -> None:
+        """Let ``dt_s`` pass: energy and PCIe counters and field timestamps move on."""
+        self._clock_us += int(dt_s * 1e6)
+        for gpu in self.gpus:
+            gpu.energy_mj += int(gpu.power_mw * dt_s)
+            gpu.pcie_tx_bytes += int(gpu.pcie_tx_kb_s * 1024 * dt_s)
+            gpu.pcie_rx_bytes += int(gpu.pcie_rx_kb_s * 1024 * dt_s)
+
+    def install(self, monkeypatch: Any) -> types.ModuleType:
+        monkeypatch.setitem(sys.modules, "pynvml", self.module)
+        return self.module
+
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def reset_counts(self) -> None:
+        self.calls.clear()
+        self.calls_by_gpu.clear()
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _enter(self, name: str, args: tuple[Any, ...]) -> tuple[int | None, FakeGpu | None]:
+        """Count the call, wait the latency, apply failures; returns (error code, gpu)."""
+        handle = args[0] if args and isinstance(args[0], _Handle) else None
+        index = handle.index if handle is not None else None
+        self.calls[name] += 1
+        self.calls_by_gpu[name, index] += 1
+        if self.latency_s > 0:
+            if self.latency_mode == "sleep":
+                time.sleep(self.latency_s)
+            else:
+                end = time.perf_counter() + self.latency_s
+                while time.perf_counter() < end:
+                    pass
+        if self.init_count <= 0 and name not in {"nvmlInit", "nvmlInitWithFlags", "nvmlInit_v2"}:
+            return _real.NVML_ERROR_UNINITIALIZED, None
+        base = _VERSION_SUFFIX.sub("", name)
+        for failure in self._failures:
+            if failure.func in (name, base) and (failure.gpu is None or failure.gpu == index):
+                if failure.remaining is not None:
+                    if failure.remaining <= 0:
+                        continue
+                    failure.remaining -= 1
+                return failure.code, None
+        if handle is None:
+            return None, None
+        if index in self._lost or handle.generation != self._generation[handle.index]:
+            return _real.NVML_ERROR_GPU_IS_LOST, None
+        gpu = self.gpus[handle.index]
+        if name in gpu.unsupported or base in gpu.unsupported:
+            return _real.NVML_ERROR_NOT_SUPPORTED, None
+        return None, gpu
+
+    def _api(self, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            code, gpu = self._enter(name, args)
+            if code is not None:
+                raise _real.NVMLError(code)
+            return body(gpu, *args[1:], **kwargs) if gpu is not None else body(*args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+    def _handle(self, index: int) -> _Handle:
+        if not 0 <= index < len(self.gpus):
+            raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+        if index in self._lost:
+            raise _real.NVMLError(_real.NVML_ERROR_GPU_IS_LOST)
+        return _Handle(index, self._generation[index])
+
+    def _field(self, gpu: FakeGpu, value: Any) -> None:
+        fid = int(value.fieldId)
+        value.timestamp = self._clock_us
+        readings = {
+            _real.NVML_FI_DEV_POWER_AVERAGE: (1, gpu.power_mw), _real.NVML_FI_DEV_POWER_INSTANT: (1, gpu.power_mw),
+            _real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (3, gpu.energy_mj),
+            _real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (3, gpu.pcie_tx_bytes),
+            _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (3, gpu.pcie_rx_bytes),
+            _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: (1, gpu.power_limit_mw),
+            _real.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT: (1, gpu.temp_slowdown_c),
+            _real.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT: (1, gpu.temp_shutdown_c),
+        }
+        if fid in gpu.unsupported_fields or fid not in readings:
+            value.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
+            return
+        value_type, number = readings[fid]
+        value.valueType = value_type
+        value.nvmlReturn = _real.NVML_SUCCESS
+        if value_type == 1:
+            value.value.uiVal = number
+        else:
+            value.value.ullVal = number
+
+    def _procs(self, gpu: FakeGpu, kind: str) -> list[FakeProcess]:
+        return [p for p in gpu.processes if p.kind in (kind, "both")]
+
+    # --- the module -----------------------------------------------------------------------------
+
+    def _build_module(self) -> types.ModuleType:
+        mod = types.ModuleType("pynvml", "Fake pynvml (tests/fakes/fake_pynvml.py)")
+        for name, value in vars(_real).items():
+            if name.startswith("__"):
+                continue
+            if name.startswith("nvml") and isinstance(value, types.FunctionType) and name not in _UTILITIES:
+                mod.__dict__[name] = self._api(name, _not_supported)
+            elif not (isinstance(value, types.FunctionType) and name.startswith("_")):
+                mod.__dict__[name] = value
+        for name, body in self._bodies().items():
+            mod.__dict__[name] = self._api(name, body)
+        mod.__dict__["nvmlDeviceGetMemoryInfo"] = self._memory_info
+        mod.__dict__["nvmlDeviceGetFieldValues"] = self._field_values
+        cfuncs = self._c_functions()
+
+        def _nvmlGetFunctionPointer(name: str) -> Callable[..., int]:
+            if name not in cfuncs:
+                raise _real.NVMLError(_real.NVML_ERROR_FUNCTION_NOT_FOUND)
+            return cfuncs[name]
+
+        mod.__dict__["_nvmlGetFunctionPointer"] = _nvmlGetFunctionPointer
+        mod.__dict__["_nvmlGetFunctionPointer_cache"] = {}
+        mod.__dict__["_nvmlCheckReturn"] = _check
+        mod.__dict__["fake"] = self
+        return mod
+
+    def _memory_info(self, handle: Any, version: int | None = None) -> Any:
+        name = "nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo"
+        code, gpu = self._enter(name, (handle,))
+        if code is not None:
+            raise _real.NVMLError(code)
+        assert gpu is not None
+        memory = _real.c_nvmlMemory_v2_t() if version else _real.c_nvmlMemory_t()
+        self._fill_memory(gpu, memory, v2=bool(version))
+        return memory
+
+    @staticmethod
+    def _fill_memory(gpu: FakeGpu, memory: Any, v2: bool) -> None:
+        memory.total = gpu.memory_total_bytes
+        memory.used = gpu.memory_used_bytes + (0 if v2 else gpu.memory_reserved_bytes)
+        memory.free = gpu.memory_total_bytes - gpu.memory_used_bytes - gpu.memory_reserved_bytes
+        if v2:
+            memory.reserved = gpu.memory_reserved_bytes
+
+    def _field_values(self, handle: Any, field_ids: Sequence[Any]) -> Any:
+        code, gpu = self._enter("nvmlDeviceGetFieldValues", (handle,))
+        if code is not None:
+            raise _real.NVMLError(code)
+        assert gpu is not None
+        values = (_real.c_nvmlFieldValue_t * len(field_ids))()
+        for i, fid in enumerate(field_ids):
+            values[i].fieldId, values[i].scopeId = fid if isinstance(fid, tuple) else (fid, 0)
+            self._field(gpu, values[i])
+        return values
+
+    def _bodies(self) -> dict[str, Callable[..., Any]]:
+        def init(*_: Any) -> None:
+            if self.init_error is not None:
+                raise _real.NVMLError(self.init_error)
+            self.init_count += 1
+
+        def shutdown() -> None:
+            self.init_count -= 1
+
+        def by_uuid(uuid: Any) -> _Handle:
+            text = uuid.decode() if isinstance(uuid, bytes) else uuid
+            for i, gpu in enumerate(self.gpus):
+                if gpu.uuid == text:
+                    return self._handle(i)
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+
+        def by_bus(bus: Any) -> _Handle:
+            text = bus.decode() if isinstance(bus, bytes) else bus
+            for i in range(len(self.gpus)):
+                if _bus_id(i) == text:
+                    return self._handle(i)
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+
+        def utilization(g: FakeGpu) -> Any:
+            return _real.c_nvmlUtilization_t(gpu=g.utilization_gpu, memory=g.utilization_mem)
+
+        def fan(g: FakeGpu, *_: Any) -> int:
+            if g.fan_pct is None:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            return g.fan_pct
+
+        def power_limit(g: FakeGpu) -> int:
+            if not g.power_limit_settable:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            return g.power_limit_mw
+
+        def clock(g: FakeGpu, kind: int, *_: Any) -> int:
+            return {_real.NVML_CLOCK_GRAPHICS: g.sm_clock_mhz, _real.NVML_CLOCK_SM: g.sm_clock_mhz,
+                    _real.NVML_CLOCK_MEM: g.mem_clock_mhz, _real.NVML_CLOCK_VIDEO: 1800}[kind]
+
+        def max_clock(g: FakeGpu, kind: int) -> int:
+            return {_real.NVML_CLOCK_GRAPHICS: g.sm_clock_max_mhz, _real.NVML_CLOCK_SM: g.sm_clock_max_mhz,
+                    _real.NVML_CLOCK_MEM: g.mem_clock_max_mhz, _real.NVML_CLOCK_VIDEO: 2000}[kind]
+
+        def threshold(g: FakeGpu, kind: int) -> int:
+            if kind == _real.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+                return g.temp_slowdown_c
+            if kind == _real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
+                return g.temp_shutdown_c
+            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+
+        def pci_info(g: FakeGpu) -> Any:
+            info = _real.nvmlPciInfo_t()
+            bus = _bus_id(self.gpus.index(g)).encode()
+            info.busId = bus
+            info.busIdLegacy = bus
+            return info
+
+        def processes(kind: str) -> Callable[[FakeGpu], list[Any]]:
+            def body(g: FakeGpu) -> list[Any]:
+                return [_real.nvmlStructToFriendlyObject(_real.c_nvmlProcessInfo_v3_t(
+                    pid=p.pid, usedGpuMemory=p.used_bytes if p.used_bytes is not None else 2**64 - 1,
+                    gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)) for p in self._procs(g, kind)]
+            return body
+
+        def pcie(g: FakeGpu, counter: int) -> int:
+            return g.pcie_tx_kb_s if counter == _real.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_s
+
+        return {
+            "nvmlInit": init, "nvmlInitWithFlags": init, "nvmlInit_v2": init, "nvmlShutdown": shutdown,
+            "nvmlDeviceGetCount": lambda: len(self.gpus),
+            "nvmlSystemGetDriverVersion": lambda: self.driver_version,
+            "nvmlSystemGetNVMLVersion": lambda: "12." + self.driver_version,
+            "nvmlSystemGetCudaDriverVersion": lambda: self.cuda_version,
+            "nvmlSystemGetCudaDriverVersion_v2": lambda: self.cuda_version,
+            "nvmlSystemGetProcessName": lambda pid: f"process-{pid}",
+            "nvmlDeviceGetHandleByIndex": self._handle, "nvmlDeviceGetHandleByUUID": by_uuid,
+            "nvmlDeviceGetHandleByPciBusId": by_bus,
+            "nvmlDeviceGetName": lambda g: g.name, "nvmlDeviceGetUUID": lambda g: g.uuid,
+            "nvmlDeviceGetIndex": lambda g: self.gpus.index(g),
+            "nvmlDeviceGetUtilizationRates": utilization,
+            "nvmlDeviceGetEncoderUtilization": lambda g: [0, 167000],
+            "nvmlDeviceGetDecoderUtilization": lambda g: [0, 167000],
+            "nvmlDeviceGetPowerUsage": lambda g: g.power_mw,
+            "nvmlDeviceGetTotalEnergyConsumption": lambda g: g.energy_mj,
+            "nvmlDeviceGetEnforcedPowerLimit": lambda g: g.power_limit_mw,
+            "nvmlDeviceGetPowerManagementLimit": power_limit,
+            "nvmlDeviceGetPowerManagementDefaultLimit": lambda g: g.power_limit_default_mw,
+            "nvmlDeviceGetPowerManagementLimitConstraints": lambda g: [g.power_limit_min_mw, g.power_limit_max_mw],
+            "nvmlDeviceGetTemperature": lambda g, sensor: g.temperature_c,
+            "nvmlDeviceGetTemperatureV": lambda g, sensor, *_: g.temperature_c,
+            "nvmlDeviceGetTemperatureThreshold": threshold,
+            "nvmlDeviceGetFanSpeed": fan, "nvmlDeviceGetFanSpeed_v2": fan,
+            "nvmlDeviceGetClockInfo": clock, "nvmlDeviceGetClock": clock, "nvmlDeviceGetMaxClockInfo": max_clock,
+            "nvmlDeviceGetPerformanceState": lambda g: g.pstate,
+            "nvmlDeviceGetPowerState": lambda g: g.pstate,
+            "nvmlDeviceGetCurrentClocksEventReasons": lambda g: g.clock_event_reasons,
+            "nvmlDeviceGetCurrentClocksThrottleReasons": lambda g: g.clock_event_reasons,
+            "nvmlDeviceGetSupportedClocksEventReasons": lambda g: 0x1FF,
+            "nvmlDeviceGetPcieThroughput": pcie,
+            "nvmlDeviceGetCurrPcieLinkGeneration": lambda g: g.pcie_gen,
+            "nvmlDeviceGetCurrPcieLinkWidth": lambda g: g.pcie_width,
+            "nvmlDeviceGetMaxPcieLinkGeneration": lambda g: g.pcie_gen_max,
+            "nvmlDeviceGetMaxPcieLinkWidth": lambda g: g.pcie_width_max,
+            "nvmlDeviceGetPciInfo": pci_info, "nvmlDeviceGetPciInfo_v3": pci_info,
+            "nvmlDeviceGetVbiosVersion": lambda g: g.vbios,
+            "nvmlDeviceGetPersistenceMode": lambda g: g.persistence,
+            "nvmlDeviceGetDisplayActive": lambda g: 0, "nvmlDeviceGetDisplayMode": lambda g: 0,
+            "nvmlDeviceGetComputeMode": lambda g: _real.NVML_COMPUTEMODE_DEFAULT,
+            "nvmlDeviceGetCudaComputeCapability": lambda g: (8, 9),
+            "nvmlDeviceGetComputeRunningProcesses": processes("compute"),
+            "nvmlDeviceGetGraphicsRunningProcesses": processes("graphics"),
+        }
+
+    def _c_functions(self) -> dict[str, Callable[..., int]]:
+        """C-style entry points (return code, out-parameters by ``byref``) as nvitop/gpustat call them."""
+
+        def entered(name: str, handle: Any) -> tuple[int, FakeGpu | None]:
+            code, gpu = self._enter(name, (handle,))
+            return (code, None) if code is not None else (_real.NVML_SUCCESS, gpu)
+
+        def memory(name: str, v2: bool) -> Callable[..., int]:
+            def fn(handle: Any, ref: Any) -> int:
+                code, gpu = entered(name, handle)
+                if gpu is not None:
+                    self._fill_memory(gpu, ref._obj, v2=v2)
+                return code
+            return fn
+
+        def processes(name: str, kind: str) -> Callable[..., int]:
+            def fn(handle: Any, count_ref: Any, array: Any) -> int:
+                if array is None:  # the size query starts the (single, counted) call
+                    code, gpu = entered(name, handle)
+                    if gpu is None:
+                        return code
+                    count_ref._obj.value = len(self._procs(gpu, kind))
+                    return _real.NVML_ERROR_INSUFFICIENT_SIZE if count_ref._obj.value else _real.NVML_SUCCESS
+                gpu = self.gpus[handle.index]
+                procs = self._procs(gpu, kind)[: count_ref._obj.value]
+                for i, p in enumerate(procs):
+                    array[i].pid = p.pid
+                    array[i].usedGpuMemory = p.used_bytes if p.used_bytes is not None else 2**64 - 1
+                    array[i].gpuInstanceId = array[i].computeInstanceId = 0xFFFFFFFF
+                count_ref._obj.value = len(procs)
+                return _real.NVML_SUCCESS
+            return fn
+
+        def field_values(handle: Any, count: Any, ref: Any) -> int:
+            code, gpu = entered("nvmlDeviceGetFieldValues", handle)
+            if gpu is not None:
+                for i in range(count.value):
+                    self._field(gpu, ref._obj[i])
+            return code
+
+        def temperature_v(handle: Any, ref: Any) -> int:
+            code, gpu = entered("nvmlDeviceGetTemperatureV", handle)
+            if gpu is not None:
+                ref._obj.temperature = gpu.temperature_c
+            return code
+
+        def temperature(handle: Any, _sensor: Any, ref: Any) -> int:
+            code, gpu = entered("nvmlDeviceGetTemperature", handle)
+            if gpu is not None:
+                ref._obj.value = gpu.temperature_c
+            return code
+
+        def not_supported(name: str) -> Callable[..., int]:
+            def fn(handle: Any, *_: Any) -> int:
+                code, gpu = entered(name, handle)
+                return code if gpu is None else _real.NVML_ERROR_NOT_SUPPORTED
+            return fn
+
+        out: dict[str, Callable[..., int]] = {
+            "nvmlDeviceGetMemoryInfo": memory("nvmlDeviceGetMemoryInfo", False),
+            "nvmlDeviceGetMemoryInfo_v2": memory("nvmlDeviceGetMemoryInfo_v2", True),
+            "nvmlDeviceGetFieldValues": field_values,
+            "nvmlDeviceGetTemperatureV": temperature_v,
+            "nvmlDeviceGetTemperature": temperature,
+            "nvmlDeviceGetDriverModel": not_supported("nvmlDeviceGetDriverModel"),
+            "nvmlDeviceGetDriverModel_v2": not_supported("nvmlDeviceGetDriverModel_v2"),
+        }
+        for kind in ("Compute", "Graphics", "MPSCompute"):
+            for suffix in ("", "_v2", "_v3"):
+                name = f"nvmlDeviceGet{kind}RunningProcesses{suffix}"
+                out[name] = processes(name, kind.lower() if kind != "MPSCompute" else "mps")
+        return out
+
+
+def _bus_id(index: int) -> str:
+    return f"00000000:{index + 1:02X}:00.0"
+
+
+def _not_supported(*_: Any, **__: Any) -> Any:
+    raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+
+
+def _check(ret: int) -> int:
+    if ret != _real.NVML_SUCCESS:
+        raise _real.NVMLError(ret)
+    return ret
+
+
+#: Every NVML error code the real bindings know (for "any error on any call" tests).
+ALL_ERROR_CODES: tuple[int, ...] = tuple(sorted({v for k, v in vars(_real).items()
+                                                 if k.startswith("NVML_ERROR_") and isinstance(v, int)}))
