@@ -1,0 +1,112 @@
+"""Workload profile: what the busy time of each GPU looks like (training, bursts, serving), with reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.frame import GpuSeries, HistoryFrame, ProcessSamples
+from advisor.stats import Interval, busy_intervals, busy_seconds, fmt_hours, mean_util_while_busy, rows_in
+
+TRAINING = "training"
+BURSTS = "bursts"
+INFERENCE = "inference"
+KINDS: tuple[str, ...] = (TRAINING, BURSTS, INFERENCE)
+KIND_LABELS = {
+    TRAINING: "long training runs",
+    BURSTS: "fine-tuning or experimentation bursts",
+    INFERENCE: "inference serving",
+    "idle": "idle",
+}
+
+#: A busy stretch at least this long is a run, not a burst.
+LONG_RUN_S = 2 * 3600.0
+#: A long stretch averaging less than this looks like a server answering requests.
+SERVING_MAX_UTIL_PCT = 40.0
+#: Process names that say "server" whatever the utilization.
+_SERVING_HINTS = ("serve", "server", "vllm", "triton", "tgi", "ollama", "text-generation")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One busy stretch of one GPU and what it looks like."""
+
+    gpu_index: int
+    interval: Interval
+    kind: str
+    mean_util_pct: float
+    busy_s: float
+    process_names: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class WorkloadProfile:
+    """Shares of a GPU's busy time per kind (they sum to 1 when there was any), idle share of all time."""
+
+    gpu_index: int
+    total_s: float
+    busy_s: float
+    shares: dict[str, float]
+    idle_share: float
+    reasons: dict[str, str]
+    jobs: tuple[Job, ...]
+
+
+def names_in(processes: ProcessSamples | None, gpu_index: int, interval: Interval) -> tuple[str, ...]:
+    """Process names seen on the GPU within ``interval``, most often seen first."""
+    if processes is None or processes.time_s.size == 0:
+        return ()
+    rows = ((processes.gpu_index == gpu_index) & (processes.time_s >= interval.start_s)
+            & (processes.time_s < interval.end_s))
+    if not rows.any():
+        return ()
+    ids, counts = np.unique(processes.name_id[rows], return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return tuple(processes.names[int(i)] for i in ids[order])
+
+
+def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...]) -> tuple[str, str]:
+    """The kind of a busy stretch and the reason, in words."""
+    length = fmt_hours(interval.duration_s)
+    serving = [n for n in names if any(h in n.lower() for h in _SERVING_HINTS)]
+    if serving:
+        return INFERENCE, f"{length} of {serving[0]} (a serving process)"
+    if interval.duration_s >= LONG_RUN_S:
+        if np.isfinite(mean_util_pct) and mean_util_pct < SERVING_MAX_UTIL_PCT:
+            return INFERENCE, f"{length} busy at only {mean_util_pct:.0f} % on average: requests, not a run"
+        return TRAINING, f"{length} of sustained load at {mean_util_pct:.0f} %"
+    return BURSTS, f"a {length} burst"
+
+
+def gpu_profile(frame: HistoryFrame, gpu: GpuSeries) -> WorkloadProfile:
+    busy = busy_seconds(gpu, frame.processes)
+    total_s = float(gpu.duration_s.sum())
+    busy_total = float(busy.sum())
+    jobs: list[Job] = []
+    for interval in busy_intervals(gpu, frame.processes):
+        rows = rows_in(gpu.time_s, interval)
+        util = mean_util_while_busy(gpu, busy, rows)
+        names = names_in(frame.processes, gpu.meta.index, interval)
+        kind, reason = classify(interval, util, names)
+        jobs.append(Job(gpu.meta.index, interval, kind, util, float(busy[rows].sum()), names, reason))
+    by_kind = {k: sum(j.busy_s for j in jobs if j.kind == k) for k in KINDS}
+    counted = sum(by_kind.values())
+    shares = {k: (v / counted if counted > 0 else 0.0) for k, v in by_kind.items()}
+    reasons: dict[str, str] = {}
+    for kind in KINDS:
+        mine = [j for j in jobs if j.kind == kind]
+        if not mine:
+            continue
+        top = max(mine, key=lambda j: j.busy_s)
+        first_names = sorted({n for j in mine for n in j.process_names[:1]})
+        who = f" ({', '.join(first_names[:3])})" if first_names else ""
+        reasons[kind] = f"{len(mine)} stretch(es), {fmt_hours(by_kind[kind])} busy{who}; longest: {top.reason}"
+    idle_share = 1.0 - busy_total / total_s if total_s > 0 else 1.0
+    reasons["idle"] = f"{idle_share * 100:.0f} % of the time nothing ran"
+    return WorkloadProfile(gpu.meta.index, total_s, busy_total, shares, idle_share, reasons, tuple(jobs))
+
+
+def workload_profiles(frame: HistoryFrame) -> tuple[WorkloadProfile, ...]:
+    return tuple(gpu_profile(frame, gpu) for gpu in frame.gpus)

@@ -1,0 +1,210 @@
+"""Time-weighted, NaN-aware statistics over a HistoryFrame: busy time, intervals, shares, percentiles.
+
+Every row of a GpuSeries stands for ``duration_s`` seconds starting at ``time_s`` (raw samples
+and rollup buckets alike), so means are weighted by duration and a missing value (NaN) simply
+drops out of both the numerator and the weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from advisor.frame import FloatArray, GpuSeries, HistoryFrame, ProcessSamples
+
+#: Clock-event reason bits (NVML), kept here so the advisor needs nothing from the telemetry layer.
+REASON_SW_POWER_CAP = 0x4
+REASON_HW_SLOWDOWN = 0x8
+REASON_SW_THERMAL = 0x20
+REASON_HW_THERMAL = 0x40
+REASON_HW_POWER_BRAKE = 0x80
+THERMAL_BITS = (REASON_SW_THERMAL, REASON_HW_THERMAL)
+POWER_BITS = (REASON_SW_POWER_CAP, REASON_HW_POWER_BRAKE)
+#: The causes shown in summaries, in the order a user reads them.
+THROTTLE_CAUSES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("thermal", THERMAL_BITS),
+    ("power cap", POWER_BITS),
+    ("HW slowdown", (REASON_HW_SLOWDOWN,)),
+)
+
+#: Busy stretches closer than this are one interval (a checkpoint pause is not the end of a job).
+MERGE_GAP_S = 120.0
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A stretch of time, UTC epoch seconds, [start_s, end_s)."""
+
+    start_s: float
+    end_s: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+def weighted_mean(values: FloatArray, weights: FloatArray) -> float:
+    """Mean of ``values`` weighted by ``weights``; NaN values and their weights drop out; NaN if none left."""
+    ok = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
+    total = float(weights[ok].sum())
+    if total <= 0:
+        return float("nan")
+    return float((values[ok] * weights[ok]).sum() / total)
+
+
+def weighted_percentile(values: FloatArray, weights: FloatArray, pct: float) -> float:
+    """The ``pct`` percentile of ``values`` where each counts ``weights`` times (NaN ignored)."""
+    ok = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
+    if not ok.any():
+        return float("nan")
+    v = values[ok]
+    w = weights[ok]
+    order = np.argsort(v, kind="stable")
+    cumulative = np.cumsum(w[order])
+    cut = pct / 100.0 * cumulative[-1]
+    pos = int(np.searchsorted(cumulative, cut, side="left"))
+    return float(v[order][min(pos, len(v) - 1)])
+
+
+def nanmax(values: FloatArray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else float("nan")
+
+
+def process_present(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatArray:
+    """Per row of ``gpu``: 1.0 where a process held memory on it at that time, else 0.0."""
+    present = np.zeros(len(gpu), dtype=np.float64)
+    if processes is None or processes.time_s.size == 0 or len(gpu) == 0:
+        return present
+    mine = (processes.gpu_index == gpu.meta.index) & (np.nan_to_num(processes.vram_mib) > 0)
+    for start, dur in zip(processes.time_s[mine].tolist(), processes.duration_s[mine].tolist(), strict=True):
+        lo = int(np.searchsorted(gpu.time_s, start, side="left"))
+        hi = int(np.searchsorted(gpu.time_s, start + max(dur, 1e-9), side="left"))
+        present[lo:max(hi, lo + 1)] = 1.0
+    return present
+
+
+def busy_seconds(gpu: GpuSeries, processes: ProcessSamples | None = None) -> FloatArray:
+    """Busy seconds per row: the stored ``busy_s`` where the history has it, else utilization > 0.
+
+    Where utilization is unknown (NaN) a GPU counts as busy while a process holds memory on it:
+    that is the only sign of work such a GPU gives.
+    """
+    if gpu.busy_s is not None:
+        return np.nan_to_num(np.minimum(gpu.busy_s, gpu.duration_s))
+    util = gpu.utilization_gpu_pct
+    busy = np.where(util > 0, gpu.duration_s, 0.0)
+    unknown = ~np.isfinite(util)
+    if unknown.any():
+        busy = np.where(unknown, process_present(gpu, processes) * gpu.duration_s, busy)
+    return np.asarray(busy, dtype=np.float64)
+
+
+def busy_fraction(gpu: GpuSeries, processes: ProcessSamples | None = None) -> FloatArray:
+    dur = np.where(gpu.duration_s > 0, gpu.duration_s, 1.0)
+    return np.asarray(busy_seconds(gpu, processes) / dur, dtype=np.float64)
+
+
+def mean_util_while_busy(gpu: GpuSeries, busy_s: FloatArray, rows: slice | None = None) -> float:
+    """Time-weighted mean utilization over busy time (idle seconds count as 0 % in rollups)."""
+    part = rows if rows is not None else slice(None)
+    util = gpu.utilization_gpu_pct[part]
+    ok = np.isfinite(util)
+    busy_total = float(busy_s[part][ok].sum())
+    if busy_total <= 0:
+        return float("nan")
+    return float((util[ok] * gpu.duration_s[part][ok]).sum() / busy_total)
+
+
+def reason_seconds(gpu: GpuSeries, bits: tuple[int, ...]) -> FloatArray:
+    """Seconds per row under any of ``bits``: from the raw mask, or the rollup's per-bit seconds.
+
+    Rollups keep seconds per single bit; several bits of one cause often hold together (HW
+    thermal implies SW thermal), so the per-row maximum is used, a lower bound of their union.
+    """
+    stored = [gpu.reason_seconds[b] for b in bits if b in gpu.reason_seconds]
+    if stored:
+        return np.asarray(np.minimum(np.nanmax(np.vstack(stored), axis=0), gpu.duration_s), dtype=np.float64)
+    mask = 0
+    for bit in bits:
+        mask |= bit
+    return np.where((gpu.clock_event_reasons & mask) != 0, gpu.duration_s, 0.0).astype(np.float64)
+
+
+def energy_kwh(gpu: GpuSeries) -> FloatArray:
+    """Energy per row in kWh: the energy counter's delta, else power x time."""
+    from_power = np.nan_to_num(gpu.power_w) * gpu.duration_s * 1000.0
+    mj = np.where(np.isfinite(gpu.energy_mj), gpu.energy_mj, from_power)
+    return np.asarray(mj / 3.6e9, dtype=np.float64)
+
+
+def intervals_from_mask(time_s: FloatArray, duration_s: FloatArray, mask: BoolArray,
+                        merge_gap_s: float = MERGE_GAP_S) -> list[Interval]:
+    """Contiguous stretches of rows where ``mask`` holds; gaps up to ``merge_gap_s`` are bridged."""
+    if not mask.any():
+        return []
+    m = mask.astype(np.int8)
+    edges = np.diff(np.concatenate(([0], m, [0])))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1) - 1
+    out: list[Interval] = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        start = float(time_s[s])
+        end = float(time_s[e] + duration_s[e])
+        if out and start - out[-1].end_s <= merge_gap_s:
+            out[-1] = Interval(out[-1].start_s, end)
+        else:
+            out.append(Interval(start, end))
+    return out
+
+
+def busy_intervals(gpu: GpuSeries, processes: ProcessSamples | None = None,
+                   merge_gap_s: float = MERGE_GAP_S) -> list[Interval]:
+    """Stretches when the GPU was busy (a row counts when at least half of it was busy)."""
+    return intervals_from_mask(gpu.time_s, gpu.duration_s, busy_fraction(gpu, processes) >= 0.5, merge_gap_s)
+
+
+def rows_in(time_s: FloatArray, interval: Interval) -> slice:
+    """The rows of a time-sorted series that start within ``interval``."""
+    lo = int(np.searchsorted(time_s, interval.start_s, side="left"))
+    hi = int(np.searchsorted(time_s, interval.end_s, side="left"))
+    return slice(lo, hi)
+
+
+def host_values_at(frame: HistoryFrame, time_s: FloatArray, column: str) -> FloatArray:
+    """A host column (e.g. ``cpu_pct``) looked up at GPU row times (the latest host row at or before)."""
+    host = frame.host
+    if host is None or host.time_s.size == 0:
+        return np.full(time_s.shape, np.nan)
+    values: FloatArray = getattr(host, column)
+    pos = np.searchsorted(host.time_s, time_s, side="right") - 1
+    ok = pos >= 0
+    out = np.full(time_s.shape, np.nan)
+    out[ok] = values[pos[ok]]
+    # A host row far from the GPU row (host not recorded then) says nothing about it.
+    stale = np.zeros(time_s.shape, dtype=bool)
+    stale[ok] = time_s[ok] - host.time_s[pos[ok]] > np.maximum(host.duration_s[pos[ok]], 1.0) * 3 + 60
+    out[stale] = np.nan
+    return out
+
+
+def values_at(gpu: GpuSeries, time_s: FloatArray, column: FloatArray) -> FloatArray:
+    """``column`` of ``gpu`` at arbitrary times (the row holding each time; NaN outside any row)."""
+    pos = np.searchsorted(gpu.time_s, time_s, side="right") - 1
+    out = np.full(time_s.shape, np.nan)
+    ok = pos >= 0
+    out[ok] = column[pos[ok]]
+    late = np.zeros(time_s.shape, dtype=bool)
+    late[ok] = time_s[ok] >= gpu.time_s[pos[ok]] + gpu.duration_s[pos[ok]] + 60.0
+    out[late] = np.nan
+    return out
+
+
+def fmt_hours(seconds: float) -> str:
+    hours = seconds / 3600.0
+    return f"{hours:.1f} h" if hours >= 1 else f"{seconds / 60.0:.0f} min"
+

@@ -1,0 +1,213 @@
+"""Weekly summary: per-GPU figures, top processes, an hour-by-weekday heatmap (local time), week-on-week changes.
+
+Pure: the caller passes the frame(s), the time zone (a ``tzinfo``; the heatmap is in local
+time, DST included) and the recommendations to show; nothing here reads a clock or a file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+
+import numpy as np
+
+from advisor.frame import FloatArray, GpuSeries, HistoryFrame
+from advisor.profile import WorkloadProfile, gpu_profile
+from advisor.rules import Recommendation, sort_key
+from advisor.stats import (
+    THROTTLE_CAUSES,
+    busy_seconds,
+    energy_kwh,
+    mean_util_while_busy,
+    nanmax,
+    reason_seconds,
+    values_at,
+    weighted_percentile,
+)
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+#: "VRAM above 90 %" in the summary (a fixed line, unlike the advisor's configurable headroom).
+VRAM_HIGH_FRACTION = 0.90
+
+
+@dataclass(frozen=True)
+class ProcessUse:
+    name: str
+    gpu_index: int
+    #: Hours the process held memory while its GPU was busy.
+    gpu_hours: float
+    present_hours: float
+    peak_vram_mib: float
+
+
+@dataclass(frozen=True)
+class GpuWeek:
+    index: int
+    uuid: str
+    name: str
+    simulated: bool
+    busy_hours: float
+    mean_util_busy_pct: float
+    energy_kwh: float
+    energy_cost: float
+    peak_temp_c: float
+    p95_temp_c: float
+    throttle_minutes: dict[str, float]
+    vram_peak_mib: float
+    vram_total_mib: float | None
+    vram_above_90_minutes: float
+    #: 7 x 24 mean utilization (%), Monday first, local time; NaN where nothing was recorded.
+    heatmap_pct: list[list[float]]
+    #: Busy hours per local weekday, Monday first.
+    daily_busy_hours: list[float]
+    profile: WorkloadProfile
+
+
+@dataclass(frozen=True)
+class Change:
+    gpu_index: int
+    label: str
+    before: float
+    after: float
+    unit: str
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class WeeklySummary:
+    start_s: float
+    end_s: float
+    timezone_name: str
+    currency: str
+    electricity_price_per_kwh: float
+    gpus: tuple[GpuWeek, ...]
+    top_processes: tuple[ProcessUse, ...]
+    changes: tuple[Change, ...]
+    recommendations: tuple[Recommendation, ...]
+    demo: bool = False
+    has_previous: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _local_offsets(time_s: FloatArray, tz: tzinfo) -> FloatArray:
+    """UTC offset (s) of each time in ``tz``, looked up once per hour (DST changes on the hour)."""
+    if time_s.size == 0:
+        return np.zeros(0)
+    hours = np.floor(time_s / 3600.0).astype(np.int64)
+    first = int(hours.min())
+    count = int(hours.max()) - first + 1
+    table = np.empty(count)
+    for i in range(count):
+        offset = datetime.fromtimestamp((first + i) * 3600.0, tz).utcoffset()
+        table[i] = offset.total_seconds() if offset is not None else 0.0
+    return np.asarray(table[hours - first], dtype=np.float64)
+
+
+def weekday_hour(time_s: FloatArray, tz: tzinfo) -> tuple[FloatArray, FloatArray]:
+    """Local weekday (Monday 0) and hour of day for each time."""
+    local = time_s + _local_offsets(time_s, tz)
+    days = np.floor(local / 86400.0)
+    weekday = (days + 3) % 7  # 1970-01-01 was a Thursday
+    hour = np.floor((local - days * 86400.0) / 3600.0)
+    return weekday, hour
+
+
+def heatmap(gpu: GpuSeries, tz: tzinfo) -> list[list[float]]:
+    weekday, hour = weekday_hour(gpu.time_s, tz)
+    cell = (weekday * 24 + hour).astype(np.int64)
+    util = gpu.utilization_gpu_pct
+    ok = np.isfinite(util)
+    weight = np.bincount(cell[ok], weights=gpu.duration_s[ok], minlength=168)
+    total = np.bincount(cell[ok], weights=(util * gpu.duration_s)[ok], minlength=168)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+    return [[float(v) for v in mean[d * 24:(d + 1) * 24]] for d in range(7)]
+
+
+def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: float) -> GpuWeek:
+    busy = busy_seconds(gpu, frame.processes)
+    kwh = float(energy_kwh(gpu).sum())
+    temp_max = gpu.temperature_max_c if gpu.temperature_max_c is not None else gpu.temperature_c
+    vram = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
+    total = gpu.meta.vram_total_mib
+    above = np.nan_to_num(vram) > (total or math.inf) * VRAM_HIGH_FRACTION
+    weekday, _ = weekday_hour(gpu.time_s, tz)
+    daily = np.bincount(weekday.astype(np.int64), weights=busy, minlength=7)[:7] / 3600.0
+    return GpuWeek(
+        index=gpu.meta.index, uuid=gpu.meta.uuid, name=gpu.meta.name, simulated=gpu.meta.simulated,
+        busy_hours=float(busy.sum()) / 3600.0,
+        mean_util_busy_pct=mean_util_while_busy(gpu, busy),
+        energy_kwh=kwh, energy_cost=kwh * price_per_kwh,
+        peak_temp_c=nanmax(temp_max),
+        p95_temp_c=weighted_percentile(gpu.temperature_c, gpu.duration_s, 95.0),
+        throttle_minutes={name: float(reason_seconds(gpu, bits).sum()) / 60.0 for name, bits in THROTTLE_CAUSES},
+        vram_peak_mib=nanmax(vram), vram_total_mib=total,
+        vram_above_90_minutes=float(gpu.duration_s[above].sum()) / 60.0,
+        heatmap_pct=heatmap(gpu, tz), daily_busy_hours=[float(h) for h in daily],
+        profile=gpu_profile(frame, gpu),
+    )
+
+
+def top_processes(frame: HistoryFrame, limit: int = 8) -> tuple[ProcessUse, ...]:
+    """Processes by GPU-hours (time holding memory while the GPU was busy), then peak VRAM."""
+    procs = frame.processes
+    if procs is None or procs.time_s.size == 0:
+        return ()
+    busy_row = np.zeros(procs.time_s.size, dtype=bool)
+    for gpu in frame.gpus:
+        mine = procs.gpu_index == gpu.meta.index
+        util = values_at(gpu, procs.time_s[mine], gpu.utilization_gpu_pct)
+        busy_row[np.flatnonzero(mine)] = np.nan_to_num(util) > 0
+    key = procs.gpu_index * (len(procs.names) + 1) + procs.name_id
+    out = []
+    for k in np.unique(key).tolist():
+        rows = key == k
+        gpu_index, name_id = divmod(int(k), len(procs.names) + 1)
+        out.append(ProcessUse(procs.names[name_id], gpu_index,
+                              float(procs.duration_s[rows & busy_row].sum()) / 3600.0,
+                              float(procs.duration_s[rows].sum()) / 3600.0,
+                              nanmax(procs.vram_mib[rows])))
+    out.sort(key=lambda p: (-p.gpu_hours, -np.nan_to_num(p.peak_vram_mib)))
+    return tuple(out[:limit])
+
+
+def _changes(now: tuple[GpuWeek, ...], before: tuple[GpuWeek, ...]) -> tuple[Change, ...]:
+    previous = {g.uuid: g for g in before}
+    out: list[Change] = []
+    for g in now:
+        p = previous.get(g.uuid)
+        if p is None:
+            continue
+        pairs = (
+            ("Busy hours", p.busy_hours, g.busy_hours, "h"),
+            ("Mean utilization while busy", p.mean_util_busy_pct, g.mean_util_busy_pct, "%"),
+            ("Energy", p.energy_kwh, g.energy_kwh, "kWh"),
+            ("Peak temperature", p.peak_temp_c, g.peak_temp_c, "°C"),
+            ("Throttled", sum(p.throttle_minutes.values()), sum(g.throttle_minutes.values()), "min"),
+            ("Peak VRAM", p.vram_peak_mib, g.vram_peak_mib, "MiB"),
+        )
+        out.extend(Change(g.index, label, b, a, unit) for label, b, a, unit in pairs)
+    return tuple(out)
+
+
+def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFrame | None = None,
+                   recommendations: list[Recommendation] | tuple[Recommendation, ...] = (),
+                   price_per_kwh: float = 0.0, currency: str = "USD", top_n: int = 5) -> WeeklySummary:
+    """The summary of ``frame`` (usually one week), compared with ``previous`` when given."""
+    gpus = tuple(gpu_week(frame, gpu, tz, price_per_kwh) for gpu in frame.gpus)
+    changes: tuple[Change, ...] = ()
+    if previous is not None:
+        before = tuple(gpu_week(previous, gpu, tz, price_per_kwh) for gpu in previous.gpus)
+        changes = _changes(gpus, before)
+    notes = []
+    if frame.demo:
+        notes.append("Demo data: a simulated week, not your GPU.")
+    if not any(len(g) for g in frame.gpus):
+        notes.append("No history recorded in this week.")
+    top = tuple(sorted(recommendations, key=sort_key)[:top_n])
+    return WeeklySummary(frame.start_s, frame.end_s, str(tz), currency, price_per_kwh, gpus, top_processes(frame),
+                         changes, top, frame.demo, previous is not None, tuple(notes))
