@@ -1,0 +1,276 @@
+"""Start the recorder at login: a systemd user unit on Linux, a logon task on Windows (`rigscope service`).
+
+``install()``, ``uninstall()`` and ``status()`` are what the settings dialog's "start at login"
+checkbox calls; ``main`` is the CLI. Every external command goes through a ``runner`` argument
+(``subprocess.run`` by default) so tests check the commands without running them, and
+``RIGSCOPE_SYSTEMD_USER_DIR`` overrides where the unit file is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from desktop.errors import UserError
+
+UNIT_NAME = "rigscope-recorder.service"
+TASK_NAME = "Rigscope recorder"
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+def run_command(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` capturing text output; a missing program is exit status 127, not an exception."""
+    try:
+        return subprocess.run(list(command), capture_output=True, text=True, timeout=30, check=False)
+    except FileNotFoundError as exc:
+        return subprocess.CompletedProcess(list(command), 127, "", str(exc))
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(list(command), 124, "", f"{command[0]} did not answer within 30 s")
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    """Whether the recorder starts at login, as far as the platform's service manager can tell."""
+
+    manager: str  # "systemd" | "schtasks"
+    installed: bool
+    #: None where the manager cannot be asked (no user systemd instance here).
+    enabled: bool | None
+    active: bool | None
+    location: str
+    command: list[str]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ServiceResult:
+    ok: bool
+    message: str
+    status: ServiceStatus
+
+
+def recorder_command(frozen: bool | None = None, executable: str | None = None,
+                     windows: bool = False) -> list[str]:
+    """The command line that runs the recorder with this very installation (venv, pipx or bundle)."""
+    frozen = getattr(sys, "frozen", False) if frozen is None else frozen
+    exe = executable or sys.executable
+    if frozen:  # a PyInstaller bundle: the executable is rigscope itself
+        return [exe, "record"]
+    if windows:  # pythonw: no console window flashing up at every logon
+        pythonw = Path(exe).with_name("pythonw.exe")
+        exe = str(pythonw) if pythonw.exists() else exe
+    return [exe, "-m", "desktop", "record"]
+
+
+# --- Linux: systemd user unit ----------------------------------------------------------
+
+
+def _systemd_quote(arg: str) -> str:
+    """One ExecStart word: specifiers (%) and variables ($) escaped, quoted when it has blanks."""
+    arg = arg.replace("%", "%%").replace("$", "$$")
+    if any(c in arg for c in " \t\"'\\"):
+        return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return arg
+
+
+def render_unit(command: Sequence[str]) -> str:
+    """The user unit's text (packaging/systemd/rigscope-recorder.service is this with /usr/bin/rigscope)."""
+    return (
+        "[Unit]\n"
+        "Description=Rigscope GPU telemetry recorder\n"
+        "# The recorder keeps the single-writer lock on the history database; the window then reads it.\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        f"ExecStart={' '.join(_systemd_quote(a) for a in command)}\n"
+        "Environment=PYTHONUNBUFFERED=1\n"
+        "Restart=on-failure\n"
+        "RestartSec=10\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+
+
+def unit_dir() -> Path:
+    override = os.environ.get("RIGSCOPE_SYSTEMD_USER_DIR")
+    if override:
+        return Path(override)
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "systemd" / "user"
+
+
+def _systemctl_usable(runner: Runner) -> bool:
+    """True when a user systemd instance answers (not in containers, SSH without lingering, WSL1)."""
+    if shutil.which("systemctl") is None:
+        return False
+    return runner(["systemctl", "--user", "show-environment"]).returncode == 0
+
+
+def _manual_hint(action: str) -> str:
+    return f"systemctl --user daemon-reload && systemctl --user {action} --now {UNIT_NAME}"
+
+
+def _linux_status(runner: Runner) -> ServiceStatus:
+    path = unit_dir() / UNIT_NAME
+    installed = path.exists()
+    command = recorder_command()
+    if not _systemctl_usable(runner):
+        return ServiceStatus("systemd", installed, None, None, str(path), command,
+                             "systemctl --user is not available here")
+    enabled = runner(["systemctl", "--user", "is-enabled", UNIT_NAME]).returncode == 0
+    active = runner(["systemctl", "--user", "is-active", UNIT_NAME]).returncode == 0
+    return ServiceStatus("systemd", installed, enabled, active, str(path), command)
+
+
+def _linux_install(runner: Runner) -> ServiceResult:
+    path = unit_dir() / UNIT_NAME
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_unit(recorder_command()), encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write the systemd unit {path}: {exc.strerror or exc}") from exc
+    if not _systemctl_usable(runner):
+        return ServiceResult(True, f"Wrote {path}. systemctl --user is not available here; in your desktop "
+                             f"session run: {_manual_hint('enable')}", _linux_status(runner))
+    runner(["systemctl", "--user", "daemon-reload"])
+    done = runner(["systemctl", "--user", "enable", "--now", UNIT_NAME])
+    if done.returncode != 0:
+        return ServiceResult(False, f"Wrote {path}, but enabling it failed: {done.stderr.strip()}",
+                             _linux_status(runner))
+    return ServiceResult(True, f"Installed {path}; the recorder runs now and at every login "
+                         f"(logs: journalctl --user -u {UNIT_NAME}).", _linux_status(runner))
+
+
+def _linux_uninstall(runner: Runner) -> ServiceResult:
+    path = unit_dir() / UNIT_NAME
+    usable = _systemctl_usable(runner)
+    if usable:
+        runner(["systemctl", "--user", "disable", "--now", UNIT_NAME])  # fails harmlessly when not loaded
+    existed = path.exists()
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+    if usable:
+        runner(["systemctl", "--user", "daemon-reload"])
+        message = f"Removed {path}; the recorder no longer starts at login." if existed else "Nothing was installed."
+    else:
+        message = (f"Removed {path}. systemctl --user is not available here; if the recorder runs, stop it in "
+                   f"your desktop session: systemctl --user disable --now {UNIT_NAME}")
+    return ServiceResult(True, message, _linux_status(runner))
+
+
+# --- Windows: a logon task ---------------------------------------------------------------
+
+
+def schtasks_create_command(command: Sequence[str]) -> list[str]:
+    """``schtasks /Create`` for a task that runs ``command`` at this user's logon, without elevation."""
+    task_run = subprocess.list2cmdline(list(command))
+    if len(task_run) > 261:  # schtasks refuses a longer /TR
+        raise UserError(f"the recorder's command line is too long for a logon task ({len(task_run)} > 261 "
+                        "characters); install Rigscope in a shorter path")
+    return ["schtasks", "/Create", "/TN", TASK_NAME, "/TR", task_run, "/SC", "ONLOGON", "/RL", "LIMITED", "/F"]
+
+
+def schtasks_delete_command() -> list[str]:
+    return ["schtasks", "/Delete", "/TN", TASK_NAME, "/F"]
+
+
+def schtasks_query_command() -> list[str]:
+    return ["schtasks", "/Query", "/TN", TASK_NAME, "/FO", "LIST", "/V"]
+
+
+def _windows_status(runner: Runner) -> ServiceStatus:
+    command = recorder_command(windows=True)
+    query = runner(schtasks_query_command())
+    if query.returncode != 0:
+        return ServiceStatus("schtasks", False, False, False, TASK_NAME, command)
+    text = query.stdout
+    return ServiceStatus("schtasks", True, "Disabled" not in text, "Running" in text, TASK_NAME, command)
+
+
+def _windows_install(runner: Runner) -> ServiceResult:
+    command = recorder_command(windows=True)
+    done = runner(schtasks_create_command(command))
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip()
+        hint = " (creating a logon task may need an elevated prompt once; see docs/windows.md)" \
+            if "denied" in detail.lower() else ""
+        return ServiceResult(False, f"Creating the logon task failed: {detail}{hint}", _windows_status(runner))
+    runner(["schtasks", "/Run", "/TN", TASK_NAME])  # start recording now, not only at the next logon
+    return ServiceResult(True, f"Created the logon task {TASK_NAME!r}; the recorder runs now and at every logon.",
+                         _windows_status(runner))
+
+
+def _windows_uninstall(runner: Runner) -> ServiceResult:
+    runner(["schtasks", "/End", "/TN", TASK_NAME])
+    done = runner(schtasks_delete_command())
+    message = f"Removed the logon task {TASK_NAME!r}." if done.returncode == 0 else "Nothing was installed."
+    return ServiceResult(True, message, _windows_status(runner))
+
+
+# --- the API the CLI and the settings dialog use -------------------------------------------
+
+
+def _platform(system: str | None) -> str:
+    system = system or sys.platform
+    if system.startswith("linux"):
+        return "linux"
+    if system.startswith("win"):
+        return "windows"
+    raise UserError(f"starting the recorder at login is supported on Linux (systemd) and Windows, not {system}")
+
+
+def install(runner: Runner | None = None, system: str | None = None) -> ServiceResult:
+    """Make the recorder start at login (and now)."""
+    run = runner or run_command
+    return _linux_install(run) if _platform(system) == "linux" else _windows_install(run)
+
+
+def uninstall(runner: Runner | None = None, system: str | None = None) -> ServiceResult:
+    """Stop starting the recorder at login (and stop it)."""
+    run = runner or run_command
+    return _linux_uninstall(run) if _platform(system) == "linux" else _windows_uninstall(run)
+
+
+def status(runner: Runner | None = None, system: str | None = None) -> ServiceStatus:
+    run = runner or run_command
+    return _linux_status(run) if _platform(system) == "linux" else _windows_status(run)
+
+
+def _describe(state: ServiceStatus) -> str:
+    def word(flag: bool | None, yes: str, no: str) -> str:
+        return "unknown" if flag is None else (yes if flag else no)
+
+    lines = [
+        f"{'installed' if state.installed else 'not installed'} ({state.manager}: {state.location})",
+        f"starts at login: {word(state.enabled, 'yes', 'no')}",
+        f"running: {word(state.active, 'yes', 'no')}",
+        f"command: {subprocess.list2cmdline(state.command)}",
+    ]
+    if state.detail:
+        lines.append(f"note: {state.detail}")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`rigscope service install|uninstall|status [--json]`."""
+    if args.action == "status":
+        state = status()
+        print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
+        return 0
+    result = install() if args.action == "install" else uninstall()
+    if args.json:
+        print(json.dumps({"ok": result.ok, "message": result.message, "status": asdict(result.status)}, indent=2))
+    else:
+        print(result.message)
+    return 0 if result.ok else 1

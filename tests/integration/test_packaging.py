@@ -1,0 +1,92 @@
+"""The packaging files pass their own validators: desktop-file-validate, appstreamcli, systemd-analyze."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from desktop import service
+from tests.integration.tools import require_tool
+
+pytestmark = pytest.mark.integration
+
+
+def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+
+def test_desktop_entry_is_valid(repo_root: Path) -> None:
+    tool = require_tool("desktop-file-validate", "desktop-file-utils")
+    entry = repo_root / "packaging/linux/rigscope.desktop"
+    result = run([tool, str(entry)])
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+    assert re.search(r"^Exec=rigscope$", entry.read_text(), re.M)
+
+
+def test_appstream_metainfo_is_valid(repo_root: Path) -> None:
+    tool = require_tool("appstreamcli", "appstream")
+    metainfo = repo_root / "packaging/linux/io.github.rigscope.Rigscope.metainfo.xml"
+    result = run([tool, "validate", "--no-net", str(metainfo)])
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    # Errors (E:) and warnings (W:) fail; infos are allowed (appstream 0.16 does not know
+    # <developer>, which 1.0 requires).
+    assert not re.search(r"^[EW]:", output, re.M), output
+    root = ET.parse(metainfo).getroot()
+    assert root.findtext("launchable") == "rigscope.desktop"
+    assert (repo_root / "packaging/linux" / root.findtext("launchable", "")).exists()
+
+
+def _verify(tool: str, unit: Path, tmp_path: Path) -> str:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    # A user manager needs a runtime dir; none exists in CI containers.
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    result = run([tool, "--user", "verify", str(unit)], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+def test_shipped_systemd_unit_verifies(repo_root: Path, tmp_path: Path) -> None:
+    """The shipped unit runs /usr/bin/rigscope, which a distribution package provides; verify needs an
+    executable there, so a stub stands in for it and nothing else in the file changes."""
+    tool = require_tool("systemd-analyze", "systemd")
+    shipped = (repo_root / "packaging/systemd/rigscope-recorder.service").read_text()
+    assert shipped.count("/usr/bin/rigscope") == 1
+    stub = tmp_path / "bin" / "rigscope"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(stub.stat().st_mode | stat.S_IXUSR)
+    unit = tmp_path / service.UNIT_NAME
+    unit.write_text(shipped.replace("/usr/bin/rigscope", str(stub)))
+    assert _verify(tool, unit, tmp_path) == ""
+
+
+def test_installed_systemd_unit_verifies(tmp_path: Path) -> None:
+    """The unit `rigscope service install` writes, with this interpreter's real path, verifies as is."""
+    tool = require_tool("systemd-analyze", "systemd")
+    unit = tmp_path / service.UNIT_NAME
+    unit.write_text(service.render_unit(service.recorder_command()))
+    assert _verify(tool, unit, tmp_path) == ""
+
+
+def test_systemd_verify_catches_a_broken_unit(tmp_path: Path) -> None:
+    """The check above can fail: a missing executable is reported."""
+    tool = require_tool("systemd-analyze", "systemd")
+    unit = tmp_path / service.UNIT_NAME
+    unit.write_text(service.render_unit([str(tmp_path / "missing" / "rigscope"), "record"]))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    result = run([tool, "--user", "verify", str(unit)], env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    assert result.returncode != 0 and "is not executable" in result.stdout + result.stderr
+
+
+def test_icon_is_a_plain_svg(repo_root: Path) -> None:
+    root = ET.parse(repo_root / "resources/rigscope.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("viewBox") == "0 0 128 128"

@@ -1,0 +1,169 @@
+"""`rigscope service`: the systemd user unit and the Windows logon task, with every command faked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from desktop import service
+from desktop.cli import main as cli_main
+from desktop.errors import UserError
+
+
+class FakeRunner:
+    """Records commands; answers per command prefix (each word may be a word's prefix), else exit 0."""
+
+    def __init__(self, answers: dict[tuple[str, ...], tuple[int, str, str]] | None = None) -> None:
+        self.answers = answers or {}
+        self.calls: list[list[str]] = []
+
+    def __call__(self, command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(command))
+        for prefix, (code, out, err) in self.answers.items():
+            if len(command) >= len(prefix) and all(w.startswith(p) for w, p in zip(command, prefix, strict=False)):
+                return subprocess.CompletedProcess(list(command), code, out, err)
+        return subprocess.CompletedProcess(list(command), 0, "", "")
+
+
+@pytest.fixture
+def unit_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "systemd-user"
+    monkeypatch.setenv("RIGSCOPE_SYSTEMD_USER_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def with_systemctl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("desktop.service.shutil.which", lambda name: f"/usr/bin/{name}")
+
+
+@pytest.fixture
+def without_systemctl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("desktop.service.shutil.which", lambda name: None)
+
+
+def test_recorder_command_uses_this_installation() -> None:
+    assert service.recorder_command(frozen=False, executable="/venv/bin/python") == [
+        "/venv/bin/python", "-m", "desktop", "record"]
+    assert service.recorder_command(frozen=True, executable="/opt/rigscope/rigscope") == [
+        "/opt/rigscope/rigscope", "record"]
+
+
+def test_unit_quotes_paths_with_blanks_and_escapes_specifiers() -> None:
+    text = service.render_unit(["/home/a b/50%/python", "-m", "desktop", "record"])
+    assert 'ExecStart="/home/a b/50%%/python" -m desktop record\n' in text
+    assert "WantedBy=default.target" in text
+
+
+def test_shipped_unit_is_the_rendered_one(repo_root: Path) -> None:
+    shipped = (repo_root / "packaging/systemd/rigscope-recorder.service").read_text()
+    assert shipped == service.render_unit(["/usr/bin/rigscope", "record"])
+
+
+def test_linux_install_writes_the_unit_and_enables_it(unit_dir: Path, with_systemctl: None) -> None:
+    runner = FakeRunner()
+    result = service.install(runner, system="linux")
+    unit = unit_dir / service.UNIT_NAME
+    assert result.ok and unit.read_text() == service.render_unit(service.recorder_command())
+    assert ["systemctl", "--user", "daemon-reload"] in runner.calls
+    assert ["systemctl", "--user", "enable", "--now", service.UNIT_NAME] in runner.calls
+    assert result.status.installed and result.status.enabled and result.status.active
+
+
+def test_linux_install_without_systemctl_says_what_to_run(unit_dir: Path, without_systemctl: None) -> None:
+    runner = FakeRunner()
+    result = service.install(runner, system="linux")
+    assert result.ok and (unit_dir / service.UNIT_NAME).exists()
+    assert f"systemctl --user enable --now {service.UNIT_NAME}" in result.message
+    assert runner.calls == []
+    assert result.status.enabled is None and result.status.active is None
+
+
+def test_linux_install_without_a_user_manager_says_what_to_run(unit_dir: Path, with_systemctl: None) -> None:
+    runner = FakeRunner({("systemctl", "--user", "show-environment"): (1, "", "Failed to connect to bus")})
+    result = service.install(runner, system="linux")
+    assert result.ok and "in your desktop session run" in result.message
+    assert not any("enable" in call for call in runner.calls)
+
+
+def test_linux_enable_failure_is_reported(unit_dir: Path, with_systemctl: None) -> None:
+    runner = FakeRunner({("systemctl", "--user", "enable"): (1, "", "Unit is masked."),
+                         ("systemctl", "--user", "is-"): (1, "", "")})
+    result = service.install(runner, system="linux")
+    assert not result.ok and "Unit is masked." in result.message
+
+
+def test_linux_uninstall_disables_and_removes(unit_dir: Path, with_systemctl: None) -> None:
+    service.install(FakeRunner(), system="linux")
+    runner = FakeRunner({("systemctl", "--user", "is-"): (1, "", "")})
+    result = service.uninstall(runner, system="linux")
+    assert result.ok and not (unit_dir / service.UNIT_NAME).exists()
+    assert ["systemctl", "--user", "disable", "--now", service.UNIT_NAME] in runner.calls
+    assert not result.status.installed and result.status.enabled is False
+    assert service.uninstall(runner, system="linux").message == "Nothing was installed."
+
+
+def test_unwritable_unit_dir_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             without_systemctl: None) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("RIGSCOPE_SYSTEMD_USER_DIR", str(blocker / "sub"))
+    with pytest.raises(UserError, match="cannot write the systemd unit"):
+        service.install(FakeRunner(), system="linux")
+
+
+def test_windows_logon_task_command() -> None:
+    command = service.schtasks_create_command([r"C:\Program Files\Python312\pythonw.exe", "-m", "desktop", "record"])
+    assert command == ["schtasks", "/Create", "/TN", "Rigscope recorder",
+                       "/TR", '"C:\\Program Files\\Python312\\pythonw.exe" -m desktop record',
+                       "/SC", "ONLOGON", "/RL", "LIMITED", "/F"]
+    with pytest.raises(UserError, match="too long"):
+        service.schtasks_create_command(["C:\\" + "x" * 300 + "\\python.exe", "record"])
+
+
+def test_windows_install_runs_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = FakeRunner({("schtasks", "/Query"): (0, "Status: Running\nScheduled Task State: Enabled\n", "")})
+    result = service.install(runner, system="win32")
+    assert result.ok and runner.calls[0][:2] == ["schtasks", "/Create"]
+    assert ["schtasks", "/Run", "/TN", service.TASK_NAME] in runner.calls
+    assert result.status.installed and result.status.enabled and result.status.active
+
+
+def test_windows_access_denied_points_to_the_docs() -> None:
+    runner = FakeRunner({("schtasks", "/Create"): (1, "", "ERROR: Access is denied."),
+                         ("schtasks", "/Query"): (1, "", "ERROR: The system cannot find the file specified.")})
+    result = service.install(runner, system="win32")
+    assert not result.ok and "elevated prompt" in result.message and "docs/windows.md" in result.message
+    assert not result.status.installed
+
+
+def test_windows_uninstall_deletes_the_task() -> None:
+    runner = FakeRunner({("schtasks", "/Query"): (1, "", "")})
+    result = service.uninstall(runner, system="win32")
+    assert ["schtasks", "/Delete", "/TN", service.TASK_NAME, "/F"] in runner.calls
+    assert result.ok and not result.status.installed
+
+
+def test_other_platforms_are_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"Linux \(systemd\) and Windows"):
+        service.status(FakeRunner(), system="darwin")
+
+
+def test_cli_status_json(unit_dir: Path, without_systemctl: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["service", "status", "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["manager"] == "systemd" and state["installed"] is False
+    assert state["location"] == str(unit_dir / service.UNIT_NAME)
+
+
+def test_cli_install_then_uninstall(unit_dir: Path, without_systemctl: None,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["service", "install"]) == 0
+    assert "systemctl --user" in capsys.readouterr().out
+    assert (unit_dir / service.UNIT_NAME).exists()
+    assert cli_main(["service", "uninstall"]) == 0
+    assert not (unit_dir / service.UNIT_NAME).exists()
