@@ -11,7 +11,6 @@ never retried; a GpuIsLost/Unknown answer turns that device LOST until ``reinit(
 from __future__ import annotations
 
 import atexit
-import importlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -146,11 +145,14 @@ class NvmlBackend:
         """Start NVML and read every GPU's static info; ``BackendUnavailable`` says why it cannot."""
         if module is None:
             try:
-                module = importlib.import_module("pynvml")
+                # Imported here, not at module level: a machine without the bindings still
+                # starts (on the simulated GPU), and tests hand in a fake via ``module``.
+                import pynvml
             except ImportError as exc:
                 raise BackendUnavailable(
                     "The NVML Python bindings are missing (pip package nvidia-ml-py, module pynvml): "
                     f"{exc}") from exc
+            module = pynvml
         backend = cls(module, slow_period_s=slow_period_s)
         backend._start()
         return backend
