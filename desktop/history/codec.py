@@ -1,0 +1,133 @@
+"""Conversions between telemetry objects / numpy columns and the integer rows of the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.history.schema import GPU_SCALES, HOST_SCALES
+from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, GpuProcess, GpuSample, HostSample
+
+FloatArray = npt.NDArray[np.float64]
+
+PROCESS_KINDS: tuple[str, ...] = ("compute", "graphics", "mixed")
+_GPU_SCALE_LIST = [GPU_SCALES[m] for m in GPU_METRIC_NAMES]
+_HOST_FIELDS = tuple(HOST_SCALES)
+
+
+def to_ms(time_s: float) -> int:
+    return round(time_s * 1000.0)
+
+
+def scaled(value: float | int | bool | None, scale: int) -> int | None:
+    return None if value is None else round(float(value) * scale)
+
+
+def gpu_row(gpu_id: int, time_s: float, sample: GpuSample) -> tuple[int | None, ...]:
+    values = dataclasses.astuple(sample)
+    return (gpu_id, to_ms(time_s), *(scaled(v, s) for v, s in zip(values, _GPU_SCALE_LIST, strict=True)))
+
+
+def gpu_sample_from_row(row: Sequence[Any]) -> GpuSample:
+    """A GpuSample from the metric columns of a row (in registry order)."""
+    out: dict[str, float | int | None] = {}
+    for name, raw in zip(GPU_METRIC_NAMES, row, strict=True):
+        scale = GPU_SCALES[name]
+        if raw is None:
+            out[name] = None
+        elif name in ("clock_event_reasons", "pcie_gen", "pcie_width", "pstate"):
+            out[name] = int(raw)
+        else:
+            out[name] = raw / scale
+    return GpuSample(**out)  # type: ignore[arg-type]
+
+
+def host_row(time_s: float, host: HostSample) -> tuple[Any, ...]:
+    cores = np.rint(np.asarray(host.cpu_per_core_pct, dtype=np.float64) * 10).astype("<i2").tobytes()
+    return (to_ms(time_s), *(scaled(getattr(host, f), HOST_SCALES[f]) for f in _HOST_FIELDS), cores)
+
+
+def host_sample_from_row(row: Sequence[Any]) -> HostSample:
+    values: dict[str, Any] = {}
+    for name, raw in zip(_HOST_FIELDS, row[: len(_HOST_FIELDS)], strict=True):
+        if raw is None:
+            values[name] = None
+        elif name == "on_ac_power":
+            values[name] = bool(raw)
+        else:
+            values[name] = raw / HOST_SCALES[name]
+    blob = row[len(_HOST_FIELDS)] or b""
+    values["cpu_per_core_pct"] = tuple(float(v) / 10 for v in np.frombuffer(blob, dtype="<i2"))
+    return HostSample(**values)
+
+
+HOST_COLUMNS = ", ".join((*_HOST_FIELDS, "cpu_per_core"))
+
+
+def process_row(ts_ms: int, gpu_id: int, proc: GpuProcess, name_id: int, user_id: int | None) -> tuple[Any, ...]:
+    return (ts_ms, gpu_id, proc.pid, name_id, user_id, scaled(proc.vram_mib, 10), PROCESS_KINDS.index(proc.kind),
+            scaled(proc.cpu_pct, 10), None if proc.started_s is None else to_ms(proc.started_s), int(proc.own))
+
+
+def info_to_json(info: GpuInfo) -> str:
+    return json.dumps(dataclasses.asdict(info), sort_keys=True)
+
+
+def info_from_json(text: str) -> GpuInfo:
+    data = json.loads(text)
+    known = {f.name for f in dataclasses.fields(GpuInfo)}
+    return GpuInfo(**{k: v for k, v in data.items() if k in known})
+
+
+def int_column(values: npt.ArrayLike, scale: int) -> list[int | None]:
+    """A float column (NaN = missing) as the scaled Python ints / None that SQLite stores."""
+    arr = np.asarray(values, dtype=np.float64) * scale
+    mask = np.isnan(arr)
+    ints = np.rint(np.where(mask, 0.0, arr)).astype(np.int64)
+    if not mask.any():
+        return ints.tolist()  # type: ignore[no-any-return]
+    obj = ints.astype(object)
+    obj[mask] = None
+    return obj.tolist()  # type: ignore[no-any-return]
+
+
+def rows_to_array(rows: list[tuple[Any, ...]], width: int) -> FloatArray:
+    """Fetched rows as a float64 matrix; SQL NULL becomes NaN."""
+    if not rows:
+        return np.empty((0, width), dtype=np.float64)
+    return np.array(rows, dtype=np.float64)
+
+
+def is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    """SQLITE_CORRUPT / SQLITE_NOTADB: the file itself is damaged (not busy, not read-only)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_FULL") or "database or disk is full" in str(exc).lower()
+
+
+def environment_problem(exc: BaseException) -> str | None:
+    """A user-facing sentence when ``exc`` is the environment's fault (read-only, permissions)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).lower()
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text or "read-only" in text:
+        return "the history database is read-only (a read-only file system or missing write permission)"
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM")) or "unable to open" in text:
+        return "the history database cannot be opened (check the folder exists and is writable)"
+    if isinstance(exc, PermissionError):
+        return f"no permission to write the history database ({exc})"
+    if name.startswith("SQLITE_IOERR") or "disk i/o error" in text:
+        return "a disk I/O error while writing the history database"
+    return None

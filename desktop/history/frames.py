@@ -1,0 +1,174 @@
+"""Build the advisor's HistoryFrame for a time range from the history store.
+
+Spans over two days read minute rollups (a week is ~10,000 rows per GPU instead of
+~600,000); shorter spans read raw samples. Either way every GpuSeries field is filled:
+per-row durations, energy used within each row, busy seconds, per-reason seconds and
+per-row maxima, so the advisor computes time-weighted figures the same way for both.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from advisor.frame import GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
+from desktop.history import codec, rollup_math
+from desktop.history.query import Resolution, gpu_rows
+from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES, REASON_BITS
+from desktop.history.store import HistoryStore
+from desktop.telemetry.model import GpuInfo
+
+#: Above this span the frame is built from minute rollups.
+RAW_SPAN_LIMIT_S = 2 * 86400.0
+_DEFAULT_PROCESS_PERIOD_S = 5.0
+
+
+def platform_name(platform: str) -> str:
+    if platform.startswith("win"):
+        return "windows"
+    if platform == "darwin":
+        return "darwin"
+    return "linux"
+
+
+def gpu_meta(info: GpuInfo) -> GpuMeta:
+    return GpuMeta(
+        index=info.index, uuid=info.uuid, name=info.name, vram_total_mib=info.vram_total_mib,
+        power_limit_w=info.power_limit_enforced_w, power_limit_settable=info.power_limit_settable,
+        sm_clock_max_mhz=info.sm_clock_max_mhz, temp_slowdown_c=info.temp_slowdown_c,
+        pcie_gen_max=info.pcie_gen_max, pcie_width_max=info.pcie_width_max, driver_version=info.driver_version,
+        persistence_mode=info.persistence_mode, is_laptop=info.is_laptop, simulated=info.simulated,
+    )
+
+
+def _gpu_series(store: HistoryStore, info: GpuInfo, start_s: float, end_s: float,
+                resolution: Resolution) -> GpuSeries | None:
+    gpu_id = store.gpu_id(info.uuid)
+    if gpu_id is None:
+        return None
+    time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, resolution)
+    if len(time_s) == 0:
+        return None
+    return GpuSeries(
+        meta=gpu_meta(info),
+        time_s=time_s,
+        duration_s=cols["dur_s"],
+        utilization_gpu_pct=cols["utilization_gpu_pct"],
+        utilization_mem_pct=cols["utilization_mem_pct"],
+        vram_used_mib=cols["vram_used_mib"],
+        temperature_c=cols["temperature_c"],
+        power_w=cols["power_w"],
+        energy_mj=cols["energy_used_mj"],
+        sm_clock_mhz=cols["sm_clock_mhz"],
+        mem_clock_mhz=cols["mem_clock_mhz"],
+        fan_pct=cols["fan_pct"],
+        pcie_gen=cols["pcie_gen"],
+        pcie_width=cols["pcie_width"],
+        clock_event_reasons=cols["reasons_any"].astype(np.int64),
+        reason_seconds={bit: cols[f"r_{bit}_s"] for bit in REASON_BITS},
+        busy_s=cols["busy_s"],
+        utilization_gpu_max_pct=cols["utilization_gpu_pct_max"],
+        vram_used_max_mib=cols["vram_used_mib_max"],
+        temperature_max_c=cols["temperature_c_max"],
+    )
+
+
+def read_host_raw(store: HistoryStore, start_s: float, end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    rows = store.conn.execute(
+        f"SELECT ts, {', '.join(HOST_ROLLUP_METRICS)} FROM host_samples WHERE ts >= ? AND ts < ? ORDER BY ts",
+        (codec.to_ms(start_s), codec.to_ms(end_s))).fetchall()
+    arr = codec.rows_to_array(rows, 1 + len(HOST_ROLLUP_METRICS))
+    time_s = arr[:, 0] / 1000.0
+    cols = {m: arr[:, i + 1] / HOST_SCALES[m] for i, m in enumerate(HOST_ROLLUP_METRICS)}
+    cols["dur_s"] = rollup_math.row_durations(time_s)
+    return time_s, cols
+
+
+def host_rows(store: HistoryStore, start_s: float, end_s: float,
+              resolution: Resolution) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    if resolution == "raw":
+        return read_host_raw(store, start_s, end_s)
+    table = "host_minute" if resolution == "minute" else "host_hour"
+    names = rollup_math.HOST_ROLLUP_COLUMNS
+    rows = store.conn.execute(f"SELECT ts, {', '.join(names)} FROM {table} WHERE ts >= ? AND ts < ? ORDER BY ts",
+                              (int(np.floor(start_s)), int(np.ceil(end_s)))).fetchall()
+    arr = codec.rows_to_array(rows, 1 + len(names))
+    time_s = arr[:, 0].copy()
+    cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
+            for i, n in enumerate(names)}
+    bucket_s = 60 if resolution == "minute" else 3600
+    until = float(store.meta("rollup_minute_until") or "-inf")
+    tail_start = max(start_s, until, float(time_s[-1]) + bucket_s if len(time_s) else start_s)
+    if tail_start < end_s:
+        rt, raw = read_host_raw(store, tail_start, end_s)
+        if len(rt):
+            bt, bc = rollup_math.aggregate(rt, raw, bucket_s)
+            time_s = np.concatenate([time_s, bt])
+            cols = {k: np.concatenate([v, bc[k]]) for k, v in cols.items()}
+    return time_s, cols
+
+
+def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:
+    time_s, cols = host_rows(store, start_s, end_s, resolution)
+    if len(time_s) == 0:
+        return None
+    return HostSeries(time_s=time_s, duration_s=cols["dur_s"], cpu_pct=cols["cpu_pct"],
+                      ram_used_mib=cols["ram_used_mib"], ram_total_mib=cols["ram_total_mib"],
+                      on_ac_power=cols["on_ac_power"], battery_pct=cols["battery_pct"])
+
+
+def _processes(store: HistoryStore, start_s: float, end_s: float,
+               index_of_gpu: dict[int, int]) -> ProcessSamples | None:
+    rows = store.conn.execute(
+        "SELECT ts, gpu, pid, name_id, user_id, vram_mib FROM process_samples WHERE ts >= ? AND ts < ? ORDER BY ts",
+        (codec.to_ms(start_s), codec.to_ms(end_s))).fetchall()
+    if not rows:
+        return None
+    strings = store.string_table()
+    arr = np.array([(r[0], r[1], r[2], r[5]) for r in rows], dtype=np.float64)
+    time_s = arr[:, 0] / 1000.0
+    distinct = np.unique(time_s)
+    gaps = np.diff(distinct)
+    period = float(np.median(gaps)) if len(gaps) else _DEFAULT_PROCESS_PERIOD_S
+    name_index: dict[int, int] = {}
+    users: list[str | None] = []
+    name_ids = np.empty(len(rows), dtype=np.int64)
+    for i, row in enumerate(rows):
+        idx = name_index.get(row[3])
+        if idx is None:
+            idx = name_index[row[3]] = len(name_index)
+            users.append(strings.get(row[4]) if row[4] is not None else None)
+        name_ids[i] = idx
+    names = tuple(strings.get(sid, "?") for sid in name_index)
+    return ProcessSamples(
+        time_s=time_s,
+        duration_s=np.full(len(rows), period),
+        gpu_index=np.array([index_of_gpu.get(int(g), -1) for g in arr[:, 1]], dtype=np.int64),
+        pid=arr[:, 2].astype(np.int64),
+        vram_mib=arr[:, 3] / 10.0,
+        name_id=name_ids,
+        names=names,
+        users=tuple(users),
+    )
+
+
+def load_frame(store: HistoryStore, start_s: float, end_s: float, *, platform: str = sys.platform,
+               demo: bool = False) -> HistoryFrame:
+    """Everything the advisor may look at in [start_s, end_s)."""
+    resolution: Resolution = "minute" if end_s - start_s > RAW_SPAN_LIMIT_S else "raw"
+    infos = store.gpus()
+    series = [s for s in (_gpu_series(store, info, start_s, end_s, resolution) for info in infos) if s is not None]
+    index_of_gpu = {gid: info.index for info in infos if (gid := store.gpu_id(info.uuid)) is not None}
+    stress = [r for r in store.stress_runs() if r.started_s < end_s]
+    return HistoryFrame(
+        start_s=start_s,
+        end_s=end_s,
+        gpus=tuple(series),
+        host=_host_series(store, start_s, end_s, resolution),
+        processes=_processes(store, start_s, end_s, index_of_gpu),
+        events=tuple(store.events(start_s, end_s)),
+        stress_results=tuple(sorted(stress, key=lambda r: r.started_s)),
+        platform=platform_name(platform),
+        demo=demo or store.is_demo,
+    )

@@ -1,0 +1,138 @@
+"""The single-writer lock of a history database: an OS file lock on ``<db>.lock``.
+
+The lock is an exclusive ``flock`` (Linux, macOS) or ``msvcrt.locking`` (Windows) on a
+side file, so it dies with its process: a recorder killed with SIGKILL never leaves a
+stale lock behind. The holder writes its pid, command and host into the file, so a
+refused second writer can say who holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from desktop.errors import UserError
+from desktop.paths import ensure_private_dir
+
+#: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
+_WIN_LOCK_OFFSET = 1 << 20
+_MAX_HOLDER_BYTES = 4096
+
+
+class DatabaseBusy(UserError):
+    """Another process writes this database; ``holder`` is what it wrote about itself."""
+
+    def __init__(self, db_path: Path, holder: dict[str, Any] | None) -> None:
+        self.db_path = db_path
+        self.holder = holder or {}
+        who = describe_holder(self.holder)
+        super().__init__(f"the history database {db_path} is already being written by {who}; "
+                         "only one recorder may write it (the window reads it while a recorder runs)")
+
+
+def describe_holder(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "another Rigscope process"
+    parts = [f"pid {holder.get('pid', '?')}"]
+    if holder.get("command"):
+        parts.append(f"command {holder['command']!r}")
+    if holder.get("host"):
+        parts.append(f"host {holder['host']}")
+    return "another process (" + ", ".join(parts) + ")"
+
+
+def _try_lock(handle: IO[bytes]) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        handle.seek(_WIN_LOCK_OFFSET)
+        try:
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # BlockingIOError: held elsewhere
+        return False
+    return True
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        handle.seek(_WIN_LOCK_OFFSET)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def read_holder(lock_path: Path) -> dict[str, Any]:
+    """What the current holder wrote into the lock file ({} when unreadable)."""
+    try:
+        with lock_path.open("rb") as handle:
+            text = handle.read(_MAX_HOLDER_BYTES).split(b"\0", 1)[0].strip()
+        data = json.loads(text.decode("utf-8", "replace")) if text else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class WriterLock:
+    """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = Path(db_path)
+        self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
+        self._handle: IO[bytes] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def acquire(self) -> None:
+        if self._handle is not None:
+            return
+        ensure_private_dir(self.lock_path.parent)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        handle = os.fdopen(fd, "r+b")
+        if not _try_lock(handle):
+            handle.close()
+            raise DatabaseBusy(self.db_path, read_holder(self.lock_path))
+        holder = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300], "host": socket.gethostname(),
+                  "since_s": time.time()}
+        handle.seek(0)
+        handle.write(json.dumps(holder).encode() + b"\n")
+        # A NUL ends the text: whatever longer text an earlier holder left after it is ignored
+        # (truncating would run into the locked byte on Windows).
+        handle.write(b"\0")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            _unlock(handle)
+        finally:
+            handle.close()
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()

@@ -1,0 +1,180 @@
+"""Range queries: one GPU's metrics over a time range as numpy arrays, raw or rolled up.
+
+The resolution is chosen from the span and the number of points asked: the finest of
+raw (~1 s), minute and hour rows that needs at most ``_OVERSAMPLE`` x ``max_points`` rows
+and still has data at the range start (raw rows expire first). More rows than
+``max_points`` are merged into equal time buckets (time-weighted means, min of minimums,
+max of maximums, sums of seconds and energy). Minute and hour tables lag the raw rows by
+up to one bucket; the missing tail is aggregated from raw rows on the fly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.history import codec, rollup_math
+from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
+from desktop.telemetry.model import GPU_METRIC_NAMES
+
+if TYPE_CHECKING:
+    from desktop.history.store import HistoryStore
+
+FloatArray = npt.NDArray[np.float64]
+Resolution = Literal["raw", "minute", "hour"]
+
+_OVERSAMPLE = 6
+_STEP_S: dict[str, float] = {"raw": 1.0, "minute": 60.0, "hour": 3600.0}
+_TABLES = {"minute": "gpu_minute", "hour": "gpu_hour"}
+
+#: Names ``query`` accepts beyond the GpuSample fields.
+DERIVED: tuple[str, ...] = (
+    "duration_s", "busy_s", "energy_used_mj",
+    *(f"{m}_min" for m in MINMAX_METRICS), *(f"{m}_max" for m in MINMAX_METRICS),
+    *(f"reason_s_{bit}" for bit in REASON_BITS),
+)
+QUERYABLE: frozenset[str] = frozenset((*GPU_METRIC_NAMES, *DERIVED))
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows of one GPU: ``time_s`` (row start), one float64 column per metric (NaN = missing)."""
+
+    time_s: FloatArray
+    columns: dict[str, FloatArray]
+    resolution: Resolution
+    #: Seconds each row stands for (the sampling interval, or the covered part of a bucket).
+    duration_s: FloatArray | None = None
+
+    def __len__(self) -> int:
+        return int(self.time_s.shape[0])
+
+
+def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
+             metrics: Sequence[str] = GPU_METRIC_NAMES) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """Raw ``metrics`` of one GPU in [start_s, end_s), unscaled; the other metrics come back all-NaN."""
+    wanted = [m for m in GPU_METRIC_NAMES if m in metrics]
+    rows = store.conn.execute(
+        f"SELECT ts{''.join(', ' + m for m in wanted)} FROM gpu_samples WHERE gpu = ? AND ts >= ? AND ts < ? "
+        "ORDER BY ts", (gpu_id, codec.to_ms(start_s), codec.to_ms(end_s))).fetchall()
+    arr = codec.rows_to_array(rows, 1 + len(wanted))
+    time_s = arr[:, 0] / 1000.0
+    out = {m: arr[:, i + 1] / GPU_SCALES[m] for i, m in enumerate(wanted)}
+    missing = np.full(len(time_s), np.nan)
+    return time_s, {m: out.get(m, missing) for m in GPU_METRIC_NAMES}
+
+
+def read_rollup(store: HistoryStore, table: str, gpu_id: int, start_s: float, end_s: float, *,
+                names: Sequence[str] = rollup_math.ROLLUP_COLUMNS) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """Rollup rows in [start_s, end_s), unscaled, named as ``rollup_math`` names them."""
+    rows = store.conn.execute(
+        f"SELECT ts, {', '.join(names)} FROM {table} WHERE gpu = ? AND ts >= ? AND ts < ? ORDER BY ts",
+        (gpu_id, int(np.floor(start_s)), int(np.ceil(end_s)))).fetchall()
+    arr = codec.rows_to_array(rows, 1 + len(names))
+    return arr[:, 0].copy(), rollup_math.unscale({n: arr[:, i + 1] for i, n in enumerate(names)})
+
+
+def _oldest(store: HistoryStore, table: str, gpu_id: int) -> float | None:
+    row = store.conn.execute(f"SELECT min(ts) FROM {table} WHERE gpu = ?", (gpu_id,)).fetchone()
+    if row[0] is None:
+        return None
+    return float(row[0]) / (1000.0 if table == "gpu_samples" else 1.0)
+
+
+def _available(store: HistoryStore, gpu_id: int, resolution: str, start_s: float) -> bool:
+    """Whether ``resolution`` has data reaching back to ``start_s`` (or as far as anything does)."""
+    order = ["gpu_samples", "gpu_minute", "gpu_hour"]
+    table = order[["raw", "minute", "hour"].index(resolution)]
+    oldest = _oldest(store, table, gpu_id)
+    if oldest is None:
+        return resolution == "raw" and all(_oldest(store, t, gpu_id) is None for t in order[1:])
+    if oldest <= start_s + 120.0:
+        return True
+    coarser = [o for o in (_oldest(store, t, gpu_id) for t in order[order.index(table) + 1:]) if o is not None]
+    return not coarser or oldest <= min(coarser) + 3600.0
+
+
+def choose_resolution(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, max_points: int) -> Resolution:
+    span = max(0.0, end_s - start_s)
+    candidates: tuple[Resolution, ...] = ("raw", "minute")
+    for res in candidates:
+        if span / _STEP_S[res] <= max_points * _OVERSAMPLE and _available(store, gpu_id, res, start_s):
+            return res
+    return "hour"
+
+
+def _raw_needs(metrics: Sequence[str]) -> set[str]:
+    """The raw metrics needed to compute the query names ``metrics``."""
+    needs = set()
+    for name in metrics:
+        base = name.removesuffix("_min").removesuffix("_max")
+        if base in GPU_METRIC_NAMES:
+            needs.add(base)
+        elif name == "busy_s":
+            needs.add("utilization_gpu_pct")
+        elif name == "energy_used_mj":
+            needs.update(("energy_mj", "power_w"))
+        elif name.startswith("reason_s_"):
+            needs.add("clock_event_reasons")
+    if "energy_mj" in needs:
+        needs.add("power_w")
+    return needs
+
+
+def _rollup_needs(metrics: Sequence[str]) -> list[str]:
+    """The rollup table columns holding the query names ``metrics`` (plus the duration)."""
+    alias = {"energy_mj": "energy_used_mj", "clock_event_reasons": "reasons_any", "busy_s": "busy_ds",
+             "duration_s": "dur_ds"}
+    needs = {"dur_ds"}
+    for name in metrics:
+        if name.startswith("reason_s_"):
+            needs.add(f"r_{name.removeprefix('reason_s_')}_ds")
+        else:
+            needs.add(alias.get(name, name))
+    return [c for c in rollup_math.ROLLUP_COLUMNS if c in needs]
+
+
+def gpu_rows(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, resolution: Resolution, *,
+             metrics: Sequence[str] | None = None) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """Columns (``rollup_math`` names) at ``resolution``, all of them or enough for query names ``metrics``."""
+    raw_metrics = GPU_METRIC_NAMES if metrics is None else tuple(_raw_needs(metrics))
+    if resolution == "raw":
+        time_s, raw = read_raw(store, gpu_id, start_s, end_s, raw_metrics)
+        return time_s, rollup_math.raw_as_rollup(time_s, raw)
+    bucket_s = 60 if resolution == "minute" else 3600
+    names = rollup_math.ROLLUP_COLUMNS if metrics is None else _rollup_needs(metrics)
+    time_s, cols = read_rollup(store, _TABLES[resolution], gpu_id, start_s, end_s, names=names)
+    # The newest buckets are not rolled up yet: aggregate them from finer rows now.
+    key = "rollup_minute_until" if resolution == "minute" else "rollup_hour_until"
+    until = float(store.meta(key) or "-inf")
+    if resolution == "hour":
+        until = min(until, float(store.meta("rollup_minute_until") or "-inf"))
+    tail_start = max(start_s, until, float(time_s[-1]) + bucket_s if len(time_s) else start_s)
+    if tail_start < end_s:
+        rt, raw = read_raw(store, gpu_id, tail_start, end_s, raw_metrics)
+        if len(rt):
+            bt, bc = rollup_math.aggregate(rt, rollup_math.raw_as_rollup(rt, raw), bucket_s)
+            time_s = np.concatenate([time_s, bt])
+            cols = {k: np.concatenate([v, bc[k]]) for k, v in cols.items()}
+    return time_s, cols
+
+
+def run_query(store: HistoryStore, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float, *,
+              max_points: int = 2000, resolution: Resolution | None = None) -> QueryResult:
+    unknown = [m for m in metrics if m not in QUERYABLE]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(QUERYABLE))}")
+    gpu_id = store.gpu_id(gpu_uuid)
+    if gpu_id is None:
+        empty = np.empty(0, dtype=np.float64)
+        return QueryResult(empty, {m: empty.copy() for m in metrics}, resolution or "raw", empty.copy())
+    res = resolution or choose_resolution(store, gpu_id, start_s, end_s, max_points)
+    time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, res, metrics=metrics)
+    if max_points > 0 and len(time_s) > max_points:
+        time_s, cols = rollup_math.merge_buckets(time_s, cols, start_s, end_s, max_points)
+    out = {m: rollup_math.public_column(cols, m) for m in metrics}
+    return QueryResult(time_s, out, res, cols["dur_s"])

@@ -1,0 +1,151 @@
+"""Minute and hour rollups of the raw samples, and retention (how long each resolution is kept).
+
+``run_rollups`` is incremental: the meta keys ``rollup_minute_until`` / ``rollup_hour_until``
+mark how far each table is complete; a late write before a mark moves it back (see
+``HistoryStore.note_written``), so buffered or imported samples are rolled up too.
+Retention never deletes raw rows that are not rolled up yet.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from desktop.config import RetentionSettings
+from desktop.history import codec, rollup_math
+from desktop.history.frames import read_host_raw
+from desktop.history.query import read_raw, read_rollup
+from desktop.history.store import HistoryStore
+
+_CHUNK_S = 86400.0
+_DAY_S = 86400.0
+
+
+def _insert(store: HistoryStore, table: str, gpu_id: int | None, bucket_ts: np.ndarray,
+            cols: dict[str, np.ndarray]) -> None:
+    if len(bucket_ts) == 0:
+        return
+    names = list(cols)
+    key = ["gpu", "ts"] if gpu_id is not None else ["ts"]
+    lists = [codec.int_column(cols[n], 1) for n in names]
+    ts = bucket_ts.astype(np.int64).tolist()
+    rows = zip(*([[gpu_id] * len(ts)] if gpu_id is not None else []), ts, *lists, strict=True)
+    sql = (f"INSERT OR REPLACE INTO {table} ({', '.join(key + names)}) "
+           f"VALUES ({', '.join('?' * (len(key) + len(names)))})")
+    store.conn.executemany(sql, rows)
+
+
+def _host_table_cols(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {("dur_ds" if n == "dur_s" else n): v * rollup_math.host_scale(n) for n, v in cols.items()
+            if n == "dur_s" or n in rollup_math.HOST_ROLLUP_COLUMNS}
+
+
+def _oldest_raw_s(store: HistoryStore) -> float | None:
+    lows = []
+    for gid in store.gpu_uuid_of_id():
+        row = store.conn.execute("SELECT min(ts) FROM gpu_samples WHERE gpu = ?", (gid,)).fetchone()
+        if row[0] is not None:
+            lows.append(row[0] / 1000.0)
+    row = store.conn.execute("SELECT min(ts) FROM host_samples").fetchone()
+    if row[0] is not None:
+        lows.append(row[0] / 1000.0)
+    return min(lows) if lows else None
+
+
+def _roll_minutes(store: HistoryStore, start_s: float, end_s: float) -> None:
+    for gid in store.gpu_uuid_of_id():
+        time_s, raw = read_raw(store, gid, start_s, end_s)
+        bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, raw), 60)
+        _insert(store, "gpu_minute", gid, bt, rollup_math.to_table(bc))
+    time_s, host = read_host_raw(store, start_s, end_s)
+    bt, bc = rollup_math.aggregate(time_s, host, 60)
+    _insert(store, "host_minute", None, bt, _host_table_cols(bc))
+
+
+def _roll_hours(store: HistoryStore, start_s: float, end_s: float) -> None:
+    for gid in store.gpu_uuid_of_id():
+        time_s, cols = read_rollup(store, "gpu_minute", gid, start_s, end_s)
+        bt, bc = rollup_math.aggregate(time_s, cols, 3600)
+        _insert(store, "gpu_hour", gid, bt, rollup_math.to_table(bc))
+    names = rollup_math.HOST_ROLLUP_COLUMNS
+    rows = store.conn.execute(f"SELECT ts, {', '.join(names)} FROM host_minute WHERE ts >= ? AND ts < ? ORDER BY ts",
+                              (int(start_s), int(end_s))).fetchall()
+    arr = codec.rows_to_array(rows, 1 + len(names))
+    host = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
+            for i, n in enumerate(names)}
+    bt, bc = rollup_math.aggregate(arr[:, 0], host, 3600)
+    _insert(store, "host_hour", None, bt, _host_table_cols(bc))
+
+
+def run_rollups(store: HistoryStore, now_s: float) -> None:
+    """Bring the minute and hour tables up to the last complete minute / hour before ``now_s``."""
+    store.gpus()  # refresh the GPU id cache (another connection may have added GPUs)
+    minute_end = math.floor(now_s / 60) * 60.0
+    start_text = store.meta("rollup_minute_until")
+    if start_text is None:
+        oldest = _oldest_raw_s(store)
+        start = minute_end if oldest is None else math.floor(oldest / 60) * 60.0
+    else:
+        start = float(start_text)
+    while start < minute_end:
+        stop = min(minute_end, start + _CHUNK_S)
+        with store.transaction():
+            _roll_minutes(store, start, stop)
+            store.set_meta("rollup_minute_until", repr(stop))
+        start = stop
+    if store.meta("rollup_minute_until") is None:
+        store.set_meta("rollup_minute_until", repr(minute_end))
+    minute_until = float(store.meta("rollup_minute_until") or minute_end)
+    hour_end = math.floor(minute_until / 3600) * 3600.0
+    hour_text = store.meta("rollup_hour_until")
+    if hour_text is None:
+        row = store.conn.execute("SELECT min(ts) FROM gpu_minute").fetchone()
+        hour_start = hour_end if row[0] is None else math.floor(row[0] / 3600) * 3600.0
+    else:
+        hour_start = float(hour_text)
+    while hour_start < hour_end:
+        stop = min(hour_end, hour_start + 7 * _CHUNK_S)
+        with store.transaction():
+            _roll_hours(store, hour_start, stop)
+            store.set_meta("rollup_hour_until", repr(stop))
+        hour_start = stop
+    if store.meta("rollup_hour_until") is None:
+        store.set_meta("rollup_hour_until", repr(hour_end))
+
+
+def apply_retention(store: HistoryStore, retention: RetentionSettings, now_s: float) -> dict[str, int]:
+    """Delete rows older than the retention allows (never raw rows not yet rolled up); rows deleted per table."""
+    minute_until = float(store.meta("rollup_minute_until") or "-inf")
+    hour_until = float(store.meta("rollup_hour_until") or "-inf")
+    raw_cut = min(now_s - retention.raw_days * _DAY_S, minute_until)
+    minute_cut = min(now_s - retention.minute_days * _DAY_S, hour_until)
+    deleted: dict[str, int] = {}
+    gids = list(store.gpu_uuid_of_id())
+    with store.transaction():
+        if math.isfinite(raw_cut):
+            ms = codec.to_ms(raw_cut)
+            deleted["gpu_samples"] = sum(
+                store.conn.execute("DELETE FROM gpu_samples WHERE gpu = ? AND ts < ?", (g, ms)).rowcount for g in gids)
+            deleted["host_samples"] = store.conn.execute("DELETE FROM host_samples WHERE ts < ?", (ms,)).rowcount
+            deleted["process_samples"] = store.conn.execute("DELETE FROM process_samples WHERE ts < ?",
+                                                            (ms,)).rowcount
+        if math.isfinite(minute_cut):
+            cut = int(minute_cut)
+            deleted["gpu_minute"] = sum(
+                store.conn.execute("DELETE FROM gpu_minute WHERE gpu = ? AND ts < ?", (g, cut)).rowcount for g in gids)
+            deleted["host_minute"] = store.conn.execute("DELETE FROM host_minute WHERE ts < ?", (cut,)).rowcount
+        if retention.hour_days > 0:
+            cut = int(now_s - retention.hour_days * _DAY_S)
+            deleted["gpu_hour"] = sum(
+                store.conn.execute("DELETE FROM gpu_hour WHERE gpu = ? AND ts < ?", (g, cut)).rowcount for g in gids)
+            deleted["host_hour"] = store.conn.execute("DELETE FROM host_hour WHERE ts < ?", (cut,)).rowcount
+    if sum(deleted.values()):
+        store.conn.execute("PRAGMA incremental_vacuum").fetchall()
+    return deleted
+
+
+def maintain(store: HistoryStore, retention: RetentionSettings, now_s: float) -> None:
+    """What the recorder runs periodically: rollups first, then retention."""
+    run_rollups(store, now_s)
+    apply_retention(store, retention, now_s)

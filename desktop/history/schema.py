@@ -1,0 +1,161 @@
+"""The history database schema: tables, integer column scales and forward migrations.
+
+Samples are stored as integers scaled per column (0.1 % utilization, 0.1 °C, 0.1 W, ...)
+in WITHOUT ROWID tables keyed by (GPU, time in ms): SQLite writes small integers in one
+to three bytes, which keeps a GPU sample under ~60 bytes on disk. ``PRAGMA user_version``
+holds the schema version; ``MIGRATIONS[v]`` takes a database from version ``v`` to
+``v + 1``, so a file from any older release is brought forward step by step.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Final
+
+from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
+
+#: Multiply a GpuSample value by this before storing it as an integer.
+GPU_SCALES: Final[dict[str, int]] = {
+    "utilization_gpu_pct": 10,
+    "utilization_mem_pct": 10,
+    "vram_used_mib": 10,
+    "vram_free_mib": 10,
+    "temperature_c": 10,
+    "power_w": 10,
+    "energy_mj": 1,
+    "sm_clock_mhz": 1,
+    "mem_clock_mhz": 1,
+    "fan_pct": 1,
+    "clock_event_reasons": 1,
+    "pcie_rx_kib_s": 1,
+    "pcie_tx_kib_s": 1,
+    "pcie_gen": 1,
+    "pcie_width": 1,
+    "pstate": 1,
+}
+assert tuple(GPU_SCALES) == GPU_METRIC_NAMES
+
+#: HostSample scalar fields and their scales (cpu_per_core_pct is a blob of int16 x10).
+HOST_SCALES: Final[dict[str, int]] = {
+    "cpu_pct": 10,
+    "cpu_freq_mhz": 1,
+    "ram_used_mib": 10,
+    "ram_total_mib": 10,
+    "swap_used_mib": 10,
+    "swap_total_mib": 10,
+    "load_1m": 100,
+    "load_5m": 100,
+    "load_15m": 100,
+    "cpu_temp_c": 10,
+    "battery_pct": 10,
+    "on_ac_power": 1,
+}
+
+#: Metrics whose rollups also keep the per-bucket minimum and maximum.
+MINMAX_METRICS: Final[tuple[str, ...]] = (
+    "utilization_gpu_pct", "vram_used_mib", "temperature_c", "power_w", "sm_clock_mhz",
+)
+#: Metrics whose rollups keep a time-weighted mean (the energy counter becomes energy used).
+MEAN_METRICS: Final[tuple[str, ...]] = tuple(
+    m for m in GPU_METRIC_NAMES if m not in ("energy_mj", "clock_event_reasons")
+)
+REASON_BITS: Final[tuple[int, ...]] = tuple(
+    int(r) for r in ClockEventReason if r.value and r.value & (r.value - 1) == 0
+)
+#: Rollup host metrics (time-weighted means).
+HOST_ROLLUP_METRICS: Final[tuple[str, ...]] = ("cpu_pct", "ram_used_mib", "ram_total_mib", "on_ac_power", "battery_pct")
+#: Scale of on_ac_power in host rollups (a share of time, so more than 0/1).
+ON_AC_ROLLUP_SCALE: Final = 1000
+
+
+def rollup_columns() -> list[str]:
+    """The value columns of gpu_minute / gpu_hour, in order."""
+    cols = list(MEAN_METRICS)
+    cols += [f"{m}_min" for m in MINMAX_METRICS] + [f"{m}_max" for m in MINMAX_METRICS]
+    cols += ["energy_used_mj", "busy_ds", "dur_ds", "reasons_any"]
+    cols += [f"r_{bit}_ds" for bit in REASON_BITS]
+    return cols
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript: it commits first, and a migration step must be one transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    gpu_cols = ", ".join(f"{m} INTEGER" for m in GPU_METRIC_NAMES)
+    host_cols = ", ".join(f"{m} INTEGER" for m in HOST_SCALES)
+    _run(conn, f"""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE gpus (
+            id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, idx INTEGER NOT NULL, name TEXT NOT NULL,
+            info_json TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'ok', throttle_mask INTEGER NOT NULL DEFAULT 0,
+            first_seen_s REAL, last_seen_s REAL);
+        CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
+        CREATE TABLE gpu_samples (gpu INTEGER NOT NULL, ts INTEGER NOT NULL, {gpu_cols},
+            PRIMARY KEY (gpu, ts)) WITHOUT ROWID;
+        CREATE TABLE host_samples (ts INTEGER PRIMARY KEY, {host_cols}, cpu_per_core BLOB) WITHOUT ROWID;
+        CREATE TABLE events (id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, gpu_uuid TEXT,
+            detail TEXT NOT NULL DEFAULT '');
+        CREATE INDEX events_ts ON events (ts);
+    """)
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    _run(conn, """
+        CREATE TABLE process_samples (ts INTEGER NOT NULL, gpu INTEGER NOT NULL, pid INTEGER NOT NULL,
+            name_id INTEGER NOT NULL, user_id INTEGER, vram_mib INTEGER, kind INTEGER NOT NULL DEFAULT 0,
+            cpu_pct INTEGER, started_ms INTEGER, own INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (ts, gpu, pid)) WITHOUT ROWID;
+    """)
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    _run(conn, """
+        CREATE TABLE stress_runs (run_id INTEGER PRIMARY KEY, started_s REAL NOT NULL, ended_s REAL NOT NULL,
+            gpu_uuid TEXT NOT NULL, gpu_name TEXT NOT NULL, workload TEXT NOT NULL, dtype TEXT NOT NULL,
+            unit TEXT NOT NULL, peak_throughput REAL NOT NULL, sustained_throughput REAL NOT NULL,
+            throttled INTEGER NOT NULL, errors INTEGER NOT NULL, driver_version TEXT, summary TEXT NOT NULL,
+            device TEXT NOT NULL DEFAULT '', extra_json TEXT NOT NULL DEFAULT '');
+        CREATE INDEX stress_runs_started ON stress_runs (started_s);
+        -- One row per run and column: the whole float64 series as a blob (runs are short).
+        CREATE TABLE stress_series (run_id INTEGER NOT NULL REFERENCES stress_runs(run_id) ON DELETE CASCADE,
+            name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, name)) WITHOUT ROWID;
+    """)
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    cols = ", ".join(f"{c} INTEGER" for c in rollup_columns())
+    host = ", ".join(f"{c} INTEGER" for c in HOST_ROLLUP_METRICS)
+    script = ""
+    for table in ("gpu_minute", "gpu_hour"):
+        script += f"CREATE TABLE {table} (gpu INTEGER NOT NULL, ts INTEGER NOT NULL, {cols}, " \
+                  "PRIMARY KEY (gpu, ts)) WITHOUT ROWID;\n"
+    for table in ("host_minute", "host_hour"):
+        script += f"CREATE TABLE {table} (ts INTEGER PRIMARY KEY, {host}, dur_ds INTEGER) WITHOUT ROWID;\n"
+    _run(conn, script)
+
+
+#: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
+MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4)
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring ``conn`` up to ``target``, one transaction per step; returns the version found."""
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(f"schema version {found} is newer than this Rigscope ({SCHEMA_VERSION})")
+    for version in range(found, target):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[version](conn)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return found

@@ -1,0 +1,387 @@
+"""HistoryStore: the SQLite history database (open, recover, write snapshots, read back).
+
+One process writes (guarded by ``desktop.history.lock.WriterLock``), any number read. The
+file lives in a 0700 folder with mode 0600; WAL and ``synchronous=NORMAL`` make a commit
+survive the process being killed. A file that SQLite calls corrupt is moved aside to
+``<name>.corrupt-<timestamp>`` (never deleted) and a fresh one is started; the caller
+reads ``recovered_from`` to tell the user. Range queries live in ``history.query``, bulk
+numpy writes in ``history.bulk``, stress runs in ``history.stress_runs``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from desktop.errors import UserError
+from desktop.history import codec, schema
+from desktop.history.query import QueryResult, run_query
+from desktop.history.stress_runs import StressRunsMixin
+from desktop.history.writer import HistoryWriter, WriterStatus
+from desktop.paths import ensure_private_dir
+from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, DeviceState, GpuInfo, Snapshot
+
+__all__ = ["HistoryStore", "HistoryWriter", "QueryResult", "WriterStatus"]
+
+log = logging.getLogger(__name__)
+
+INSERT_GPU = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(schema.GPU_SCALES)}) "
+               f"VALUES ({', '.join('?' * (2 + len(schema.GPU_SCALES)))})")
+INSERT_HOST = (f"INSERT OR IGNORE INTO host_samples (ts, {codec.HOST_COLUMNS}) "
+                f"VALUES ({', '.join('?' * (2 + len(schema.HOST_SCALES)))})")
+INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib, kind, cpu_pct, "
+                "started_ms, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _throttle_labels(mask: int) -> str:
+    return ", ".join(r.label for r in ClockEventReason.decode(mask & int(THROTTLE_REASONS)))
+
+
+class HistoryStore(StressRunsMixin):
+    """One open history database. Not thread-safe: use it from one thread (or via HistoryWriter)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool, recovered_from: Path | None) -> None:
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+        #: Where a corrupt file found at ``path`` was moved to, when that happened at open.
+        self.recovered_from = recovered_from
+        self.db = sqlite_utils.Database(conn)
+        # uuid -> [id, info, state, throttle mask]; the writer compares new readings with it.
+        self._gpu_cache: dict[str, list[Any]] = {}
+        self._strings: dict[str, int] = {}
+        self._load_gpus()
+
+    # --- opening ---------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, readonly: bool = False) -> HistoryStore:
+        path = Path(path)
+        if readonly:
+            return cls._open_readonly(path)
+        ensure_private_dir(path.parent)
+        if not path.exists():
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        recovered: Path | None = None
+        try:
+            conn = cls._connect_rw(path)
+        except sqlite3.DatabaseError as exc:
+            if not codec.is_corruption(exc):
+                raise cls._as_user_error(path, exc) from exc
+            recovered = _move_aside(path)
+            log.warning("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
+            conn = cls._connect_rw(path)
+        return cls(conn, path, readonly=False, recovered_from=recovered)
+
+    @staticmethod
+    def _connect_rw(path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
+        try:
+            fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0 and not conn.execute(
+                "SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+            if fresh:  # must precede the first table
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not fresh:
+                result = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if result != "ok":
+                    raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")
+            schema.migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        try:
+            os.chmod(path, 0o600)
+        except OSError:
+            pass
+        return conn
+
+    @classmethod
+    def _open_readonly(cls, path: Path) -> HistoryStore:
+        if not path.exists():
+            raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=10.0)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise cls._as_user_error(path, exc) from exc
+        if version < schema.SCHEMA_VERSION:  # an older file nobody has opened for writing yet
+            conn.close()
+            cls.open(path).close()
+            return cls._open_readonly(path)
+        return cls(conn, path, readonly=True, recovered_from=None)
+
+    @staticmethod
+    def _as_user_error(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+        if codec.is_corruption(exc):
+            return UserError(f"the history database {path} is damaged ({exc}); open it once for writing "
+                             "(`rigscope record`) to move it aside and start a fresh one")
+        reason = codec.environment_problem(exc) or str(exc)
+        return UserError(f"cannot open the history database {path}: {reason}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- metadata ----------------------------------------------------------------------
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def is_demo(self) -> bool:
+        """True for the database `rigscope demo` writes (everything in it is simulated)."""
+        return self.meta("demo") == "1"
+
+    def _load_gpus(self) -> None:
+        for gid, uuid, info_json, state, mask in self.conn.execute(
+                "SELECT id, uuid, info_json, state, throttle_mask FROM gpus"):
+            self._gpu_cache[uuid] = [gid, codec.info_from_json(info_json), state, mask]
+
+    def gpus(self) -> list[GpuInfo]:
+        self._gpu_cache.clear()
+        self._load_gpus()
+        return sorted((entry[1] for entry in self._gpu_cache.values()), key=lambda i: (i.index, i.uuid))
+
+    def gpu_id(self, uuid: str) -> int | None:
+        entry = self._gpu_cache.get(uuid)
+        if entry is None:
+            self._load_gpus()
+            entry = self._gpu_cache.get(uuid)
+        return int(entry[0]) if entry else None
+
+    def gpu_uuid_of_id(self) -> dict[int, str]:
+        return {int(e[0]): uuid for uuid, e in self._gpu_cache.items()}
+
+    # --- writing -----------------------------------------------------------------------
+
+    def ensure_gpu(self, info: GpuInfo, time_s: float) -> int:
+        """The row id for ``info.uuid``, inserting or updating its static info (emits change events)."""
+        entry = self._gpu_cache.get(info.uuid)
+        info_json = codec.info_to_json(info)
+        if entry is None:
+            cur = self.conn.execute(
+                "INSERT INTO gpus (uuid, idx, name, info_json, first_seen_s, last_seen_s) VALUES (?, ?, ?, ?, ?, ?)",
+                (info.uuid, info.index, info.name, info_json, time_s, time_s))
+            gid = int(cur.lastrowid or 0)
+            self._gpu_cache[info.uuid] = [gid, info, "ok", 0]
+            return gid
+        old: GpuInfo = entry[1]
+        if old != info:
+            if old.driver_version and info.driver_version and old.driver_version != info.driver_version:
+                self.add_event(time_s, "driver_change", info.uuid, f"{old.driver_version} -> {info.driver_version}")
+            if old.vbios_version and info.vbios_version and old.vbios_version != info.vbios_version:
+                self.add_event(time_s, "vbios_change", info.uuid, f"{old.vbios_version} -> {info.vbios_version}")
+            self.conn.execute("UPDATE gpus SET idx = ?, name = ?, info_json = ? WHERE id = ?",
+                              (info.index, info.name, info_json, entry[0]))
+            entry[1] = info
+        return int(entry[0])
+
+    def string_id(self, text: str) -> int:
+        sid = self._strings.get(text)
+        if sid is None:
+            self.conn.execute("INSERT OR IGNORE INTO strings (text) VALUES (?)", (text,))
+            sid = int(self.conn.execute("SELECT id FROM strings WHERE text = ?", (text,)).fetchone()[0])
+            self._strings[text] = sid
+        return sid
+
+    def string_table(self) -> dict[int, str]:
+        return {int(i): t for i, t in self.conn.execute("SELECT id, text FROM strings")}
+
+    def write_snapshots(self, snapshots: Sequence[Snapshot]) -> None:
+        """Write a batch of snapshots in one transaction (samples, host, processes, state events)."""
+        if not snapshots:
+            return
+        with self.transaction():
+            self.write_snapshots_in_transaction(snapshots)
+
+    def write_snapshots_in_transaction(self, snapshots: Sequence[Snapshot]) -> None:
+        """``write_snapshots`` for a caller that already opened a transaction."""
+        gpu_rows: list[tuple[Any, ...]] = []
+        host_rows: list[tuple[Any, ...]] = []
+        proc_rows: list[tuple[Any, ...]] = []
+        seen: dict[int, float] = {}
+        for snap in snapshots:
+            ids: dict[int, int] = {}
+            for reading in snap.gpus:
+                gid = self.ensure_gpu(reading.info, snap.time_s)
+                ids[reading.info.index] = gid
+                seen[gid] = snap.time_s
+                self._track_state(reading.info.uuid, snap.time_s, reading.state, reading.state_detail)
+                if reading.state is DeviceState.OK and reading.sample is not None:
+                    gpu_rows.append(codec.gpu_row(gid, snap.time_s, reading.sample))
+                    self._track_throttle(reading.info.uuid, snap.time_s, reading.sample.clock_event_reasons)
+            if snap.host is not None:
+                host_rows.append(codec.host_row(snap.time_s, snap.host))
+            if snap.processes_fresh:
+                ts_ms = codec.to_ms(snap.time_s)
+                for proc in snap.processes:
+                    gid_or_none = ids.get(proc.gpu_index)
+                    if gid_or_none is None:
+                        continue
+                    user_id = self.string_id(proc.user) if proc.user is not None else None
+                    proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
+                                                       user_id))
+        self.conn.executemany(INSERT_GPU, gpu_rows)
+        self.conn.executemany(INSERT_HOST, host_rows)
+        self.conn.executemany(INSERT_PROC, proc_rows)
+        for gid, last in seen.items():
+            self.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?) WHERE id = ?",
+                              (last, gid))
+        self.note_written(min(s.time_s for s in snapshots))
+
+    def note_written(self, earliest_s: float) -> None:
+        """Rows at ``earliest_s`` arrived: rollups already past it must be recomputed from there."""
+        for key, bucket_s in (("rollup_minute_until", 60), ("rollup_hour_until", 3600)):
+            until = self.meta(key)
+            if until is not None and earliest_s < float(until):
+                self.set_meta(key, repr(float(earliest_s // bucket_s * bucket_s)))
+
+    def _track_state(self, uuid: str, time_s: float, state: DeviceState, detail: str | None) -> None:
+        entry = self._gpu_cache[uuid]
+        if entry[2] == state.value:
+            return
+        kind = "gpu_lost" if state is DeviceState.LOST else "gpu_back"
+        self.add_event(time_s, kind, uuid, detail or "")
+        entry[2] = state.value
+        self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry[0]))
+
+    def _track_throttle(self, uuid: str, time_s: float, reasons: int | None) -> None:
+        entry = self._gpu_cache[uuid]
+        mask = (reasons or 0) & int(THROTTLE_REASONS)
+        if mask == entry[3]:
+            return
+        if mask and not entry[3]:
+            self.add_event(time_s, "throttle_start", uuid, _throttle_labels(mask))
+        elif not mask:
+            self.add_event(time_s, "throttle_end", uuid, _throttle_labels(entry[3]))
+        entry[3] = mask
+        self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (mask, entry[0]))
+
+    def add_event(self, time_s: float, kind: str, gpu_uuid: str | None, detail: str = "") -> None:
+        self.conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, ?, ?, ?)",
+                          (time_s, kind, gpu_uuid, detail))
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self.conn, self._reset_caches)
+
+    def _reset_caches(self) -> None:
+        """After a rollback the caches may name rows that were never committed."""
+        self._gpu_cache.clear()
+        self._strings.clear()
+        self._load_gpus()
+
+    # --- reading -----------------------------------------------------------------------
+
+    def query(self, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float,
+              max_points: int = 2000) -> QueryResult:
+        """``metrics`` of one GPU over [start_s, end_s), raw or rolled up, at most ``max_points`` rows."""
+        return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points)
+
+    def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Any]:
+        from advisor.frame import Event
+
+        sql = "SELECT ts, kind, gpu_uuid, detail FROM events WHERE ts >= ? AND ts < ?"
+        params: list[Any] = [start_s, end_s]
+        if kinds is not None:
+            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
+            params += list(kinds)
+        rows = self.conn.execute(sql + " ORDER BY ts, id", params).fetchall()
+        return [Event(time_s=t, kind=k, gpu_uuid=u, detail=d) for t, k, u, d in rows]
+
+    def time_range(self) -> tuple[float, float] | None:
+        """(first, last) sample time over raw and rolled-up GPU data, or None when empty."""
+        lows: list[float] = []
+        highs: list[float] = []
+        gids = [int(r[0]) for r in self.conn.execute("SELECT id FROM gpus")]
+        for table, unit in (("gpu_samples", 1000.0), ("gpu_minute", 1.0), ("gpu_hour", 1.0)):
+            for gid in gids:
+                lo, hi = self.conn.execute(f"SELECT min(ts), max(ts) FROM {table} WHERE gpu = ?", (gid,)).fetchone()
+                if lo is not None:
+                    lows.append(lo / unit)
+                    highs.append(hi / unit + (0.0 if unit > 1 else (60.0 if table == "gpu_minute" else 3600.0)))
+        if not lows:
+            return None
+        return min(lows), max(highs)
+
+    def size_bytes(self) -> int:
+        page_size, pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0]
+                                  for p in ("page_size", "page_count", "freelist_count"))
+        return int(page_size * (pages - free))
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (for `rigscope demo --json`, tests and the recorder's report)."""
+        tables = ("gpus", "gpu_samples", "host_samples", "process_samples", "events", "stress_runs",
+                  "gpu_minute", "gpu_hour", "host_minute", "host_hour")
+        return {t: int(self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in tables}
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (the connection is autocommit)."""
+
+    def __init__(self, conn: sqlite3.Connection, on_rollback: Callable[[], None]) -> None:
+        self.conn = conn
+        self.on_rollback = on_rollback
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+                return
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                self.on_rollback()
+                raise
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:  # a failed statement may already have rolled back
+                pass
+        self.on_rollback()
+
+
+def _move_aside(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        n += 1
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, target.with_name(target.name + suffix))
+    return target
+
+
+def empty_columns(metrics: Sequence[str]) -> dict[str, np.ndarray]:
+    return {m: np.empty(0, dtype=np.float64) for m in metrics}

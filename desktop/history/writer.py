@@ -1,0 +1,261 @@
+"""HistoryWriter: the one thread that writes the history database, fed without blocking.
+
+``submit`` only appends to a bounded buffer; the writer thread commits the buffer every
+``flush_interval_s`` (or on ``flush``/``close``) in one transaction. Write failures are
+sorted into three kinds: a full disk (keep sampling, say so once, keep the newest
+``max_buffer`` snapshots, counting what is dropped, and retry until space returns), an
+environment problem (read-only file system, permissions: a clear message, retried the
+same way), and anything else (a bug: logged with its traceback, that batch dropped).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from desktop.history import codec
+from desktop.history.lock import WriterLock
+
+if TYPE_CHECKING:
+    from desktop.history.store import HistoryStore
+    from desktop.telemetry.model import Snapshot
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: A day at 1 Hz: what is kept in memory while the disk is full.
+DEFAULT_MAX_BUFFER = 86_400
+
+
+@dataclass(frozen=True)
+class WriterStatus:
+    """What the UI and the exporter's recorder-health metric show."""
+
+    #: Snapshots committed since start.
+    rows_written: int
+    #: Snapshots waiting in memory.
+    rows_pending: int
+    #: The last write problem, for people (None once writes succeed again).
+    last_error: str | None
+    disk_full: bool
+    #: Snapshots dropped because the buffer overflowed (or a batch failed for a bug).
+    rows_dropped: int = 0
+    last_commit_s: float | None = None
+
+
+class HistoryWriter:
+    """Owns the writer thread and the store it writes; takes the single-writer lock on start."""
+
+    def __init__(self, store_path: Path, flush_interval_s: float = 5.0, max_buffer: int = DEFAULT_MAX_BUFFER,
+                 *, lock: bool = True) -> None:
+        self.store_path = Path(store_path)
+        self.flush_interval_s = flush_interval_s
+        self.max_buffer = max(1, max_buffer)
+        self._lock = WriterLock(self.store_path) if lock else None
+        self._cond = threading.Condition()
+        self._buffer: collections.deque[tuple[int, Snapshot]] = collections.deque()
+        self._events: list[tuple[float, str, str | None, str]] = []
+        self._tasks: list[tuple[Callable[[HistoryStore], Any], Future[Any]]] = []
+        self._submitted = 0
+        self._attempted = 0
+        self._flush_wanted = False
+        self._stopping = False
+        self._written = 0
+        self._dropped = 0
+        self._last_error: str | None = None
+        self._disk_full = False
+        self._last_commit_s: float | None = None
+        self._store: HistoryStore | None = None
+        self._thread: threading.Thread | None = None
+        self.recovered_from: Path | None = None
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the lock (DatabaseBusy if another process writes), open the store, start the thread."""
+        from desktop.history.store import HistoryStore
+
+        if self._thread is not None:
+            return
+        if self._lock is not None:
+            self._lock.acquire()
+        try:
+            self._store = HistoryStore.open(self.store_path)
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
+        self.recovered_from = self._store.recovered_from
+        self._thread = threading.Thread(target=self._run, name="rigscope-history-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Write what is pending (one last try), stop the thread, close the store, release the lock."""
+        thread = self._thread
+        if thread is None:
+            return
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        thread.join()
+        self._thread = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._lock is not None:
+            self._lock.release()
+        if self._buffer:
+            log.error("history: %d snapshots could not be written before exit (%s)", len(self._buffer),
+                      self._last_error or "unknown reason")
+
+    def __enter__(self) -> HistoryWriter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- feeding (any thread) --------------------------------------------------------------
+
+    def submit(self, snapshot: Snapshot) -> None:
+        with self._cond:
+            self._submitted += 1
+            self._buffer.append((self._submitted, snapshot))
+            while len(self._buffer) > self.max_buffer:
+                self._buffer.popleft()
+                self._dropped += 1
+
+    def add_event(self, time_s: float, kind: str, gpu_uuid: str | None, detail: str = "") -> None:
+        with self._cond:
+            self._events.append((time_s, kind, gpu_uuid, detail))
+
+    def call(self, fn: Callable[[HistoryStore], T]) -> Future[T]:
+        """Run ``fn(store)`` on the writer thread (rollups, retention, stress results); returns its future."""
+        future: Future[T] = Future()
+        with self._cond:
+            if self._thread is None:
+                raise RuntimeError("the history writer is not running")
+            self._tasks.append((fn, future))
+            self._cond.notify_all()
+        return future
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Block until everything submitted so far had a write attempt; True when it is all written."""
+        with self._cond:
+            if self._thread is None:
+                return not self._buffer
+            target = self._submitted
+            self._flush_wanted = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._attempted >= target or self._thread is None, timeout_s)
+            return not any(seq <= target for seq, _ in self._buffer) and not self._events
+
+    @property
+    def status(self) -> WriterStatus:
+        with self._cond:
+            return WriterStatus(self._written, len(self._buffer), self._last_error, self._disk_full,
+                                self._dropped, self._last_commit_s)
+
+    # --- the writer thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_write = time.monotonic() + self.flush_interval_s
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._flush_wanted or bool(self._tasks),
+                                    max(0.0, next_write - time.monotonic()))
+                stopping = self._stopping
+                self._flush_wanted = False
+                batch = list(self._buffer)
+                events = list(self._events)
+                tasks, self._tasks = self._tasks, []
+                target = self._submitted
+            if batch or events:
+                self._write(batch, events)
+            next_write = time.monotonic() + self.flush_interval_s
+            for fn, future in tasks:
+                self._run_task(fn, future)
+            with self._cond:
+                self._attempted = max(self._attempted, target)
+                self._cond.notify_all()
+            if stopping:
+                with self._cond:
+                    for _, future in self._tasks:
+                        future.cancel()
+                    self._tasks = []
+                return
+
+    def _run_task(self, fn: Callable[[HistoryStore], Any], future: Future[Any]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        assert self._store is not None
+        try:
+            future.set_result(fn(self._store))
+        except BaseException as exc:  # handed to whoever waits on the future
+            if isinstance(exc, sqlite3.Error):
+                self._note_failure(exc)
+            future.set_exception(exc)
+
+    def _write(self, batch: list[tuple[int, Snapshot]], events: list[tuple[float, str, str | None, str]]) -> None:
+        store = self._store
+        assert store is not None
+        try:
+            with store.transaction():
+                if batch:
+                    # write_snapshots opens its own transaction; nest by writing inside ours.
+                    store.write_snapshots_in_transaction([s for _, s in batch])
+                for event in events:
+                    store.add_event(*event)
+        except (sqlite3.Error, OSError) as exc:
+            if self._note_failure(exc):
+                return  # kept in the buffer, retried at the next interval
+            log.exception("history: a batch of %d snapshots could not be written and is dropped", len(batch))
+            with self._cond:
+                self._forget(batch, events)
+                self._dropped += len(batch)
+            return
+        with self._cond:
+            self._forget(batch, events)
+            self._written += len(batch)
+            self._last_commit_s = time.time()
+            if self._disk_full or self._last_error:
+                log.warning("history: writing again (%d snapshots caught up)", len(batch))
+            self._disk_full = False
+            self._last_error = None
+
+    def _forget(self, batch: list[tuple[int, Snapshot]], events: list[tuple[float, str, str | None, str]]) -> None:
+        last = batch[-1][0] if batch else 0
+        while self._buffer and self._buffer[0][0] <= last:
+            self._buffer.popleft()
+        del self._events[: len(events)]
+
+    def _note_failure(self, exc: BaseException) -> bool:
+        """Record an environment failure (True: retry later) or say it is a bug (False)."""
+        if codec.is_disk_full(exc):
+            message = f"the disk holding {self.store_path} is full; keeping samples in memory until space returns"
+            with self._cond:
+                first = not self._disk_full
+                self._disk_full = True
+                self._last_error = message
+            if first:
+                log.warning("history: %s", message)
+            return True
+        reason = codec.environment_problem(exc)
+        if reason is None:
+            with self._cond:
+                self._last_error = f"history write failed: {exc}"
+            return False
+        with self._cond:
+            first = self._last_error != reason
+            self._last_error = reason
+        if first:
+            log.warning("history: %s (%s); retrying", reason, self.store_path)
+        return True
