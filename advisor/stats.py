@@ -81,10 +81,15 @@ def process_present(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatAr
     if processes is None or processes.time_s.size == 0 or len(gpu) == 0:
         return present
     mine = (processes.gpu_index == gpu.meta.index) & (np.nan_to_num(processes.vram_mib) > 0)
-    for start, dur in zip(processes.time_s[mine].tolist(), processes.duration_s[mine].tolist(), strict=True):
-        lo = int(np.searchsorted(gpu.time_s, start, side="left"))
-        hi = int(np.searchsorted(gpu.time_s, start + max(dur, 1e-9), side="left"))
-        present[lo:max(hi, lo + 1)] = 1.0
+    starts = processes.time_s[mine]
+    lo = np.searchsorted(gpu.time_s, starts, side="left")
+    hi = np.maximum(np.searchsorted(gpu.time_s, starts + np.maximum(processes.duration_s[mine], 1e-9), side="left"),
+                    lo + 1)
+    # A difference array marks every GPU row covered by some process row, without a Python loop.
+    diff = np.zeros(len(gpu) + 2)
+    np.add.at(diff, np.minimum(lo, len(gpu)), 1.0)
+    np.add.at(diff, np.minimum(hi, len(gpu)), -1.0)
+    present = (np.cumsum(diff)[: len(gpu)] > 0).astype(np.float64)
     return present
 
 
@@ -94,11 +99,13 @@ def busy_seconds(gpu: GpuSeries, processes: ProcessSamples | None = None) -> Flo
     Where utilization is unknown (NaN) a GPU counts as busy while a process holds memory on it:
     that is the only sign of work such a GPU gives.
     """
-    if gpu.busy_s is not None:
-        return np.nan_to_num(np.minimum(gpu.busy_s, gpu.duration_s))
     util = gpu.utilization_gpu_pct
-    busy = np.where(util > 0, gpu.duration_s, 0.0)
-    unknown = ~np.isfinite(util)
+    if gpu.busy_s is not None:
+        busy = np.minimum(gpu.busy_s, gpu.duration_s)
+        unknown = ~np.isfinite(busy)
+    else:
+        busy = np.where(util > 0, gpu.duration_s, 0.0)
+        unknown = ~np.isfinite(util)
     if unknown.any():
         busy = np.where(unknown, process_present(gpu, processes) * gpu.duration_s, busy)
     return np.asarray(busy, dtype=np.float64)

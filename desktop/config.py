@@ -87,6 +87,8 @@ class AdvisorSettings:
     stress_regression_pct: float = 5.0
     battery_heavy_minutes: float = 10.0
     min_busy_hours: float = 0.5
+    #: The PCIe rule fires when the link runs below its maximum for this share of heavy-load time.
+    pcie_low_share_pct: float = 50.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "stress.default_minutes": (0.05, 24 * 60),
     "stress.guard_offset_c": (0.0, 30.0),
     "stress.guard_temperature_c": (0.0, 120.0),
+    "advisor.pcie_low_share_pct": (1.0, 100.0),
 }
 
 SettingsProblem = tuple[str, str]

@@ -1,0 +1,244 @@
+"""`rigscope advise`, and the glue the GUI and reports use: settings, price tables and history into advice.
+
+The advisor itself is pure; this module does the I/O around it: it reads the cloud price and
+GPU spec tables (a copy named ``cloud_prices.csv`` / ``gpu_specs.csv`` in the config folder
+overrides the shipped one, so users can keep prices current), opens the history and builds
+the frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
+from advisor.frame import HistoryFrame
+from advisor.profile import KIND_LABELS, KINDS, WorkloadProfile, workload_profiles
+from advisor.rules import Recommendation, Thresholds, run_rules
+from advisor.stats import busy_seconds, energy_kwh, nanmax
+from desktop import config
+from desktop.errors import UserError
+from desktop.paths import config_dir, default_db_path, demo_db_path, resource_path
+
+PRICES_FILE = "cloud_prices.csv"
+SPECS_FILE = "gpu_specs.csv"
+
+
+def table_path(name: str) -> Path:
+    """The user's copy in the config folder when there is one, else the shipped table."""
+    user = config_dir() / name
+    return user if user.exists() else resource_path(name)
+
+
+def _rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise UserError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(required)})")
+            return list(reader)
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _number(path: Path, line: int, column: str, text: str, *, optional: bool = False) -> float | None:
+    text = (text or "").strip()
+    if not text and optional:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{path}, line {line}: {column} must be a number, not {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{path}, line {line}: {column} must be a positive number")
+    return value
+
+
+def load_cloud_offers(path: Path | None = None) -> list[CloudOffer]:
+    path = path or table_path(PRICES_FILE)
+    cols = ("provider", "gpu_model", "vram_gb", "on_demand_usd_h", "spot_usd_h", "source", "date")
+    offers = []
+    for line, row in enumerate(_rows(path, cols), start=2):
+        vram = _number(path, line, "vram_gb", row["vram_gb"])
+        price = _number(path, line, "on_demand_usd_h", row["on_demand_usd_h"])
+        assert vram is not None and price is not None
+        offers.append(CloudOffer(row["provider"].strip(), row["gpu_model"].strip(), vram, price,
+                                 _number(path, line, "spot_usd_h", row["spot_usd_h"], optional=True),
+                                 row["source"].strip(), row["date"].strip()))
+    return offers
+
+
+def load_gpu_specs(path: Path | None = None) -> list[GpuSpec]:
+    path = path or table_path(SPECS_FILE)
+    specs = []
+    for line, row in enumerate(_rows(path, ("model", "peak_bf16_tflops", "vram_gb")), start=2):
+        tflops = _number(path, line, "peak_bf16_tflops", row["peak_bf16_tflops"])
+        vram = _number(path, line, "vram_gb", row["vram_gb"])
+        assert tflops is not None and vram is not None
+        specs.append(GpuSpec(row["model"].strip(), tflops, vram))
+    return specs
+
+
+def thresholds_from(settings: config.AdvisorSettings) -> Thresholds:
+    names = {f.name for f in dataclasses.fields(Thresholds)}
+    return Thresholds(**{k: v for k, v in dataclasses.asdict(settings).items() if k in names})
+
+
+def cost_inputs_from(settings: config.CostSettings) -> CostInputs:
+    return CostInputs(settings.purchase_price, settings.amortisation_months, settings.electricity_price_per_kwh,
+                      settings.currency)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Everything the Advisor and Costs pages, `rigscope advise` and the reports show."""
+
+    frame: HistoryFrame
+    recommendations: tuple[Recommendation, ...]
+    profiles: tuple[WorkloadProfile, ...]
+    costs: tuple[CostComparison, ...]
+    currency: str
+
+
+def usage_of(frame: HistoryFrame, index: int) -> Usage:
+    gpu = frame.gpu(index)
+    if gpu is None:
+        return Usage(frame.end_s - frame.start_s, 0.0, 0.0)
+    gemm = [r for r in frame.stress_results if r.gpu_uuid == gpu.meta.uuid and r.unit == "TFLOP/s"
+            and r.workload == "gemm" and not r.errors and r.device != "sim"]
+    measured = max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
+    used = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
+    return Usage(window_s=frame.end_s - frame.start_s, busy_s=float(busy_seconds(gpu, frame.processes).sum()),
+                 energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured)
+
+
+def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[CloudOffer] | None = None,
+                   specs: list[GpuSpec] | None = None) -> Advice:
+    """The GUI's entry point: rules, profiles and costs for ``frame`` under ``settings``."""
+    offers = load_cloud_offers() if offers is None else offers
+    specs = load_gpu_specs() if specs is None else specs
+    recs = run_rules(frame, thresholds_from(settings.advisor), offers)
+    inputs = cost_inputs_from(settings.costs)
+    costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index), inputs,
+                          offers=offers, specs=specs) for g in frame.gpus)
+    return Advice(frame, tuple(recs), workload_profiles(frame), costs, settings.costs.currency)
+
+
+def open_history(db: str | None) -> Any:
+    """The history store at ``db`` (default: the user's), read-only; a clear UserError when there is none."""
+    from desktop.history.store import HistoryStore
+
+    path = Path(db).expanduser() if db else default_db_path()
+    if not path.exists():
+        hint = f"`rigscope demo` writes a simulated week you can try it on: then `--db {demo_db_path()}`"
+        raise UserError(f"no history at {path}: record some with `rigscope record` (or keep the window open); "
+                        f"{hint}")
+    return HistoryStore.open(path, readonly=True)
+
+
+def load_recent_frame(store: Any, days: float, now_s: float | None = None) -> HistoryFrame:
+    """The last ``days`` of recorded history (ending at the newest sample, so an old database still works)."""
+    from desktop.history.frames import load_frame
+
+    span = store.time_range()
+    if span is None:
+        raise UserError(f"the history at {store.path} has no samples yet: record some with `rigscope record`, "
+                        f"or try `rigscope demo` and then `--db {demo_db_path()}`")
+    end_s = min(span[1], now_s if now_s is not None else time.time())
+    end_s = max(end_s, span[0] + 1.0)
+    return load_frame(store, end_s - days * 86400.0, end_s, platform=sys.platform)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def recommendation_dict(rec: Recommendation) -> dict[str, Any]:
+    data: dict[str, Any] = _clean(dataclasses.asdict(rec))
+    data["evidence"] = [{"label": e.label, "value": _clean(e.value), "unit": e.unit, "text": e.text()}
+                        for e in rec.evidence]
+    return data
+
+
+def advice_json(advice: Advice) -> dict[str, Any]:
+    return {
+        "start_s": advice.frame.start_s, "end_s": advice.frame.end_s, "demo": advice.frame.demo,
+        "platform": advice.frame.platform,
+        "recommendations": [recommendation_dict(r) for r in advice.recommendations],
+        "profiles": [_clean({"gpu_index": p.gpu_index, "busy_hours": p.busy_s / 3600.0, "shares": p.shares,
+                             "idle_share": p.idle_share, "reasons": p.reasons}) for p in advice.profiles],
+        "costs": [_clean(dataclasses.asdict(c)) for c in advice.costs],
+        "currency": advice.currency,
+    }
+
+
+def local_time(time_s: float, fmt: str = "%a %d %b %H:%M") -> str:
+    return datetime.fromtimestamp(time_s).strftime(fmt)
+
+
+def format_advice(advice: Advice) -> str:
+    frame = advice.frame
+    lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
+             f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({len(frame.gpus)} GPU(s))"
+             + ("  [demo data: a simulated week]" if frame.demo else "")]
+    names = {g.meta.index: g.meta.name for g in frame.gpus}
+    for prof in advice.profiles:
+        shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
+        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
+                     f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
+    if not advice.recommendations:
+        lines.append("\nNo recommendations: nothing in this history crossed a threshold.")
+    for rec in advice.recommendations:
+        lines.append(f"\n[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})")
+        lines.extend(f"  - {e.text()}" for e in rec.evidence)
+        lines.append(f"  Action: {rec.action}")
+        if rec.time_ranges:
+            spans = ", ".join(f"{local_time(a)} - {local_time(b, '%H:%M')} ({(b - a) / 3600:.1f} h)"
+                              for a, b in rec.time_ranges[:3])
+            lines.append(f"  When: {spans}")
+    for cost in advice.costs:
+        lines.append(f"\nCosts, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
+                     f"{cost.owned_month:,.2f} {advice.currency}/month "
+                     f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})")
+        for option in cost.options[:3]:
+            be = option.break_even_busy_hours_month
+            lines.append(f"  {option.offer.gpu_model} at {option.offer.provider}: {option.relative_speed:.2f}x speed, "
+                         f"{option.on_demand_month:,.2f} USD/month on demand"
+                         + (f", break-even at {be:.0f} busy h/month" if be is not None else ""))
+        lines.extend(f"  note: {n}" for n in cost.notes)
+    return "\n".join(lines)
+
+
+def advise_main(args: argparse.Namespace) -> int:
+    if args.days <= 0:
+        raise UserError("--days must be positive")
+    settings, problems = config.load()
+    for key, message in problems:
+        print(f"settings: {key}: {message}", file=sys.stderr)
+    store = open_history(args.db)
+    try:
+        frame = load_recent_frame(store, args.days)
+    finally:
+        store.close()
+    advice = compute_advice(frame, settings)
+    if args.json:
+        print(json.dumps(advice_json(advice), indent=2))
+    else:
+        print(format_advice(advice))
+    return 0
