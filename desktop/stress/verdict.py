@@ -151,10 +151,12 @@ def judge(trace: RunTrace) -> Verdict:
     basis, unit, signal = _signal(trace)
     n = time_s.shape[0]
     if n < 3 or signal is None or not np.isfinite(signal).any():
-        return Verdict(status="no_data", throttled=False, onset_s=None, peak=math.nan, sustained=math.nan,
+        errors = (f"{trace.errors} result error(s) in {trace.checks} checks — the GPU computed wrong results. "
+                  if trace.errors else "")
+        return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None, peak=math.nan, sustained=math.nan,
                        sustained_ratio=math.nan, unit=unit, basis=basis, clock_ratio=None, cause=None,
                        cause_family=None, onset_temperature_c=None, errors=trace.errors, checks=trace.checks,
-                       sentence="Not enough samples for a verdict.")
+                       sentence=errors + "Not enough samples for a throttle verdict.")
     start = float(time_s[0])
     rel = time_s - start
     duration = float(rel[-1] - rel[0]) + _interval_s(time_s)
@@ -229,7 +231,11 @@ def _cause_shares(bits: npt.NDArray[np.int64] | None, smooth: FloatArray, peak: 
 def _onset(rel: FloatArray, smooth: FloatArray, peak: float, bits: npt.NDArray[np.int64] | None,
            peak_mask: npt.NDArray[np.bool_]) -> float | None:
     """When the slowdown began: the first persistent fall below peak, moved back to the reason that came with it."""
-    below = np.isfinite(smooth) & (smooth < 0.97 * peak)
+    # The plateau is the typical early level; the p95 peak sits above the noise and would pull onset early.
+    plateau = float(np.median(smooth[peak_mask])) if peak_mask.any() else peak
+    early = smooth[peak_mask] if peak_mask.any() else smooth[np.isfinite(smooth)]
+    noise_band = 1.4826 * float(np.median(np.abs(early - plateau))) if early.size else 0.0
+    below = np.isfinite(smooth) & (smooth < 0.97 * plateau)
     # Persistent: the first slow sample after which the median stays slow for most of the next 30 s.
     candidates = np.flatnonzero(below)
     first = None
@@ -243,15 +249,18 @@ def _onset(rel: FloatArray, smooth: FloatArray, peak: float, bits: npt.NDArray[n
             return None
         first = int(candidates[0])
     onset_index = first
-    # Half the smoothing window lags the true change; walk back while the signal was still falling.
-    while onset_index > 0 and smooth[onset_index - 1] < 0.995 * peak and not peak_mask[onset_index - 1]:
+    # The median lags the true change and the fall may be gradual: walk back to the last sample
+    # at plateau level (within the noise seen on the plateau).
+    while (onset_index > 0 and first - onset_index < 30 and smooth[onset_index - 1] < plateau - noise_band
+           and not peak_mask[onset_index - 1]):
         onset_index -= 1
     if bits is not None:
         usual = int(np.bitwise_or.reduce(bits[peak_mask])) if peak_mask.any() else 0
         new_bits = (bits & sum(CAUSE_BITS.values()) & ~usual) != 0
         lookback = np.flatnonzero(new_bits[max(0, first - 15):first + 1])
         if lookback.size:
-            onset_index = min(onset_index, max(0, first - 15) + int(lookback[0]))
+            # The driver's own record of when it started holding clocks beats any estimate from the signal.
+            onset_index = max(0, first - 15) + int(lookback[0])
     return float(rel[onset_index])
 
 

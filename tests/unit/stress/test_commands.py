@@ -1,0 +1,75 @@
+"""`rigscope stress` and `rigscope analyze` end to end: exit codes, JSON, history and comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from desktop.cli import main
+from desktop.history.store import HistoryStore
+from desktop.stress.commands import busy_only, parse_time, resolve_device, verdict_for_log
+from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+
+
+def test_sim_stress_prints_json_saves_the_run_and_compares_the_next(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "history.sqlite"
+    code = main(["stress", "--device", "sim", "--minutes", "0.03", "--json", "--db", str(db)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == report["exit_code"] == 0
+    assert report["device"] == "sim" and report["status"] == "completed"
+    assert report["verdict"]["unit"] == "TFLOP/s" and report["verdict"]["peak"] > 0
+    with HistoryStore.open(db, readonly=True) as store:
+        runs = store.stress_runs(gpu_uuid=report["gpu"]["uuid"], workload="gemm")
+        assert [r.run_id for r in runs] == [report["run_id"]]
+        time_s, columns = store.stress_points(report["run_id"])
+        assert time_s.size >= 2 and columns["throughput"].size == time_s.size
+        assert "temperature_c" in columns
+    main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(db)])
+    text = capsys.readouterr().out
+    assert "of your baseline from" in text
+    assert "Saved as run" in text
+
+
+def test_usage_mistakes_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = str(tmp_path / "h.sqlite")
+    assert main(["stress", "--device", "tpu", "--db", db]) == 2
+    assert "unknown device" in capsys.readouterr().err
+    assert main(["stress", "--device", "sim", "--minutes", "-1", "--db", db]) == 2
+    assert main(["stress", "--device", "sim", "--workload", "train", "--db", db]) == 2
+    assert main(["stress", "--device", "cpu", "--dtype", "tf32", "--db", db]) == 2
+
+
+def test_default_device_without_nvidia_is_the_simulator_said_out_loud() -> None:
+    device, note = resolve_device(None)
+    # This machine has no NVIDIA driver; on one with a GPU the default is cuda:0 and no note.
+    if device == "sim":
+        assert note is not None and "simulated GPU" in note
+    else:
+        assert device == "cuda:0" and note is None
+
+
+def test_log_verdict_skips_idle_minutes_and_finds_thermal_throttling() -> None:
+    manual = ManualLoad()
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), manual, seed=2)
+    backend.model.advance(0.0)
+    idle = backend.model.trace(0, 0.0, 300.0)
+    manual.set(0, 1.0)
+    busy = backend.model.trace(0, 300.0, 900.0)
+    time_s = np.concatenate([idle.time_s, busy.time_s])
+    columns = {k: np.concatenate([idle.columns[k], busy.columns[k]]) for k in busy.columns}
+    kept_time, _kept = busy_only(time_s, columns)
+    assert kept_time[0] >= 300.0
+    verdict = verdict_for_log(time_s, columns)
+    assert verdict.basis == "clock" and verdict.throttled and verdict.cause_family == "thermal"
+
+
+def test_parse_time_relative_and_iso() -> None:
+    now = 1_800_000_000.0
+    assert parse_time("-2h", now) == now - 7200
+    assert parse_time("2026-11-02T12:00:00+00:00", now) == 1_793_620_800.0
+    with pytest.raises(Exception, match="cannot read the time"):
+        parse_time("yesterday-ish", now)

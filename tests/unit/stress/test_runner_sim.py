@@ -1,0 +1,97 @@
+"""The runner on the simulated GPU: a full test on an injected clock, the temperature guard, cancel."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from desktop.stress.records import exit_code, judge_run
+from desktop.stress.runner import Progress, RealClock, SimClock, StressConfig, StressRunner, guard_temperature
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+
+
+def sim_runner(profile: str = "rtx4090-laptop", clock: SimClock | RealClock | None = None,
+               **config: object) -> tuple[StressRunner, SimulatedBackend, list[Progress]]:
+    clock = clock if clock is not None else SimClock()
+    backend = SimulatedBackend(parse_profile_list(profile), ManualLoad(), seed=3)
+    sampler = Sampler(backend, clock=clock.now)
+    seen: list[Progress] = []
+    runner = StressRunner(StressConfig(device="sim", **config), sampler, clock=clock,  # type: ignore[arg-type]
+                          on_progress=seen.append)
+    return runner, backend, seen
+
+
+def test_ten_minute_sustained_test_on_the_laptop_ends_in_a_thermal_verdict() -> None:
+    runner, backend, seen = sim_runner(duration_s=600.0)
+    result = runner.run()
+    assert result.status == "completed"
+    assert 600 <= result.time_s.shape[0] <= 602
+    assert result.time_s[-1] - result.time_s[0] >= 599.0
+    assert np.all(result.throughput > 0)
+    verdict = judge_run(result)
+    assert verdict.throttled and verdict.cause_family == "thermal"
+    assert exit_code(result, verdict) == 1
+    # Progress counts down to zero; the load is released at the end (the simulator idles again).
+    assert seen[-1].remaining_s == 0.0 and seen[0].remaining_s > 599.0
+    assert seen[-1].temperature_c is not None and seen[-1].sm_clock_mhz is not None
+    assert backend.manual is not None and backend.manual.demand(0, 0.0).load == 0.0
+
+
+def test_desktop_run_passes_with_the_power_cap_named() -> None:
+    runner, _backend, _seen = sim_runner("rtx4090", duration_s=300.0)
+    result = runner.run()
+    verdict = judge_run(result)
+    assert not verdict.throttled and verdict.cause_family == "power"
+    assert exit_code(result, verdict) == 0
+
+
+def test_guard_stops_within_two_seconds_of_the_crossing() -> None:
+    guard_c = 70.0
+    runner, _backend, _seen = sim_runner(duration_s=600.0, guard_c=guard_c)
+    result = runner.run()
+    assert result.status == "guard"
+    temps = result.columns["temperature_c"]
+    crossed = np.flatnonzero(temps >= guard_c)
+    assert crossed.size == 1 and crossed[0] == temps.shape[0] - 1  # the sample that crossed is the last one
+    # The same GPU, seed and load simulated independently: when did it really cross the guard?
+    twin = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=3)
+    twin.model.advance(result.started_s)
+    assert twin.manual is not None
+    twin.manual.set(0, 1.0)
+    trace = twin.model.trace(0, result.started_s, result.started_s + 600.0, 0.5)
+    true_cross_s = float(trace.time_s[np.flatnonzero(trace.columns["temperature_c"] >= guard_c)[0]])
+    assert result.ended_s - true_cross_s <= 2.0
+    verdict = judge_run(result)
+    assert verdict.status == "aborted" and exit_code(result, verdict) == 4
+    assert "temperature guard" in verdict.sentence
+
+
+def test_default_guard_is_slowdown_plus_offset() -> None:
+    runner, backend, _seen = sim_runner(duration_s=1.0)
+    info = backend.devices()[0]
+    assert guard_temperature(info, None) == info.temp_slowdown_c + 5.0  # type: ignore[operator]
+    assert guard_temperature(info, None, absolute_c=80.0) == 80.0
+    assert guard_temperature(info, 75.0, absolute_c=80.0) == 75.0
+    runner.run()
+    assert runner.guard_c == 92.0
+
+
+def test_cancel_stops_a_real_time_run_within_a_second() -> None:
+    runner, backend, _seen = sim_runner(clock=RealClock(), duration_s=600.0, interval_s=1.0)
+    cancelled_at: list[float] = []
+
+    def cancel() -> None:
+        cancelled_at.append(time.monotonic())
+        runner.cancel()
+
+    timer = threading.Timer(0.3, cancel)
+    timer.start()
+    result = runner.run()
+    returned_at = time.monotonic()
+    timer.join()
+    assert result.status == "cancelled"
+    assert returned_at - cancelled_at[0] < 1.0
+    assert backend.manual is not None and backend.manual.demand(0, 0.0).load == 0.0

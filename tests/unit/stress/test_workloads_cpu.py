@@ -1,0 +1,100 @@
+"""Real workloads on the CPU (torch's CPU kernels) in a real child process, through the runner."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from desktop.stress.records import exit_code, judge_run
+from desktop.stress.runner import Progress, StressConfig, StressRunner
+
+pytest.importorskip("torch")
+
+SMALL = {"gemm": 256, "bandwidth": 1 << 20, "train": 64, "infer": 64}
+
+
+def _gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie waiting for init to reap it counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.parametrize("workload", ["gemm", "bandwidth", "train", "infer"])
+def test_each_workload_runs_and_verifies_on_the_cpu(workload: str) -> None:
+    runner = StressRunner(StressConfig(workload=workload, device="cpu", duration_s=1.5, size=SMALL[workload],
+                                       threads=1))
+    result = runner.run()
+    assert result.status == "completed", result.message
+    assert result.throughput.size >= 1 and (result.throughput > 0).all()
+    assert result.checks >= 1 and result.errors == 0
+    assert result.unit == {"gemm": "TFLOP/s", "bandwidth": "GB/s"}.get(workload, "steps/s")
+    if workload == "infer":
+        assert 0 < result.extra["p50_ms"] <= result.extra["p95_ms"] <= result.extra["p99_ms"]
+    assert runner.child_pid is not None and _gone(runner.child_pid)
+
+
+def test_a_corrupted_result_is_counted_as_an_error() -> None:
+    result = StressRunner(StressConfig(workload="gemm", device="cpu", duration_s=1.5, size=128, threads=1,
+                                       inject_faults=True)).run()
+    assert result.status == "completed"
+    assert result.errors >= 1 and result.checks >= 1
+    verdict = judge_run(result)
+    assert verdict.status == "errors" and "result error" in verdict.sentence
+    assert exit_code(result, verdict) == 3
+
+
+def test_cancel_stops_the_child_within_a_second() -> None:
+    running = threading.Event()
+
+    def on_progress(p: Progress) -> None:
+        if p.phase == "running":
+            running.set()
+
+    runner = StressRunner(StressConfig(workload="gemm", device="cpu", duration_s=120.0, size=256, threads=1),
+                          on_progress=on_progress)
+    stamps: list[float] = []
+
+    def cancel_when_running() -> None:
+        running.wait(60.0)
+        stamps.append(time.monotonic())
+        runner.cancel()
+
+    canceller = threading.Thread(target=cancel_when_running)
+    canceller.start()
+    result = runner.run()
+    returned = time.monotonic()
+    canceller.join()
+    assert result.status == "cancelled"
+    assert returned - stamps[0] < 1.0
+    assert runner.child_pid is not None and _gone(runner.child_pid)
+
+
+def test_the_child_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        from desktop.stress.runner import StressConfig, StressRunner
+        config = StressConfig(workload="gemm", device="cpu", duration_s=300.0, size=128, threads=1)
+        StressRunner(config, on_child_started=lambda pid: print(pid, flush=True)).run()
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[3])
+    assert parent.stdout is not None
+    child_pid = int(parent.stdout.readline())
+    assert not _gone(child_pid)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    parent.stdout.close()
+    deadline = time.monotonic() + 10.0
+    while not _gone(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child_pid)
