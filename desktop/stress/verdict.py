@@ -153,7 +153,8 @@ def judge(trace: RunTrace) -> Verdict:
     if n < 3 or signal is None or not np.isfinite(signal).any():
         errors = (f"{trace.errors} result error(s) in {trace.checks} checks — the GPU computed wrong results. "
                   if trace.errors else "")
-        return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None, peak=math.nan, sustained=math.nan,
+        return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None,
+                       peak=math.nan, sustained=math.nan,
                        sustained_ratio=math.nan, unit=unit, basis=basis, clock_ratio=None, cause=None,
                        cause_family=None, onset_temperature_c=None, errors=trace.errors, checks=trace.checks,
                        sentence=errors + "Not enough samples for a throttle verdict.")

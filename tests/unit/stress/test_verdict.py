@@ -52,7 +52,8 @@ def test_laptop_thermal_throttling_found_with_onset_and_cause() -> None:
 def test_laptop_onset_holds_with_noisy_throughput(seed: int) -> None:
     trace, run = simulate("rtx4090-laptop", seed=seed)
     rng = np.random.default_rng(seed)
-    noisy = run.throughput * rng.normal(1.0, 0.02, run.throughput.shape)  # type: ignore[union-attr]
+    assert run.throughput is not None
+    noisy = run.throughput * rng.normal(1.0, 0.02, run.throughput.shape)
     noisy[rng.integers(0, noisy.size, 10)] *= 0.5  # single-sample dips (a GC pause, a sync)
     verdict = judge(RunTrace(**{**run.__dict__, "throughput": noisy}))
     assert verdict.cause_family == "thermal"
