@@ -9,6 +9,7 @@ come from the wheel. Commands run from a temporary directory so the source tree 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -43,7 +44,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     out = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+    # Build offline with this environment's setuptools when it has one (Python 3.12+ venvs
+    # come without); otherwise pip fetches the build backend into an isolated environment.
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "--quiet",
          "--wheel-dir", str(out), str(src)], cwd=src)
     (built,) = out.glob("rigscope-*.whl")
     return built
