@@ -3,8 +3,8 @@
 The only module that imports ``pynvml`` (lazily, so tests can hand in a fake). Per tick and
 GPU it makes six calls: one ``nvmlDeviceGetFieldValues`` batch (power, energy, PCIe byte
 counters) plus utilization, memory, temperature, SM clock and clock-event reasons. The
-memory clock, fan, P-state and PCIe link are refreshed on a slower period; process lists
-only when the sampler asks. A call that answers NotSupported is remembered per device and
+memory clock, fan and P-state are refreshed on a slower period, the PCIe link on a slower
+one still; process lists only when the sampler asks. A call that answers NotSupported is remembered per device and
 never retried; a GpuIsLost/Unknown answer turns that device LOST until ``reinit()``.
 """
 
@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 _MIB: Final = 1024.0 * 1024.0
 DEFAULT_SLOW_PERIOD_S: Final = 5.0
+#: The PCIe link (gen/width) is re-read on every n-th slow refresh: it mostly answers "is my
+#: GPU on the link it should be", and its two calls would otherwise cost more than the fan.
+LINK_EVERY_SLOW: Final = 4
 
 # Field ids (stable in the NVML ABI; spelled out so an older pynvml without the names still works).
 FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
@@ -105,6 +108,7 @@ class _Device:
     #: Slow metrics last read (mem clock, fan, pstate, link, PCIe throughput fallback).
     slow: dict[str, float | int | None] = field(default_factory=dict)
     slow_at_s: float | None = None
+    slow_count: int = 0
     #: (time_s, tx_bytes, rx_bytes) of the previous PCIe counter reading.
     pcie_prev: tuple[float, float, float] | None = None
 
@@ -466,8 +470,10 @@ class NvmlBackend:
         slow["fan"] = _num(self._call(dev, "fan", "nvmlDeviceGetFanSpeed", h))
         pstate = _int(self._call(dev, "pstate", "nvmlDeviceGetPerformanceState", h))
         slow["pstate"] = pstate if pstate is not None and 0 <= pstate <= 15 else None  # 32 = unknown
-        slow["pcie_gen"] = _int(self._call(dev, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h))
-        slow["pcie_width"] = _int(self._call(dev, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h))
+        if dev.slow_count % LINK_EVERY_SLOW == 0:
+            slow["pcie_gen"] = _int(self._call(dev, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h))
+            slow["pcie_width"] = _int(self._call(dev, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h))
+        dev.slow_count += 1
         if not has_pcie_counters:
             # The dedicated throughput call samples for 20 ms each: only on the slow period.
             slow["pcie_tx"] = _num(self._call(dev, "pcie_tx", "nvmlDeviceGetPcieThroughput", h,

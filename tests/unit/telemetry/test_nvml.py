@@ -155,8 +155,14 @@ def test_calls_per_tick(fake: FakeNvml, backend: NvmlBackend) -> None:
     fake.reset_counts()
     for t in range(2, 12):
         _tick(fake, backend, float(t))
-    # ten ticks at 1 s, slow metrics every 5 s: twice (mem clock, fan (GPU 0), pstate, gen, width)
-    assert fake.total_calls() == 10 * 12 + 2 * (5 + 4)
+    # ten ticks at 1 s, slow metrics every 5 s: twice (mem clock, fan (GPU 0 only), pstate)
+    assert fake.total_calls() == 10 * 12 + 2 * (3 + 2)
+    fake.reset_counts()
+    for t in range(12, 17):
+        _tick(fake, backend, float(t))
+    # ...and on every 4th slow refresh the PCIe link too (priming read, then t=15)
+    assert fake.calls["nvmlDeviceGetCurrPcieLinkGeneration"] == fake.calls["nvmlDeviceGetCurrPcieLinkWidth"] == 2
+    assert fake.total_calls() == 5 * 12 + (3 + 2) + 2 * 2
     fake.reset_counts()
     backend.processes()
     assert fake.total_calls() == 2 * 2  # compute + graphics per GPU
