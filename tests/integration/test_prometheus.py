@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from advisor.frame import StressResult
 from desktop import exporter
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
@@ -25,16 +26,24 @@ HOST = "it-rig"
 DCGM_NAMES = [f.name for f in exporter.DCGM_FIELDS]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fed_exporter() -> Iterator[tuple[exporter.ExporterHandle, SimulatedBackend]]:
-    """The exporter on a free loopback port, fed every 0.2 s by two simulated GPUs (GPU 0 under load)."""
+    """The exporter on a free loopback port, fed every 0.2 s by two simulated GPUs (GPU 0 under load).
+
+    Shared by the module's tests (one Prometheus start, not three); the feeder is a daemon
+    thread so the per-test leak check ignores it, and it is stopped and joined at the end."""
     backend = open_gpu_backend("rtx4090-laptop,h100")
     assert isinstance(backend, SimulatedBackend) and backend.manual is not None
     backend.manual.set(0, 1.0, vram_mib=6000.0)
     sampler = Sampler(backend, None)
     stop = threading.Event()
     with exporter.start_exporter("127.0.0.1:0", hostname=HOST) as handle:
-        feeder = threading.Thread(target=exporter.run_loop, args=(sampler.tick, handle, 0.2, stop), name="feeder")
+        info = backend.devices()[0]
+        handle.set_last_stress(StressResult(1, time.time() - 600, time.time(), info.uuid, info.name, "gemm", "bf16",
+                                            "TFLOP/s", 76.0, 61.0, True, 0, None, "throttled after 3 min"))
+        handle.set_recorder_health(up=True, last_write_s=time.time(), rows_written=100, write_errors=0)
+        feeder = threading.Thread(target=exporter.run_loop, args=(sampler.tick, handle, 0.2, stop), name="feeder",
+                                  daemon=True)
         feeder.start()
         try:
             yield handle, backend
@@ -44,10 +53,12 @@ def fed_exporter() -> Iterator[tuple[exporter.ExporterHandle, SimulatedBackend]]
             sampler.close()
 
 
-@pytest.fixture
-def prometheus(tmp_path: Path, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory,
+               fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]) -> Iterator[str]:
     """A Prometheus server on loopback scraping the exporter every second; yields its base URL."""
     binary = require_tool("prometheus", "prometheus")
+    tmp_path = tmp_path_factory.mktemp("prometheus")
     handle, _ = fed_exporter
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -109,7 +120,7 @@ def by_gpu(base: str, promql: str) -> dict[str, float]:
 
 
 def test_prometheus_scrapes_dcgm_and_rigscope_series(
-    prometheus: str, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend], tmp_path: Path
+    prometheus: str, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]
 ) -> None:
     _, backend = fed_exporter
     infos = {str(i.index): i for i in backend.devices()}
@@ -173,3 +184,24 @@ def test_promtool_reports_only_dcgm_camelcase_label_lint(
     assert problems, "expected the camelCase lint on modelName (dcgm-exporter's label)"
     lint = "label names should be written in 'snake_case' not 'camelCase'"
     assert [p for p in problems if not p.endswith(lint)] == []
+
+
+def test_grafana_dashboard_queries_run_against_prometheus(
+    prometheus: str, repo_root: Path
+) -> None:
+    """Every panel query of packaging/grafana/rigscope.json is valid PromQL and finds data."""
+    dashboard = json.loads((repo_root / "packaging/grafana/rigscope.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    deadline = time.monotonic() + 30.0
+    while len(query(prometheus, "rigscope_clock_event_seconds_total[10s]")) < 1 or not query(
+            prometheus, "increase(rigscope_clock_event_seconds_total[10s])"):
+        assert time.monotonic() < deadline, "no two scrapes within 30 s"
+        time.sleep(0.2)
+    empty = []
+    for expr in exprs:
+        concrete = (expr.replace("$host", ".*").replace("$gpu", ".*")
+                    .replace("$__rate_interval", "10s").replace("$__range", "1m"))
+        if not query(prometheus, concrete):
+            empty.append(expr)
+    # Only the throttle panels may be empty: the simulated GPUs have not throttled within seconds.
+    assert all("rigscope_clock_event_seconds_total" in e for e in empty), empty
