@@ -29,72 +29,46 @@ from desktop.telemetry.model import (
     ProcessKind,
     SourceInfo,
 )
+from desktop.telemetry.nvml_codes import (
+    FIELD_ENERGY_MJ,
+    FIELD_PCIE_RX_BYTES,
+    FIELD_PCIE_TX_BYTES,
+    FIELD_POWER_AVERAGE_MW,
+    FUNCTION_NOT_FOUND,
+    METRIC_SOURCES,
+    MISSING,
+    MISSING_CODES,
+    TICK_FIELDS,
+    TRANSIENT_CODES,
+    as_float,
+    as_int,
+    as_mib,
+    as_number,
+    as_text,
+    field_number,
+    reason_for_init_error,
+)
 
 log = logging.getLogger(__name__)
 
-_MIB: Final = 1024.0 * 1024.0
 DEFAULT_SLOW_PERIOD_S: Final = 5.0
 #: The PCIe link (gen/width) is re-read on every n-th slow refresh: it mostly answers "is my
 #: GPU on the link it should be", and its two calls would otherwise cost more than the fan.
 LINK_EVERY_SLOW: Final = 4
 
-# Field ids (stable in the NVML ABI; spelled out so an older pynvml without the names still works).
-FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
-FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
-FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
-FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
-TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
 
-# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
-_MISSING_CODES: Final = frozenset({
-    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
-    3,  # NOT_SUPPORTED
-    4,  # NO_PERMISSION
-    6,  # NOT_FOUND
-    8,  # INSUFFICIENT_POWER
-    13,  # FUNCTION_NOT_FOUND: the driver predates the call
-    14,  # CORRUPTED_INFOROM
-    21,  # NO_DATA
-    22,  # VGPU_ECC_NOT_SUPPORTED
-    24,  # FREQ_NOT_SUPPORTED
-    25,  # ARGUMENT_VERSION_MISMATCH
-    26,  # DEPRECATED
-    30,  # RESET_TYPE_NOT_SUPPORTED
-})
-_TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
-_FUNCTION_NOT_FOUND: Final = 13
+_PROCESS_CALLS: Final[tuple[tuple[ProcessKind, str, str], ...]] = (
+    ("compute", "procs_compute", "nvmlDeviceGetComputeRunningProcesses"),
+    ("graphics", "procs_graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+)
 
-#: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
-METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
-    "utilization_gpu_pct": ("util",),
-    "utilization_mem_pct": ("util",),
-    "vram_used_mib": ("mem_v2", "mem_v1"),
-    "vram_free_mib": ("mem_v2", "mem_v1"),
-    "temperature_c": ("temp_v", "temp_legacy"),
-    "power_w": (f"field:{FIELD_POWER_AVERAGE_MW}", "power"),
-    "energy_mj": (f"field:{FIELD_ENERGY_MJ}", "energy"),
-    "sm_clock_mhz": ("sm_clock",),
-    "mem_clock_mhz": ("mem_clock",),
-    "fan_pct": ("fan",),
-    "clock_event_reasons": ("reasons", "reasons_legacy"),
-    "pcie_rx_kib_s": (f"field:{FIELD_PCIE_RX_BYTES}", "pcie_rx"),
-    "pcie_tx_kib_s": (f"field:{FIELD_PCIE_TX_BYTES}", "pcie_tx"),
-    "pcie_gen": ("pcie_gen",),
-    "pcie_width": ("pcie_width",),
-    "pstate": ("pstate",),
-}
-assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
+
+class _NoSuchError(Exception):
+    """Stands in for ``NVMLError`` when handed a module without it (never raised)."""
 
 
 class _Lost(Exception):
     """A fatal per-device NVML error: the device is LOST until ``reinit()``."""
-
-
-class _Missing:
-    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
-
-
-MISSING: Final = _Missing()
 
 
 @dataclass(slots=True)
@@ -113,24 +87,14 @@ class _Device:
     pcie_prev: tuple[float, float, float] | None = None
 
 
-def _reason_for_init_error(code: int | None, text: str) -> str:
-    if code == 12:
-        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
-                "loaded. Install the NVIDIA driver to read a real GPU.")
-    if code == 9:
-        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
-    if code == 4:
-        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
-    if code == 18:
-        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
-    return f"NVML could not start: {text}"
-
-
 class NvmlBackend:
     """The GpuBackend over NVML. Create it with ``NvmlBackend.open()``."""
 
     def __init__(self, nvml: ModuleType, *, slow_period_s: float = DEFAULT_SLOW_PERIOD_S) -> None:
         self._nvml = nvml
+        error_type = getattr(nvml, "NVMLError", None)
+        self._error_type: type[BaseException] = (
+            error_type if isinstance(error_type, type) and issubclass(error_type, BaseException) else _NoSuchError)
         self._slow_period_s = slow_period_s
         self._lock = threading.RLock()
         self._initialized = False
@@ -171,7 +135,7 @@ class NvmlBackend:
             except Exception as exc:
                 # Any failure here (NVMLError, a broken ctypes load, AttributeError on a stub
                 # module) means "no NVML"; the user sees the reason, never a traceback.
-                reason = _reason_for_init_error(self._code(exc), str(exc) or type(exc).__name__)
+                reason = reason_for_init_error(self._code(exc), str(exc) or type(exc).__name__)
                 raise BackendUnavailable(reason) from exc
             self._initialized = True
             atexit.register(self.close)
@@ -179,7 +143,7 @@ class NvmlBackend:
                 count = int(nvml.nvmlDeviceGetCount())
             except Exception as exc:
                 self.close()
-                raise BackendUnavailable(_reason_for_init_error(self._code(exc), str(exc))) from exc
+                raise BackendUnavailable(reason_for_init_error(self._code(exc), str(exc))) from exc
             if count <= 0:
                 self.close()
                 raise BackendUnavailable("NVML started but found no NVIDIA GPU.")
@@ -251,8 +215,8 @@ class NvmlBackend:
 
     def supported_metrics(self, index: int) -> dict[str, bool]:
         with self._lock:
-            dev = self._devices[index]
-            if dev.lost_detail is not None:
+            dev = self._devices[index] if 0 <= index < len(self._devices) else None
+            if dev is None or dev.lost_detail is not None:
                 return dict.fromkeys(GPU_METRIC_NAMES, False)
             return {name: any(key not in dev.unsupported for key in keys)
                     for name, keys in METRIC_SOURCES.items()}
@@ -262,6 +226,8 @@ class NvmlBackend:
         with self._lock:
             if self._closed:
                 return
+            if self._devices and all(d.lost_detail is not None for d in self._devices):
+                self._restart()
             for pos, dev in enumerate(self._devices):
                 if dev.lost_detail is None:
                     continue
@@ -271,6 +237,20 @@ class NvmlBackend:
                     self._devices[pos] = fresh
                 else:
                     dev.lost_detail = fresh.lost_detail
+
+    def _restart(self) -> None:
+        """Every GPU lost (a driver reload, a reset): the NVML session itself may be stale, so renew it."""
+        try:
+            self._nvml.nvmlShutdown()
+        except Exception as exc:
+            log.debug("nvmlShutdown before re-init failed: %s", exc)
+        self._initialized = False
+        try:
+            self._nvml.nvmlInit()
+        except Exception as exc:
+            log.warning("NVML could not be restarted: %s", exc)
+            return
+        self._initialized = True
 
     @property
     def unknown_functions(self) -> frozenset[str]:
@@ -296,15 +276,15 @@ class NvmlBackend:
             return MISSING
         try:
             return fn(*args, **kwargs)
-        except self._nvml.NVMLError as exc:
+        except self._error_type as exc:
             code = self._code(exc)
-            if code == _FUNCTION_NOT_FOUND:
+            if code == FUNCTION_NOT_FOUND:
                 self._note_unknown(func)
-            if code in _MISSING_CODES:
+            if code in MISSING_CODES:
                 if dev is not None:
                     dev.unsupported.add(key)
                 return MISSING
-            if code in _TRANSIENT_CODES or dev is None:
+            if code in TRANSIENT_CODES or dev is None:
                 return MISSING
             raise _Lost(f"{exc} ({func})") from exc
         except (NotImplementedError, AttributeError) as exc:
@@ -346,7 +326,7 @@ class NvmlBackend:
             return MISSING
 
     def _system_str(self, func: str) -> str | None:
-        return _text(self._system_value(func))
+        return as_text(self._system_value(func))
 
     def _const(self, name: str, default: int) -> int:
         value = getattr(self._nvml, name, default)
@@ -402,12 +382,12 @@ class NvmlBackend:
         for requested, entry in zip(wanted, values, strict=False):
             ret = int(getattr(entry, "nvmlReturn", 999))
             if ret != 0:
-                if ret in _MISSING_CODES:
+                if ret in MISSING_CODES:
                     dev.unsupported.add(f"field:{requested}")
-                elif ret not in _TRANSIENT_CODES:
+                elif ret not in TRANSIENT_CODES:
                     raise _Lost(f"field {requested} answered NVML error {ret}")
                 continue
-            value = _field_number(entry)
+            value = field_number(entry)
             if value is not None:
                 stamp_us = getattr(entry, "timestamp", 0)
                 out[requested] = (value, stamp_us / 1e6 if stamp_us else None)
@@ -423,9 +403,10 @@ class NvmlBackend:
             self._read_slow(dev, has_pcie_counters=FIELD_PCIE_TX_BYTES in fields and FIELD_PCIE_RX_BYTES in fields)
 
         power = fields.get(FIELD_POWER_AVERAGE_MW)
-        power_mw = power[0] if power else _num(self._call(dev, "power", "nvmlDeviceGetPowerUsage", h))
+        power_mw = power[0] if power else as_number(self._call(dev, "power", "nvmlDeviceGetPowerUsage", h))
         energy = fields.get(FIELD_ENERGY_MJ)
-        energy_mj = energy[0] if energy else _num(self._call(dev, "energy", "nvmlDeviceGetTotalEnergyConsumption", h))
+        energy_mj = (energy[0] if energy
+                     else as_number(self._call(dev, "energy", "nvmlDeviceGetTotalEnergyConsumption", h)))
         rx_kib_s, tx_kib_s = self._pcie_rates(dev, fields, now_s)
 
         util = self._call(dev, "util", "nvmlDeviceGetUtilizationRates", h)
@@ -444,41 +425,41 @@ class NvmlBackend:
         reasons = self._first(dev, [("reasons", "nvmlDeviceGetCurrentClocksEventReasons", (), {}),
                                     ("reasons_legacy", "nvmlDeviceGetCurrentClocksThrottleReasons", (), {})])
         return GpuSample(
-            utilization_gpu_pct=_num(getattr(util, "gpu", None)) if util is not MISSING else None,
-            utilization_mem_pct=_num(getattr(util, "memory", None)) if util is not MISSING else None,
-            vram_used_mib=_mib(getattr(mem, "used", None)) if mem is not MISSING else None,
-            vram_free_mib=_mib(getattr(mem, "free", None)) if mem is not MISSING else None,
-            temperature_c=_num(temp),
+            utilization_gpu_pct=as_number(getattr(util, "gpu", None)) if util is not MISSING else None,
+            utilization_mem_pct=as_number(getattr(util, "memory", None)) if util is not MISSING else None,
+            vram_used_mib=as_mib(getattr(mem, "used", None)) if mem is not MISSING else None,
+            vram_free_mib=as_mib(getattr(mem, "free", None)) if mem is not MISSING else None,
+            temperature_c=as_number(temp),
             power_w=power_mw / 1000.0 if power_mw is not None else None,
             energy_mj=energy_mj,
-            sm_clock_mhz=_num(sm_clock),
-            mem_clock_mhz=_as_float(dev.slow.get("mem_clock")),
-            fan_pct=_as_float(dev.slow.get("fan")),
-            clock_event_reasons=_int(reasons),
+            sm_clock_mhz=as_number(sm_clock),
+            mem_clock_mhz=as_float(dev.slow.get("mem_clock")),
+            fan_pct=as_float(dev.slow.get("fan")),
+            clock_event_reasons=as_int(reasons),
             pcie_rx_kib_s=rx_kib_s,
             pcie_tx_kib_s=tx_kib_s,
-            pcie_gen=_int(dev.slow.get("pcie_gen")),
-            pcie_width=_int(dev.slow.get("pcie_width")),
-            pstate=_int(dev.slow.get("pstate")),
+            pcie_gen=as_int(dev.slow.get("pcie_gen")),
+            pcie_width=as_int(dev.slow.get("pcie_width")),
+            pstate=as_int(dev.slow.get("pstate")),
         )
 
     def _read_slow(self, dev: _Device, *, has_pcie_counters: bool) -> None:
         h = dev.handle
         slow = dev.slow
-        slow["mem_clock"] = _num(self._call(dev, "mem_clock", "nvmlDeviceGetClockInfo", h,
+        slow["mem_clock"] = as_number(self._call(dev, "mem_clock", "nvmlDeviceGetClockInfo", h,
                                             self._const("NVML_CLOCK_MEM", 2)))
-        slow["fan"] = _num(self._call(dev, "fan", "nvmlDeviceGetFanSpeed", h))
-        pstate = _int(self._call(dev, "pstate", "nvmlDeviceGetPerformanceState", h))
+        slow["fan"] = as_number(self._call(dev, "fan", "nvmlDeviceGetFanSpeed", h))
+        pstate = as_int(self._call(dev, "pstate", "nvmlDeviceGetPerformanceState", h))
         slow["pstate"] = pstate if pstate is not None and 0 <= pstate <= 15 else None  # 32 = unknown
         if dev.slow_count % LINK_EVERY_SLOW == 0:
-            slow["pcie_gen"] = _int(self._call(dev, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h))
-            slow["pcie_width"] = _int(self._call(dev, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h))
+            slow["pcie_gen"] = as_int(self._call(dev, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h))
+            slow["pcie_width"] = as_int(self._call(dev, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h))
         dev.slow_count += 1
         if not has_pcie_counters:
             # The dedicated throughput call samples for 20 ms each: only on the slow period.
-            slow["pcie_tx"] = _num(self._call(dev, "pcie_tx", "nvmlDeviceGetPcieThroughput", h,
+            slow["pcie_tx"] = as_number(self._call(dev, "pcie_tx", "nvmlDeviceGetPcieThroughput", h,
                                               self._const("NVML_PCIE_UTIL_TX_BYTES", 0)))
-            slow["pcie_rx"] = _num(self._call(dev, "pcie_rx", "nvmlDeviceGetPcieThroughput", h,
+            slow["pcie_rx"] = as_number(self._call(dev, "pcie_rx", "nvmlDeviceGetPcieThroughput", h,
                                               self._const("NVML_PCIE_UTIL_RX_BYTES", 1)))
 
     def _pcie_rates(self, dev: _Device, fields: dict[int, tuple[float, float | None]],
@@ -486,7 +467,7 @@ class NvmlBackend:
         tx, rx = fields.get(FIELD_PCIE_TX_BYTES), fields.get(FIELD_PCIE_RX_BYTES)
         if tx is None or rx is None:
             dev.pcie_prev = None
-            return _as_float(dev.slow.get("pcie_rx")), _as_float(dev.slow.get("pcie_tx"))
+            return as_float(dev.slow.get("pcie_rx")), as_float(dev.slow.get("pcie_tx"))
         stamp = tx[1] if tx[1] is not None else now_s
         prev, dev.pcie_prev = dev.pcie_prev, (stamp, tx[0], rx[0]) if stamp is not None else None
         if prev is None or stamp is None or stamp <= prev[0]:
@@ -499,68 +480,21 @@ class NvmlBackend:
 
     def _processes(self, dev: _Device) -> list[GpuProcess]:
         merged: dict[int, GpuProcess] = {}
-        for kind, key, func in (("compute", "procs_compute", "nvmlDeviceGetComputeRunningProcesses"),
-                                ("graphics", "procs_graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+        for kind, key, func in _PROCESS_CALLS:
             found = self._call(dev, key, func, dev.handle)
             if found is MISSING:
                 continue
             for entry in found:
-                pid = _int(getattr(entry, "pid", None))
+                pid = as_int(getattr(entry, "pid", None))
                 if pid is None:
                     continue
-                vram = _mib(getattr(entry, "usedGpuMemory", None))
+                vram = as_mib(getattr(entry, "usedGpuMemory", None))
                 seen = merged.get(pid)
                 if seen is None:
                     merged[pid] = GpuProcess(pid=pid, gpu_index=dev.index, name=f"pid {pid}", vram_mib=vram,
-                                             kind=kind)  # type: ignore[arg-type]
+                                             kind=kind)
                 else:
                     both: ProcessKind = "mixed" if seen.kind != kind else seen.kind
                     best = max((v for v in (seen.vram_mib, vram) if v is not None), default=None)
                     merged[pid] = replace(seen, kind=both, vram_mib=best)
         return list(merged.values())
-
-
-# --- value helpers -------------------------------------------------------------------------
-
-_NOT_AVAILABLE: Final = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)  # NVML_VALUE_NOT_AVAILABLE (uint / ulonglong)
-
-
-def _num(value: Any) -> float | None:
-    if value is MISSING or value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return None if value in _NOT_AVAILABLE else float(value)
-    if isinstance(value, float):
-        return value
-    return None
-
-
-def _int(value: Any) -> int | None:
-    number = _num(value)
-    return int(number) if number is not None else None
-
-
-def _as_float(value: float | int | None) -> float | None:
-    return float(value) if value is not None else None
-
-
-def _mib(value: Any) -> float | None:
-    number = _num(value)
-    return number / _MIB if number is not None else None
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace").strip("\x00") or None
-    if isinstance(value, str):
-        return value or None
-    return None
-
-
-def _field_number(entry: Any) -> float | None:
-    """Decode a c_nvmlFieldValue_t by its valueType."""
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
-        int(getattr(entry, "valueType", -1)))
-    if member is None:
-        return None
-    return _num(getattr(entry.value, member, None))

@@ -346,3 +346,27 @@ def test_gpu_lost_at_startup_is_a_lost_device(fake: FakeNvml) -> None:
         assert b.devices()[1].name == "NVIDIA GeForce RTX 4080 Laptop GPU"
     finally:
         b.close()
+
+
+def test_every_gpu_lost_renews_the_nvml_session(fake: FakeNvml, backend: NvmlBackend) -> None:
+    fake.lose(0)
+    fake.lose(1)
+    assert all(r.state is DeviceState.LOST for r in backend.sample(1.0))
+    fake.recover(0)
+    fake.recover(1)
+    backend.reinit()
+    assert all(r.state is DeviceState.OK for r in backend.sample(2.0))
+    assert fake.calls["nvmlInit"] == 2 and fake.init_count == 1  # shut down, then started again
+
+
+def test_module_without_nvml_error_class_is_contained() -> None:
+    fake = FakeNvml([desktop_gpu(), desktop_gpu()])  # GPUs that answer every call at open
+    del fake.module.NVMLError  # a broken binding: its errors cannot be matched by class
+    b = NvmlBackend.open(fake.module)
+    try:
+        fake.fail("nvmlDeviceGetUtilizationRates", gpu=0, error=NOT_SUPPORTED)
+        first, second = b.sample(1.0)  # nothing escapes: the failing GPU shows as lost, with the error
+        assert first.state is DeviceState.LOST and "Not Supported" in (first.state_detail or "")
+        assert second.state is DeviceState.OK
+    finally:
+        b.close()

@@ -1,0 +1,126 @@
+"""NVML facts without pynvml: return-code classes, field ids, metric sources and value decoding.
+
+Kept apart from ``nvml.py`` (the calls) so the rules for reading NVML answers are pure and
+small; nothing here touches a driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from desktop.telemetry.model import GPU_METRIC_NAMES
+
+MIB: Final = 1024.0 * 1024.0
+
+# Field ids (stable in the NVML ABI; spelled out so an older pynvml without the names still works).
+FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
+FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
+FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
+TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
+
+# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
+MISSING_CODES: Final = frozenset({
+    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
+    3,  # NOT_SUPPORTED
+    4,  # NO_PERMISSION
+    6,  # NOT_FOUND
+    8,  # INSUFFICIENT_POWER
+    13,  # FUNCTION_NOT_FOUND: the driver predates the call
+    14,  # CORRUPTED_INFOROM
+    21,  # NO_DATA
+    22,  # VGPU_ECC_NOT_SUPPORTED
+    24,  # FREQ_NOT_SUPPORTED
+    25,  # ARGUMENT_VERSION_MISMATCH
+    26,  # DEPRECATED
+    30,  # RESET_TYPE_NOT_SUPPORTED
+})
+TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
+FUNCTION_NOT_FOUND: Final = 13
+
+#: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
+METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
+    "utilization_gpu_pct": ("util",),
+    "utilization_mem_pct": ("util",),
+    "vram_used_mib": ("mem_v2", "mem_v1"),
+    "vram_free_mib": ("mem_v2", "mem_v1"),
+    "temperature_c": ("temp_v", "temp_legacy"),
+    "power_w": (f"field:{FIELD_POWER_AVERAGE_MW}", "power"),
+    "energy_mj": (f"field:{FIELD_ENERGY_MJ}", "energy"),
+    "sm_clock_mhz": ("sm_clock",),
+    "mem_clock_mhz": ("mem_clock",),
+    "fan_pct": ("fan",),
+    "clock_event_reasons": ("reasons", "reasons_legacy"),
+    "pcie_rx_kib_s": (f"field:{FIELD_PCIE_RX_BYTES}", "pcie_rx"),
+    "pcie_tx_kib_s": (f"field:{FIELD_PCIE_TX_BYTES}", "pcie_tx"),
+    "pcie_gen": ("pcie_gen",),
+    "pcie_width": ("pcie_width",),
+    "pstate": ("pstate",),
+}
+assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
+
+
+class _Missing:
+    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
+
+
+MISSING: Final = _Missing()
+
+
+def reason_for_init_error(code: int | None, text: str) -> str:
+    if code == 12:
+        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
+                "loaded. Install the NVIDIA driver to read a real GPU.")
+    if code == 9:
+        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
+    if code == 4:
+        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
+    if code == 18:
+        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
+    return f"NVML could not start: {text}"
+
+
+# --- value helpers -------------------------------------------------------------------------
+
+NOT_AVAILABLE: Final = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)  # NVML_VALUE_NOT_AVAILABLE (uint / ulonglong)
+
+
+def as_number(value: Any) -> float | None:
+    if value is MISSING or value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if value in NOT_AVAILABLE else float(value)
+    if isinstance(value, float):
+        return value
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    number = as_number(value)
+    return int(number) if number is not None else None
+
+
+def as_float(value: float | int | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def as_mib(value: Any) -> float | None:
+    number = as_number(value)
+    return number / MIB if number is not None else None
+
+
+def as_text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").strip("\x00") or None
+    if isinstance(value, str):
+        return value or None
+    return None
+
+
+def field_number(entry: Any) -> float | None:
+    """Decode a c_nvmlFieldValue_t by its valueType."""
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
+        int(getattr(entry, "valueType", -1)))
+    if member is None:
+        return None
+    return as_number(getattr(entry.value, member, None))
