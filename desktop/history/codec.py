@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,10 @@ def to_ms(time_s: float) -> int:
 
 
 def scaled(value: float | int | bool | None, scale: int) -> int | None:
-    return None if value is None else round(float(value) * scale)
+    if value is None:
+        return None
+    number = float(value) * scale
+    return round(number) if abs(number) < 2.0**62 else None
 
 
 def gpu_row(gpu_id: int, time_s: float, sample: GpuSample) -> tuple[int | None, ...]:
@@ -49,7 +53,8 @@ def gpu_sample_from_row(row: Sequence[Any]) -> GpuSample:
 
 
 def host_row(time_s: float, host: HostSample) -> tuple[Any, ...]:
-    cores = np.rint(np.asarray(host.cpu_per_core_pct, dtype=np.float64) * 10).astype("<i2").tobytes()
+    per_core = host.cpu_per_core_pct
+    cores = struct.pack(f"<{len(per_core)}h", *(max(-32768, min(32767, round(v * 10))) for v in per_core))
     return (to_ms(time_s), *(scaled(getattr(host, f), HOST_SCALES[f]) for f in _HOST_FIELDS), cores)
 
 
@@ -88,7 +93,8 @@ def info_from_json(text: str) -> GpuInfo:
 def int_column(values: npt.ArrayLike, scale: int) -> list[int | None]:
     """A float column (NaN = missing) as the scaled Python ints / None that SQLite stores."""
     arr = np.asarray(values, dtype=np.float64) * scale
-    mask = np.isnan(arr)
+    # NaN is missing; so is anything an int64 column cannot hold (garbage, never a reading).
+    mask = ~(np.abs(arr) < 2.0**62)
     ints = np.rint(np.where(mask, 0.0, arr)).astype(np.int64)
     if not mask.any():
         return ints.tolist()  # type: ignore[no-any-return]

@@ -17,6 +17,7 @@ from desktop.history import codec, rollup_math
 from desktop.history.frames import read_host_raw
 from desktop.history.query import read_raw, read_rollup
 from desktop.history.store import HistoryStore
+from desktop.telemetry.model import GPU_METRIC_NAMES
 
 _CHUNK_S = 86400.0
 _DAY_S = 86400.0
@@ -76,6 +77,22 @@ def _roll_hours(store: HistoryStore, start_s: float, end_s: float) -> None:
             for i, n in enumerate(names)}
     bt, bc = rollup_math.aggregate(arr[:, 0], host, 3600)
     _insert(store, "host_hour", None, bt, _host_table_cols(bc))
+
+
+def roll_arrays(store: HistoryStore, gpu_id: int, time_s: np.ndarray, raw: dict[str, np.ndarray]) -> None:
+    """Minute rollups straight from raw columns in memory (demo history: no need to read them back)."""
+    full = {m: raw.get(m, np.full(len(time_s), np.nan)) for m in GPU_METRIC_NAMES}
+    bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, full), 60)
+    with store.transaction():
+        _insert(store, "gpu_minute", gpu_id, bt, rollup_math.to_table(bc))
+
+
+def roll_host_arrays(store: HistoryStore, time_s: np.ndarray, host: dict[str, np.ndarray]) -> None:
+    cols = dict(host)
+    cols["dur_s"] = rollup_math.row_durations(time_s)
+    bt, bc = rollup_math.aggregate(time_s, cols, 60)
+    with store.transaction():
+        _insert(store, "host_minute", None, bt, _host_table_cols(bc))
 
 
 def run_rollups(store: HistoryStore, now_s: float) -> None:

@@ -1,0 +1,105 @@
+"""Demo history: a simulated week (or more) written into a separate, clearly labelled database.
+
+The GPUs are simulated in bulk (``SimulatedGpuModel.trace``) under the demo week scenario,
+ending now; host and process samples follow the same scenario every five seconds;
+throttle events and minute rollups are derived from the traces in memory. The meta key
+``demo=1`` labels the file, so every view built from it can say "demo data".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from desktop.errors import UserError
+from desktop.history import bulk, rollup
+from desktop.history.lock import WriterLock
+from desktop.history.store import HistoryStore
+from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, GpuProcess
+from desktop.telemetry.scenarios import WeekScenario
+from desktop.telemetry.simulated import GpuProfile, SimulatedGpuModel, profile_info
+
+_AUX_PERIOD_S = 5.0
+_DEMO_USER = "demo"
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    path: Path
+    start_s: float
+    end_s: float
+    gpus: list[str]
+    counts: dict[str, int]
+    seconds: float
+
+
+def _throttle_events(store: HistoryStore, uuid: str, time_s: np.ndarray, reasons: np.ndarray) -> None:
+    mask = np.nan_to_num(reasons, nan=0.0).astype(np.int64) & int(THROTTLE_REASONS)
+    on = mask != 0
+    edges = np.flatnonzero(np.diff(on.astype(np.int8))) + 1
+    if len(on) and on[0]:
+        edges = np.r_[0, edges]
+    for i in edges.tolist():
+        if on[i]:
+            detail = ", ".join(r.label for r in ClockEventReason.decode(int(mask[i])))
+            store.add_event(float(time_s[i]), "throttle_start", uuid, detail)
+        else:
+            detail = ", ".join(r.label for r in ClockEventReason.decode(int(mask[i - 1])))
+            store.add_event(float(time_s[i]), "throttle_end", uuid, detail)
+
+
+def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, seed: int = 0,
+               now_s: float | None = None) -> DemoSummary:
+    """Replace the demo database at ``path`` with ``days`` of simulated history ending at ``now_s``."""
+    if not math.isfinite(days) or not 0 < days <= 366:
+        raise UserError("--days must be between 0 and 366")
+    clock_start = time.perf_counter()
+    end = float(now_s if now_s is not None else time.time())
+    start = end - days * 86400.0
+    with WriterLock(path):
+        if path.exists():
+            with HistoryStore.open(path, readonly=True) as existing:
+                if not existing.is_demo:
+                    raise UserError(f"{path} holds real history, not demo data; refusing to overwrite it "
+                                    "(choose another --db)")
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+        with HistoryStore.open(path) as store:
+            store.set_meta("demo", "1")
+            store.set_meta("demo_seed", str(seed))
+            scenario = WeekScenario([p.vram_total_mib for p in profiles], seed=seed)
+            model = SimulatedGpuModel(profiles, scenario, seed=seed)
+            infos = [profile_info(p, i) for i, p in enumerate(profiles)]
+            for i, info in enumerate(infos):
+                trace = model.trace(i, start, end, 1.0)
+                bulk.write_gpu_columns(store, info, trace.time_s, trace.columns)
+                gid = store.gpu_id(info.uuid)
+                assert gid is not None
+                rollup.roll_arrays(store, gid, trace.time_s, trace.columns)
+                with store.transaction():
+                    _throttle_events(store, info.uuid, trace.time_s, trace.columns["clock_event_reasons"])
+            aux_times = start + _AUX_PERIOD_S * np.arange(1, int((end - start) // _AUX_PERIOD_S) + 1)
+            hosts = [(float(t), scenario.host(float(t))) for t in aux_times]
+            bulk.write_host_samples(store, hosts)
+            rollup.roll_host_arrays(store, aux_times, {
+                "cpu_pct": np.array([h.cpu_pct for _, h in hosts], dtype=np.float64),
+                "ram_used_mib": np.array([h.ram_used_mib for _, h in hosts], dtype=np.float64),
+                "ram_total_mib": np.array([h.ram_total_mib for _, h in hosts], dtype=np.float64),
+                "on_ac_power": np.array([h.on_ac_power for _, h in hosts], dtype=np.float64),
+                "battery_pct": np.array([h.battery_pct for _, h in hosts], dtype=np.float64),
+            })
+            procs = []
+            for t in aux_times.tolist():
+                for info in infos:
+                    for pid, name, vram in scenario.demand(info.index, t).processes:
+                        procs.append((t, info.uuid, GpuProcess(pid=pid, gpu_index=info.index, name=name,
+                                                               user=_DEMO_USER, vram_mib=vram, own=True)))
+            bulk.write_process_samples(store, procs)
+            store.set_meta("rollup_minute_until", repr(math.floor(end / 60) * 60.0))
+            rollup.run_rollups(store, end)
+            counts = store.counts()
+    return DemoSummary(path, start, end, [i.name for i in infos], counts, time.perf_counter() - clock_start)

@@ -1,0 +1,340 @@
+"""Read logs written by ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits] -l N``.
+
+Any subset and order of fields is understood, with or without units in the header
+(``memory.used [MiB]``) or in the values (``1234 MiB``); ``[N/A]`` and ``[Not Supported]``
+are missing values; clock-event reasons come as hex masks
+(``clocks_event_reasons.active``, or the older ``clocks_throttle_reasons.active``) or as
+per-reason Active / Not Active columns. GPUs are told apart by uuid, else pci.bus_id,
+else index. A line that cannot be read is skipped with its number and the reason;
+it never stops the rest. ``parse_nvsmi_csv`` needs no database; ``import_files`` in
+``history.importer`` writes the result into the store.
+"""
+
+from __future__ import annotations
+
+import array
+import csv
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+#: nvidia-smi field -> GpuSample field.
+SAMPLE_FIELDS: dict[str, str] = {
+    "utilization.gpu": "utilization_gpu_pct",
+    "utilization.memory": "utilization_mem_pct",
+    "memory.used": "vram_used_mib",
+    "memory.free": "vram_free_mib",
+    "temperature.gpu": "temperature_c",
+    "power.draw": "power_w",
+    "power.draw.average": "power_w",
+    "power.draw.instant": "power_w",
+    "clocks.sm": "sm_clock_mhz",
+    "clocks.current.sm": "sm_clock_mhz",
+    "clocks.mem": "mem_clock_mhz",
+    "clocks.memory": "mem_clock_mhz",
+    "clocks.current.memory": "mem_clock_mhz",
+    "fan.speed": "fan_pct",
+    "pcie.link.gen.current": "pcie_gen",
+    "pcie.link.gen.gpucurrent": "pcie_gen",
+    "pcie.link.width.current": "pcie_width",
+    "pstate": "pstate",
+    "clocks_event_reasons.active": "clock_event_reasons",
+    "clocks_throttle_reasons.active": "clock_event_reasons",
+}
+#: nvidia-smi field -> GpuInfo field (static facts, last value seen wins).
+INFO_FIELDS: dict[str, str] = {
+    "index": "index",
+    "uuid": "uuid",
+    "gpu_uuid": "uuid",
+    "name": "name",
+    "gpu_name": "name",
+    "pci.bus_id": "pci_bus_id",
+    "gpu_bus_id": "pci_bus_id",
+    "driver_version": "driver_version",
+    "vbios_version": "vbios_version",
+    "memory.total": "vram_total_mib",
+    "enforced.power.limit": "power_limit_enforced_w",
+    "power.limit": "power_limit_enforced_w",
+    "power.default_limit": "power_limit_default_w",
+    "power.min_limit": "power_limit_min_w",
+    "power.max_limit": "power_limit_max_w",
+    "clocks.max.sm": "sm_clock_max_mhz",
+    "clocks.max.graphics": "sm_clock_max_mhz",
+    "clocks.max.memory": "mem_clock_max_mhz",
+    "clocks.max.mem": "mem_clock_max_mhz",
+    "pcie.link.gen.max": "pcie_gen_max",
+    "pcie.link.width.max": "pcie_width_max",
+    "persistence_mode": "persistence_mode",
+}
+#: Per-reason columns (after ``clocks_event_reasons.`` or ``clocks_throttle_reasons.``) -> bit.
+REASON_FIELDS: dict[str, int] = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
+_TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
+_INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
+_NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)$")
+_STAMP = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})[ T](\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
+#: Beyond this a value is garbage (and would not fit the store's integer columns).
+_LARGEST = 1e15
+_MISSING = frozenset(("", "n/a", "not supported", "unknown", "unknown error", "insufficient permissions",
+                      "gpu is lost", "requested functionality has been deprecated"))
+
+
+class BadValue(ValueError):
+    """A cell that cannot be read; the message becomes the skip reason."""
+
+
+def _field_name(header_cell: str) -> str:
+    """``"memory.used [MiB]"`` -> ``"memory.used"``."""
+    return header_cell.split("[", 1)[0].strip().lower()
+
+
+def _is_missing(text: str) -> bool:
+    return text.startswith("[") or text.lower() in _MISSING
+
+
+def parse_number(text: str) -> float | None:
+    """``"45 %"``, ``"12.5 W"``, ``"0x0000000000000004"``, ``"P2"``, ``"Active"`` -> float; missing -> None."""
+    text = text.strip()
+    if _is_missing(text):
+        return None
+    match = _NUMBER.match(text)
+    if match:
+        number = float(match.group(1))
+        if not abs(number) < _LARGEST:
+            raise BadValue(f"value out of range {text!r}")
+        return number
+    lower = text.lower()
+    if lower.startswith("0x"):
+        try:
+            number = float(int(lower, 16))
+        except ValueError:
+            raise BadValue(f"bad hex value {text!r}") from None
+        if number >= _LARGEST:
+            raise BadValue(f"value out of range {text!r}")
+        return number
+    if lower in ("active", "enabled", "yes"):
+        return 1.0
+    if lower in ("not active", "disabled", "no"):
+        return 0.0
+    if len(lower) >= 2 and lower[0] == "p" and lower[1:].isdigit():
+        return float(lower[1:])
+    raise BadValue(f"bad value {text!r}")
+
+
+class _Clock:
+    """nvidia-smi timestamps are local time; mktime once per hour keeps a long log fast."""
+
+    def __init__(self) -> None:
+        self._hours: dict[tuple[int, int, int, int], float] = {}
+
+    def parse(self, text: str) -> float:
+        text = text.strip()
+        match = _STAMP.match(text)
+        if match:
+            y, mo, d, h, mi = (int(match.group(i)) for i in range(1, 6))
+            key = (y, mo, d, h)
+            base = self._hours.get(key)
+            if base is None:
+                if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23):
+                    raise BadValue(f"bad timestamp {text!r}")
+                try:
+                    base = time.mktime((y, mo, d, h, 0, 0, 0, 0, -1))
+                except (OverflowError, ValueError):
+                    raise BadValue(f"bad timestamp {text!r}") from None
+                self._hours[key] = base
+            seconds = float(match.group(6))
+            if mi > 59 or seconds >= 61:
+                raise BadValue(f"bad timestamp {text!r}")
+            return base + mi * 60 + seconds
+        try:
+            stamp = datetime.fromisoformat(text)
+        except ValueError:
+            try:
+                stamp = datetime.strptime(text, "%a %b %d %H:%M:%S %Y")
+            except ValueError:
+                raise BadValue(f"bad timestamp {text!r}") from None
+        return stamp.timestamp()
+
+
+@dataclass
+class _GpuLog:
+    info: dict[str, Any] = field(default_factory=dict)
+    time_s: array.array[float] = field(default_factory=lambda: array.array("d"))
+    columns: dict[str, array.array[float]] = field(default_factory=dict)
+
+
+@dataclass
+class ImportResult:
+    """What a log held: per-GPU series, static facts, and every skipped line with its reason."""
+
+    #: gpu key (uuid, else ``pci:<bus id>``, else ``index:<n>``) -> (time_s, {GpuSample field: values}).
+    series: dict[str, tuple[FloatArray, dict[str, FloatArray]]] = field(default_factory=dict)
+    #: gpu key -> GpuInfo field values read from the log (index, uuid, name, pci_bus_id, ...).
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    #: Data rows read (valid lines), over all GPUs.
+    rows: int = 0
+    #: Rows newly written to the database (set by the importer; 0 when only parsed).
+    imported: int = 0
+    #: The nvidia-smi fields found in the header(s).
+    fields: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+class _Layout:
+    """What each column of the current header means."""
+
+    def __init__(self, cells: list[str]) -> None:
+        self.names = [_field_name(c) for c in cells]
+        self.width = len(cells)
+        self.time_col = self.names.index("timestamp") if "timestamp" in self.names else None
+        self.sample = [(i, SAMPLE_FIELDS[n]) for i, n in enumerate(self.names) if n in SAMPLE_FIELDS]
+        self.info = [(i, INFO_FIELDS[n]) for i, n in enumerate(self.names) if n in INFO_FIELDS]
+        self.reasons = []
+        for i, n in enumerate(self.names):
+            prefix, _, reason = n.partition(".")
+            if prefix in ("clocks_event_reasons", "clocks_throttle_reasons") and reason in REASON_FIELDS:
+                self.reasons.append((i, REASON_FIELDS[reason]))
+        self.has_mask = any(f == "clock_event_reasons" for _, f in self.sample)
+        self.key_col = next((i for f in ("uuid", "pci_bus_id", "index") for i, g in self.info if g == f), None)
+
+    @staticmethod
+    def looks_like_header(cells: list[str]) -> bool:
+        names = [_field_name(c) for c in cells]
+        known = sum(1 for n in names if n == "timestamp" or n in SAMPLE_FIELDS or n in INFO_FIELDS
+                    or n.startswith(("clocks_event_reasons.", "clocks_throttle_reasons.")))
+        return known >= max(1, len(names) // 2)
+
+
+def _split(line: str) -> list[str]:
+    if '"' in line:
+        return next(csv.reader([line]), [])
+    return line.split(",")
+
+
+def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[int], None] | None = None) -> None:
+    """Parse nvidia-smi CSV ``lines`` into ``result`` (several calls may share one result)."""
+    layout: _Layout | None = None
+    clock = _Clock()
+    logs: dict[str, _GpuLog] = {}
+    consumed = 0
+    for line_no, raw_line in enumerate(lines, start=1):
+        consumed += len(raw_line) + 1
+        if progress is not None and line_no % 4096 == 0:
+            progress(consumed)
+        line = raw_line.strip().lstrip("\ufeff")
+        if not line or line.startswith("#"):
+            continue
+        try:
+            cells = [c.strip() for c in _split(line)]
+        except csv.Error as exc:
+            result.skipped.append((line_no, f"unreadable CSV ({exc})"))
+            continue
+        if _Layout.looks_like_header(cells):
+            layout = _Layout(cells)
+            result.fields.extend(n for n in layout.names if n not in result.fields)
+            if layout.time_col is None:
+                result.skipped.append((line_no, "header has no timestamp field; its rows cannot be placed in time"))
+            continue
+        if layout is None:
+            result.skipped.append((line_no, "data before any header line (log written with noheader?)"))
+            continue
+        if layout.time_col is None:
+            result.skipped.append((line_no, "no timestamp field in the header"))
+            continue
+        if len(cells) != layout.width:
+            result.skipped.append((line_no, f"{len(cells)} fields where the header has {layout.width}"))
+            continue
+        try:
+            time_s = clock.parse(cells[layout.time_col])
+            values = {name: parse_number(cells[i]) for i, name in layout.sample}
+            if layout.reasons and not layout.has_mask:
+                bits = [(bit, parse_number(cells[i])) for i, bit in layout.reasons]
+                known = [(bit, v) for bit, v in bits if v is not None]
+                values["clock_event_reasons"] = float(sum(bit for bit, v in known if v)) if known else None
+            info: dict[str, Any] = {}
+            for i, name in layout.info:
+                text = cells[i]
+                if _is_missing(text):
+                    continue
+                if name in _TEXT_INFO:
+                    info[name] = text
+                elif name == "persistence_mode":
+                    info[name] = text.lower() == "enabled"
+                else:
+                    number = parse_number(text)
+                    info[name] = int(number) if name in _INT_INFO and number is not None else number
+        except BadValue as exc:
+            result.skipped.append((line_no, str(exc)))
+            continue
+        key_text = cells[layout.key_col] if layout.key_col is not None else "0"
+        key_field = layout.info[[i for i, _ in layout.info].index(layout.key_col)][1] if layout.key_col is not None \
+            else "index"
+        key = key_text if key_field == "uuid" else f"{'pci' if key_field == 'pci_bus_id' else 'index'}:{key_text}"
+        gpu = logs.setdefault(key, _GpuLog())
+        gpu.info.update(info)
+        n = len(gpu.time_s)
+        gpu.time_s.append(time_s)
+        for name, value in values.items():
+            column = gpu.columns.get(name)
+            if column is None:
+                column = gpu.columns[name] = array.array("d", [float("nan")] * n)
+            column.append(np.nan if value is None else value)
+        for name, column in gpu.columns.items():
+            if name not in values:
+                column.append(np.nan)
+        result.rows += 1
+    if progress is not None:
+        progress(consumed)
+    _merge(result, logs)
+
+
+def _merge(result: ImportResult, logs: dict[str, _GpuLog]) -> None:
+    """Sort each GPU's rows by time, drop repeated timestamps, and add them to ``result``."""
+    for key, gpu in logs.items():
+        times = np.frombuffer(gpu.time_s, dtype=np.float64).copy()
+        cols = {n: np.frombuffer(c, dtype=np.float64).copy() for n, c in gpu.columns.items()}
+        if key in result.series:
+            old_t, old_c = result.series[key]
+            times = np.concatenate([old_t, times])
+            cols = {n: np.concatenate([old_c.get(n, np.full(len(old_t), np.nan)), cols.get(n, np.full(
+                len(times) - len(old_t), np.nan))]) for n in {*old_c, *cols}}
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        keep = np.r_[True, np.diff(times) > 0] if len(times) else np.zeros(0, dtype=bool)
+        result.series[key] = (times[keep], {n: c[order][keep] for n, c in cols.items()})
+        result.info.setdefault(key, {}).update(gpu.info)
+
+
+def parse_nvsmi_csv(path_or_lines: str | Path | Iterable[str],
+                    progress: Callable[[int], None] | None = None) -> ImportResult:
+    """Parse one log (a path, or its lines) without touching any database."""
+    result = ImportResult()
+    if isinstance(path_or_lines, (str, Path)) and not (isinstance(path_or_lines, str) and "\n" in path_or_lines):
+        path = Path(path_or_lines)
+        result.source = str(path)
+        with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
+            parse_lines(handle, result, progress)
+    elif isinstance(path_or_lines, str):
+        parse_lines(path_or_lines.splitlines(), result, progress)
+    else:
+        parse_lines(path_or_lines, result, progress)
+    return result
