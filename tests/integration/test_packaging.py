@@ -90,3 +90,21 @@ def test_systemd_verify_catches_a_broken_unit(tmp_path: Path) -> None:
 def test_icon_is_a_plain_svg(repo_root: Path) -> None:
     root = ET.parse(repo_root / "resources/rigscope.svg").getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("viewBox") == "0 0 128 128"
+
+
+def test_pyinstaller_spec_leaves_torch_out_and_ships_resources(repo_root: Path) -> None:
+    """The spec is valid Python naming the GUI entry point, torch excluded and resources/ bundled
+    (building the bundle itself takes minutes and PyInstaller; see docs/windows.md)."""
+    import ast
+
+    spec = (repo_root / "packaging/pyinstaller/rigscope.spec").read_text()
+    tree = ast.parse(spec)
+    calls = {node.func.id: node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    analysis = calls["Analysis"]
+    keywords = {k.arg: k.value for k in analysis.keywords}
+    excludes = ast.literal_eval(keywords["excludes"])
+    assert "torch" in excludes
+    assert "'desktop/resources'" in ast.unparse(keywords["datas"])
+    assert "__main__.py" in ast.unparse(analysis.args[0])
+    assert (repo_root / "desktop/__main__.py").exists()
