@@ -316,8 +316,9 @@ class NvmlBackend:
     def _note_unknown(self, func: str) -> None:
         if func not in self._unknown_functions:
             self._unknown_functions.add(func)
-            log.warning("NVML function %s is not available here (old driver or bindings); its metric stays n/a",
-                        func)
+            # INFO, not WARNING: most have an older stand-in, and `doctor` lists the rest.
+            log.info("NVML function %s is not available here (older driver or bindings): "
+                     "using its older stand-in, or leaving its metric n/a", func)
 
     def _system_value(self, func: str) -> Any:
         try:
