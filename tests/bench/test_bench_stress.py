@@ -1,0 +1,86 @@
+"""Benchmark: the GEMM workload against a bare torch.matmul loop, and the throughput lost to the parent's sampling.
+
+Both on the CPU here (torch's CPU kernels); on a CUDA machine pass RIGSCOPE_BENCH_DEVICE=cuda:0.
+Each measurement is a list of the workload's once-a-second throughput reports, the first
+report of each round dropped (warm-up). Rounds alternate (A, B, C, A, B, C) so a neighbour's
+load on a shared machine falls on every side; the table gives the median and the best second
+(the best is the fairer figure where other processes compete for the cores). Prints a table;
+asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import pytest
+
+from desktop.stress.runner import StressConfig, StressRunner
+from desktop.telemetry.host import PsutilHost
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+torch = pytest.importorskip("torch")
+
+DEVICE = os.environ.get("RIGSCOPE_BENCH_DEVICE", "cpu")
+SECONDS = float(os.environ.get("RIGSCOPE_BENCH_SECONDS", "5"))
+ROUNDS = int(os.environ.get("RIGSCOPE_BENCH_ROUNDS", "3"))
+
+
+def _workload_tflops(size: int, dtype: str, threads: int, sampler: Sampler | None) -> list[float]:
+    config = StressConfig(workload="gemm", device=DEVICE, dtype=dtype, duration_s=SECONDS, size=size, threads=threads)
+    result = StressRunner(config, sampler).run()
+    assert result.status == "completed", result.message
+    assert result.errors == 0
+    return [float(v) for v in result.throughput[1:]] or [float(v) for v in result.throughput]
+
+
+def _bare_matmul_tflops(size: int, dtype: str, threads: int) -> list[float]:
+    """The reference: the same shape and dtype in a plain loop, timed the same way (1 s windows)."""
+    torch.set_num_threads(threads)
+    kind = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    device = torch.device(DEVICE)
+    a = torch.randn(size, size, device=device).to(kind)
+    b = torch.randn(size, size, device=device).to(kind)
+    c = torch.empty(size, size, device=device, dtype=kind)
+    rates = []
+    end = time.monotonic() + SECONDS
+    while time.monotonic() < end:
+        steps, start = 0, time.monotonic()
+        while time.monotonic() - start < 1.0:
+            torch.matmul(a, b, out=c)
+            steps += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        rates.append(steps * 2.0 * size**3 / 1e12 / (time.monotonic() - start))
+    return rates[1:] or rates
+
+
+def test_bench_gemm_workload_vs_bare_matmul_and_sampling_cost() -> None:
+    size, dtype = (512, "fp32") if DEVICE == "cpu" else (8192, "bf16")
+    threads = torch.get_num_threads()
+    bare: list[float] = []
+    workload: list[float] = []
+    sampled: list[float] = []
+    for _ in range(ROUNDS):
+        bare += _bare_matmul_tflops(size, dtype, threads)
+        workload += _workload_tflops(size, dtype, threads, None)
+        # The parent samples telemetry at 1 Hz as in a real run: the GPU backend plus the host (psutil).
+        sampler = Sampler(SimulatedBackend(parse_profile_list(None)), PsutilHost())
+        sampled += _workload_tflops(size, dtype, threads, sampler)
+    rows = [("bare torch.matmul loop (in-process)", bare),
+            ("rigscope workload (child), no parent sampling", workload),
+            ("rigscope workload (child), parent sampling at 1 Hz", sampled)]
+    base_med, base_best = statistics.median(bare), max(bare)
+    print()
+    print(f"| GEMM {size}x{size} {dtype} on {DEVICE}, {threads} threads, {ROUNDS} x {SECONDS:.0f} s "
+          "| median TFLOP/s | vs bare | best second | vs bare |")
+    print("| --- | --- | --- | --- | --- |")
+    for label, values in rows:
+        med, best = statistics.median(values), max(values)
+        print(f"| {label} | {med:.4f} | {med / base_med * 100:.1f} % | {best:.4f} | {best / base_best * 100:.1f} % |")
+    lost_med = (1 - statistics.median(sampled) / statistics.median(workload)) * 100
+    lost_best = (1 - max(sampled) / max(workload)) * 100
+    print(f"| throughput lost to 1 Hz sampling | {lost_med:+.1f} % | | {lost_best:+.1f} % | |")
+    assert min(bare) > 0 and min(workload) > 0 and min(sampled) > 0
