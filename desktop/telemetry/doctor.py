@@ -47,7 +47,7 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
             "state_detail": reading.state_detail if reading else None,
             "pci_bus_id": info.pci_bus_id,
             "vram_total_mib": info.vram_total_mib,
-            "laptop": info.is_laptop,
+            "laptop": info.is_laptop if info.uuid else None,  # unknown for a GPU lost before it was read
             "persistence_mode": info.persistence_mode,
             "power_limit_w": info.power_limit_enforced_w,
             "power_limit_default_w": info.power_limit_default_w,
