@@ -36,7 +36,7 @@ def test_profiles_cover_the_required_gpus() -> None:
 
 
 def test_unknown_profile_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="known: .*rtx4090-laptop"):
+    with pytest.raises(ValueError, match=r"known: .*rtx4090-laptop"):
         parse_profile_list("rtx9999")
 
 
