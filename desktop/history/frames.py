@@ -90,6 +90,8 @@ def host_rows(store: HistoryStore, start_s: float, end_s: float,
     if resolution == "raw":
         return read_host_raw(store, start_s, end_s)
     table = "host_minute" if resolution == "minute" else "host_hour"
+    bucket_s = 60 if resolution == "minute" else 3600
+    start_s = float(np.floor(start_s / bucket_s) * bucket_s)
     names = rollup_math.HOST_ROLLUP_COLUMNS
     rows = store.conn.execute(f"SELECT ts, {', '.join(names)} FROM {table} WHERE ts >= ? AND ts < ? ORDER BY ts",
                               (int(np.floor(start_s)), int(np.ceil(end_s)))).fetchall()
@@ -97,7 +99,6 @@ def host_rows(store: HistoryStore, start_s: float, end_s: float,
     time_s = arr[:, 0].copy()
     cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
             for i, n in enumerate(names)}
-    bucket_s = 60 if resolution == "minute" else 3600
     until = float(store.meta("rollup_minute_until") or "-inf")
     tail_start = max(start_s, until, float(time_s[-1]) + bucket_s if len(time_s) else start_s)
     if tail_start < end_s:

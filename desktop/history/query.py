@@ -146,6 +146,8 @@ def gpu_rows(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, res
         time_s, raw = read_raw(store, gpu_id, start_s, end_s, raw_metrics)
         return time_s, rollup_math.raw_as_rollup(time_s, raw)
     bucket_s = 60 if resolution == "minute" else 3600
+    # A bucket that starts before the range but reaches into it belongs to it.
+    start_s = float(np.floor(start_s / bucket_s) * bucket_s)
     names = rollup_math.ROLLUP_COLUMNS if metrics is None else _rollup_needs(metrics)
     time_s, cols = read_rollup(store, _TABLES[resolution], gpu_id, start_s, end_s, names=names)
     # The newest buckets are not rolled up yet: aggregate them from finer rows now.

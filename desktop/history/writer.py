@@ -65,8 +65,9 @@ class HistoryWriter:
         self._events: list[tuple[float, str, str | None, str]] = []
         self._tasks: list[tuple[Callable[[HistoryStore], Any], Future[Any]]] = []
         self._submitted = 0
-        self._attempted = 0
-        self._flush_wanted = False
+        # flush() asks with a number; the thread answers with the highest number it has served.
+        self._flush_asked = 0
+        self._flush_served = 0
         self._stopping = False
         self._written = 0
         self._dropped = 0
@@ -106,7 +107,9 @@ class HistoryWriter:
             self._stopping = True
             self._cond.notify_all()
         thread.join()
-        self._thread = None
+        with self._cond:
+            self._thread = None
+            self._cond.notify_all()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -153,9 +156,10 @@ class HistoryWriter:
             if self._thread is None:
                 return not self._buffer
             target = self._submitted
-            self._flush_wanted = True
+            self._flush_asked += 1
+            ticket = self._flush_asked
             self._cond.notify_all()
-            self._cond.wait_for(lambda: self._attempted >= target or self._thread is None, timeout_s)
+            self._cond.wait_for(lambda: self._flush_served >= ticket or self._thread is None, timeout_s)
             return not any(seq <= target for seq, _ in self._buffer) and not self._events
 
     @property
@@ -170,21 +174,21 @@ class HistoryWriter:
         next_write = time.monotonic() + self.flush_interval_s
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopping or self._flush_wanted or bool(self._tasks),
-                                    max(0.0, next_write - time.monotonic()))
+                self._cond.wait_for(
+                    lambda: self._stopping or self._flush_asked > self._flush_served or bool(self._tasks),
+                    max(0.0, next_write - time.monotonic()))
                 stopping = self._stopping
-                self._flush_wanted = False
+                ticket = self._flush_asked
                 batch = list(self._buffer)
                 events = list(self._events)
                 tasks, self._tasks = self._tasks, []
-                target = self._submitted
             if batch or events:
                 self._write(batch, events)
             next_write = time.monotonic() + self.flush_interval_s
             for fn, future in tasks:
                 self._run_task(fn, future)
             with self._cond:
-                self._attempted = max(self._attempted, target)
+                self._flush_served = max(self._flush_served, ticket)
                 self._cond.notify_all()
             if stopping:
                 with self._cond:

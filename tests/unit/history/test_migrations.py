@@ -1,0 +1,76 @@
+"""Forward migrations: a file from every older schema version opens, keeps its data and reaches the latest."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from desktop.errors import UserError
+from desktop.history import schema
+from desktop.history.store import HistoryStore
+from tests.unit.history.helpers import FULL_INFO, snapshot
+
+T0 = 1_790_000_000.0
+
+
+def _old_file(path: Path, version: int) -> None:
+    """A database as a release with schema ``version`` left it, with a little data of that era."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(conn, target=version)
+    if version >= 1:
+        conn.execute("INSERT INTO gpus (uuid, idx, name, info_json) VALUES ('GPU-old', 0, 'Old GPU', "
+                     "'{\"index\": 0, \"uuid\": \"GPU-old\", \"name\": \"Old GPU\"}')")
+        conn.execute("INSERT INTO gpu_samples (gpu, ts, temperature_c, power_w) VALUES (1, ?, 655, 1234)",
+                     (int(T0 * 1000),))
+        conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, 'alert', 'GPU-old', 'hot')", (T0,))
+    if version >= 2:
+        conn.execute("INSERT INTO strings (text) VALUES ('train.py')")
+        conn.execute("INSERT INTO process_samples (ts, gpu, pid, name_id) VALUES (?, 1, 42, 1)", (int(T0 * 1000),))
+    if version >= 3:
+        conn.execute("INSERT INTO stress_runs (started_s, ended_s, gpu_uuid, gpu_name, workload, dtype, unit, "
+                     "peak_throughput, sustained_throughput, throttled, errors, summary) "
+                     "VALUES (?, ?, 'GPU-old', 'Old GPU', 'gemm', 'bf16', 'TFLOP/s', 10, 9, 0, 0, 'fine')",
+                     (T0, T0 + 60))
+    conn.close()
+
+
+@pytest.mark.parametrize("version", range(schema.SCHEMA_VERSION))
+def test_every_older_version_migrates_forward_keeping_data(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.sqlite"
+    _old_file(path, version)
+    with HistoryStore.open(path) as store:
+        assert store.recovered_from is None
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+        counts = store.counts()
+        assert counts["gpu_samples"] == (1 if version >= 1 else 0)
+        assert counts["process_samples"] == (1 if version >= 2 else 0)
+        assert counts["stress_runs"] == (1 if version >= 3 else 0)
+        if version >= 1:
+            result = store.query("GPU-old", ["temperature_c", "power_w"], T0 - 10, T0 + 10)
+            assert result.columns["temperature_c"].tolist() == [65.5]
+            assert result.columns["power_w"].tolist() == [123.4]
+            assert [e.detail for e in store.events(0, T0 + 1)] == ["hot"]
+        # and the migrated file takes new data in every table
+        store.write_snapshots([snapshot(T0 + 5)])
+        assert store.gpu_id(FULL_INFO.uuid) is not None
+
+
+def test_a_readonly_open_of_an_old_file_migrates_it_first(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _old_file(path, 1)
+    with HistoryStore.open(path, readonly=True) as store:
+        assert store.readonly
+        assert store.counts()["stress_runs"] == 0
+
+
+def test_a_file_from_a_newer_release_is_refused_not_moved(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(UserError, match="newer"):
+        HistoryStore.open(path)
+    assert path.exists()
+    assert not list(tmp_path.glob("*.corrupt-*"))
