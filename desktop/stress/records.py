@@ -49,7 +49,7 @@ def _finite(value: float) -> float:
 def same_kind(earlier: list[StressResult], current: StressResult) -> list[StressResult]:
     """Earlier runs that measure the same thing: same workload, precision and device kind."""
     return [r for r in earlier if r.workload == current.workload and r.dtype == current.dtype
-            and r.device == current.device and r.started_s < current.started_s]
+            and r.device == current.device and r.started_s <= current.started_s]
 
 
 def extra_json(result: RunResult, verdict: Verdict) -> str:

@@ -105,6 +105,8 @@ class Progress:
     errors: int = 0
     checks: int = 0
     phase: str = "running"  # starting | running
+    #: When this was sampled (epoch seconds, or the injected clock's time), for live charts.
+    time_s: float = 0.0
 
     @property
     def remaining_s(self) -> float:
@@ -230,7 +232,7 @@ class StressRunner:
             return
         self.on_progress(Progress(elapsed_s, self.config.duration_s, throughput, unit,
                                   sample.temperature_c if sample else None, sample.sm_clock_mhz if sample else None,
-                                  sample.power_w if sample else None, errors, checks, phase))
+                                  sample.power_w if sample else None, errors, checks, phase, self.clock.now()))
 
     def run(self) -> RunResult:
         info = self._gpu_info()

@@ -1,0 +1,389 @@
+"""The Stress page: one click runs a sustained-load test, with live charts, a verdict card and earlier runs.
+
+The runner runs on a worker QThread (it blocks); its progress callback crosses to the GUI
+by a queued signal. The torch work happens in the runner's child process: nothing here
+imports torch or the workloads. Dependencies come in explicitly: ``make_runner(config)``
+builds a ``StressRunner`` (the app gives it the sampler and clock; tests an accelerated
+simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from advisor.frame import StressResult
+from desktop.stress.records import extra_json, gpu_identity, judge_run, load_earlier, save_run
+from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
+from desktop.stress.verdict import Verdict, format_duration
+from desktop.ui.charts import PlotColumn, RingBuffer
+from desktop.ui.theme import Theme
+
+log = logging.getLogger(__name__)
+
+PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10 min", 600.0), ("Soak 30 min", 1800.0))
+WORKLOADS = ("gemm", "bandwidth", "train", "infer")
+PRECISIONS = ("default", "bf16", "fp16", "tf32", "fp32")
+_LIVE = ("throughput", "sm_clock_mhz", "temperature_c", "power_w")
+
+
+class StressWorker(QThread):
+    """Runs one ``StressRunner`` off the GUI thread; ``progress`` and ``done`` are queued to the GUI."""
+
+    progress = Signal(object)
+    done = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, runner: StressRunner, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("rigscope-stress")
+        self.runner = runner
+        runner.on_progress = self.progress.emit
+
+    def run(self) -> None:
+        try:
+            result = self.runner.run()
+        except Exception as exc:  # a runner bug must reach the page, not vanish with the thread
+            log.exception("stress run failed")
+            self.failed.emit(f"{type(exc).__name__}: {exc}")
+        else:
+            self.done.emit(result)
+
+    def cancel(self) -> None:
+        self.runner.cancel()
+
+
+class StressPage(QWidget):
+    """Presets, workload and precision, Start/Cancel, live charts, the verdict and the history of runs."""
+
+    finished = Signal(object)  # the Verdict, once judged and saved
+
+    def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
+                 db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        self.make_runner = make_runner
+        self.db_path = db_path
+        self.device = device
+        self.worker: StressWorker | None = None
+        self.result: RunResult | None = None
+        self.verdict: Verdict | None = None
+        self.run_id: int | None = None
+        self.earlier: list[StressResult] = []
+        self._buffer = RingBuffer(4000, _LIVE)
+        self._build()
+        self._refresh_table()
+
+    # --- layout -------------------------------------------------------------------------
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        controls = QHBoxLayout()
+        self.one_click = QPushButton("Run sustained test (10 min)")
+        self.one_click.setObjectName("oneClick")
+        self.one_click.clicked.connect(self.start_sustained)
+        controls.addWidget(self.one_click)
+        self.presets = QButtonGroup(self)
+        for i, (label, _seconds) in enumerate(PRESETS):
+            button = QPushButton(label)
+            button.setCheckable(True)
+            button.setChecked(i == 1)
+            self.presets.addButton(button, i)
+            controls.addWidget(button)
+        self.workload = QComboBox()
+        self.workload.addItems(list(WORKLOADS))
+        self.precision = QComboBox()
+        self.precision.addItems(list(PRECISIONS))
+        for label, box in (("Workload", self.workload), ("Precision", self.precision)):
+            controls.addWidget(QLabel(label))
+            controls.addWidget(box)
+        self.start_button = QPushButton("Start")
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        controls.addStretch(1)
+        controls.addWidget(self.start_button)
+        controls.addWidget(self.cancel_button)
+        layout.addLayout(controls)
+
+        status = QHBoxLayout()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("Ready")
+        self.live_label = QLabel("")
+        status.addWidget(self.progress_bar, 2)
+        status.addWidget(self.live_label, 3)
+        layout.addLayout(status)
+
+        self.charts = PlotColumn(self.theme)
+        for key, title, unit in (("throughput", "Throughput", ""), ("sm_clock_mhz", "SM clock", "MHz"),
+                                 ("temperature_c", "Temperature", "°C"), ("power_w", "Power", "W")):
+            self.charts.add_plot(key, title, unit).add_series(key, title)
+        layout.addWidget(self.charts, 3)
+
+        self.verdict_card = QFrame()
+        self.verdict_card.setObjectName("verdictCard")
+        card = QVBoxLayout(self.verdict_card)
+        self.verdict_title = QLabel("No test run yet")
+        self.verdict_title.setStyleSheet("font-weight: bold; font-size: 14pt;")
+        self.verdict_text = QLabel("Press “Run sustained test” for a 10-minute test and a verdict.")
+        self.verdict_text.setWordWrap(True)
+        self.verdict_text.setTextFormat(Qt.TextFormat.PlainText)
+        self.comparison_text = QLabel("")
+        self.comparison_text.setWordWrap(True)
+        exports = QHBoxLayout()
+        self.export_html_button = QPushButton("Export HTML…")
+        self.export_json_button = QPushButton("Export JSON…")
+        self.export_html_button.clicked.connect(lambda: self._export_dialog("html"))
+        self.export_json_button.clicked.connect(lambda: self._export_dialog("json"))
+        for button in (self.export_html_button, self.export_json_button):
+            button.setEnabled(False)
+            exports.addWidget(button)
+        exports.addStretch(1)
+        for widget in (self.verdict_title, self.verdict_text, self.comparison_text):
+            card.addWidget(widget)
+        card.addLayout(exports)
+        layout.addWidget(self.verdict_card)
+        self._paint_card(None)
+
+        self.table = QTableWidget(0, 6)
+        self.table.setHorizontalHeaderLabels(["Started", "Workload", "Device", "Sustained", "Peak", "Verdict"])
+        self.table.horizontalHeader().setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setMaximumHeight(150)
+        layout.addWidget(self.table, 1)
+
+    # --- running ------------------------------------------------------------------------
+    def selected_config(self, duration_s: float | None = None) -> StressConfig:
+        preset = PRESETS[max(0, self.presets.checkedId())][1]
+        precision = self.precision.currentText()
+        return StressConfig(workload=self.workload.currentText(), device=self.device,
+                            dtype=None if precision == "default" else precision,
+                            duration_s=duration_s if duration_s is not None else preset)
+
+    def start_sustained(self) -> None:
+        """The one-click test: Sustained 10 min with the chosen workload and precision."""
+        self.presets.button(1).setChecked(True)
+        self.start()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        config = self.selected_config()
+        try:
+            runner = self.make_runner(config)
+        except ValueError as exc:
+            self._show_message("Cannot start", str(exc))
+            return
+        self._buffer.clear()
+        self.result = self.verdict = None
+        self.run_id = None
+        self.worker = StressWorker(runner, self)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.done.connect(self._on_done)
+        self.worker.failed.connect(self._on_failed)
+        self._set_running(True)
+        self.verdict_title.setText("Running…")
+        self.verdict_text.setText(f"{config.workload} on {config.device}, {format_duration(config.duration_s)}")
+        self.comparison_text.setText("")
+        self._paint_card(None)
+        self.worker.start()
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.isRunning()
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+
+    def shutdown(self) -> None:
+        """Stop a running test and wait for it (the app calls this on quit)."""
+        if self.worker is not None:
+            self.worker.cancel()
+            self.worker.wait(5000)
+
+    def _set_running(self, running: bool) -> None:
+        for widget in (self.one_click, self.start_button, self.workload, self.precision,
+                       *self.presets.buttons()):
+            widget.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+
+    def _on_progress(self, p: Progress) -> None:
+        share = p.elapsed_s / p.duration_s if p.duration_s else 0.0
+        self.progress_bar.setValue(round(min(1.0, share) * 1000))
+        self.progress_bar.setFormat(f"{min(1.0, share) * 100:.0f} % — {format_duration(p.remaining_s)} left"
+                                    if p.phase == "running" else "Starting the workload…")
+        parts = []
+        if p.throughput is not None:
+            parts.append(f"{p.throughput:.3g} {p.unit}")
+        for value, unit in ((p.temperature_c, "°C"), (p.sm_clock_mhz, "MHz"), (p.power_w, "W")):
+            if value is not None:
+                parts.append(f"{value:.0f} {unit}")
+        if p.errors:
+            parts.append(f"{p.errors} errors")
+        self.live_label.setText("   ".join(parts))
+        if p.phase != "running":
+            return
+        self._buffer.append(p.time_s, {"throughput": p.throughput, "sm_clock_mhz": p.sm_clock_mhz,
+                                       "temperature_c": p.temperature_c, "power_w": p.power_w})
+        times = self._buffer.times()
+        for key in _LIVE:
+            self.charts.plot(key).set_data(key, times, self._buffer.view(key))
+        if p.unit:
+            self.charts.plot("throughput").unit = p.unit
+        start = float(times[0]) if times.size else p.time_s
+        self.charts.set_x_range(start, max(start + p.duration_s, p.time_s))
+
+    def _on_done(self, result: RunResult) -> None:
+        self._finish_worker()
+        self.result = result
+        uuid, _name, _driver = gpu_identity(result)
+        self.earlier = self._load_earlier(uuid, result.config.workload)
+        verdict = judge_run(result, self.earlier)
+        self.verdict = verdict
+        if self.db_path is not None and result.time_s.size:
+            try:
+                self.run_id = save_run(self.db_path, result, verdict)
+            except Exception as exc:  # the verdict still shows when the history cannot take it
+                log.warning("stress run not saved: %s", exc)
+        self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
+        self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
+        self._show_verdict(verdict)
+        self._refresh_table()
+        self.finished.emit(verdict)
+
+    def _on_failed(self, message: str) -> None:
+        self._finish_worker()
+        self._show_message("The test failed", message)
+
+    def _finish_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.wait(5000)
+            self.worker.deleteLater()
+            self.worker = None
+        self._set_running(False)
+
+    # --- verdict and history -------------------------------------------------------------
+    def _show_verdict(self, verdict: Verdict) -> None:
+        titles = {"passed": "Passed: held its speed", "throttled": "Throttled", "errors": "Result errors found",
+                  "aborted": "Aborted", "no_data": "No verdict"}
+        self.verdict_title.setText(titles.get(verdict.status, verdict.status))
+        self.verdict_text.setText(verdict.sentence)
+        self.comparison_text.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
+                                     else "")
+        self._paint_card(verdict)
+        for button in (self.export_html_button, self.export_json_button):
+            button.setEnabled(True)
+
+    def _show_message(self, title: str, text: str) -> None:
+        self.verdict_title.setText(title)
+        self.verdict_text.setText(text)
+
+    def _paint_card(self, verdict: Verdict | None) -> None:
+        colour = self.theme.muted
+        if verdict is not None:
+            colour = {"passed": self.theme.ok, "throttled": self.theme.warn}.get(verdict.status, self.theme.bad)
+        self.verdict_card.setStyleSheet(f"#verdictCard {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
+                                        f" border-radius: 3px; }}")
+
+    def _load_earlier(self, uuid: str, workload: str) -> list[StressResult]:
+        if self.db_path is None:
+            return []
+        try:
+            return load_earlier(self.db_path, uuid, workload)
+        except Exception as exc:  # a missing or locked history must not hide the verdict
+            log.warning("earlier stress runs unavailable: %s", exc)
+            return []
+
+    def _refresh_table(self) -> None:
+        runs: Sequence[StressResult] = []
+        if self.db_path is not None and self.db_path.exists():
+            try:
+                from desktop.history.store import HistoryStore
+
+                with HistoryStore.open(self.db_path, readonly=True) as store:
+                    runs = store.stress_runs()[:50]
+            except Exception as exc:  # the table is a convenience; never let it break the page
+                log.warning("cannot list stress runs: %s", exc)
+        self.table.setRowCount(len(runs))
+        for row, run in enumerate(runs):
+            when = datetime.fromtimestamp(run.started_s).strftime("%Y-%m-%d %H:%M")
+            cells = [when, f"{run.workload} {run.dtype}", run.device, f"{run.sustained_throughput:.3g} {run.unit}",
+                     f"{run.peak_throughput:.3g}", run.summary]
+            for col, text in enumerate(cells):
+                self.table.setItem(row, col, QTableWidgetItem(text))
+
+    # --- export -------------------------------------------------------------------------
+    def _export_dialog(self, kind: str) -> None:
+        path, _filter = QFileDialog.getSaveFileName(self, f"Export the run as {kind.upper()}",
+                                                    f"rigscope-stress.{kind}", f"{kind.upper()} (*.{kind})")
+        if path:
+            (self.export_html if kind == "html" else self.export_json)(Path(path))
+
+    def export_json(self, path: Path) -> None:
+        if self.result is None or self.verdict is None:
+            raise ValueError("no finished run to export")
+        data = json.loads(extra_json(self.result, self.verdict))
+        data.update({"run_id": self.run_id, "workload": self.result.config.workload,
+                     "device": self.result.config.device,
+                     "started_s": self.result.started_s, "ended_s": self.result.ended_s,
+                     "points": {"time_s": self.result.time_s.tolist(), "throughput": _nan_free(self.result.throughput),
+                                **{k: _nan_free(self.result.columns[k]) for k in _LIVE[1:]}}})
+        path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+
+    def export_html(self, path: Path) -> None:
+        if self.result is None or self.verdict is None:
+            raise ValueError("no finished run to export")
+        import base64
+
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        self.charts.grab().save(buffer, "PNG")
+        chart = base64.b64encode(bytes(data.data())).decode("ascii")
+        _uuid, name, _driver = gpu_identity(self.result)
+        v = self.verdict
+        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(val))}</td></tr>" for k, val in (
+            ("GPU", name), ("Workload", f"{self.result.config.workload} {self.result.dtype}"),
+            ("Device", self.result.config.device), ("Peak", f"{v.peak:.4g} {v.unit}"),
+            ("Sustained", f"{v.sustained:.4g} {v.unit}"), ("Result checks / errors", f"{v.checks} / {v.errors}")))
+        text = (f"<!doctype html><meta charset='utf-8'><title>Rigscope stress test</title>"
+                f"<h1>Rigscope stress test</h1><p><b>{html.escape(v.sentence)}</b></p>"
+                f"<p>{html.escape(v.comparison)}</p><table>{rows}</table>"
+                f"<img alt='throughput, clock, temperature and power' src='data:image/png;base64,{chart}'>")
+        path.write_text(text, encoding="utf-8")
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.charts.apply_theme(theme)
+        self._paint_card(self.verdict)
+
+
+def _nan_free(values: Iterable[float]) -> list[float | None]:
+    return [None if not math.isfinite(float(v)) else float(v) for v in values]

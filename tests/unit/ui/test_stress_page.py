@@ -1,0 +1,84 @@
+"""The Stress page: a one-click Sustained test on the simulated laptop GPU, on an accelerated clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from pytestqt.qtbot import QtBot
+
+from desktop.stress.runner import SimClock, StressConfig, StressRunner
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+from desktop.ui.stress_page import StressPage
+from desktop.ui.theme import resolve
+
+#: 2 ms of real time per simulated second: the 10-minute test takes about a second or two.
+REAL_S_PER_S = 0.002
+
+
+class RunnerFactory:
+    """Builds each run on the simulated laptop GPU; later runs start a day later (the comparison needs an order)."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def __call__(self, config: StressConfig) -> StressRunner:
+        clock = SimClock(time_s=1_790_000_000.0 + 86400.0 * self.runs, real_s_per_s=REAL_S_PER_S)
+        self.runs += 1
+        backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+        return StressRunner(config, Sampler(backend, clock=clock.now), clock=clock)
+
+
+def _screenshot_dir(tmp_path: Path) -> Path:
+    # RIGSCOPE_SCREENSHOTS=resources/screenshots refreshes the shipped screenshots.
+    return Path(os.environ.get("RIGSCOPE_SCREENSHOTS", str(tmp_path)))
+
+
+def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    page = StressPage(resolve("dark"), RunnerFactory(), db_path=db, device="sim")
+    qtbot.addWidget(page)
+    page.resize(1400, 950)
+    page.show()
+    page.one_click.click()
+    assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
+    assert page.selected_config().duration_s == 600.0
+    shots = _screenshot_dir(tmp_path)
+    # Mid-run: past the thermal onset (about 2.5 simulated minutes in), the charts show the drop.
+    qtbot.waitUntil(lambda: len(page._buffer) >= 300 or page.verdict is not None, timeout=60_000)
+    assert page.progress_bar.value() > 0 and "left" in page.progress_bar.format()
+    page.grab().save(str(shots / "stress-running.png"))
+    with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
+        pass
+    verdict = blocker.args[0]
+    assert verdict.throttled and verdict.cause_family == "thermal"
+    assert "thermal" in page.verdict_text.text() and page.verdict_title.text() == "Throttled"
+    assert not page.running and page.start_button.isEnabled()
+    assert page.run_id is not None and page.table.rowCount() == 1
+    page.grab().save(str(shots / "stress-verdict.png"))
+    assert (shots / "stress-verdict.png").stat().st_size > 10_000
+    page.export_json(tmp_path / "run.json")
+    exported = json.loads((tmp_path / "run.json").read_text())
+    assert exported["verdict"]["cause_family"] == "thermal" and len(exported["points"]["time_s"]) >= 600
+    page.export_html(tmp_path / "run.html")
+    assert "Throttled after" in (tmp_path / "run.html").read_text()
+    # A second run is compared with the first.
+    page.start()
+    with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
+        pass
+    assert "baseline" in blocker.args[0].comparison and page.table.rowCount() == 2
+
+
+def test_cancel_stops_the_run_and_says_so(qtbot: QtBot) -> None:
+    page = StressPage(resolve("light"), RunnerFactory(), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    page.start_sustained()
+    qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
+    with qtbot.waitSignal(page.finished, timeout=10_000) as blocker:
+        page.cancel_button.click()
+    assert blocker.args[0].status == "aborted"
+    assert page.verdict_title.text() == "Aborted"
+    assert "torch" not in sys.modules  # the GUI process never imports torch
