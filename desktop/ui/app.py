@@ -23,7 +23,7 @@ from desktop.config import Settings
 from desktop.errors import UserError
 from desktop.paths import default_db_path
 from desktop.telemetry.model import Snapshot
-from desktop.telemetry.sampler import Sampler, open_gpu_backend, open_host_backend
+from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
@@ -73,9 +73,8 @@ class RigscopeApp(QObject):
         self.tray.show_requested.connect(self.window.bring_to_front)
         self.settings_page.applied.connect(self.apply_settings)
         self.window.set_source(sampler.gpu.source)
-        self.window.set_recording(f"{recording.label}", recording.detail)
-        if recording.mode != "recording":
-            self.window.recording_label.setText(f"{recording.label}: {recording.detail}")
+        self._recording_text = ""
+        self.update_recording_status()
 
     def _add_pages(self) -> None:
         w = self.window
@@ -98,11 +97,26 @@ class RigscopeApp(QObject):
         self.dashboard.add_snapshot(snap)
         self.processes.add_snapshot(snap)
         self.tray.update(snap)
+        self.update_recording_status()
         for alert in self.alerts.check(snap):
             self.fired.append(alert)
             self.window.show_banner(alert.message, alert.level)
             self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
             self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)
+
+    def update_recording_status(self) -> None:
+        """Recording / reading (who writes) / not recording (why), plus a write problem if any."""
+        rec = self.recording
+        text, tip = rec.label, rec.detail
+        if rec.mode != "recording":
+            text = f"{rec.label}: {rec.detail}"
+        else:
+            status = getattr(rec.writer, "status", None)
+            if status is not None and (status.last_error or status.disk_full):
+                text = f"Recording problem: {status.last_error or 'disk full'}"
+        if text != self._recording_text:  # set only on change: a label relayout per tick is waste
+            self._recording_text = text
+            self.window.set_recording(text, tip)
 
     def apply_settings(self, settings: Settings) -> None:
         self.settings = settings
@@ -151,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
     recording = open_recording(db)
-    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=_end_process())
+    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=end_process)
     if problems:
         app.window.show_banner("Some settings were invalid and defaults are used: "
                                + "; ".join(f"{k}: {m}" for k, m in problems), "warning")
@@ -161,9 +175,3 @@ def main(args: argparse.Namespace) -> int:
     finally:
         app.shutdown()
 
-
-def _end_process() -> Callable[[int], str | None] | None:
-    """The sampler's end_process when present (the UI may not import the host backend itself)."""
-    from desktop.telemetry import sampler
-
-    return getattr(sampler, "end_process", None)

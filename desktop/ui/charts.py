@@ -159,6 +159,9 @@ class TimePlot:
         item.setMouseEnabled(x=False, y=False)
         item.hideButtons()
         item.enableAutoRange(x=False, y=True)
+        # PlotItem pushes its own modes onto every curve it adds: set them here, not per curve.
+        item.setClipToView(True)
+        item.setDownsampling(auto=True, mode="peak")
         item.getAxis("left").setWidth(LEFT_AXIS_WIDTH_PX)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)
         self.crosshair.setVisible(False)

@@ -170,6 +170,8 @@ class DashboardPage(QWidget):
         self.history = history
         self.capacity = max(60, min(200_000, math.ceil(RING_SPAN_S / max(interval_s, 0.05))))
         self.panels: dict[int, GpuPanel] = {}
+        #: The GPU chosen in the selector (None = all side by side).
+        self.chosen_gpu: int | None = None
         self.window_s = WINDOWS_S[DEFAULT_WINDOW]
         self.paused = False
         self.latest_s: float | None = None
@@ -249,8 +251,9 @@ class DashboardPage(QWidget):
 
     def _choose_gpu(self, row: int) -> None:
         chosen = self.gpu_choice.itemData(row)
+        self.chosen_gpu = None if chosen in (-1, None) else int(chosen)
         for index, panel in self.panels.items():
-            panel.setVisible(chosen in (-1, None) or index == chosen)
+            panel.setVisible(self.chosen_gpu in (None, index))
         self._force_repaint()
 
     # --- controls -------------------------------------------------------------------
@@ -285,9 +288,9 @@ class DashboardPage(QWidget):
         start = end - self.window_s
         need_history = self._history_due(end)
         painted = False
-        for panel in self.panels.values():
-            if not panel.isVisible() and self.isVisible():
-                continue
+        for index, panel in self.panels.items():
+            if self.chosen_gpu not in (None, index):
+                continue  # not on screen: painted when chosen
             if need_history:
                 self._fill_history(panel, start)
             if panel.ring.version != panel.painted_version:

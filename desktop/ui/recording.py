@@ -27,7 +27,6 @@ class Recording:
     detail: str
     writer: Any | None = None
     store: Any | None = None
-    lock: Any | None = None
     events: list[tuple[float, str, str]] = field(default_factory=list)
 
     @property
@@ -52,45 +51,32 @@ class Recording:
             log.warning("could not record event %s: %s", kind, exc)
 
     def close(self) -> None:
-        for thing, method in ((self.writer, "close"), (self.store, "close"), (self.lock, "release")):
+        for thing, method in ((self.writer, "close"), (self.store, "close")):
             if thing is not None and hasattr(thing, method):
                 try:
                     getattr(thing, method)()
                 except Exception as exc:
                     log.warning("closing %s failed: %s", type(thing).__name__, exc)
-        self.writer = self.store = self.lock = None
+        self.writer = self.store = None
 
 
 def open_recording(db_path: Path, record: bool = True) -> Recording:
-    """Take the writer lock and start a HistoryWriter, or fall back to reading, or to nothing."""
+    """Start a HistoryWriter (it takes the single-writer lock), or fall back to reading, or to nothing."""
     try:
-        from desktop.history.lock import DatabaseBusy, WriterLock, describe_holder
+        from desktop.history.lock import DatabaseBusy, describe_holder
         from desktop.history.store import HistoryStore, HistoryWriter
     except ImportError as exc:
         return Recording("off", f"history storage is not available ({exc})")
-    lock = None
-    if record:
-        try:
-            lock = WriterLock(db_path)
-            lock.acquire()
-        except DatabaseBusy as exc:
-            holder = describe_holder(exc.holder)
-            lock = None
-            try:
-                reader = HistoryStore.open(db_path, readonly=True)
-            except Exception as exc2:
-                return Recording("off", f"the recorder service holds {db_path} and it cannot be read: {exc2}")
-            return Recording("reading", f"the database is written by {holder}; this window reads it",
-                             store=reader)
-        except OSError as exc:
-            return Recording("off", f"cannot lock {db_path}: {exc}")
     writer: Any | None = None
-    if lock is not None:
+    busy: str | None = None
+    if record:
+        candidate = HistoryWriter(db_path)
         try:
-            writer = HistoryWriter(db_path)
-            writer.start()
-        except Exception as exc:  # disk full, read-only folder, a broken file: live view still works
-            lock.release()
+            candidate.start()
+            writer = candidate
+        except DatabaseBusy as exc:
+            busy = describe_holder(exc.holder)
+        except Exception as exc:  # disk full, read-only folder, a broken file: the live view still works
             return Recording("off", f"cannot record to {db_path}: {exc}")
     store: Any | None = None
     try:
@@ -98,6 +84,10 @@ def open_recording(db_path: Path, record: bool = True) -> Recording:
             store = HistoryStore.open(db_path, readonly=True)
     except Exception as exc:  # the live view works without history fill
         log.warning("cannot read history from %s: %s", db_path, exc)
-    if writer is None:
-        return Recording("reading" if store else "off", "recording switched off", store=store)
-    return Recording("recording", f"writing to {db_path}", writer=writer, store=store, lock=lock)
+    if writer is not None:
+        return Recording("recording", f"writing to {db_path}", writer=writer, store=store)
+    if busy is not None:
+        if store is None:
+            return Recording("off", f"the database is written by {busy} and cannot be read here")
+        return Recording("reading", f"the database is written by {busy}; this window reads it", store=store)
+    return Recording("reading" if store else "off", "recording switched off", store=store)

@@ -1,0 +1,146 @@
+"""UI test fixtures: fail a test that leaves a QThread or QTimer running; build the app on a simulated GPU."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QThread, QTimer
+from PySide6.QtWidgets import QApplication
+
+from desktop.config import Settings
+from desktop.telemetry.model import Snapshot
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from desktop.ui.app import RigscopeApp
+from desktop.ui.recording import Recording
+
+_HARMLESS_QT_WARNINGS = (
+    "This plugin does not support propagateSizeHints",
+    "This plugin does not support raise",
+    "No such signal QPlatformNativeInterface::systemTrayWindowChanged",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Offscreen-platform warnings that are harmless and not ours: size hints, and the tray icon
+    that tests create although no tray host exists (availability is injected)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.qt_log_ignore(*_HARMLESS_QT_WARNINGS))
+
+
+def _describe(obj: QThread | QTimer) -> str:
+    if isinstance(obj, QThread):
+        return f"QThread {obj.objectName() or type(obj).__name__}"
+    parent = obj.parent()
+    return f"QTimer ({obj.interval()} ms, parent {type(parent).__name__ if parent else None})"
+
+
+def _running(obj: object) -> bool:
+    try:
+        return (isinstance(obj, QThread) and obj.isRunning()) or (isinstance(obj, QTimer) and obj.isActive())
+    except RuntimeError:  # the C++ object is already deleted: not running
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
+    """Fail a test that leaves a QThread or an active QTimer behind (after its widgets closed)."""
+    before = {id(o) for o in gc.get_objects() if isinstance(o, QThread | QTimer)}
+    yield
+    qapp.processEvents()
+    still = [o for o in gc.get_objects() if isinstance(o, QThread | QTimer) and id(o) not in before and _running(o)]
+    names = [_describe(o) for o in still]
+    for obj in still:  # stop them so that one leak does not cascade into every later test
+        if isinstance(obj, QThread):
+            obj.quit()
+            obj.wait(2000)
+        else:
+            obj.stop()
+    assert not still, f"test left Qt threads/timers running: {names}"
+
+
+class FakeClock:
+    """Simulated wall time: each ``tick`` of the helper advances it by ``step_s``."""
+
+    def __init__(self, start_s: float = 1_790_000_000.0, step_s: float = 1.0, auto: bool = False) -> None:
+        self.now_s = start_s
+        self.step_s = step_s
+        #: Advance on every read: for the real sampler thread, one read per tick.
+        self.auto = auto
+
+    def __call__(self) -> float:
+        if self.auto:
+            self.now_s += self.step_s
+        return self.now_s
+
+    def monotonic(self) -> float:
+        return self.now_s - 1_790_000_000.0
+
+
+class FakeWriter:
+    """Stands in for HistoryWriter: remembers what it was given (submit runs on the sampler thread)."""
+
+    def __init__(self) -> None:
+        self.snapshots: list[Snapshot] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.closed = False
+        self.status = None
+
+    def submit(self, snap: Snapshot) -> None:
+        self.snapshots.append(snap)
+
+    def add_event(self, *args: Any) -> None:
+        self.events.append(args)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Harness:
+    """A RigscopeApp on simulated GPUs with a fake clock; ``tick()`` feeds one snapshot synchronously."""
+
+    def __init__(self, app: RigscopeApp, backend: SimulatedBackend, clock: FakeClock) -> None:
+        self.app = app
+        self.backend = backend
+        self.clock = clock
+
+    def tick(self, n: int = 1) -> Snapshot:
+        snap = None
+        for _ in range(n):
+            self.clock.now_s += self.clock.step_s
+            snap = self.app.sampler.tick()
+            self.app.recording.submit(snap)
+            self.app.on_snapshot(snap)
+        assert snap is not None
+        return snap
+
+
+@pytest.fixture
+def make_app(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
+    made: list[RigscopeApp] = []
+
+    def build(profiles: str = "rtx4090-laptop", *, settings: Settings | None = None, tray: bool = False,
+              recording: Recording | None = None, clock: FakeClock | None = None,
+              end_process: Callable[[int], str | None] | None = None) -> Harness:
+        clock = clock or FakeClock()
+        backend = SimulatedBackend(parse_profile_list(profiles), user="me")
+        sampler = Sampler(backend, None, clock=clock, monotonic=clock.monotonic, process_period_s=0.0)
+        qapp = QApplication.instance()
+        assert isinstance(qapp, QApplication)
+        rec = recording or Recording("recording", "test writer", writer=FakeWriter())
+        app = RigscopeApp(qapp, sampler, settings or Settings(), rec, settings_path=tmp_path / "settings.toml",
+                          tray_available=tray, end_process=end_process, service=lambda enable: None)
+        app.window.resize(1600, 1000)
+        qtbot.addWidget(app.window)
+        made.append(app)
+        return Harness(app, backend, clock)
+
+    yield build
+    for app in made:
+        app.shutdown()

@@ -1,0 +1,104 @@
+"""Windows longer than the live buffer are filled from the history database."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from desktop.ui.recording import Recording, open_recording
+from tests.unit.ui.conftest import FakeClock
+
+store_mod = pytest.importorskip("desktop.history.store")
+
+START_S = 1_790_000_000.0
+
+
+def write_history(path, minutes: float, end_s: float) -> None:
+    """``minutes`` of 1 Hz simulated history ending at ``end_s``, loaded as GPU 0 at 90 % load."""
+    clock = FakeClock(start_s=end_s - minutes * 60)
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), user="me")
+    backend.manual.set(0, 0.9, 5000.0)
+    sampler = Sampler(backend, None, clock=clock, monotonic=clock.monotonic)
+    snaps = []
+    while clock.now_s < end_s - 1:
+        clock.now_s += 1.0
+        snaps.append(sampler.tick())
+    store = store_mod.HistoryStore.open(path)
+    try:
+        store.write_snapshots(snaps)
+    finally:
+        store.close()
+
+
+def test_the_1_h_window_fills_from_history(make_app, tmp_path):
+    db = tmp_path / "history.sqlite"
+    write_history(db, minutes=50, end_s=START_S)
+    store = store_mod.HistoryStore.open(db, readonly=True)
+    h = make_app(recording=Recording("reading", "test", store=store), clock=FakeClock(start_s=START_S))
+    h.app.window.show()
+    h.tick(30)  # 30 s of live data: the ring buffer covers only the end of the hour
+    dash = h.app.dashboard
+    dash.set_window("10 min")
+    util = dash.panels[0].plots.plot("util")
+    hist_t, _ = util.history("utilization_gpu_pct")
+    assert hist_t.size > 0  # 10 min > 30 s of ring: history fills the rest
+    dash.set_window("1 h")
+    hist_t, hist_v = util.history("utilization_gpu_pct")
+    live_t, _ = util.data("utilization_gpu_pct")
+    assert live_t.size == 30
+    assert 1000 <= hist_t.size <= 2000  # 50 min of 1 Hz rows, merged to at most the points asked for
+    assert hist_t[0] < START_S - 49 * 60 and hist_t[-1] < live_t[0]
+    assert np.nanmean(hist_v) > 80  # the stored 90 % load, not the idle live GPU
+    temp_t, temp_v = dash.panels[0].plots.plot("temp").history("temperature_c")
+    assert temp_t.size == hist_t.size and np.isfinite(temp_v).all()
+    assert "history" in dash.history_note.text()
+    dash.set_window("1 min")  # 30 s live + the 30 s before from history
+    assert 25 <= util.history("utilization_gpu_pct")[0].size <= 31
+    h.tick(60)
+    dash.set_window("1 min")  # now inside the ring buffer: no history curve
+    assert util.history("utilization_gpu_pct")[0].size == 0
+
+
+def test_without_a_database_long_windows_say_so(make_app):
+    h = make_app(recording=Recording("off", "no database"))
+    h.app.window.show()
+    h.tick(5)
+    h.app.dashboard.set_window("24 h")
+    assert "No history database" in h.app.dashboard.history_note.text()
+    assert "Not recording: no database" in h.app.window.recording_label.text()
+
+
+def test_the_window_records_unless_a_recorder_holds_the_database(tmp_path):
+    from desktop.history.lock import WriterLock
+
+    db = tmp_path / "h.sqlite"
+    rec = open_recording(db)
+    try:
+        assert rec.mode == "recording" and rec.writer is not None
+    finally:
+        rec.close()
+    with WriterLock(db):  # the recorder service
+        reader = open_recording(db)
+        try:
+            assert reader.mode == "reading" and reader.writer is None and reader.store is not None
+            assert "pid" in reader.detail
+        finally:
+            reader.close()
+
+
+def test_recording_writes_snapshots_and_alert_events(make_app, tmp_path):
+    db = tmp_path / "h.sqlite"
+    rec = open_recording(db)
+    h = make_app(recording=rec)
+    h.tick(3)
+    rec.add_event(START_S, "alert.temperature", "hot", "GPU-x")
+    assert rec.writer.flush(timeout_s=10)
+    rec.close()
+    store = store_mod.HistoryStore.open(db, readonly=True)
+    try:
+        assert store.counts()["gpu_samples"] >= 3
+        assert any(e.kind == "alert.temperature" for e in store.events(0, 2e9))
+    finally:
+        store.close()
