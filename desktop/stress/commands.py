@@ -268,8 +268,15 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, Verdict]]:
     out = []
     for key in keys:
         time_s, columns = series[key]
-        out.append((str(key), verdict_for_log(np.asarray(time_s), dict(columns))))
+        info = imported.info.get(key, {})
+        label = f"GPU {info['index']} {info.get('name', '')}".strip() if "index" in info else str(key)
+        out.append((label, verdict_for_log(np.asarray(time_s), dict(columns), _number(info.get("sm_clock_max_mhz")),
+                                           _number(info.get("power_limit_enforced_w")))))
     return out
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
 def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, Verdict]]:

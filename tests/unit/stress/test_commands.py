@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +74,64 @@ def test_parse_time_relative_and_iso() -> None:
     assert parse_time("2026-11-02T12:00:00+00:00", now) == 1_793_620_800.0
     with pytest.raises(Exception, match="cannot read the time"):
         parse_time("yesterday-ish", now)
+
+
+def _nvsmi_log(path: Path) -> float:
+    """An `nvidia-smi --query-gpu=... --format=csv -l 1` log of the simulated laptop: 2 idle minutes, then 8 loaded."""
+    manual = ManualLoad()
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), manual, seed=4)
+    start = 1_793_620_800.0
+    backend.model.advance(start)
+    idle = backend.model.trace(0, start, start + 120.0)
+    manual.set(0, 1.0)
+    busy = backend.model.trace(0, start + 120.0, start + 600.0)
+    lines = ["timestamp, index, name, utilization.gpu [%], temperature.gpu, power.draw [W], clocks.sm [MHz], "
+             "clocks.max.sm [MHz], power.limit [W], clocks_event_reasons.active"]
+    for trace in (idle, busy):
+        c = trace.columns
+        for i, t in enumerate(trace.time_s):
+            stamp = datetime.fromtimestamp(t, tz=UTC).strftime("%Y/%m/%d %H:%M:%S.000")
+            lines.append(f"{stamp}, 0, NVIDIA GeForce RTX 4090 Laptop GPU, {c['utilization_gpu_pct'][i]:.0f} %, "
+                         f"{c['temperature_c'][i]:.0f}, {c['power_w'][i]:.2f} W, {c['sm_clock_mhz'][i]:.0f} MHz, "
+                         f"2040 MHz, 150.00 W, 0x{int(c['clock_event_reasons'][i]):016X}")
+    path.write_text("\n".join(lines) + "\n")
+    thermal = np.flatnonzero(busy.columns["clock_event_reasons"].astype(np.int64) & 0x60)
+    return float(busy.time_s[thermal[0]] - busy.time_s[0])  # the true onset, from the load's start
+
+
+def test_analyze_an_nvidia_smi_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "nvsmi.csv"
+    true_onset_s = _nvsmi_log(log)
+    assert main(["analyze", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("GPU 0 NVIDIA GeForce RTX 4090 Laptop GPU: Throttled after")
+    assert "SW thermal slowdown" in out
+    assert main(["analyze", str(log), "--json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["basis"] == "clock" and verdict["cause_family"] == "thermal"
+    assert verdict["onset_s"] is not None and abs(verdict["onset_s"] - true_onset_s) <= 10.0
+    assert main(["analyze", str(tmp_path / "missing.csv")]) == 2
+
+
+def test_analyze_a_stored_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from desktop.stress.runner import SimClock
+    from desktop.telemetry.sampler import Sampler
+
+    clock = SimClock(time_s=1_793_620_800.0)
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=6)
+    sampler = Sampler(backend, clock=clock.now, monotonic=clock.now)
+    assert backend.manual is not None
+    backend.manual.set(0, 1.0, 8000.0)
+    snapshots = []
+    for _ in range(600):
+        snapshots.append(sampler.tick())
+        clock.time_s += 1.0
+    db = tmp_path / "history.sqlite"
+    with HistoryStore.open(db) as store:
+        store.write_snapshots(snapshots)
+    start = datetime.fromtimestamp(1_793_620_800.0, tz=UTC).isoformat()
+    end = datetime.fromtimestamp(1_793_620_800.0 + 600, tz=UTC).isoformat()
+    assert main(["analyze", "--db", str(db), "--from", start, "--to", end, "--json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["gpu"].startswith("GPU 0") and verdict["cause_family"] == "thermal"
+    assert main(["analyze", "--db", str(tmp_path / "none.sqlite")]) == 2

@@ -98,3 +98,10 @@ def test_the_child_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
     while not _gone(child_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(child_pid)
+
+
+def test_a_workload_that_cannot_start_is_reported_as_crashed() -> None:
+    result = StressRunner(StressConfig(workload="gemm", device="cpu", dtype="tf32", duration_s=30.0)).run()
+    assert result.status == "crashed" and "tf32" in result.message
+    verdict = judge_run(result)
+    assert verdict.status == "aborted" and exit_code(result, verdict) == 4
