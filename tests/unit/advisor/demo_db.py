@@ -30,7 +30,8 @@ def write_demo_db(path: Path, profiles: str = "rtx4090-laptop", *, days: float =
         store.set_meta("demo", "1")
         for index, prof in enumerate(gpus):
             trace = model.trace(index, start_s, end, interval_s)
-            write_gpu_columns(store, profile_info(prof, index), trace.time_s, trace.columns)
+            # trace times end each step; stored rows start it, so the week holds exactly [start, end)
+            write_gpu_columns(store, profile_info(prof, index), trace.time_s - interval_s, trace.columns)
         host_t = np.arange(start_s, end, 10.0).tolist()
         write_host_samples(store, [(t, scenario.host(t)) for t in host_t])
         procs = []

@@ -1,0 +1,167 @@
+"""The weekly report as HTML (for the browser and, through QTextDocument, for the PDF).
+
+Everything that comes from the machine or the user (process and GPU names, recommendation
+texts that quote them, notes) passes through ``html.escape``: a process may be named
+``<script>alert(1)</script>``. The markup stays within what Qt's rich text understands
+(tables, inline styles, ``page-break-before``), so the PDF is rendered from the same HTML.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable
+from datetime import datetime
+from html import escape
+from typing import TYPE_CHECKING
+
+from advisor.profile import KIND_LABELS, KINDS
+
+if TYPE_CHECKING:
+    from desktop.ui.reports import ReportData
+
+SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#d68910", "info": "#2e86c1"}
+_CSS = """
+body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #222; }
+h1 { font-size: 17pt; margin-bottom: 2px; } h2 { font-size: 13pt; margin-top: 16px; }
+table { border-collapse: collapse; margin: 4px 0 8px 0; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #eef1f5; } td.num { text-align: right; }
+.demo { background: #fff3cd; border: 1px solid #d6b656; padding: 6px; }
+.muted { color: #666; }
+"""
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def num(value: float | None, digits: int = 1, unit: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.{digits}f}{' ' + unit if unit else ''}"
+
+
+def when(time_s: float, fmt: str = "%a %d %b %Y %H:%M") -> str:
+    return datetime.fromtimestamp(time_s).strftime(fmt)
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td class=\"num\">{c}</td>" if i >= numeric_from else f"<td>{c}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _throttle_cell(cause: str) -> Callable[..., str]:
+    return lambda g: num(g.throttle_minutes.get(cause, 0.0), 0, "min")
+
+
+def _gpu_section(data: ReportData) -> str:
+    s = data.summary
+    cur = e(s.currency)
+    parts = ["<h2>GPUs</h2>"]
+    headers = ["", *[f"GPU {g.index}: {g.name}" + (" (simulated)" if g.simulated and "simulated" not in g.name else "")
+                     for g in s.gpus]]
+    rows: list[tuple[str, Callable[..., str]]] = [
+        ("Busy", lambda g: num(g.busy_hours, 1, "h")),
+        ("Mean utilization while busy", lambda g: num(g.mean_util_busy_pct, 0, "%")),
+        ("Energy", lambda g: f"{num(g.energy_kwh, 2, 'kWh')} ({num(g.energy_cost, 2)} {cur})"),
+        ("Peak / p95 temperature", lambda g: f"{num(g.peak_temp_c, 0)} / {num(g.p95_temp_c, 0, '°C')}"),
+        *[(f"Throttled: {cause}", _throttle_cell(cause)) for cause in (s.gpus[0].throttle_minutes if s.gpus else {})],
+        ("VRAM peak / total", lambda g: f"{num(g.vram_peak_mib, 0)} / {num(g.vram_total_mib, 0, 'MiB')}"),
+        ("Time with VRAM above 90 %", lambda g: num(g.vram_above_90_minutes, 0, "min")),
+        ("Workload", lambda g: "<br>".join(
+            f"{e(KIND_LABELS[k])}: {g.profile.shares[k] * 100:.0f} %" for k in KINDS if g.profile.shares[k] > 0)
+         or "idle"),
+    ]
+    table_rows = [[e(label), *[fn(g) for g in s.gpus]] for label, fn in rows]
+    parts.append(_table([e(h) for h in headers], table_rows))
+    for g in s.gpus:
+        reasons = "; ".join(f"{e(KIND_LABELS[k])}: {e(g.profile.reasons[k])}" for k in (*KINDS, "idle")
+                            if k in g.profile.reasons)
+        parts.append(f"<p class=\"muted\">GPU {g.index}: {reasons}</p>")
+    return "".join(parts)
+
+
+def _changes(data: ReportData) -> str:
+    s = data.summary
+    if not s.has_previous:
+        return "<h2>Against the previous week</h2><p class=\"muted\">No history for the previous week.</p>"
+    rows = [[f"GPU {c.gpu_index}: {e(c.label)}", num(c.before, 1, e(c.unit)), num(c.after, 1, e(c.unit)),
+             ("+" if c.delta > 0 else "") + num(c.delta, 1, e(c.unit))] for c in s.changes]
+    return "<h2>Against the previous week</h2>" + _table(["", "previous", "this week", "change"], rows)
+
+
+def _recommendations(data: ReportData) -> str:
+    recs = data.summary.recommendations
+    if not recs:
+        return "<h2>Top recommendations</h2><p>No recommendations: nothing crossed a threshold this week.</p>"
+    parts = ["<h2>Top recommendations</h2>"]
+    for rec in recs:
+        colour = SEVERITY_COLOURS.get(rec.severity, "#444")
+        evidence = "".join(f"<li>{e(item.text())}</li>" for item in rec.evidence)
+        spans = ", ".join(f"{e(when(a, '%a %H:%M'))} - {e(when(b, '%a %H:%M'))}" for a, b in rec.time_ranges[:3])
+        parts.append(
+            f"<p><b style=\"color:{colour}\">[{e(rec.severity.upper())}]</b> <b>{e(rec.title)}</b> "
+            f"<span class=\"muted\">({e(rec.rule_id)})</span></p><ul>{evidence}</ul>"
+            f"<p><b>Action:</b> {e(rec.action)}</p>" + (f"<p class=\"muted\">When: {spans}</p>" if spans else ""))
+    return "".join(parts)
+
+
+def _processes(data: ReportData) -> str:
+    procs = data.summary.top_processes
+    if not procs:
+        return ""
+    rows = [[e(p.name), str(p.gpu_index), num(p.gpu_hours, 1, "h"), num(p.present_hours, 1, "h"),
+             num(p.peak_vram_mib, 0, "MiB")] for p in procs]
+    return "<h2>Top processes</h2>" + _table(
+        ["process", "GPU", "GPU-hours (while busy)", "holding memory", "peak VRAM"], rows, numeric_from=1)
+
+
+def _costs(data: ReportData) -> str:
+    parts = ["<h2>Own vs rent</h2>"]
+    cur = e(data.advice.currency)
+    for cost in data.advice.costs:
+        parts.append(f"<p><b>{e(cost.gpu_name)}</b>: {num(cost.busy_hours_month, 0)} busy h/month; owned "
+                     f"{num(cost.owned_month, 2)} {cur}/month (amortisation {num(cost.owned_fixed_month, 2)} + "
+                     f"electricity {num(cost.owned_energy_month, 2)}).</p>")
+        rows = [[e(f"{o.offer.gpu_model} ({o.offer.vram_gb:.0f} GB), {o.offer.provider}"),
+                 num(o.relative_speed, 2, "x"), num(o.cloud_hours_month, 1, "h"),
+                 num(o.on_demand_month, 2, "USD"), num(o.spot_month, 2, "USD") if o.spot_month is not None else "-",
+                 num(o.break_even_busy_hours_month, 0, "h") if o.break_even_busy_hours_month is not None else "never",
+                 e(f"{o.offer.source}, {o.offer.date}")] for o in cost.options[:6]]
+        if rows:
+            parts.append(_table(["cloud GPU", "speed", "hours/month", "on demand", "spot", "break-even busy h",
+                                 "price source"], rows))
+        if cost.bigger_option is not None:
+            b = cost.bigger_option
+            parts.append(f"<p>For jobs this GPU cannot hold: {e(b.gpu_model)} ({b.vram_gb:.0f} GB) at "
+                         f"{e(b.provider)}, {b.on_demand_usd_h:.2f} USD/h on demand.</p>")
+        parts.extend(f"<p class=\"muted\">{e(n)}</p>" for n in cost.notes)
+    return "".join(parts)
+
+
+def _charts(data: ReportData, image_src: Callable[[str], str]) -> str:
+    parts = ["<h2 style=\"page-break-before: always\">Charts</h2>"]
+    for key, caption in data.chart_captions.items():
+        parts.append(f"<p><b>{e(caption)}</b><br><img src=\"{image_src(key)}\" width=\"640\"></p>")
+    return "".join(parts)
+
+
+def render_html(data: ReportData, image_src: Callable[[str], str]) -> str:
+    """The report; ``image_src(key)`` gives each chart's ``src`` (a data URI, or a PDF resource name)."""
+    s = data.summary
+    title = f"Rigscope weekly report, {e(data.week_label)}"
+    span = f"{e(when(s.start_s, '%a %d %b %Y'))} - {e(when(s.end_s - 1, '%a %d %b %Y'))} ({e(s.timezone_name)})"
+    notes = "".join(f"<p class=\"demo\">{e(n)}</p>" if "Demo" in n else f"<p class=\"muted\">{e(n)}</p>"
+                    for n in (*s.notes, *data.notes))
+    body = (f"<h1>{title}</h1><p class=\"muted\">{span}; generated {e(when(data.generated_s))}</p>{notes}"
+            + _gpu_section(data) + _recommendations(data) + _changes(data) + _processes(data) + _costs(data)
+            + _charts(data, image_src))
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
+            f"<style>{_CSS}</style></head><body>{body}</body></html>")
