@@ -89,7 +89,10 @@ REASON_FIELDS: dict[str, int] = {
 }
 _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
-_NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)$")
+_NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|[A-Za-z]{1,3}(?:/s)?|°C)?$")
+#: Units nvidia-smi prints after values; anything else after a number is not a reading.
+_UNITS = frozenset(("", "%", "w", "mw", "kw", "mib", "gib", "kib", "mb", "gb", "kb", "mhz", "ghz", "c", "°c", "j",
+                    "mj", "kb/s", "kib/s", "mb/s", "mib/s", "s", "ms", "us"))
 _STAMP = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})[ T](\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
 #: Beyond this a value is garbage (and would not fit the store's integer columns).
 _LARGEST = 1e15
@@ -116,7 +119,7 @@ def parse_number(text: str) -> float | None:
     if _is_missing(text):
         return None
     match = _NUMBER.match(text)
-    if match:
+    if match and (match.group(2) or "").lower() in _UNITS:
         number = float(match.group(1))
         if not abs(number) < _LARGEST:
             raise BadValue(f"value out of range {text!r}")
@@ -248,7 +251,10 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
         except csv.Error as exc:
             result.skipped.append((line_no, f"unreadable CSV ({exc})"))
             continue
-        if _Layout.looks_like_header(cells):
+        # Once a usable header is known, only another one with timestamps replaces it: a stray
+        # line that happens to be a field name must not make the rows after it unreadable.
+        if (layout is None or layout.time_col is None or any(_field_name(c) == "timestamp" for c in cells)) \
+                and _Layout.looks_like_header(cells):
             layout = _Layout(cells)
             result.fields.extend(n for n in layout.names if n not in result.fields)
             if layout.time_col is None:
