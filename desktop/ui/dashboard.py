@@ -207,6 +207,7 @@ class DashboardPage(QWidget):
         bar.addWidget(self.gpu_choice)
         bar.addStretch(1)
         self.history_note = QLabel("")
+        self._bar_buttons = [*self.window_buttons.buttons(), self.pause_button]
         bar.addWidget(self.history_note)
         layout.addLayout(bar)
 
@@ -225,6 +226,7 @@ class DashboardPage(QWidget):
         pause = QShortcut(QKeySequence(Qt.Key.Key_Space), self)
         pause.setContext(Qt.ShortcutContext.WindowShortcut)
         pause.activated.connect(self.pause_button.toggle)
+        self.apply_theme(theme)
 
     # --- input ----------------------------------------------------------------------
     def add_snapshot(self, snap: Snapshot) -> None:
@@ -340,6 +342,11 @@ class DashboardPage(QWidget):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
+        # Fusion barely marks a checked button in a dark palette: colour it with the accent.
+        style = (f"QPushButton:checked {{ background: {theme.accent}; color: {'#000' if theme.dark else '#fff'};"
+                 f" border: 1px solid {theme.accent}; border-radius: 3px; padding: 3px 10px; }}")
+        for button in self._bar_buttons:
+            button.setStyleSheet(style)
         for panel in self.panels.values():
             panel.apply_theme(theme)
         self.host_strip.apply_theme(theme)

@@ -52,7 +52,10 @@ class ProcessModel(QAbstractTableModel):
         self.rows: list[GpuProcess] = []
         self._now = now
 
-    def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess]) -> None:
+    def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess], now_s: float | None = None) -> None:
+        """Replace the rows; ``now_s`` (the snapshot's time) is what "running for" counts to."""
+        if now_s is not None:
+            self._now = lambda: now_s
         self.beginResetModel()
         self.rows = list(processes)
         self.endResetModel()
@@ -142,7 +145,10 @@ class ProcessesPage(QWidget):
         self.end_button.setToolTip("Ends the selected process after asking; only your own processes")
         self.end_button.clicked.connect(self.end_selected)
         self.message = QLabel("")
+        self.summary = QLabel("")
         top = QHBoxLayout()
+        top.addWidget(self.summary)
+        top.addSpacing(12)
         top.addWidget(self.filter, 1)
         top.addWidget(self.end_button)
 
@@ -161,11 +167,15 @@ class ProcessesPage(QWidget):
 
     def add_snapshot(self, snap: Snapshot) -> None:
         if snap.processes_fresh:
-            self.set_processes(snap.processes)
+            self.set_processes(snap.processes, snap.time_s)
 
-    def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess]) -> None:
+    def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess], now_s: float | None = None) -> None:
         selected = self.selected()
-        self.model.set_processes(processes)
+        self.model.set_processes(processes, now_s)
+        total = sum(p.vram_mib or 0.0 for p in processes)
+        gpus = len({p.gpu_index for p in processes})
+        self.summary.setText(f"{len(processes)} process{'es' if len(processes) != 1 else ''} hold "
+                             f"{total:,.0f} MiB on {gpus} GPU{'s' if gpus != 1 else ''}" if processes else "")
         self.stack.setCurrentWidget(self.table if processes else self.empty)
         if selected is not None:  # keep the selection across refreshes
             for row, proc in enumerate(self.model.rows):

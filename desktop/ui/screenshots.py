@@ -1,0 +1,189 @@
+"""Screenshots of the running app for the README: `python -m desktop.ui.screenshots resources/screenshots`.
+
+Starts the real app objects offscreen on the simulated laptop GPU running the demo week's
+Monday training job, writes a day of demo history into a temporary database (so the 1 h
+and 24 h windows show history fill), feeds 15 simulated minutes of live ticks, and grabs
+each entry of ``SHOTS`` at 1600x1000. Another page adds its screenshot with one ``Shot``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtWidgets import QApplication
+
+from desktop.config import Settings
+from desktop.telemetry.model import GpuProcess, HostSample
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.scenarios import WeekScenario, week_start
+from desktop.telemetry.simulated import GpuProfile, SimulatedBackend, parse_profile_list
+from desktop.ui.app import RigscopeApp
+from desktop.ui.recording import Recording
+
+SIZE = (1600, 1000)
+PROFILE = "rtx4090-laptop"
+LIVE_TICKS = 900
+#: Monday 11:00 UTC of the demo week: the long training run is hot and held back by now.
+LIVE_END_OFFSET_S = 11 * 3600.0
+
+
+@dataclass(frozen=True)
+class Shot:
+    page: str
+    file_name: str
+    theme: str = "dark"
+    #: Dashboard time window to show ("" = leave as is).
+    window: str = ""
+    #: Called with the app before the grab (select a row, open a tab, ...).
+    prepare: Callable[[RigscopeApp], None] | None = None
+
+
+def _select_first_process(app: RigscopeApp) -> None:
+    app.processes.table.selectRow(0)
+
+
+#: What `make screenshots` produces; a page's helper appends its own ``Shot``.
+SHOTS: list[Shot] = [
+    Shot("dashboard", "dashboard-dark.png", "dark", window="1 h"),
+    Shot("dashboard", "dashboard-light.png", "light", window="10 min"),
+    Shot("processes", "processes.png", "dark", prepare=_select_first_process),
+]
+
+
+class _Clock:
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+class _DemoHost:
+    """Host readings of the demo week (the real host's numbers would not match the simulated GPU)."""
+
+    def __init__(self, scenario: WeekScenario, clock: _Clock) -> None:
+        self.scenario = scenario
+        self.clock = clock
+
+    def sample(self) -> HostSample:
+        return self.scenario.host(self.clock.now_s)
+
+    def describe(self, processes: Sequence[GpuProcess]) -> list[GpuProcess]:
+        return list(processes)
+
+
+class _DemoProcesses(SimulatedBackend):
+    """The simulated GPU plus the processes a developer's machine shows beside a training job."""
+
+    def __init__(self, profiles: Sequence[GpuProfile], scenario: WeekScenario, clock: _Clock) -> None:
+        super().__init__(profiles, scenario=scenario, user="dev")
+        self._clock = clock
+
+    def processes(self) -> list[GpuProcess]:
+        now = self._clock()
+        procs = [dataclasses.replace(p, cpu_pct=97.5, started_s=now - 5400.0) for p in super().processes()]
+        procs += [
+            GpuProcess(pid=5120, gpu_index=0, name="ipykernel_launcher", user="dev",
+                       vram_mib=1536.0, cpu_pct=0.3, started_s=now - 3 * 86400.0, own=True),
+            GpuProcess(pid=1873, gpu_index=0, name="Xorg", user="root", vram_mib=412.0, kind="graphics",
+                       cpu_pct=1.2, started_s=now - 6 * 86400.0, own=False),
+            GpuProcess(pid=2990, gpu_index=0, name="firefox", user="dev",
+                       vram_mib=238.0, kind="graphics", cpu_pct=4.1, started_s=now - 7200.0, own=True),
+        ]
+        return procs
+
+
+def build(history_db: Path | None, end_s: float) -> tuple[QApplication, RigscopeApp, _Clock]:
+    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(qt_app, QApplication)
+    profiles = parse_profile_list(PROFILE)
+    scenario = WeekScenario([p.vram_total_mib for p in profiles])
+    clock = _Clock(end_s - LIVE_TICKS)
+    backend = _DemoProcesses(profiles, scenario, clock)
+    # Warm the simulated GPU through the half hour before the live part, so the live curves
+    # continue the history instead of starting from a cold GPU.
+    backend.model.advance(clock.now_s - 1800.0)
+    backend.model.advance(clock.now_s)
+    sampler = Sampler(backend, _DemoHost(scenario, clock), clock=clock, monotonic=clock)
+    store = None
+    if history_db is not None:
+        from desktop.history.store import HistoryStore
+
+        store = HistoryStore.open(history_db, readonly=True)
+    recording = Recording("reading" if store else "off",
+                          "demo history (screenshot)" if store else "screenshot", store=store)
+    app = RigscopeApp(qt_app, sampler, Settings(), recording, tray_available=False,
+                      end_process=lambda pid: None)  # never clicked: it only enables the button
+    app.window.resize(*SIZE)
+    return qt_app, app, clock
+
+
+def write_history(path: Path, end_s: float) -> Path | None:
+    """A day of demo history ending where the live ticks begin (None when history is unavailable)."""
+    try:
+        from desktop.history.demo import write_demo
+    except ImportError:
+        return None
+    write_demo(path, parse_profile_list(PROFILE), days=1.0, now_s=end_s - LIVE_TICKS)
+    return path
+
+
+def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from desktop.ui.theme import apply_theme, resolve
+
+    end_s = week_start(1_795_000_000.0) + LIVE_END_OFFSET_S  # a fixed week: the same pictures every run
+    with tempfile.TemporaryDirectory(prefix="rigscope-shots-") as tmp:
+        db = write_history(Path(tmp) / "demo-history.sqlite", end_s)
+        qt_app, app, clock = build(db, end_s)
+        written = []
+        try:
+            app.window.show()
+            for _ in range(LIVE_TICKS):
+                clock.now_s += 1.0
+                app.on_snapshot(app.sampler.tick())
+            app.window.show_banner("Demo: a simulated RTX 4090 Laptop GPU running the demo week's training job.",
+                                   "info")
+            for shot in shots:
+                theme = resolve(shot.theme)
+                apply_theme(qt_app, theme)
+                app.theme = theme
+                app.window.apply_theme(theme)
+                app.window.show_page(shot.page)
+                if shot.window:
+                    app.dashboard.set_window(shot.window)
+                if shot.prepare is not None:
+                    shot.prepare(app)
+                for _ in range(3):  # layout and repaint settle over a few event-loop turns
+                    qt_app.processEvents()
+                app.dashboard.repaint_plots()
+                qt_app.processEvents()
+                path = out_dir / shot.file_name
+                if not app.window.grab().save(str(path), "PNG"):
+                    raise OSError(f"could not write {path}")
+                written.append(path)
+        finally:
+            app.shutdown()
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out_dir", type=Path, nargs="?", default=Path("resources/screenshots"))
+    args = parser.parse_args(argv)
+    for path in take(args.out_dir):
+        print(path)  # noqa: T201 - the script's output is the list of files
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The screenshot script grabs every listed page from the running app at 1600x1000."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QImage
+
+from desktop.ui import screenshots
+
+
+@pytest.mark.slow
+def test_screenshots_are_taken_from_the_running_app(tmp_path, monkeypatch):
+    monkeypatch.setattr(screenshots, "LIVE_TICKS", 120)  # enough for live curves, quick
+    shots = [screenshots.Shot("dashboard", "d.png", "light", window="1 h"),
+             screenshots.Shot("processes", "p.png", "dark")]
+    paths = screenshots.take(tmp_path, shots)
+    assert [p.name for p in paths] == ["d.png", "p.png"]
+    for path in paths:
+        image = QImage(str(path))
+        assert (image.width(), image.height()) == screenshots.SIZE
+    # Not a blank frame: a light dashboard has many colours (curves, text), not one background.
+    image = QImage(str(paths[0]))
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
+    assert len(colours) > 20
