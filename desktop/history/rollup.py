@@ -3,7 +3,7 @@
 ``run_rollups`` is incremental: the meta keys ``rollup_minute_until`` / ``rollup_hour_until``
 mark how far each table is complete; a late write before a mark moves it back (see
 ``HistoryStore.note_written``), so buffered or imported samples are rolled up too.
-Retention never deletes raw rows that are not rolled up yet.
+Retention never deletes raw rows that are not rolled up yet; events are kept as long as minute rows.
 """
 
 from __future__ import annotations
@@ -152,6 +152,8 @@ def apply_retention(store: HistoryStore, retention: RetentionSettings, now_s: fl
             deleted["gpu_minute"] = sum(
                 store.conn.execute("DELETE FROM gpu_minute WHERE gpu = ? AND ts < ?", (g, cut)).rowcount for g in gids)
             deleted["host_minute"] = store.conn.execute("DELETE FROM host_minute WHERE ts < ?", (cut,)).rowcount
+            # Events go with the minute rows they explain (a year by default).
+            deleted["events"] = store.conn.execute("DELETE FROM events WHERE ts < ?", (minute_cut,)).rowcount
         if retention.hour_days > 0:
             cut = int(now_s - retention.hour_days * _DAY_S)
             deleted["gpu_hour"] = sum(

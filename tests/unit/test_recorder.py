@@ -1,0 +1,198 @@
+"""The recorder: SIGTERM/SIGINT, a second writer refused, SIGKILL at random moments, a full disk, a 30-day soak."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from desktop import cli
+from desktop.config import RetentionSettings
+from desktop.history.store import HistoryStore
+from desktop.history.writer import HistoryWriter
+from desktop.recorder import Recorder
+from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot, SourceInfo
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+REPO = Path(__file__).resolve().parents[2]
+CHILD = REPO / "tests" / "unit" / "history" / "recorder_child.py"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _integrity(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@posix_only
+def test_record_simulate_then_sigterm_leaves_rows_and_exits_0(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "desktop", "record", "--simulate", "rtx4090-laptop,rtx4090",
+                             "--interval", "0.25", "--db", str(db)], stderr=subprocess.PIPE, text=True, env=_env())
+    assert proc.stderr is not None
+    assert "Recording to" in proc.stderr.readline()
+    time.sleep(5.0)  # the issue's "record for 5 s": what is measured is what is left afterwards
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "samples written" in err
+    assert _integrity(db) == "ok"
+    with HistoryStore.open(db, readonly=True) as store:
+        counts = store.counts()
+        assert counts["gpus"] == 2
+        assert counts["gpu_samples"] >= 2 * 10
+        assert counts["host_samples"] >= 10
+        assert counts["gpu_samples"] == 2 * counts["host_samples"]  # both GPUs, every tick
+
+
+@posix_only
+def test_a_second_recorder_is_refused_naming_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.sqlite"
+    first = subprocess.Popen([sys.executable, "-m", "desktop", "record", "--simulate", "--interval", "0.5",
+                              "--db", str(db)], stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert first.stderr is not None and "Recording to" in first.stderr.readline()
+        assert cli.main(["record", "--simulate", "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert f"pid {first.pid}" in err and "already being written" in err
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)
+    assert first.returncode == 0
+
+
+@posix_only
+def test_sigkill_at_random_moments_loses_nothing_flushed(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    rng = random.Random(20261129)
+    for run in range(20):
+        base = 1_790_000_000.0 + run * 100_000.0
+        child = subprocess.Popen([sys.executable, str(CHILD), str(db), str(base)], stdout=subprocess.PIPE,
+                                 text=True, env=_env())
+        assert child.stdout is not None
+        flushed = -1
+        for _ in range(rng.randint(1, 3)):
+            line = child.stdout.readline()
+            assert line.startswith("flushed"), line
+            flushed = int(line.split()[1])
+        time.sleep(rng.uniform(0.0, 0.05))  # somewhere inside the next batch, commit or not
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        assert _integrity(db) == "ok", f"run {run}"
+        conn = sqlite3.connect(db)
+        try:
+            kept = conn.execute("SELECT count(*) FROM gpu_samples WHERE ts >= ? AND ts <= ?",
+                                (int(base * 1000), int((base + flushed) * 1000))).fetchone()[0]
+        finally:
+            conn.close()
+        assert kept == 2 * (flushed + 1), f"run {run}: lost rows flushed before the kill"
+
+
+class _FakeSampler:
+    """Cheap GPU readings on a clock the test moves: a recorder soak without the physics."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+        self.info = GpuInfo(index=0, uuid="GPU-soak", name="Soak GPU", vram_total_mib=24564.0)
+        self.rng = np.random.default_rng(3)
+        self.source = SourceInfo(kind="simulated", detail="soak")
+
+    def tick(self) -> Snapshot:
+        util, temp, power = self.rng.uniform(0, 100), self.rng.uniform(30, 85), self.rng.uniform(20, 300)
+        sample = GpuSample(utilization_gpu_pct=round(util), temperature_c=round(temp), power_w=round(power, 1),
+                           sm_clock_mhz=2100.0, clock_event_reasons=4 if power > 280 else 0, vram_used_mib=1000.0)
+        reading = GpuReading(self.info, DeviceState.OK, sample)
+        return Snapshot(time_s=self.clock[0], monotonic_s=self.clock[0], source=self.source, gpus=(reading,))
+
+    def close(self) -> None:
+        pass
+
+
+def test_full_disk_recorder_keeps_sampling_says_so_once_and_catches_up(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clock = [1_790_000_000.0]
+    writer = HistoryWriter(tmp_path / "h.sqlite", flush_interval_s=3600, max_buffer=10_000)
+    writer.start()
+    try:
+        recorder = Recorder(_FakeSampler(clock), writer, clock=lambda: clock[0], maintenance_period_s=1e9)
+        recorder.step()
+        recorder.wait_maintenance()
+        assert writer.flush()
+        pages = writer.call(lambda s: s.conn.execute("PRAGMA page_count").fetchone()[0]).result()
+        writer.call(lambda s: s.conn.execute(f"PRAGMA max_page_count = {pages + 1}")).result()
+        for i in range(2000):
+            clock[0] += 1.0
+            recorder.step()
+            if i % 250 == 0:
+                writer.flush()
+        assert recorder.ticks == 2001 and writer.status.disk_full
+        assert writer.status.rows_pending > 1000
+        assert capsys.readouterr().err.count("is full") == 1
+        writer.call(lambda s: s.conn.execute("PRAGMA max_page_count = 1073741823")).result()
+        assert writer.flush()
+        assert not writer.status.disk_full and writer.status.rows_pending == 0
+    finally:
+        writer.close()
+    with HistoryStore.open(tmp_path / "h.sqlite", readonly=True) as store:
+        assert store.counts()["gpu_samples"] == 2001
+
+
+def _rss_mib() -> float | None:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except OSError:
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_soak_30_days_memory_flat_and_size_bounded_by_retention(tmp_path: Path) -> None:
+    day = 86400.0
+    interval_s = 120.0
+    clock = [1_790_006_400.0]
+    path = tmp_path / "h.sqlite"
+    writer = HistoryWriter(path, flush_interval_s=3600)
+    writer.start()
+    sizes: dict[int, int] = {}
+    rss: dict[int, float | None] = {}
+    try:
+        retention = RetentionSettings(raw_days=2, minute_days=5, hour_days=10)
+        recorder = Recorder(_FakeSampler(clock), writer, interval_s=interval_s, retention=retention,
+                            clock=lambda: clock[0], maintenance_period_s=6 * 3600)
+        ticks_per_day = int(day / interval_s)
+        for d in range(1, 31):
+            for _ in range(ticks_per_day):
+                clock[0] += interval_s
+                recorder.step()
+            writer.flush()
+            recorder.wait_maintenance()
+            sizes[d] = writer.call(lambda s: s.size_bytes()).result()
+            rss[d] = _rss_mib()
+        counts = writer.call(lambda s: s.counts()).result()
+    finally:
+        writer.close()
+    assert counts["gpu_samples"] <= (2 + 1) * ticks_per_day  # raw: retention plus up to one maintenance period
+    assert counts["gpu_minute"] <= (5 + 1) * ticks_per_day
+    assert counts["gpu_hour"] <= (10 + 1) * 24
+    assert counts["events"] > 0
+    steady = [sizes[d] for d in range(12, 31)]
+    assert max(steady) <= 1.15 * min(steady), sizes  # bounded: days 12..30 hold the same amount
+    assert path.stat().st_size <= 2 * max(steady) + (1 << 20)  # the file does not keep growing either
+    if rss[10] is not None:
+        assert rss[30] - rss[10] < 20.0, rss  # MiB: flat, not growing with the days recorded
