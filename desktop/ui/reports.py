@@ -253,7 +253,8 @@ def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[
         label = week_label(now_s - WEEK_S, tz)
         start, end = week_bounds(label, tz)
         if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
-            label = week_label(span[1] - 1.0, tz)
+            # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
+            label = week_label(max(span[0], span[1] - 3600.0), tz)
             notes = (f"The last full week has no history; this is the newest week with data ({label}).",)
     start, end = week_bounds(label, tz)
     if span is None or span[1] <= start or span[0] >= end:

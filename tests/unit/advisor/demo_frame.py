@@ -1,6 +1,8 @@
-"""Test helper: the demo week as a HistoryFrame built straight from the simulator (no database)."""
+"""Test helper: the demo week as a HistoryFrame built straight from the simulator (no database; cached)."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -12,6 +14,7 @@ from desktop.telemetry.simulated import SimulatedGpuModel, parse_profile_list
 DEMO_WEEK_START_S = week_start(1_763_300_000.0 + 86400 * 365)
 
 
+@functools.cache
 def demo_week_frame(profiles: str = "rtx4090-laptop", seed: int = 0, *, interval_s: float = 1.0,
                     start_s: float | None = None, days: float = 7.0, platform: str = "linux") -> HistoryFrame:
     start = DEMO_WEEK_START_S if start_s is None else start_s

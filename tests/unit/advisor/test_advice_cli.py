@@ -10,22 +10,20 @@ import pytest
 from desktop import cli
 from desktop.advice import load_cloud_offers, load_gpu_specs, table_path
 from desktop.paths import config_dir, resource_path
-from tests.unit.advisor.demo_db import write_demo_db
+from tests.unit.advisor.demo_db import stored_demo_week
 from tests.unit.advisor.test_demo_week import EXPECTED
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("advise") / "demo.sqlite"
-    write_demo_db(path)
-    return path
+@pytest.fixture
+def demo_db() -> Path:
+    return stored_demo_week()
 
 
 def test_advise_json_over_the_stored_demo_week(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["advise", "--db", str(demo_db), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["demo"] is True
-    # the stored week is read back as minute rollups: the same advice as the in-memory frame
+    # the week `rigscope demo` stored, read back as minute rollups: the same advice as the in-memory frame
     assert sorted(r["rule_id"] for r in data["recommendations"]) == sorted(EXPECTED)
     cost = data["costs"][0]
     assert cost["local_spec"]["model"] == "RTX 4090 Laptop"

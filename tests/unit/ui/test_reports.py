@@ -16,7 +16,7 @@ import pytest
 
 from desktop import cli, config
 from desktop.ui.reports import ReportData, build_report, render_charts, to_csv, to_html, to_json, week_bounds, write_pdf
-from tests.unit.advisor.demo_db import write_demo_db
+from tests.unit.advisor.demo_db import stored_demo_week
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, demo_week_frame
 
 EVIL = "<script>alert(1)</script>"
@@ -98,12 +98,10 @@ def test_week_bounds() -> None:
         week_bounds("last week", UTC)
 
 
-@pytest.fixture(scope="module")
-def two_week_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("report") / "demo.sqlite"
-    # the demo week plus the last day of the week before (enough for "against the previous week")
-    write_demo_db(path, days=8, interval_s=10.0, start_s=DEMO_WEEK_START_S - 86400)
-    return path
+@pytest.fixture
+def two_week_db() -> Path:
+    """The demo week plus the last day of the week before (enough for "against the previous week")."""
+    return stored_demo_week()
 
 
 def test_report_cli_writes_each_format(two_week_db: Path, tmp_path: Path, capsys, monkeypatch) -> None:
