@@ -1,0 +1,80 @@
+"""`rigscope demo`, `import` and `export` end to end through the CLI entry point."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from desktop import cli
+from desktop.history.commands import parse_time
+from desktop.history.store import HistoryStore
+from desktop.paths import demo_db_path
+from tests.unit.history.helpers import snapshot
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_demo_writes_a_labelled_database_and_refuses_real_history(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["demo", "--days", "0.25", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["db"] == str(demo_db_path()) and report["demo"] is True
+    assert report["rows"]["gpu_samples"] == 6 * 3600 and report["rows"]["host_samples"] > 0
+    assert report["rows"]["gpu_minute"] > 0 and report["rows"]["process_samples"] >= 0
+    with HistoryStore.open(demo_db_path(), readonly=True) as store:
+        assert store.is_demo
+    assert cli.main(["demo", "--days", "0.1"]) == 0  # a demo database is replaced
+    assert "demo data" in capsys.readouterr().out
+    real = tmp_path / "real.sqlite"
+    with HistoryStore.open(real) as store:
+        store.write_snapshots([snapshot(1_790_000_000.0)])
+    assert cli.main(["demo", "--db", str(real)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert cli.main(["demo", "--gpus", "no-such-gpu"]) == 2
+    assert "unknown simulated GPU profile" in capsys.readouterr().err
+
+
+def test_import_reports_rows_and_skips_and_adds_nothing_twice(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.sqlite"
+    log = str(DATA / "nvsmi_units_two_gpus.csv")
+    assert cli.main(["import", log, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "5 rows imported from 2 GPU(s)" in out and "2 lines skipped" in out
+    assert "line 6:" in out and "line 8: bad value 'lots %'" in out
+    assert cli.main(["import", log, "--db", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["files"][0]
+    assert (report["rows"], report["imported"], len(report["skipped"])) == (5, 0, 2)
+    assert cli.main(["import", str(tmp_path / "missing.csv"), "--db", str(db)]) == 1
+    assert "cannot read" in capsys.readouterr().out
+
+
+def test_export_csv_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.sqlite"
+    t0 = 1_790_000_000.0
+    with HistoryStore.open(db) as store:
+        store.write_snapshots([snapshot(t0 + i) for i in range(5)])
+    args = ["export", "--db", str(db), "--from", "2026-09-01T00:00:00+00:00", "--to", "2026-09-30T00:00:00+00:00"]
+    assert cli.main([*args, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 5 and rows[0]["gpu_uuid"] == "GPU-full" and rows[0]["temperature_c"] == "78.3"
+    assert rows[0]["time"].startswith("2026-09-21T") and rows[0]["fan_pct"] == "64"
+    out = tmp_path / "out.jsonl"
+    assert cli.main([*args, "--format", "jsonl", "-o", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["time_s"] for r in records] == [t0 + i for i in range(5)]
+    assert records[0]["clock_event_reasons"] == 0x44 and "wrote 5 samples" in capsys.readouterr().err
+    assert cli.main([*args[:3], "--from", "yesterday"]) == 2
+    assert "cannot read the time" in capsys.readouterr().err
+    assert cli.main(["export", "--db", str(tmp_path / "none.sqlite")]) == 2
+
+
+def test_parse_time_relative_and_absolute() -> None:
+    assert parse_time("-7d", 1000_000.0) == 1000_000.0 - 7 * 86400
+    assert parse_time("-30m", 5000.0) == 3200.0
+    assert parse_time("now", 42.0) == 42.0
+    assert parse_time("1970-01-02T00:00:00+00:00", 0.0) == 86400.0
