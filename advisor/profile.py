@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.frame import GpuSeries, HistoryFrame, ProcessSamples
+from advisor.frame import FloatArray, GpuSeries, HistoryFrame, IntArray, ProcessSamples
 from advisor.stats import Interval, busy_intervals, busy_seconds, fmt_hours, mean_util_while_busy, rows_in
 
 TRAINING = "training"
@@ -54,17 +54,36 @@ class WorkloadProfile:
     jobs: tuple[Job, ...]
 
 
+@dataclass(frozen=True)
+class _GpuProcesses:
+    """One GPU's process rows sorted by time, so a time range is a slice (no scan per busy stretch)."""
+
+    time_s: FloatArray
+    name_id: IntArray
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, processes: ProcessSamples | None, gpu_index: int) -> _GpuProcesses:
+        if processes is None or processes.time_s.size == 0:
+            return cls(np.zeros(0), np.zeros(0, dtype=np.int64), ())
+        rows = np.flatnonzero(processes.gpu_index == gpu_index)
+        rows = rows[np.argsort(processes.time_s[rows], kind="stable")]
+        return cls(processes.time_s[rows], processes.name_id[rows], processes.names)
+
+    def names_in(self, interval: Interval) -> tuple[str, ...]:
+        """Process names seen within ``interval``, most often seen first."""
+        lo = int(np.searchsorted(self.time_s, interval.start_s, side="left"))
+        hi = int(np.searchsorted(self.time_s, interval.end_s, side="left"))
+        if hi <= lo:
+            return ()
+        ids, counts = np.unique(self.name_id[lo:hi], return_counts=True)
+        order = np.argsort(-counts, kind="stable")
+        return tuple(self.names[int(i)] for i in ids[order])
+
+
 def names_in(processes: ProcessSamples | None, gpu_index: int, interval: Interval) -> tuple[str, ...]:
     """Process names seen on the GPU within ``interval``, most often seen first."""
-    if processes is None or processes.time_s.size == 0:
-        return ()
-    rows = ((processes.gpu_index == gpu_index) & (processes.time_s >= interval.start_s)
-            & (processes.time_s < interval.end_s))
-    if not rows.any():
-        return ()
-    ids, counts = np.unique(processes.name_id[rows], return_counts=True)
-    order = np.argsort(-counts, kind="stable")
-    return tuple(processes.names[int(i)] for i in ids[order])
+    return _GpuProcesses.of(processes, gpu_index).names_in(interval)
 
 
 def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...]) -> tuple[str, str]:
@@ -85,10 +104,11 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries) -> WorkloadProfile:
     total_s = float(gpu.duration_s.sum())
     busy_total = float(busy.sum())
     jobs: list[Job] = []
+    procs = _GpuProcesses.of(frame.processes, gpu.meta.index)
     for interval in busy_intervals(gpu, frame.processes):
         rows = rows_in(gpu.time_s, interval)
         util = mean_util_while_busy(gpu, busy, rows)
-        names = names_in(frame.processes, gpu.meta.index, interval)
+        names = procs.names_in(interval)
         kind, reason = classify(interval, util, names)
         jobs.append(Job(gpu.meta.index, interval, kind, util, float(busy[rows].sum()), names, reason))
     by_kind = {k: sum(j.busy_s for j in jobs if j.kind == k) for k in KINDS}

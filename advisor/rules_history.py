@@ -21,9 +21,11 @@ def idle_memory(ctx: RuleContext) -> list[Recommendation]:
         mine = np.flatnonzero(procs.gpu_index == gpu.meta.index)
         if mine.size == 0:
             continue
-        for pid in np.unique(procs.pid[mine]).tolist():
-            rows = mine[procs.pid[mine] == pid]
-            rows = rows[np.argsort(procs.time_s[rows], kind="stable")]
+        # Group rows by pid, each group in time order, with one sort instead of a scan per pid.
+        ordered = mine[np.lexsort((procs.time_s[mine], procs.pid[mine]))]
+        bounds = np.flatnonzero(np.diff(procs.pid[ordered])) + 1
+        for rows in np.split(ordered, bounds):
+            pid = int(procs.pid[rows[0]])
             times = procs.time_s[rows]
             vram = np.nan_to_num(procs.vram_mib[rows])
             util = values_at(gpu, times, gpu.utilization_gpu_pct)
