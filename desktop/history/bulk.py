@@ -29,7 +29,10 @@ def write_gpu_columns(store: HistoryStore, info: GpuInfo, time_s: npt.ArrayLike,
     n = len(times)
     if n == 0:
         return 0
-    names = [m for m in GPU_METRIC_NAMES if m in columns]
+    scaled = {m: np.asarray(columns[m], dtype=np.float64) * GPU_SCALES[m] for m in GPU_METRIC_NAMES if m in columns}
+    # A column with no value at all is left out of the INSERT (NULL); only partly missing ones
+    # need the slower per-value None.
+    names = [m for m, v in scaled.items() if not np.isnan(v).all()]
     sql = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(names)}) "
            f"VALUES ({', '.join('?' * (2 + len(names)))})")
     inserted = 0
@@ -37,16 +40,31 @@ def write_gpu_columns(store: HistoryStore, info: GpuInfo, time_s: npt.ArrayLike,
         hi = min(n, lo + chunk_rows)
         with store.transaction():
             gid = store.ensure_gpu(info, float(times[lo]))
-            ts = np.rint(times[lo:hi] * 1000.0).astype(np.int64).tolist()
-            cols = [codec.int_column(np.asarray(columns[m], dtype=np.float64)[lo:hi], GPU_SCALES[m]) for m in names]
+            rows = _rows(gid, times[lo:hi], [scaled[m][lo:hi] for m in names])
             before = store.conn.total_changes
-            store.conn.executemany(sql, zip([gid] * (hi - lo), ts, *cols, strict=True))
+            store.conn.executemany(sql, rows)
             inserted += store.conn.total_changes - before
             store.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?), "
                                "first_seen_s = min(coalesce(first_seen_s, ?), ?) WHERE id = ?",
                                (float(times[hi - 1]), float(times[lo]), float(times[lo]), gid))
             store.note_written(float(times[lo:hi].min()))
     return inserted
+
+
+def _rows(gpu_id: int, time_s: np.ndarray, scaled: list[np.ndarray]) -> list[list[int | None]]:
+    """Rows of Python ints for executemany, built in bulk by numpy (None where a value is missing)."""
+    matrix = np.empty((len(time_s), 2 + len(scaled)), dtype=np.float64)
+    matrix[:, 0] = gpu_id
+    matrix[:, 1] = np.rint(time_s * 1000.0)
+    for i, values in enumerate(scaled):
+        matrix[:, 2 + i] = np.rint(values)
+    missing = ~(np.abs(matrix) < 2.0**62)  # NaN, or nothing an int64 column can hold
+    ints = np.where(missing, 0.0, matrix).astype(np.int64)
+    if not missing.any():
+        return ints.tolist()  # type: ignore[no-any-return]
+    objects = ints.astype(object)
+    objects[missing] = None
+    return objects.tolist()  # type: ignore[no-any-return]
 
 
 def write_host_samples(store: HistoryStore, samples: Sequence[tuple[float, HostSample]]) -> None:

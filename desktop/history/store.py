@@ -181,6 +181,8 @@ class HistoryStore(StressRunsMixin):
     def ensure_gpu(self, info: GpuInfo, time_s: float) -> int:
         """The row id for ``info.uuid``, inserting or updating its static info (emits change events)."""
         entry = self._gpu_cache.get(info.uuid)
+        if entry is not None and (entry[1] is info or entry[1] == info):
+            return int(entry[0])
         info_json = codec.info_to_json(info)
         if entry is None:
             cur = self.conn.execute(
