@@ -265,3 +265,32 @@ def test_serve_main_user_mistakes(interval: float, simulate: str, message: str) 
     args = argparse.Namespace(listen="127.0.0.1:0", interval=interval, simulate=simulate, db=None)
     with pytest.raises(UserError, match=message):
         exporter.serve_main(args, threading.Event())
+
+
+def test_handle_follows_new_stress_runs(tmp_path: Path) -> None:
+    HistoryStore = pytest.importorskip("desktop.history.store").HistoryStore
+
+    db = tmp_path / "history.sqlite"
+    first = StressResult(run_id=0, started_s=100.0, ended_s=200.0, gpu_uuid="GPU-X", gpu_name="RTX",
+                         workload="gemm", dtype="bf16", unit="TFLOP/s", peak_throughput=80.0,
+                         sustained_throughput=60.0, throttled=True, errors=0, driver_version=None, summary="1")
+    with HistoryStore.open(db) as store:
+        store.add_stress_run(first)
+    backend, sampler = two_gpus()
+    with start_exporter("127.0.0.1:0") as handle:
+        handle.follow_stress_runs(db, period_s=30.0)
+        handle.update(sampler.tick())  # t = 0: read
+        assert scrape(handle.collector)["rigscope_stress_last_throughput"][0][1] == 60.0
+        with HistoryStore.open(db) as store:
+            store.add_stress_run(replace(first, started_s=300.0, ended_s=400.0, sustained_throughput=70.0))
+        handle.update(sampler.tick())  # t = 1: not due yet
+        assert scrape(handle.collector)["rigscope_stress_last_throughput"][0][1] == 60.0
+        for _ in range(30):
+            handle.update(sampler.tick())
+        assert scrape(handle.collector)["rigscope_stress_last_throughput"][0][1] == 70.0
+        db.unlink()
+        db.mkdir()  # unreadable now: the last verdict stays rather than vanishing
+        for _ in range(31):
+            handle.update(sampler.tick())
+        assert scrape(handle.collector)["rigscope_stress_last_throughput"][0][1] == 70.0
+    backend.close()

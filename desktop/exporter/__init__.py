@@ -1,0 +1,235 @@
+"""The Prometheus endpoint: dcgm-exporter-compatible GPU series plus ``rigscope_*`` extras, from Snapshots.
+
+The exporter never talks to a backend: it is fed ``Snapshot``s, either by the recorder
+(``rigscope record --prometheus``) or by its own sampler loop (``rigscope export
+--prometheus``, :func:`serve_main`). The recorder's API::
+
+    handle = start_exporter("127.0.0.1:9835", hostname=None)  # UserError when the port is taken
+    handle.update(snapshot)                # after every Sampler.tick(), from any thread
+    handle.set_recorder_health(up=True, last_write_s=time.time(), rows_written=n, write_errors=0)
+    handle.follow_stress_runs(db_path)     # re-read the newest stress run every minute, or:
+    handle.set_last_stress(result)         # an advisor.frame.StressResult (the newest run)
+    handle.port, handle.url                # the bound port (``:0`` asks the OS for a free one)
+    handle.close()                         # stops the HTTP thread; safe to call twice
+
+What is exported, per GPU (labels ``gpu, UUID, device, modelName, Hostname`` as dcgm-exporter
+writes them, so DCGM Grafana dashboards work unchanged):
+
+- ``DCGM_FI_DEV_*`` with dcgm-exporter's names, HELP texts and units (etc/default-counters.csv).
+  dcgm-exporter declares ``TOTAL_ENERGY_CONSUMPTION`` and the PCIe throughputs as counters
+  without the ``_total`` suffix; prometheus-client can only write a counter by adding that
+  suffix, which would rename the series, so these three are exposed untyped under dcgm's exact
+  names (PromQL and dashboards do not depend on the declared type). Like dcgm-exporter, the
+  PCIe values are NVML's KB/s throughput, not a running total.
+- ``rigscope_*`` for what DCGM's defaults lack: seconds under each clock-event reason
+  (counters accumulated from the sample interval and the reason bits), whether each reason is
+  active now, power limit, max clocks, slowdown temperature, fan, PCIe link; per host the
+  GPU count by state, the last stress verdict and throughput, and recorder health.
+
+A metric the GPU does not support is omitted, never 0; a lost GPU's series disappear while
+the other GPUs' stay (its clock-event counters resume when it comes back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from desktop.errors import UserError
+from desktop.exporter.collector import (
+    DCGM_FIELDS,
+    GPU_LABELS,
+    MAX_SAMPLE_GAP_S,
+    REASONS,
+    DcgmField,
+    RecorderHealth,
+    SnapshotCollector,
+)
+from desktop.telemetry.model import Snapshot
+
+if TYPE_CHECKING:
+    from advisor.frame import StressResult
+
+__all__ = [
+    "DCGM_FIELDS", "DEFAULT_LISTEN", "GPU_LABELS", "MAX_SAMPLE_GAP_S", "REASONS", "DcgmField", "ExporterHandle",
+    "RecorderHealth", "SnapshotCollector", "load_last_stress", "parse_listen", "read_last_stress", "run_loop",
+    "serve_main", "start_exporter",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LISTEN = "127.0.0.1:9835"
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``"ADDR:PORT"`` (or just ``"PORT"``, meaning loopback) -> (addr, port); UserError if malformed."""
+    text = listen.strip()
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or not port_text.isdigit():
+            raise UserError(f"--listen {listen!r}: expected ADDR:PORT, e.g. 127.0.0.1:9835")
+        host = host.strip("[]")
+        if not host:
+            raise UserError(f"--listen {listen!r}: give the address explicitly "
+                            "(127.0.0.1 for this machine only, 0.0.0.0 for every interface)")
+    port = int(port_text)
+    if port > 65535:
+        raise UserError(f"--listen {listen!r}: port {port} is out of range (0-65535)")
+    return host, port
+
+
+class ExporterHandle:
+    """A running endpoint: feed it snapshots; ``close()`` stops its HTTP thread."""
+
+    def __init__(self, collector: SnapshotCollector, server: object, thread: threading.Thread,
+                 addr: str, port: int) -> None:
+        self.collector = collector
+        self._server = server
+        self._thread = thread
+        self.address = addr
+        self.port = port
+        self._closed = False
+        self._stress_db: Path | None = None
+        self._stress_period_s = 60.0
+        self._stress_read_at: float | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}/metrics"
+
+    def update(self, snapshot: Snapshot) -> None:
+        self.collector.update(snapshot)
+        due = self._stress_read_at is None or snapshot.monotonic_s - self._stress_read_at >= self._stress_period_s
+        if self._stress_db is not None and due:
+            self._stress_read_at = snapshot.monotonic_s
+            try:
+                self.collector.set_last_stress(read_last_stress(self._stress_db))
+            except Exception as exc:  # keep the previous verdict; the next read may succeed
+                log.warning("could not read the last stress run from %s: %s", self._stress_db, exc)
+
+    def follow_stress_runs(self, db: Path, period_s: float = 60.0) -> None:
+        """Re-read the newest stress run from ``db`` every ``period_s`` (in ``update``'s thread), so a
+        test run while the exporter serves shows up without a restart."""
+        self._stress_db = Path(db)
+        self._stress_period_s = period_s
+        self._stress_read_at = None
+
+    def set_last_stress(self, result: StressResult | None) -> None:
+        self.collector.set_last_stress(result)
+
+    def set_recorder_health(self, *, up: bool, last_write_s: float | None = None,
+                            rows_written: int | None = None, write_errors: int | None = None) -> None:
+        """The recorder's own state: writing or not, last commit time, cumulative rows and errors."""
+        self.collector.set_recorder_health(RecorderHealth(up, last_write_s, rows_written, write_errors))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._server.shutdown()  # type: ignore[attr-defined]
+        self._server.server_close()  # type: ignore[attr-defined]
+        self._thread.join(timeout=5.0)
+
+    def __enter__(self) -> ExporterHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_exporter(listen: str = DEFAULT_LISTEN, hostname: str | None = None) -> ExporterHandle:
+    """Serve ``/metrics`` on ``listen`` (loopback unless another address is given) in a daemon thread."""
+    addr, port = parse_listen(listen)
+    collector = SnapshotCollector(hostname or socket.gethostname())
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    try:
+        server, thread = start_http_server(port, addr=addr, registry=registry)
+    except OSError as exc:
+        if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
+            raise UserError(f"cannot serve Prometheus metrics on {addr}:{port}: the port is already in use "
+                            "(another rigscope or exporter?); choose another with --listen ADDR:PORT") from exc
+        raise UserError(f"cannot serve Prometheus metrics on {addr}:{port}: {exc.strerror or exc}") from exc
+    bound_port = int(server.server_address[1])
+    log.info("serving Prometheus metrics on %s:%d", addr, bound_port)
+    return ExporterHandle(collector, server, thread, addr, bound_port)
+
+
+def read_last_stress(db: Path) -> StressResult | None:
+    """The newest stored stress run in ``db``; None without the history package, a database or a run.
+
+    Raises what the store raises for a database it cannot read."""
+    try:
+        from desktop.history.store import HistoryStore
+    except ImportError:  # a build without the history package still serves live metrics
+        return None
+    if not db.exists():
+        return None
+    with HistoryStore.open(db, readonly=True) as store:
+        runs = store.stress_runs()
+    return runs[0] if runs else None
+
+
+def load_last_stress(db: str | Path | None) -> StressResult | None:
+    """Like ``read_last_stress`` for ``db`` or the default database, logging instead of raising."""
+    from desktop.paths import default_db_path
+
+    path = Path(db) if db else default_db_path()
+    try:
+        return read_last_stress(path)
+    except Exception as exc:  # a missing last verdict must not stop the exporter
+        log.warning("could not read the last stress run from %s: %s", path, exc)
+        return None
+
+
+def run_loop(tick: Callable[[], Snapshot], handle: ExporterHandle, interval_s: float, stop: threading.Event,
+             max_ticks: int | None = None) -> int:
+    """Feed ``handle`` from ``tick()`` every ``interval_s`` until ``stop`` is set; returns the ticks done."""
+    done = 0
+    next_at = time.monotonic()
+    while not stop.is_set() and (max_ticks is None or done < max_ticks):
+        handle.update(tick())
+        done += 1
+        next_at += interval_s
+        stop.wait(max(0.0, next_at - time.monotonic()))
+    return done
+
+
+def serve_main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    """``rigscope export --prometheus``: sample the GPUs and serve them until Ctrl+C."""
+    from desktop import config
+    from desktop.paths import default_db_path
+    from desktop.telemetry.sampler import Sampler, open_gpu_backend
+
+    interval_s = args.interval if args.interval is not None else config.load()[0].sampling.interval_s
+    if not 0.1 <= interval_s <= 3600:
+        raise UserError(f"--interval {interval_s}: choose between 0.1 and 3600 seconds")
+    try:
+        backend = open_gpu_backend(args.simulate)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    # No host backend: CPU and memory are node_exporter's job; only GPUs are exported.
+    sampler = Sampler(backend, None)
+    try:
+        with start_exporter(args.listen) as handle:
+            handle.follow_stress_runs(Path(args.db) if getattr(args, "db", None) else default_db_path())
+            note = " (simulated GPU)" if backend.source.simulated else ""
+            print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", flush=True)
+            try:
+                run_loop(sampler.tick, handle, interval_s, stop or threading.Event())
+            except KeyboardInterrupt:
+                pass
+    finally:
+        sampler.close()
+    return 0
