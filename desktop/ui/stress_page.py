@@ -253,8 +253,10 @@ class StressPage(QWidget):
         times = self._buffer.times()
         for key in _LIVE:
             self.charts.plot(key).set_data(key, times, self._buffer.view(key))
-        if p.unit:
-            self.charts.plot("throughput").unit = p.unit
+        throughput_plot = self.charts.plot("throughput")
+        if p.unit and throughput_plot.unit != p.unit:
+            throughput_plot.unit = p.unit
+            throughput_plot.show_readout(None)
         start = float(times[0]) if times.size else p.time_s
         self.charts.set_x_range(start, max(start + p.duration_s, p.time_s))
 

@@ -39,7 +39,7 @@ def _screenshot_dir(tmp_path: Path) -> Path:
 
 def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
-    page = StressPage(resolve("dark"), RunnerFactory(), db_path=db, device="sim")
+    page = StressPage(resolve("light"), RunnerFactory(), db_path=db, device="sim")
     qtbot.addWidget(page)
     page.resize(1400, 950)
     page.show()
@@ -73,7 +73,7 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
 
 
 def test_cancel_stops_the_run_and_says_so(qtbot: QtBot) -> None:
-    page = StressPage(resolve("light"), RunnerFactory(), db_path=None, device="sim")
+    page = StressPage(resolve("dark"), RunnerFactory(), db_path=None, device="sim")
     qtbot.addWidget(page)
     page.start_sustained()
     qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
