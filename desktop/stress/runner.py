@@ -183,12 +183,15 @@ class StressRunner:
 
     def __init__(self, config: StressConfig, sampler: Sampler | None = None, *, clock: Clock | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
-                 on_child_started: Callable[[int], None] | None = None) -> None:
+                 on_child_started: Callable[[int], None] | None = None,
+                 on_start: Callable[[GpuInfo | None, float | None], None] | None = None) -> None:
         self.config = config
         self.sampler = sampler
         self.clock: Clock = clock or RealClock()
         self.on_progress = on_progress
         self.on_child_started = on_child_started
+        #: Called once with the GPU under test and the guard temperature (for chart limit lines).
+        self.on_start = on_start
         self._cancel = threading.Event()
         # Set by cancel() and by the child's exit: either wakes the sampling loop at once.
         self._wake = threading.Event()
@@ -238,6 +241,8 @@ class StressRunner:
         info = self._gpu_info()
         cfg = self.config
         self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
+        if self.on_start is not None:
+            self.on_start(info, self._guard_c)
         if self.config.device == "sim":
             return self._run_simulated(info)
         return self._run_child(info)

@@ -38,6 +38,7 @@ from advisor.frame import StressResult
 from desktop.stress.records import extra_json, gpu_identity, judge_run, load_earlier, save_run
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
 from desktop.stress.verdict import Verdict, format_duration
+from desktop.telemetry.model import GpuInfo
 from desktop.ui.charts import PlotColumn, RingBuffer
 from desktop.ui.theme import Theme
 
@@ -53,6 +54,7 @@ class StressWorker(QThread):
     """Runs one ``StressRunner`` off the GUI thread; ``progress`` and ``done`` are queued to the GUI."""
 
     progress = Signal(object)
+    started_on = Signal(object, object)  # GpuInfo | None, guard °C | None
     done = Signal(object)
     failed = Signal(str)
 
@@ -61,6 +63,7 @@ class StressWorker(QThread):
         self.setObjectName("rigscope-stress")
         self.runner = runner
         runner.on_progress = self.progress.emit
+        runner.on_start = self.started_on.emit
 
     def run(self) -> None:
         try:
@@ -203,6 +206,7 @@ class StressPage(QWidget):
         self.run_id = None
         self.worker = StressWorker(runner, self)
         self.worker.progress.connect(self._on_progress)
+        self.worker.started_on.connect(self._on_started)
         self.worker.done.connect(self._on_done)
         self.worker.failed.connect(self._on_failed)
         self._set_running(True)
@@ -231,6 +235,14 @@ class StressPage(QWidget):
                        *self.presets.buttons()):
             widget.setEnabled(not running)
         self.cancel_button.setEnabled(running)
+
+    def _on_started(self, info: GpuInfo | None, guard_c: float | None) -> None:
+        """Draw the device's own limits: max clock, slowdown and guard temperature, power limit."""
+        clock, temp, power = (self.charts.plot(k) for k in ("sm_clock_mhz", "temperature_c", "power_w"))
+        clock.set_limit("max", info.sm_clock_max_mhz if info else None, "max clock")
+        temp.set_limit("slowdown", info.temp_slowdown_c if info else None, "slowdown")
+        temp.set_limit("guard", guard_c, "guard")
+        power.set_limit("limit", info.power_limit_enforced_w if info else None, "power limit")
 
     def _on_progress(self, p: Progress) -> None:
         share = p.elapsed_s / p.duration_s if p.duration_s else 0.0

@@ -50,6 +50,9 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     # Mid-run: past the thermal onset (about 2.5 simulated minutes in), the charts show the drop.
     qtbot.waitUntil(lambda: len(page._buffer) >= 300 or page.verdict is not None, timeout=60_000)
     assert page.progress_bar.value() > 0 and "left" in page.progress_bar.format()
+    # The device's own limits are drawn: the laptop's slowdown temperature and the guard 5 °C above it.
+    limits = page.charts.plot("temperature_c")._limits
+    assert limits["slowdown"][0].value() == 87.0 and limits["guard"][0].value() == 92.0
     page.grab().save(str(shots / "stress-running.png"))
     with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
         pass
