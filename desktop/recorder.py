@@ -158,6 +158,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"Recording to {path} every {interval_s:g} s{note}{extra}. Ctrl+C or SIGTERM stops.",
               file=sys.stderr, flush=True)
         recorder.run(stop)
+        # Roll up what was recorded before handing back (a short run still gets its complete minutes).
+        recorder.wait_maintenance()
+        final = writer.call(lambda store: maintain(store, settings.retention, time.time()))
+        try:
+            final.result(timeout=60)
+        except Exception as exc:
+            log.warning("history maintenance at exit failed: %s", exc)
     finally:
         if exporter is not None:
             exporter.close()

@@ -54,6 +54,26 @@ def _oldest_raw_s(store: HistoryStore) -> float | None:
     return min(lows) if lows else None
 
 
+def _next_raw_s(store: HistoryStore, from_s: float) -> float | None:
+    """The first raw sample time at or after ``from_s`` (GPU or host), or None."""
+    ms = codec.to_ms(from_s)
+    lows = [row[0] for gid in store.gpu_uuid_of_id() if (row := store.conn.execute(
+        "SELECT min(ts) FROM gpu_samples WHERE gpu = ? AND ts >= ?", (gid, ms)).fetchone())[0] is not None]
+    host = store.conn.execute("SELECT min(ts) FROM host_samples WHERE ts >= ?", (ms,)).fetchone()[0]
+    if host is not None:
+        lows.append(host)
+    return min(lows) / 1000.0 if lows else None
+
+
+def _next_minute_s(store: HistoryStore, from_s: float) -> float | None:
+    lows = [row[0] for gid in store.gpu_uuid_of_id() if (row := store.conn.execute(
+        "SELECT min(ts) FROM gpu_minute WHERE gpu = ? AND ts >= ?", (gid, int(from_s))).fetchone())[0] is not None]
+    host = store.conn.execute("SELECT min(ts) FROM host_minute WHERE ts >= ?", (int(from_s),)).fetchone()[0]
+    if host is not None:
+        lows.append(host)
+    return float(min(lows)) if lows else None
+
+
 def _roll_minutes(store: HistoryStore, start_s: float, end_s: float) -> None:
     for gid in store.gpu_uuid_of_id():
         time_s, raw = read_raw(store, gid, start_s, end_s)
@@ -106,12 +126,16 @@ def run_rollups(store: HistoryStore, now_s: float) -> None:
     else:
         start = float(start_text)
     while start < minute_end:
+        following = _next_raw_s(store, start)
+        if following is None or following >= minute_end:
+            break
+        start = max(start, math.floor(following / 60) * 60.0)  # skip days without samples
         stop = min(minute_end, start + _CHUNK_S)
         with store.transaction():
             _roll_minutes(store, start, stop)
             store.set_meta("rollup_minute_until", repr(stop))
         start = stop
-    if store.meta("rollup_minute_until") is None:
+    if float(store.meta("rollup_minute_until") or "-inf") < minute_end:
         store.set_meta("rollup_minute_until", repr(minute_end))
     minute_until = float(store.meta("rollup_minute_until") or minute_end)
     hour_end = math.floor(minute_until / 3600) * 3600.0
@@ -122,12 +146,16 @@ def run_rollups(store: HistoryStore, now_s: float) -> None:
     else:
         hour_start = float(hour_text)
     while hour_start < hour_end:
+        following = _next_minute_s(store, hour_start)
+        if following is None or following >= hour_end:
+            break
+        hour_start = max(hour_start, math.floor(following / 3600) * 3600.0)
         stop = min(hour_end, hour_start + 7 * _CHUNK_S)
         with store.transaction():
             _roll_hours(store, hour_start, stop)
             store.set_meta("rollup_hour_until", repr(stop))
         hour_start = stop
-    if store.meta("rollup_hour_until") is None:
+    if float(store.meta("rollup_hour_until") or "-inf") < hour_end:
         store.set_meta("rollup_hour_until", repr(hour_end))
 
 
