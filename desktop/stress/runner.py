@@ -19,13 +19,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from desktop.stress.verdict import RunTrace
+from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
@@ -164,6 +165,23 @@ class _Recorder:
     def arrays(self) -> tuple[FloatArray, FloatArray, dict[str, FloatArray]]:
         return (np.asarray(self.time_s, dtype=np.float64), np.asarray(self.throughput, dtype=np.float64),
                 {k: np.asarray(v, dtype=np.float64) for k, v in self.columns.items()})
+
+
+def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: float = 5.0,
+                   guard_absolute_c: float = 0.0, clock: Clock | None = None) -> Callable[[StressConfig], StressRunner]:
+    """What the GUI passes to its Stress page: each run gets its own backend and sampler.
+
+    Its own backend, not the app's: the app's sampler thread ticks the app's backend
+    concurrently, and the simulated GPU's model is not safe to advance from two threads.
+    """
+
+    def make(config: StressConfig) -> StressRunner:
+        config = replace(config, guard_offset_c=guard_offset_c, guard_absolute_c=guard_absolute_c)
+        if config.device == "cpu":
+            return StressRunner(config, None, clock=clock)
+        return StressRunner(config, Sampler(open_backend(), clock=(clock or RealClock()).now), clock=clock)
+
+    return make
 
 
 def guard_temperature(info: GpuInfo | None, guard_c: float | None, offset_c: float = 5.0,

@@ -97,6 +97,9 @@ class StressPage(QWidget):
         self.earlier: list[StressResult] = []
         self._buffer = RingBuffer(4000, _LIVE)
         self._build()
+        self._set_running(False)
+        if device == "sim":
+            self.workload.setToolTip("The simulated GPU models GEMM throughput only")
         self._refresh_table()
 
     # --- layout -------------------------------------------------------------------------
@@ -231,9 +234,10 @@ class StressPage(QWidget):
             self.worker.wait(5000)
 
     def _set_running(self, running: bool) -> None:
-        for widget in (self.one_click, self.start_button, self.workload, self.precision,
-                       *self.presets.buttons()):
+        for widget in (self.one_click, self.start_button, self.precision, *self.presets.buttons()):
             widget.setEnabled(not running)
+        # The simulated GPU models GEMM throughput only.
+        self.workload.setEnabled(not running and self.device != "sim")
         self.cancel_button.setEnabled(running)
 
     def _on_started(self, info: GpuInfo | None, guard_c: float | None) -> None:

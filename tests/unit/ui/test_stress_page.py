@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
-from desktop.stress.runner import SimClock, StressConfig, StressRunner
-from desktop.telemetry.sampler import Sampler
+from desktop.stress.runner import SimClock, StressConfig, StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.stress_page import StressPage
 from desktop.ui.theme import resolve
@@ -19,17 +19,11 @@ from desktop.ui.theme import resolve
 REAL_S_PER_S = 0.002
 
 
-class RunnerFactory:
-    """Builds each run on the simulated laptop GPU; later runs start a day later (the comparison needs an order)."""
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def __call__(self, config: StressConfig) -> StressRunner:
-        clock = SimClock(time_s=1_790_000_000.0 + 86400.0 * self.runs, real_s_per_s=REAL_S_PER_S)
-        self.runs += 1
-        backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
-        return StressRunner(config, Sampler(backend, clock=clock.now), clock=clock)
+def sim_runners() -> Callable[[StressConfig], StressRunner]:
+    """The app's factory over the simulated laptop GPU, on one accelerated clock (later runs start later)."""
+    clock = SimClock(real_s_per_s=REAL_S_PER_S)
+    return runner_factory(lambda: SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5),
+                          clock=clock)
 
 
 def _screenshot_dir(tmp_path: Path) -> Path:
@@ -39,13 +33,14 @@ def _screenshot_dir(tmp_path: Path) -> Path:
 
 def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
-    page = StressPage(resolve("light"), RunnerFactory(), db_path=db, device="sim")
+    page = StressPage(resolve("light"), sim_runners(), db_path=db, device="sim")
     qtbot.addWidget(page)
     page.resize(1400, 950)
     page.show()
     page.one_click.click()
     assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
     assert page.selected_config().duration_s == 600.0
+    assert not page.workload.isEnabled()  # the simulated GPU models GEMM only
     shots = _screenshot_dir(tmp_path)
     # Mid-run: past the thermal onset (about 2.5 simulated minutes in), the charts show the drop.
     qtbot.waitUntil(lambda: len(page._buffer) >= 300 or page.verdict is not None, timeout=60_000)
@@ -76,7 +71,7 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
 
 
 def test_cancel_stops_the_run_and_says_so(qtbot: QtBot) -> None:
-    page = StressPage(resolve("dark"), RunnerFactory(), db_path=None, device="sim")
+    page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
     page.start_sustained()
     qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
