@@ -104,14 +104,17 @@ def _log_failure(future: Future[None]) -> None:
         log.warning("history maintenance (rollups, retention) failed: %s", future.exception())
 
 
-def _install_signals(stop: threading.Event) -> None:
+def _install_signals(stop: threading.Event) -> dict[int, Any]:
+    """SIGTERM/SIGINT (and SIGBREAK/SIGHUP where they exist) set ``stop``; returns the handlers replaced."""
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    previous: dict[int, Any] = {}
     for name in ("SIGTERM", "SIGINT", "SIGBREAK", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
-            signal.signal(sig, handler)
+            previous[sig] = signal.signal(sig, handler)
+    return previous
 
 
 def _start_exporter(listen: str) -> Any:
@@ -142,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
                                                                        settings.sampling.process_interval_s))
     writer = HistoryWriter(path)
     exporter = None
+    previous_handlers: dict[int, Any] = {}
     try:
         writer.start()
         if writer.recovered_from is not None:
@@ -149,8 +153,10 @@ def main(args: argparse.Namespace) -> int:
                   "and a fresh one started", file=sys.stderr)
         if getattr(args, "prometheus", False):
             exporter = _start_exporter(args.listen)
+            if hasattr(exporter, "follow_stress_runs"):  # the last stress verdict, as the exporter serves it
+                exporter.follow_stress_runs(path)
         stop = threading.Event()
-        _install_signals(stop)
+        previous_handlers = _install_signals(stop)
         recorder = Recorder(sampler, writer, interval_s=interval_s, retention=settings.retention, exporter=exporter)
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
@@ -166,6 +172,8 @@ def main(args: argparse.Namespace) -> int:
         except Exception as exc:
             log.warning("history maintenance at exit failed: %s", exc)
     finally:
+        for sig, old in previous_handlers.items():
+            signal.signal(sig, old)
         if exporter is not None:
             exporter.close()
         writer.close()

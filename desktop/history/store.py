@@ -79,7 +79,7 @@ class HistoryStore(StressRunsMixin):
             if not codec.is_corruption(exc):
                 raise cls._as_user_error(path, exc) from exc
             recovered = _move_aside(path)
-            log.warning("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
+            log.info("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
             conn = cls._connect_rw(path)
         return cls(conn, path, readonly=False, recovered_from=recovered)
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +61,33 @@ def test_record_simulate_then_sigterm_leaves_rows_and_exits_0(tmp_path: Path) ->
         assert counts["gpu_samples"] >= 2 * 10
         assert counts["host_samples"] >= 10
         assert counts["gpu_samples"] == 2 * counts["host_samples"]  # both GPUs, every tick
+
+
+@posix_only
+def test_corrupt_database_is_moved_aside_and_prometheus_serves_while_recording(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    db.write_bytes(b"not sqlite" * 500)
+    proc = subprocess.Popen([sys.executable, "-m", "desktop", "record", "--simulate", "--interval", "0.2",
+                             "--db", str(db), "--prometheus", "--listen", "127.0.0.1:0"],
+                            stderr=subprocess.PIPE, text=True, env=_env())
+    assert proc.stderr is not None
+    try:
+        moved = proc.stderr.readline()
+        assert "damaged; it was moved to" in moved
+        old = Path(moved.split("moved to ")[1].split(" and a fresh")[0])
+        assert old.read_bytes() == b"not sqlite" * 500  # moved, never deleted
+        started = proc.stderr.readline()
+        url = re.search(r"Prometheus metrics on (http://\S+)", started)
+        assert url, started
+        time.sleep(1.0)
+        with urllib.request.urlopen(url.group(1).rstrip(".;"), timeout=10) as response:
+            text = response.read().decode()
+        assert "GPU-SIM00" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert _integrity(db) == "ok"
 
 
 @posix_only
