@@ -3,13 +3,15 @@
 Inputs are parsed rows (the desktop layer reads the shipped CSV tables) and measured usage.
 Model, per month (30 days):
   owned   = purchase_price / amortisation_months + energy_kwh * electricity_price
-  rented  = cloud_hours * price_per_hour, cloud_hours = busy_hours / relative_speed
+  rented  = cloud_hours * price_per_hour,
+            cloud_hours = (busy_hours - serving_hours) / relative_speed + serving_hours
   relative_speed = cloud TFLOP/s / local TFLOP/s (peak dense bf16; when a stress result gives
                    the local sustained figure, the cloud peak is scaled by CLOUD_EFFICIENCY so
                    that measured is compared with a realistic, not a datasheet, number)
   break-even busy hours/month: where owned = rented, F / (rent_per_busy_hour - energy_per_busy_hour)
-The model assumes compute-bound work; serving that must stay up all the time is priced per
-wall hour instead (see ``always_on_usd``).
+Training-like work is assumed compute-bound (a faster GPU finishes it in fewer hours); busy
+time that looks like inference serving must stay up as long as it does locally, so it is
+priced per wall hour whatever the speed.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Usage:
     peak_vram_mib: float = 0.0
     #: Sustained TFLOP/s from the latest stress result (GEMM), when there is one.
     measured_tflops: float | None = None
+    #: The part of ``busy_s`` that looks like inference serving (priced per wall hour).
+    serving_s: float = 0.0
 
     def per_month(self, value: float) -> float:
         return value * MONTH_S / self.window_s if self.window_s > 0 else 0.0
@@ -130,11 +134,6 @@ def smallest_fitting(offers: tuple[CloudOffer, ...] | list[CloudOffer], need_gb:
     return min((o for o in fitting if o.vram_gb == smallest), key=lambda o: o.on_demand_usd_h)
 
 
-def always_on_usd(offer: CloudOffer, hours: float) -> float:
-    """What keeping a rented GPU up for ``hours`` of wall time costs (serving), on demand."""
-    return offer.on_demand_usd_h * hours
-
-
 def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: CostInputs, *,
             offers: tuple[CloudOffer, ...] | list[CloudOffer],
             specs: tuple[GpuSpec, ...] | list[GpuSpec]) -> CostComparison:
@@ -142,11 +141,15 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
     notes: list[str] = []
     local = find_spec(gpu_name, specs)
     busy_h = usage.per_month(usage.busy_s) / 3600.0
+    serving_h = min(busy_h, usage.per_month(usage.serving_s) / 3600.0)
     kwh = usage.per_month(usage.energy_kwh)
     fixed = inputs.purchase_price / inputs.amortisation_months if inputs.amortisation_months > 0 else 0.0
     energy_cost = kwh * inputs.electricity_price_per_kwh
     if inputs.purchase_price <= 0:
         notes.append("No purchase price set (Settings > Costs): owning counts electricity only.")
+    if serving_h > 0:
+        notes.append(f"{serving_h:.0f} of the busy hours look like inference serving: priced per wall hour "
+                     "(a server stays up however fast the GPU is).")
     if inputs.currency.upper() != "USD":
         notes.append(f"Cloud prices are in USD; your costs are in {inputs.currency}: convert before comparing.")
     energy_per_busy_h = kwh * inputs.electricity_price_per_kwh / busy_h if busy_h > 0 else 0.0
@@ -168,8 +171,8 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
         if local is None or cloud_spec is None:
             continue
         speed = relative_speed(cloud_spec, local, usage.measured_tflops)
-        hours = busy_h / speed
-        rent_per_busy_h = offer.on_demand_usd_h / speed
+        hours = (busy_h - serving_h) / speed + serving_h
+        rent_per_busy_h = offer.on_demand_usd_h * (hours / busy_h if busy_h > 0 else 1.0 / speed)
         margin = rent_per_busy_h - energy_per_busy_h
         break_even = fixed / margin if margin > 0 else None
         monthly_saving = hours * offer.on_demand_usd_h - energy_cost
@@ -196,7 +199,9 @@ def break_even_curve(comparison: CostComparison, option: CloudCost,
     per_busy_h = comparison.owned_energy_month / comparison.busy_hours_month if comparison.busy_hours_month > 0 else 0.0
     hours = [max_hours * i / (points - 1) for i in range(points)]
     owned = [comparison.owned_fixed_month + h * per_busy_h for h in hours]
-    rented = [h / option.relative_speed * option.offer.on_demand_usd_h for h in hours]
+    cloud_per_busy_h = (option.cloud_hours_month / comparison.busy_hours_month if comparison.busy_hours_month > 0
+                        else 1.0 / option.relative_speed)
+    rented = [h * cloud_per_busy_h * option.offer.on_demand_usd_h for h in hours]
     return hours, owned, rented
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.frame import HistoryFrame
-from advisor.profile import KIND_LABELS, KINDS, WorkloadProfile, workload_profiles
+from advisor.profile import INFERENCE, KIND_LABELS, KINDS, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, Thresholds, run_rules
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from desktop import config
@@ -118,8 +118,10 @@ def usage_of(frame: HistoryFrame, index: int) -> Usage:
             and r.workload == "gemm" and not r.errors and r.device != "sim"]
     measured = max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
     used = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
+    serving_s = sum(job.busy_s for job in gpu_profile(frame, gpu).jobs if job.kind == INFERENCE)
     return Usage(window_s=frame.end_s - frame.start_s, busy_s=float(busy_seconds(gpu, frame.processes).sum()),
-                 energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured)
+                 energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured,
+                 serving_s=serving_s)
 
 
 def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[CloudOffer] | None = None,

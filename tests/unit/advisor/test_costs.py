@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from advisor.costs import (
@@ -59,6 +61,22 @@ def test_owned_vs_rented_rtx4090_worked_example() -> None:
     # a bigger GPU for jobs the 16 GB laptop cannot hold: the 24 GB RTX 4090 at RunPod
     assert c.bigger_option == RUNPOD_4090
     assert any("datasheet" in n for n in c.notes)
+
+
+def test_serving_hours_are_priced_per_wall_hour() -> None:
+    # of the 25 busy hours a week, 14 look like inference serving: 14 x 30 / 7 = 60 h/month of
+    # serving and 107.142857 - 60 = 47.142857 h/month of training-like work
+    usage = dataclasses.replace(USAGE, serving_s=14 * 3600.0)
+    c = compare(LAPTOP, 16376.0, usage, INPUTS, offers=[RUNPOD_4090], specs=SPECS)
+    (opt,) = c.options
+    # work runs 165/76 times faster: 47.142857 x 76 / 165 = 21.714286 h; serving stays 60 h -> 81.714286 h
+    assert opt.cloud_hours_month == pytest.approx(81.714286, rel=1e-6)
+    # x 0.69 $/h = 56.382857 $/month
+    assert opt.on_demand_month == pytest.approx(56.382857, rel=1e-6)
+    # rent per busy hour: 0.69 x 81.714286 / 107.142857 = 0.526240 $; minus electricity 0.0336 $ = 0.492640 $;
+    # break-even: 83.3333 / 0.492640 = 169.157 busy h/month
+    assert opt.break_even_busy_hours_month == pytest.approx(169.157, rel=1e-4)
+    assert any("inference serving" in n for n in c.notes)
 
 
 def test_measured_stress_result_sets_the_relative_speed() -> None:

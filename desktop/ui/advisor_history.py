@@ -1,0 +1,234 @@
+"""The History page (week picker, the weekly summary with its charts and heatmap, export) and the
+history reader behind the Advisor, Costs and History pages; plus their screenshots.
+
+`python -m desktop.ui.advisor_history --screenshots resources/screenshots [--db DEMO_DB]` grabs
+the three pages from the demo history (written to a temporary database when no --db is given).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QImage, QTextDocument
+from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
+
+from desktop.advice import Advice
+
+
+class HistoryPage(QWidget):
+    """A week picker, the weekly summary with its charts and heatmap (the report's HTML), and export."""
+
+    def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.weeks_source = weeks
+        self.report_source = report
+        self.data: Any = None
+        self.pngs: dict[str, bytes] = {}
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.previous_button = QPushButton("< Previous week")
+        self.week_combo = QComboBox()
+        self.next_button = QPushButton("Next week >")
+        self.export_button = QPushButton("Export...")
+        for widget in (self.previous_button, self.week_combo, self.next_button):
+            top.addWidget(widget)
+        top.addStretch(1)
+        top.addWidget(self.export_button)
+        layout.addLayout(top)
+        self.view = QTextBrowser()
+        self.view.setOpenLinks(False)
+        # The summary is the report's page, shown as on paper in either theme.
+        self.view.setStyleSheet("QTextBrowser { background: #ffffff; color: #222222; }")
+        layout.addWidget(self.view, 1)
+        self.previous_button.clicked.connect(lambda: self._step(+1))
+        self.next_button.clicked.connect(lambda: self._step(-1))
+        self.week_combo.currentTextChanged.connect(self.show_week)
+        self.export_button.clicked.connect(self._export_dialog)
+
+    def page_shown(self) -> None:
+        if self.week_combo.count() == 0:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self.week_combo.blockSignals(True)
+        self.week_combo.clear()
+        self.week_combo.addItems(self.weeks_source())  # newest first
+        self.week_combo.blockSignals(False)
+        if self.week_combo.count():
+            self.show_week(self.week_combo.currentText())
+        else:
+            self.view.setPlainText("No history yet: record some (or run `rigscope demo`) to see weekly summaries.")
+
+    def _step(self, delta: int) -> None:
+        index = self.week_combo.currentIndex() + delta
+        if 0 <= index < self.week_combo.count():
+            self.week_combo.setCurrentIndex(index)
+
+    def show_week(self, label: str) -> None:
+        from desktop.ui.report_html import render_html
+        from desktop.ui.reports import render_charts
+
+        if not label:
+            return
+        self.data = self.report_source(label)
+        self.pngs = render_charts(self.data)
+        doc = QTextDocument(self.view)
+        for key, png in self.pngs.items():
+            doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"chart-{key}.png"), QImage.fromData(png))
+        doc.setHtml(render_html(self.data, lambda key: f"chart-{key}.png"))
+        self.view.setDocument(doc)
+        self.previous_button.setEnabled(self.week_combo.currentIndex() < self.week_combo.count() - 1)
+        self.next_button.setEnabled(self.week_combo.currentIndex() > 0)
+
+    def export(self, path: Path) -> None:
+        """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
+        from desktop.ui import reports
+
+        if self.data is None:
+            return
+        suffix = path.suffix.lower()
+        if suffix == ".pdf":
+            reports.write_pdf(self.data, self.pngs, path)
+        elif suffix == ".json":
+            path.write_text(reports.to_json(self.data), encoding="utf-8")
+        elif suffix == ".csv":
+            path.write_text(reports.to_csv(self.data), encoding="utf-8")
+        else:
+            path.write_text(reports.to_html(self.data, self.pngs), encoding="utf-8")
+
+    def _export_dialog(self) -> None:
+        if self.data is None:
+            return
+        name, _ = QFileDialog.getSaveFileName(self, "Export the weekly report", f"rigscope-{self.data.week_label}.html",
+                                              "HTML (*.html);;PDF (*.pdf);;JSON (*.json);;CSV (*.csv)")
+        if name:
+            self.export(Path(name))
+
+
+class HistorySource:
+    """Reads the history database on demand for the three pages (read-only; the recorder may be writing)."""
+
+    def __init__(self, db_path: Path, settings: Any, days: float = 7.0) -> None:
+        self.db_path = db_path
+        self.settings = settings
+        self.days = days
+
+    def advice(self) -> Advice | None:
+        from desktop.advice import compute_advice, load_recent_frame, open_history
+        from desktop.errors import UserError
+
+        try:
+            store = open_history(str(self.db_path))
+            try:
+                frame = load_recent_frame(store, self.days)
+            finally:
+                store.close()
+        except UserError:
+            return None
+        return compute_advice(frame, self.settings)
+
+    def weeks(self) -> list[str]:
+        from desktop.advice import open_history
+        from desktop.errors import UserError
+        from desktop.ui.reports import SystemLocalTime, week_label
+
+        try:
+            store = open_history(str(self.db_path))
+        except UserError:
+            return []
+        with store:
+            span = store.time_range()
+        if span is None:
+            return []
+        tz = SystemLocalTime()
+        labels: list[str] = []
+        t = max(span[0], span[1] - 3600.0)  # as the report's default: a lone sample does not make a week
+        while t >= span[0] - 7 * 86400 and len(labels) < 520:
+            label = week_label(max(t, span[0]), tz)
+            if label not in labels:
+                labels.append(label)
+            t -= 7 * 86400.0
+        return labels
+
+    def report(self, label: str) -> Any:
+        from desktop.advice import open_history
+        from desktop.ui.reports import SystemLocalTime, build_report, load_week
+
+        tz = SystemLocalTime()
+        with open_history(str(self.db_path)) as store:
+            label, frame, previous, notes = load_week(store, label, tz, time.time())
+        return build_report(frame, previous, self.settings, tz, label, notes=notes)
+
+
+
+
+def save_screenshots(out_dir: Path, db_path: Path | None = None) -> list[Path]:
+    """advisor.png, costs.png and history.png of the demo history at 1600x1000, dark theme."""
+    import dataclasses
+    import tempfile
+
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.config import Settings
+    from desktop.telemetry.scenarios import week_start
+    from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage
+    from desktop.ui.main_window import MainWindow
+    from desktop.ui.report_charts import ensure_app
+    from desktop.ui.theme import DARK, apply_theme
+
+    app = ensure_app()
+    apply_theme(app, DARK)
+    with tempfile.TemporaryDirectory(prefix="rigscope-shots-") as tmp:
+        if db_path is None:
+            from desktop.history.demo import write_demo
+            from desktop.telemetry.simulated import parse_profile_list
+
+            db_path = Path(tmp) / "demo-history.sqlite"
+            # ending on a Monday 00:00 UTC: the last full week is exactly the demo week
+            write_demo(db_path, parse_profile_list("rtx4090-laptop"), days=8, now_s=week_start(time.time()))
+        settings = Settings()
+        settings = dataclasses.replace(settings, costs=dataclasses.replace(settings.costs, purchase_price=3200.0))
+        source = HistorySource(db_path, settings)
+        window = MainWindow(DARK)
+        window.resize(1600, 1000)
+        window.add_page("advisor", "Advisor", AdvisorPage(source.advice, AdviceState(Path(tmp) / "state.json"), DARK))
+        window.add_page("costs", "Costs", CostsPage(source.advice, settings.costs, DARK))
+        window.add_page("history", "History", HistoryPage(source.weeks, source.report))
+        window.show()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for key in ("advisor", "costs", "history"):
+            window.show_page(key)
+            page = window.page(key)
+            shown = getattr(page, "page_shown", None)
+            if callable(shown):
+                shown()
+            for _ in range(5):
+                QApplication.processEvents()
+            path = out_dir / f"{key}.png"
+            window.grab().save(str(path))
+            written.append(path)
+        window.close()
+        window.deleteLater()
+        QApplication.processEvents()
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Screenshots of the Advisor, Costs and History pages")
+    parser.add_argument("--screenshots", metavar="DIR", required=True)
+    parser.add_argument("--db", metavar="PATH", help="a demo history database (default: write one)")
+    args = parser.parse_args(argv)
+    for path in save_screenshots(Path(args.screenshots), Path(args.db) if args.db else None):
+        print(f"wrote {path}")  # noqa: T201 - a developer command
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
