@@ -145,6 +145,8 @@ def environment_problem(exc: BaseException) -> str | None:
         return "the history database cannot be opened (check the folder exists and is writable)"
     if isinstance(exc, PermissionError):
         return f"no permission to write the history database ({exc})"
+    if isinstance(exc, sqlite3.DatabaseError) and is_corruption(exc):
+        return "the history database file is damaged; restart to move it aside and start a fresh one"
     if name.startswith("SQLITE_IOERR") or "disk i/o error" in text:
         return "a disk I/O error while writing the history database"
     return None

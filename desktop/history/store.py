@@ -64,7 +64,9 @@ class HistoryStore(StressRunsMixin):
     # --- opening ---------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, *, readonly: bool = False) -> HistoryStore:
+    def open(cls, path: Path, *, readonly: bool = False, verify: bool = False) -> HistoryStore:
+        """Open (creating or migrating as needed). ``verify`` also runs ``PRAGMA quick_check``
+        (about a second per 100 MB): the long-lived writer does; short writes (a stress result) need not."""
         path = Path(path)
         if readonly:
             return cls._open_readonly(path)
@@ -74,17 +76,17 @@ class HistoryStore(StressRunsMixin):
             os.close(fd)
         recovered: Path | None = None
         try:
-            conn = cls._connect_rw(path)
+            conn = cls._connect_rw(path, verify)
         except sqlite3.DatabaseError as exc:
             if not codec.is_corruption(exc):
                 raise cls._as_user_error(path, exc) from exc
             recovered = _move_aside(path)
             log.info("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
-            conn = cls._connect_rw(path)
+            conn = cls._connect_rw(path, verify)
         return cls(conn, path, readonly=False, recovered_from=recovered)
 
     @staticmethod
-    def _connect_rw(path: Path) -> sqlite3.Connection:
+    def _connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
         try:
             fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0 and not conn.execute(
@@ -94,7 +96,7 @@ class HistoryStore(StressRunsMixin):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            if not fresh:
+            if verify and not fresh:
                 result = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
                 if result != "ok":
                     raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")

@@ -89,7 +89,7 @@ class HistoryWriter:
         if self._lock is not None:
             self._lock.acquire()
         try:
-            self._store = HistoryStore.open(self.store_path)
+            self._store = HistoryStore.open(self.store_path, verify=True)
         except BaseException:
             if self._lock is not None:
                 self._lock.release()

@@ -127,7 +127,7 @@ def test_damaged_pages_are_detected(tmp_path: Path) -> None:
     for offset in range(3 * page, len(data) - page, 7 * page):  # scribble over interior pages
         data[offset + 100: offset + 400] = os.urandom(300)
     path.write_bytes(bytes(data))
-    with HistoryStore.open(path) as store:
+    with HistoryStore.open(path, verify=True) as store:
         assert store.recovered_from is not None
         assert store.counts()["gpu_samples"] == 0
 
