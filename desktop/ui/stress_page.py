@@ -9,15 +9,12 @@ simulated clock) and ``db_path`` is where runs are saved and earlier runs come f
 
 from __future__ import annotations
 
-import html
-import json
 import logging
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -35,7 +32,8 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.frame import StressResult
-from desktop.stress.records import extra_json, gpu_identity, judge_run, load_earlier, save_run
+from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_run
+from desktop.stress.report import run_html, run_json
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
 from desktop.stress.verdict import Verdict, format_duration
 from desktop.telemetry.model import GpuInfo
@@ -365,43 +363,19 @@ class StressPage(QWidget):
     def export_json(self, path: Path) -> None:
         if self.result is None or self.verdict is None:
             raise ValueError("no finished run to export")
-        data = json.loads(extra_json(self.result, self.verdict))
-        data.update({"run_id": self.run_id, "workload": self.result.config.workload,
-                     "device": self.result.config.device,
-                     "started_s": self.result.started_s, "ended_s": self.result.ended_s,
-                     "points": {"time_s": self.result.time_s.tolist(), "throughput": _nan_free(self.result.throughput),
-                                **{k: _nan_free(self.result.columns[k]) for k in _LIVE[1:]}}})
-        path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        path.write_text(run_json(self.result, self.verdict, self.run_id), encoding="utf-8")
 
     def export_html(self, path: Path) -> None:
         if self.result is None or self.verdict is None:
             raise ValueError("no finished run to export")
-        import base64
-
-        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
-
         data = QByteArray()
         buffer = QBuffer(data)
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         self.charts.grab().save(buffer, "PNG")
-        chart = base64.b64encode(bytes(data.data())).decode("ascii")
-        _uuid, name, _driver = gpu_identity(self.result)
-        v = self.verdict
-        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(val))}</td></tr>" for k, val in (
-            ("GPU", name), ("Workload", f"{self.result.config.workload} {self.result.dtype}"),
-            ("Device", self.result.config.device), ("Peak", f"{v.peak:.4g} {v.unit}"),
-            ("Sustained", f"{v.sustained:.4g} {v.unit}"), ("Result checks / errors", f"{v.checks} / {v.errors}")))
-        text = (f"<!doctype html><meta charset='utf-8'><title>Rigscope stress test</title>"
-                f"<h1>Rigscope stress test</h1><p><b>{html.escape(v.sentence)}</b></p>"
-                f"<p>{html.escape(v.comparison)}</p><table>{rows}</table>"
-                f"<img alt='throughput, clock, temperature and power' src='data:image/png;base64,{chart}'>")
-        path.write_text(text, encoding="utf-8")
+        path.write_text(run_html(self.result, self.verdict, bytes(data.data())), encoding="utf-8")
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.charts.apply_theme(theme)
         self._paint_card(self.verdict)
 
-
-def _nan_free(values: Iterable[float]) -> list[float | None]:
-    return [None if not math.isfinite(float(v)) else float(v) for v in values]
