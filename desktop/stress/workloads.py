@@ -40,6 +40,8 @@ def emit(record: dict[str, Any]) -> None:
 
 def die_with_parent(parent_pid: int) -> None:
     """Make sure this child never outlives the app that started it."""
+    # Ctrl+C in a terminal reaches the whole process group: the parent decides, and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL("libc.so.6", use_errno=True)
