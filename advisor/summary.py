@@ -116,8 +116,8 @@ def weekday_hour(time_s: FloatArray, tz: tzinfo) -> tuple[FloatArray, FloatArray
     return weekday, hour
 
 
-def heatmap(gpu: GpuSeries, tz: tzinfo) -> list[list[float]]:
-    weekday, hour = weekday_hour(gpu.time_s, tz)
+def heatmap(gpu: GpuSeries, tz: tzinfo, local: tuple[FloatArray, FloatArray] | None = None) -> list[list[float]]:
+    weekday, hour = local if local is not None else weekday_hour(gpu.time_s, tz)
     cell = (weekday * 24 + hour).astype(np.int64)
     util = gpu.utilization_gpu_pct
     ok = np.isfinite(util)
@@ -135,7 +135,8 @@ def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: flo
     vram = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
     total = gpu.meta.vram_total_mib
     above = np.nan_to_num(vram) > (total or math.inf) * VRAM_HIGH_FRACTION
-    weekday, _ = weekday_hour(gpu.time_s, tz)
+    local = weekday_hour(gpu.time_s, tz)
+    weekday = local[0]
     daily = np.bincount(weekday.astype(np.int64), weights=busy, minlength=7)[:7] / 3600.0
     return GpuWeek(
         index=gpu.meta.index, uuid=gpu.meta.uuid, name=gpu.meta.name, simulated=gpu.meta.simulated,
@@ -147,7 +148,7 @@ def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: flo
         throttle_minutes={name: float(reason_seconds(gpu, bits).sum()) / 60.0 for name, bits in THROTTLE_CAUSES},
         vram_peak_mib=nanmax(vram), vram_total_mib=total,
         vram_above_90_minutes=float(gpu.duration_s[above].sum()) / 60.0,
-        heatmap_pct=heatmap(gpu, tz), daily_busy_hours=[float(h) for h in daily],
+        heatmap_pct=heatmap(gpu, tz, local), daily_busy_hours=[float(h) for h in daily],
         profile=gpu_profile(frame, gpu),
     )
 

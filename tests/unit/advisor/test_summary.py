@@ -108,3 +108,23 @@ def test_changes_against_the_previous_week() -> None:
     assert changes["Mean utilization while busy"].delta == pytest.approx(-15.0)
     assert changes["Busy hours"].delta == pytest.approx(0.0)
     assert s.has_previous
+
+
+def test_empty_and_unknown_data_give_no_advice_and_no_errors() -> None:
+    from advisor.frame import HistoryFrame
+
+    empty = HistoryFrame(start_s=START_S, end_s=START_S + 3600, gpus=())
+    assert run_rules(empty) == []
+    assert weekly_summary(empty).notes == ("No history recorded in this week.",)
+    g = gpu()
+    no_rows = dataclasses.replace(g, **{f.name: getattr(g, f.name)[:0] for f in dataclasses.fields(g)
+                                        if isinstance(getattr(g, f.name), np.ndarray)})
+    f = frame(gpus=(no_rows,), host=None, processes=None)
+    assert run_rules(f) == []
+    assert weekly_summary(f).gpus[0].busy_hours == 0.0
+    # a GPU that reports no utilization: busy time comes from its processes; nothing to advise
+    blind = gpu(utilization_gpu_pct=np.full(N, np.nan), temperature_c=np.full(N, np.nan))
+    s = weekly_summary(frame(gpus=(blind,)))
+    assert s.gpus[0].busy_hours == pytest.approx(6.0) and np.isnan(s.gpus[0].mean_util_busy_pct)
+    assert np.isnan(s.gpus[0].peak_temp_c)
+    assert run_rules(frame(gpus=(blind,))) == []
