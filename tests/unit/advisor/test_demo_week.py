@@ -18,6 +18,9 @@ EXPECTED = {
     "idle_memory": "the forgotten notebook holds 6 GiB for ~22 h while the GPU idles",
     "battery_heavy": "bench.py runs for 1 h on battery",
 }
+#: A second GPU (a desktop RTX 4090) runs one long distributed training Tue 20:00 - Thu 08:00 at 95 %
+#: load: it sits at its 450 W limit (demand ~495 W) but stays cool (~75 °C) with 80 % VRAM.
+EXPECTED_DESKTOP = {"power_cap": "train_ddp.py holds the 450 W limit for 36 h"}
 # And not: persistence_mode (simulated GPU: unknown), driver_change and stress_regression (no
 # stress results in the demo), pcie_link (the simulated link runs at its maximum under load).
 
@@ -52,3 +55,14 @@ def test_demo_week_profile(week: HistoryFrame) -> None:
     assert "train.py" in profile.reasons[TRAINING]
     assert "finetune_lora.py" in profile.reasons[BURSTS]
     assert profile.idle_share == pytest.approx(1 - 83 / 168, abs=0.02)
+
+
+def test_a_second_desktop_gpu_gets_only_what_its_run_implies() -> None:
+    frame = demo_week_frame("rtx4090-laptop,rtx4090", seed=0)
+    recs = run_rules(frame)
+    assert sorted(r.rule_id for r in recs if r.gpu_index == 0) == sorted(EXPECTED)
+    desktop = [r for r in recs if r.gpu_index == 1]
+    assert [r.rule_id for r in desktop] == list(EXPECTED_DESKTOP)
+    (cap,) = desktop
+    assert cap.evidence_value("Busy time at the power limit") > 90.0
+    assert "sudo nvidia-smi -i 1 -pl" in cap.action  # a desktop whose driver allows it
