@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: A day at 1 Hz: what is kept in memory while the disk is full.
-DEFAULT_MAX_BUFFER = 86_400
+#: Six hours at 1 Hz (~1-1.5 KB per snapshot, so ~30 MB): what is kept in memory while the disk is full.
+DEFAULT_MAX_BUFFER = 6 * 3600
 
 
 @dataclass(frozen=True)
