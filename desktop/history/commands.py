@@ -141,8 +141,18 @@ def export_main(args: argparse.Namespace) -> int:
                 raise UserError(f"cannot write {out_path}: {exc.strerror or exc}") from exc
             print(f"wrote {rows:,} samples to {out_path}", file=sys.stderr)
         else:
-            write_export(store, start, end, args.format, sys.stdout)
+            rows = write_export(store, start, end, args.format, sys.stdout)
+        if rows == 0:
+            span = store.time_range()
+            hint = "the database holds no samples yet" if span is None else (
+                "raw samples are kept for the retention period (Settings); older history is kept only as "
+                "minute and hour aggregates")
+            print(f"no samples between {_iso(start)} and {_iso(end)}: {hint}", file=sys.stderr)
     return 0
+
+
+def _iso(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s).astimezone().isoformat(timespec="seconds")
 
 
 def _export_rows(store: Any, start_s: float, end_s: float) -> Iterator[dict[str, Any]]:

@@ -33,7 +33,8 @@ class DatabaseBusy(UserError):
         self.holder = holder or {}
         who = describe_holder(self.holder)
         super().__init__(f"the history database {db_path} is already being written by {who}; "
-                         "only one recorder may write it (the window reads it while a recorder runs)")
+                         "only one process may write it at a time (stop that one first; the window reads "
+                         "the database while a recorder runs)")
 
 
 def describe_holder(holder: dict[str, Any]) -> str:

@@ -71,6 +71,9 @@ def test_export_csv_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cli.main([*args[:3], "--from", "yesterday"]) == 2
     assert "cannot read the time" in capsys.readouterr().err
     assert cli.main(["export", "--db", str(tmp_path / "none.sqlite")]) == 2
+    capsys.readouterr()
+    assert cli.main(["export", "--db", str(db), "--from", "-1h"]) == 0  # the samples are from 2026-09
+    assert "no samples between" in capsys.readouterr().err
 
 
 def test_parse_time_relative_and_absolute() -> None:
