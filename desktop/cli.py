@@ -143,8 +143,20 @@ def _resolve(target: str) -> Handler:
     return cast(Handler, getattr(module, func))
 
 
+def _attach_relative_times(argv: Sequence[str]) -> list[str]:
+    """``--from -7d`` -> ``--from=-7d``: argparse would take ``-7d`` for an option."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1] in ("--from", "--to") and len(token) > 1 and token[0] == "-" and token[1].isdigit():
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = _attach_relative_times(argv if argv is not None else sys.argv[1:])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -76,6 +76,11 @@ def test_export_csv_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "no samples between" in capsys.readouterr().err
 
 
+def test_relative_times_work_as_separate_arguments() -> None:
+    assert cli._attach_relative_times(["export", "--from", "-7d", "--to", "now", "-o", "x"]) == [
+        "export", "--from=-7d", "--to", "now", "-o", "x"]
+
+
 def test_parse_time_relative_and_absolute() -> None:
     assert parse_time("-7d", 1000_000.0) == 1000_000.0 - 7 * 86400
     assert parse_time("-30m", 5000.0) == 3200.0
