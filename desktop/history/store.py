@@ -19,9 +19,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-import sqlite_utils
-
 from desktop.errors import UserError
 from desktop.history import codec, schema
 from desktop.history.query import QueryResult, run_query
@@ -55,7 +52,6 @@ class HistoryStore(StressRunsMixin):
         self.readonly = readonly
         #: Where a corrupt file found at ``path`` was moved to, when that happened at open.
         self.recovered_from = recovered_from
-        self.db = sqlite_utils.Database(conn)
         # uuid -> [id, info, state, throttle mask]; the writer compares new readings with it.
         self._gpu_cache: dict[str, list[Any]] = {}
         self._strings: dict[str, int] = {}
@@ -143,6 +139,13 @@ class HistoryStore(StressRunsMixin):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+    @property
+    def db(self) -> Any:
+        """The same connection as a ``sqlite_utils.Database`` (introspection, counts), imported on first use."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     # --- metadata ----------------------------------------------------------------------
 
@@ -340,7 +343,8 @@ class HistoryStore(StressRunsMixin):
         """Rows per table (for `rigscope demo --json`, tests and the recorder's report)."""
         tables = ("gpus", "gpu_samples", "host_samples", "process_samples", "events", "stress_runs",
                   "gpu_minute", "gpu_hour", "host_minute", "host_hour")
-        return {t: int(self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in tables}
+        db = self.db
+        return {t: int(db[t].count) for t in tables}
 
 
 class _Transaction:
@@ -385,7 +389,3 @@ def _move_aside(path: Path) -> Path:
         if side.exists():
             os.replace(side, target.with_name(target.name + suffix))
     return target
-
-
-def empty_columns(metrics: Sequence[str]) -> dict[str, np.ndarray]:
-    return {m: np.empty(0, dtype=np.float64) for m in metrics}
