@@ -18,7 +18,7 @@ import numpy as np
 from desktop.errors import UserError
 from desktop.history import bulk, rollup
 from desktop.history.lock import WriterLock
-from desktop.history.store import HistoryStore
+from desktop.history.store import THROTTLE_END_GAP_S, HistoryStore
 from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, GpuProcess
 from desktop.telemetry.scenarios import WeekScenario
 from desktop.telemetry.simulated import GpuProfile, SimulatedGpuModel, profile_info
@@ -38,18 +38,25 @@ class DemoSummary:
 
 
 def _throttle_events(store: HistoryStore, uuid: str, time_s: np.ndarray, reasons: np.ndarray) -> None:
+    """The events the recorder would have written: episodes split by 30 s without a throttle reason."""
     mask = np.nan_to_num(reasons, nan=0.0).astype(np.int64) & int(THROTTLE_REASONS)
-    on = mask != 0
-    edges = np.flatnonzero(np.diff(on.astype(np.int8))) + 1
-    if len(on) and on[0]:
-        edges = np.r_[0, edges]
-    for i in edges.tolist():
-        if on[i]:
-            detail = ", ".join(r.label for r in ClockEventReason.decode(int(mask[i])))
-            store.add_event(float(time_s[i]), "throttle_start", uuid, detail)
-        else:
-            detail = ", ".join(r.label for r in ClockEventReason.decode(int(mask[i - 1])))
-            store.add_event(float(time_s[i]), "throttle_end", uuid, detail)
+    hot = np.flatnonzero(mask)
+    if len(hot) == 0:
+        return
+    # Between two throttled samples the episode ends when the unthrottled ones span 30 s.
+    apart = hot[1:] - hot[:-1] > 1
+    first_calm = time_s[np.minimum(hot[:-1] + 1, len(time_s) - 1)]
+    last_calm = time_s[np.maximum(hot[1:] - 1, 0)]
+    breaks = np.flatnonzero(apart & (last_calm - first_calm >= THROTTLE_END_GAP_S))
+    starts = np.r_[0, breaks + 1]
+    ends = np.r_[breaks, len(hot) - 1]
+    for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
+        episode = int(np.bitwise_or.reduce(mask[hot[first]:hot[last] + 1]))
+        detail = ", ".join(r.label for r in ClockEventReason.decode(episode))
+        store.add_event(float(time_s[hot[first]]), "throttle_start", uuid, detail)
+        after = hot[last] + 1
+        if after < len(time_s) and time_s[-1] - time_s[after] >= THROTTLE_END_GAP_S:
+            store.add_event(float(time_s[after]), "throttle_end", uuid, detail)
 
 
 def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, seed: int = 0,

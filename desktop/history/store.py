@@ -39,6 +39,10 @@ INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, us
                 "started_ms, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+#: Seconds without any throttle reason that end a throttle episode.
+THROTTLE_END_GAP_S = 30.0
+
+
 def _throttle_labels(mask: int) -> str:
     return ", ".join(r.label for r in ClockEventReason.decode(mask & int(THROTTLE_REASONS)))
 
@@ -55,6 +59,7 @@ class HistoryStore(StressRunsMixin):
         # uuid -> [id, info, state, throttle mask]; the writer compares new readings with it.
         self._gpu_cache: dict[str, list[Any]] = {}
         self._strings: dict[str, int] = {}
+        self._unthrottled_since: dict[str, float] = {}
         self._load_gpus()
 
     # --- opening ---------------------------------------------------------------------
@@ -277,16 +282,28 @@ class HistoryStore(StressRunsMixin):
         self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry[0]))
 
     def _track_throttle(self, uuid: str, time_s: float, reasons: int | None) -> None:
+        """throttle_start / throttle_end events, one pair per episode: an episode ends only after
+        ``THROTTLE_END_GAP_S`` without a throttle reason, so a power cap that flickers every few
+        seconds is one episode (the end is stamped at the first sample without a reason)."""
         entry = self._gpu_cache[uuid]
         mask = (reasons or 0) & int(THROTTLE_REASONS)
-        if mask == entry[3]:
+        episode = int(entry[3])
+        if mask:
+            self._unthrottled_since.pop(uuid, None)
+            if not episode:
+                self.add_event(time_s, "throttle_start", uuid, _throttle_labels(mask))
+            if mask | episode != episode:
+                entry[3] = mask | episode
+                self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (entry[3], entry[0]))
             return
-        if mask and not entry[3]:
-            self.add_event(time_s, "throttle_start", uuid, _throttle_labels(mask))
-        elif not mask:
-            self.add_event(time_s, "throttle_end", uuid, _throttle_labels(entry[3]))
-        entry[3] = mask
-        self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (mask, entry[0]))
+        if not episode:
+            return
+        since = self._unthrottled_since.setdefault(uuid, time_s)
+        if time_s - since >= THROTTLE_END_GAP_S:
+            self.add_event(since, "throttle_end", uuid, _throttle_labels(episode))
+            del self._unthrottled_since[uuid]
+            entry[3] = 0
+            self.conn.execute("UPDATE gpus SET throttle_mask = 0 WHERE id = ?", (entry[0],))
 
     def add_event(self, time_s: float, kind: str, gpu_uuid: str | None, detail: str = "") -> None:
         self.conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, ?, ?, ?)",
@@ -299,6 +316,7 @@ class HistoryStore(StressRunsMixin):
         """After a rollback the caches may name rows that were never committed."""
         self._gpu_cache.clear()
         self._strings.clear()
+        self._unthrottled_since.clear()
         self._load_gpus()
 
     # --- reading -----------------------------------------------------------------------

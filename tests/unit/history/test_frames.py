@@ -83,3 +83,21 @@ def test_long_spans_use_minute_rollups_with_the_same_totals(tmp_path: Path) -> N
     assert [r.run_id for r in long.stress_results] == [run_id]
     assert long.processes is None and long.host is None and not long.demo and long.platform in ("linux", "darwin",
                                                                                                 "windows")
+
+
+def test_demo_throttle_events_match_what_the_recorder_writes(tmp_path: Path) -> None:
+    from desktop.history.demo import _throttle_events
+    from tests.unit.history.helpers import FULL_SAMPLE, snapshot
+
+    rng = np.random.default_rng(5)
+    t = NOW + np.arange(600, dtype=np.float64)
+    masks = np.where(rng.random(600) < 0.3, 0x4, 0x1) * (np.arange(600) % 200 < 120)
+    with HistoryStore.open(tmp_path / "a.sqlite") as live, HistoryStore.open(tmp_path / "b.sqlite") as demo:
+        live.write_snapshots([snapshot(float(ti), sample=dataclasses.replace(FULL_SAMPLE, clock_event_reasons=int(m)))
+                              for ti, m in zip(t, masks, strict=True)])
+        with demo.transaction():
+            demo.ensure_gpu(FULL_INFO, NOW)
+            _throttle_events(demo, FULL_INFO.uuid, t, masks.astype(np.float64))
+        seen = [(e.time_s, e.kind, e.detail) for e in live.events(0, 2e9)]
+        assert seen == [(e.time_s, e.kind, e.detail) for e in demo.events(0, 2e9)]
+        assert [k for _, k, _ in seen].count("throttle_start") == 3

@@ -79,8 +79,15 @@ def test_gpu_info_changes_emit_driver_vbios_and_state_events(store: HistoryStore
         (T0 + 2, "gpu_back", FULL_INFO.uuid, ""),
     ]
     assert store.gpus()[0] == updated
-    store.write_snapshots([snapshot(T0 + 3, sample=dataclasses.replace(FULL_SAMPLE, clock_event_reasons=0x1))])
-    assert store.events(T0 + 3, T0 + 4, kinds=["throttle_end"])[0].detail == "Power cap, HW thermal"
+    idle = dataclasses.replace(FULL_SAMPLE, clock_event_reasons=0x1)
+    power = dataclasses.replace(FULL_SAMPLE, clock_event_reasons=0x4)
+    # a flicker shorter than 30 s stays one episode; 30 s without a reason ends it, stamped when it stopped
+    store.write_snapshots([snapshot(T0 + 3, sample=idle), snapshot(T0 + 10, sample=power),
+                           snapshot(T0 + 12, sample=idle), snapshot(T0 + 30, sample=idle)])
+    assert store.events(T0 + 3, T0 + 100, kinds=["throttle_end", "throttle_start"]) == []
+    store.write_snapshots([snapshot(T0 + 42, sample=idle)])
+    ends = store.events(T0 + 3, T0 + 100, kinds=["throttle_end"])
+    assert [(e.time_s, e.detail) for e in ends] == [(T0 + 12, "Power cap, HW thermal")]
 
 
 def test_state_survives_reopening(tmp_path: Path) -> None:
