@@ -10,6 +10,8 @@ from advisor.frame import GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessS
 from desktop.telemetry.scenarios import WeekScenario, week_start
 from desktop.telemetry.simulated import SimulatedGpuModel, parse_profile_list
 
+#: The laptop of the reference machine plus a desktop RTX 4090 (one simulation shared by the tests).
+TWO_GPUS = "rtx4090-laptop,rtx4090"
 #: Monday 2026-11-16 00:00 UTC (ISO week 2026-W47).
 DEMO_WEEK_START_S = week_start(1_763_300_000.0 + 86400 * 365)
 

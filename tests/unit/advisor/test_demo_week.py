@@ -7,7 +7,7 @@ import pytest
 from advisor.frame import HistoryFrame
 from advisor.profile import BURSTS, INFERENCE, TRAINING, workload_profiles
 from advisor.rules import run_rules
-from tests.unit.advisor.demo_frame import demo_week_frame
+from tests.unit.advisor.demo_frame import TWO_GPUS, demo_week_frame
 
 #: What the week implies for the laptop GPU, and why:
 EXPECTED = {
@@ -27,11 +27,11 @@ EXPECTED_DESKTOP = {"power_cap": "train_ddp.py holds the 450 W limit for 36 h"}
 
 @pytest.fixture(scope="module")
 def week() -> HistoryFrame:
-    return demo_week_frame("rtx4090-laptop", seed=0)
+    return demo_week_frame(TWO_GPUS)
 
 
 def test_demo_week_gives_the_implied_advice_and_no_other(week: HistoryFrame) -> None:
-    recs = run_rules(week)
+    recs = [r for r in run_rules(week) if r.gpu_index == 0]  # GPU 1: see the last test
     assert sorted(r.rule_id for r in recs) == sorted(EXPECTED)
     by_id = {r.rule_id: r for r in recs}
     assert "train_dataloader.py" in by_id["low_utilization"].title
@@ -45,7 +45,7 @@ def test_demo_week_gives_the_implied_advice_and_no_other(week: HistoryFrame) -> 
 
 
 def test_demo_week_profile(week: HistoryFrame) -> None:
-    (profile,) = workload_profiles(week)
+    profile = workload_profiles(week)[0]
     # busy ~83 h: serving 46 h, training 17 + 12 h, bursts (fine-tuning, notebook, bench) ~8 h
     assert profile.busy_s / 3600 == pytest.approx(83, abs=2)
     assert profile.shares[INFERENCE] == pytest.approx(46 / 83, abs=0.03)
@@ -57,9 +57,8 @@ def test_demo_week_profile(week: HistoryFrame) -> None:
     assert profile.idle_share == pytest.approx(1 - 83 / 168, abs=0.02)
 
 
-def test_a_second_desktop_gpu_gets_only_what_its_run_implies() -> None:
-    frame = demo_week_frame("rtx4090-laptop,rtx4090", seed=0)
-    recs = run_rules(frame)
+def test_a_second_desktop_gpu_gets_only_what_its_run_implies(week: HistoryFrame) -> None:
+    recs = run_rules(week)
     assert sorted(r.rule_id for r in recs if r.gpu_index == 0) == sorted(EXPECTED)
     desktop = [r for r in recs if r.gpu_index == 1]
     assert [r.rule_id for r in desktop] == list(EXPECTED_DESKTOP)

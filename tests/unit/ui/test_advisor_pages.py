@@ -16,15 +16,18 @@ from desktop.config import CostSettings
 from desktop.ui.advisor_history import HistoryPage
 from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage
 from desktop.ui.reports import build_report
-from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, demo_week_frame
-from tests.unit.advisor.test_demo_week import EXPECTED
+from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
+from tests.unit.advisor.test_demo_week import EXPECTED, EXPECTED_DESKTOP
+
+#: Both demo GPUs' advice: the laptop's six and the desktop's power cap.
+ALL = sorted([*EXPECTED, *EXPECTED_DESKTOP])
 
 EVIL = "<b>evil</b>"
 
 
 @pytest.fixture(scope="module")
 def advice() -> Advice:
-    return compute_advice(demo_week_frame(), config.Settings())
+    return compute_advice(demo_week_frame(TWO_GPUS), config.Settings())
 
 
 class Clock:
@@ -43,13 +46,13 @@ def test_advisor_cards_by_severity_with_evidence_chart_and_action(qtbot, advice:
     page = AdvisorPage(lambda: advice, AdviceState(tmp_path / "state.json"))
     qtbot.addWidget(page)
     page.refresh()
-    assert sorted(_titles(page)) == sorted(EXPECTED)
+    assert sorted(_titles(page)) == ALL
     severities = [card.rec.severity for card in page.cards]
     assert severities == sorted(severities, key=["critical", "warning", "info"].index)
     card = page.cards[0]
     assert card.chart is not None and "Action:" in card.action.text()
     assert card.evidence.text().startswith("• ")
-    assert "6 recommendation(s)" in page.header.text() and "demo data" in page.header.text()
+    assert f"{len(ALL)} recommendation(s)" in page.header.text() and "demo data" in page.header.text()
 
 
 def test_dismiss_and_snooze_are_remembered(qtbot, advice: Advice, tmp_path: Path) -> None:
@@ -70,7 +73,7 @@ def test_dismiss_and_snooze_are_remembered(qtbot, advice: Advice, tmp_path: Path
     again = AdvisorPage(lambda: advice, AdviceState(path, clock))
     qtbot.addWidget(again)
     again.refresh()
-    assert len(again.cards) == len(EXPECTED) - 2
+    assert len(again.cards) == len(ALL) - 2
     # a week later the snooze is over; the dismissal is not
     clock.now_s += 7 * 86400 + 1
     again.refresh()
@@ -127,7 +130,7 @@ def test_costs_page_recomputes_from_its_inputs(qtbot, advice: Advice) -> None:
 
 
 def test_history_page_shows_weeks_and_exports(qtbot, advice: Advice, tmp_path: Path) -> None:
-    frame = demo_week_frame()
+    frame = demo_week_frame(TWO_GPUS)
     data = build_report(frame, None, config.Settings(), UTC, "2026-W47", now_s=DEMO_WEEK_START_S + 8 * 86400)
     asked: list[str] = []
 

@@ -17,14 +17,14 @@ import pytest
 from desktop import cli, config
 from desktop.ui.reports import ReportData, build_report, render_charts, to_csv, to_html, to_json, week_bounds, write_pdf
 from tests.unit.advisor.demo_db import stored_demo_week
-from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, demo_week_frame
+from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 
 EVIL = "<script>alert(1)</script>"
 
 
 @pytest.fixture(scope="module")
 def report() -> ReportData:
-    frame = demo_week_frame()
+    frame = demo_week_frame(TWO_GPUS)
     procs = frame.processes
     assert procs is not None
     # the benchmark on battery gets a hostile name: it shows up in the process table and the advice
@@ -42,7 +42,7 @@ def test_html_escapes_process_names_and_embeds_charts(report: ReportData, pngs: 
     html = to_html(report, pngs)
     assert EVIL not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count("data:image/png;base64,") == 5  # util, temp, power, heatmap, daily busy hours
+    assert html.count("data:image/png;base64,") == 2 * 5  # per GPU: util, temp, power, heatmap, busy hours
     assert "Demo data" in html and "Top recommendations" in html and "Own vs rent" in html
     assert "train_dataloader.py starved by the CPU" in html
 
@@ -78,7 +78,7 @@ def test_csv_report(report: ReportData) -> None:
     assert rows[0] == ["section", "gpu", "item", "value", "unit"]
     busy = next(r for r in rows if r[0] == "gpu" and r[2] == "busy")
     assert float(busy[3]) == pytest.approx(83, abs=2)
-    assert sum(1 for r in rows if r[0] == "heatmap") == 7 * 24
+    assert sum(1 for r in rows if r[0] == "heatmap") == 2 * 7 * 24  # per GPU
     assert any(r[0] == "process" and r[2] == EVIL for r in rows)
 
 
