@@ -52,7 +52,8 @@ class Recorder:
         self.ticks = 0
         self._maintained_at: float | None = None
         self._maintenance: Future[None] | None = None
-        self._reported_full = False
+        self._reported_error: str | None = None
+        self._dropped_reported = 0
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
@@ -60,11 +61,16 @@ class Recorder:
         self.writer.submit(snapshot)
         self.ticks += 1
         status = self.writer.status
-        if status.disk_full and not self._reported_full:
-            self._reported_full = True
-            print(f"rigscope record: {status.last_error}", file=sys.stderr)
-        elif not status.disk_full:
-            self._reported_full = False
+        if status.last_error != self._reported_error:  # say each problem once, and when it is over
+            if status.last_error is not None:
+                print(f"rigscope record: {status.last_error}", file=sys.stderr)
+            else:
+                print("rigscope record: writing to the history again; nothing was lost"
+                      if status.rows_dropped == self._dropped_reported else
+                      f"rigscope record: writing to the history again; {status.rows_dropped:,} samples could not "
+                      "be kept", file=sys.stderr)
+                self._dropped_reported = status.rows_dropped
+            self._reported_error = status.last_error
         if self.exporter is not None:
             self.exporter.update(snapshot)
             self.exporter.set_recorder_health(up=status.last_error is None, last_write_s=status.last_commit_s,

@@ -6,6 +6,8 @@ sorted into three kinds: a full disk (keep sampling, say so once, keep the newes
 ``max_buffer`` snapshots, counting what is dropped, and retry until space returns), an
 environment problem (read-only file system, permissions: a clear message, retried the
 same way), and anything else (a bug: logged with its traceback, that batch dropped).
+The first two are logged at INFO only: ``status`` is how the owner (the recorder, the
+window) learns of them and tells the user once.
 """
 
 from __future__ import annotations
@@ -231,7 +233,7 @@ class HistoryWriter:
             self._written += len(batch)
             self._last_commit_s = time.time()
             if self._disk_full or self._last_error:
-                log.warning("history: writing again (%d snapshots caught up)", len(batch))
+                log.info("history: writing again (%d snapshots caught up)", len(batch))
             self._disk_full = False
             self._last_error = None
 
@@ -250,7 +252,7 @@ class HistoryWriter:
                 self._disk_full = True
                 self._last_error = message
             if first:
-                log.warning("history: %s", message)
+                log.info("history: %s", message)
             return True
         reason = codec.environment_problem(exc)
         if reason is None:
@@ -261,5 +263,5 @@ class HistoryWriter:
             first = self._last_error != reason
             self._last_error = reason
         if first:
-            log.warning("history: %s (%s); retrying", reason, self.store_path)
+            log.info("history: %s (%s); retrying", reason, self.store_path)
         return True

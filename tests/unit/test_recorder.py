@@ -177,10 +177,14 @@ def test_full_disk_recorder_keeps_sampling_says_so_once_and_catches_up(
         writer.call(lambda s: s.conn.execute("PRAGMA max_page_count = 1073741823")).result()
         assert writer.flush()
         assert not writer.status.disk_full and writer.status.rows_pending == 0
+        clock[0] += 1.0
+        recorder.step()
+        assert "writing to the history again; nothing was lost" in capsys.readouterr().err
+        assert writer.flush()
     finally:
         writer.close()
     with HistoryStore.open(tmp_path / "h.sqlite", readonly=True) as store:
-        assert store.counts()["gpu_samples"] == 2001
+        assert store.counts()["gpu_samples"] == 2002
 
 
 def _rss_mib() -> float | None:
