@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     sampler = Sampler(backend, open_host_backend(), process_period_s=max(interval_s,
                                                                        settings.sampling.process_interval_s))
-    writer = HistoryWriter(path)
+    writer = HistoryWriter(path, maintenance_period_s=None)  # the Recorder schedules it on its own clock
     exporter = None
     previous_handlers: dict[int, Any] = {}
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from desktop.config import RetentionSettings
 from desktop.history import codec
 from desktop.history.lock import WriterLock
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: How often the writer thread rolls up and applies retention by itself.
+MAINTENANCE_PERIOD_S = 300.0
 #: Six hours at 1 Hz (~1-1.5 KB per snapshot, so ~30 MB): what is kept in memory while the disk is full.
 DEFAULT_MAX_BUFFER = 6 * 3600
 
@@ -57,8 +60,13 @@ class HistoryWriter:
     """Owns the writer thread and the store it writes; takes the single-writer lock on start."""
 
     def __init__(self, store_path: Path, flush_interval_s: float = 5.0, max_buffer: int = DEFAULT_MAX_BUFFER,
-                 *, lock: bool = True) -> None:
+                 *, lock: bool = True, maintenance_period_s: float | None = MAINTENANCE_PERIOD_S,
+                 retention: RetentionSettings | None = None) -> None:
+        """``maintenance_period_s``: run rollups and retention that often on the writer thread (None: the
+        owner does, as the recorder does on its own clock); ``retention`` None = the user's settings."""
         self.store_path = Path(store_path)
+        self.maintenance_period_s = maintenance_period_s
+        self.retention = retention
         self.flush_interval_s = flush_interval_s
         self.max_buffer = max(1, max_buffer)
         self._lock = WriterLock(self.store_path) if lock else None
@@ -174,6 +182,7 @@ class HistoryWriter:
 
     def _run(self) -> None:
         next_write = time.monotonic() + self.flush_interval_s
+        next_maintenance = time.monotonic() + (self.maintenance_period_s or 0.0)
         while True:
             with self._cond:
                 self._cond.wait_for(
@@ -189,6 +198,9 @@ class HistoryWriter:
             next_write = time.monotonic() + self.flush_interval_s
             for fn, future in tasks:
                 self._run_task(fn, future)
+            if self.maintenance_period_s and time.monotonic() >= next_maintenance and not stopping:
+                next_maintenance = time.monotonic() + self.maintenance_period_s
+                self._maintain()
             with self._cond:
                 self._flush_served = max(self._flush_served, ticket)
                 self._cond.notify_all()
@@ -198,6 +210,18 @@ class HistoryWriter:
                         future.cancel()
                     self._tasks = []
                 return
+
+    def _maintain(self) -> None:
+        from desktop import config
+        from desktop.history.rollup import maintain
+
+        assert self._store is not None
+        retention = self.retention or config.load()[0].retention  # picks up changes made in Settings
+        try:
+            maintain(self._store, retention, time.time())
+        except sqlite3.Error as exc:
+            if not self._note_failure(exc):
+                log.exception("history: rollups or retention failed")
 
     def _run_task(self, fn: Callable[[HistoryStore], Any], future: Future[Any]) -> None:
         if not future.set_running_or_notify_cancel():

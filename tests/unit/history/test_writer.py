@@ -119,3 +119,22 @@ def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None
     path.write_bytes(b"garbage" * 1000)
     with HistoryWriter(path) as writer:
         assert writer.recovered_from is not None and writer.recovered_from.exists()
+
+
+def test_the_writer_rolls_up_and_applies_retention_by_itself(tmp_path: Path) -> None:
+    import time
+
+    from desktop.config import RetentionSettings
+
+    now = time.time()
+    path = tmp_path / "h.sqlite"
+    writer = HistoryWriter(path, flush_interval_s=3600, maintenance_period_s=1e-9,
+                           retention=RetentionSettings(raw_days=1, minute_days=2))
+    with writer:
+        for i in range(0, 3 * 86400, 600):  # three days, every ten minutes
+            writer.submit(snapshot(now - 3 * 86400 + i))
+        assert writer.flush()
+        counts = writer.call(lambda s: s.counts()).result()
+    assert 0 < counts["gpu_samples"] <= 24 * 6 + 1  # raw older than a day is gone ...
+    assert counts["gpu_minute"] > counts["gpu_samples"]  # ... but its minute rollups are kept
+    assert counts["gpu_hour"] >= 3 * 24 - 2
