@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -41,6 +42,22 @@ def test_appstream_metainfo_is_valid(repo_root: Path) -> None:
     root = ET.parse(metainfo).getroot()
     assert root.findtext("launchable") == "rigscope.desktop"
     assert (repo_root / "packaging/linux" / root.findtext("launchable", "")).exists()
+
+
+def test_metainfo_screenshots_are_shipped_files(repo_root: Path) -> None:
+    """Every screenshot URL points at a PNG in resources/screenshots whose size matches the metainfo."""
+    root = ET.parse(repo_root / "packaging/linux/io.github.rigscope.Rigscope.metainfo.xml").getroot()
+    urls = [image.text or "" for image in root.iter("image")]
+    assert len(urls) >= 2
+    for url in urls:
+        assert url.startswith("https://"), url
+        relative = url.split("/raw/main/", 1)[1]
+        assert (repo_root / relative).is_file(), f"{relative} (named in the metainfo) is missing"
+    for image in root.iter("image"):
+        header = (repo_root / (image.text or "").split("/raw/main/", 1)[1]).read_bytes()[:24]
+        assert header[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = struct.unpack(">II", header[16:24])
+        assert (image.get("width"), image.get("height")) == (str(width), str(height)), image.text
 
 
 def _verify(tool: str, unit: Path, tmp_path: Path) -> str:
