@@ -1,9 +1,11 @@
 """Start the recorder at login: a systemd user unit on Linux, a logon task on Windows (`rigscope service`).
 
 ``install()``, ``uninstall()`` and ``status()`` are what the settings dialog's "start at login"
-checkbox calls; ``main`` is the CLI. Every external command goes through a ``runner`` argument
-(``subprocess.run`` by default) so tests check the commands without running them, and
-``RIGSCOPE_SYSTEMD_USER_DIR`` overrides where the unit file is written.
+checkbox calls; ``install``/``uninstall`` raise ``UserError`` saying what to do when the change
+did not take effect (so the dialog keeps the old value and shows why); ``main`` is the CLI.
+Every external command goes through a ``runner`` argument (``subprocess.run`` by default) so
+tests check the commands without running them, and ``RIGSCOPE_SYSTEMD_USER_DIR`` overrides
+where the unit file is written.
 """
 
 from __future__ import annotations
@@ -138,8 +140,8 @@ def _linux_install(runner: Runner) -> ServiceResult:
         path.write_text(render_unit(recorder_command()), encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write the systemd unit {path}: {exc.strerror or exc}") from exc
-    if not _systemctl_usable(runner):
-        return ServiceResult(True, f"Wrote {path}. systemctl --user is not available here; in your desktop "
+    if not _systemctl_usable(runner):  # written but not enabled: starting at login is not in effect yet
+        return ServiceResult(False, f"Wrote {path}, but systemctl --user is not available here; in your desktop "
                              f"session run: {_manual_hint('enable')}", _linux_status(runner))
     runner(["systemctl", "--user", "daemon-reload"])
     done = runner(["systemctl", "--user", "enable", "--now", UNIT_NAME])
@@ -231,15 +233,21 @@ def _platform(system: str | None) -> str:
 
 
 def install(runner: Runner | None = None, system: str | None = None) -> ServiceResult:
-    """Make the recorder start at login (and now)."""
+    """Make the recorder start at login (and now); UserError, saying what to do, where that did not happen."""
     run = runner or run_command
-    return _linux_install(run) if _platform(system) == "linux" else _windows_install(run)
+    result = _linux_install(run) if _platform(system) == "linux" else _windows_install(run)
+    if not result.ok:
+        raise UserError(result.message)
+    return result
 
 
 def uninstall(runner: Runner | None = None, system: str | None = None) -> ServiceResult:
     """Stop starting the recorder at login (and stop it)."""
     run = runner or run_command
-    return _linux_uninstall(run) if _platform(system) == "linux" else _windows_uninstall(run)
+    result = _linux_uninstall(run) if _platform(system) == "linux" else _windows_uninstall(run)
+    if not result.ok:
+        raise UserError(result.message)
+    return result
 
 
 def status(runner: Runner | None = None, system: str | None = None) -> ServiceStatus:
@@ -268,9 +276,9 @@ def main(args: argparse.Namespace) -> int:
         state = status()
         print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
         return 0
-    result = install() if args.action == "install" else uninstall()
+    result = install() if args.action == "install" else uninstall()  # UserError: the CLI prints it, exit 2
     if args.json:
-        print(json.dumps({"ok": result.ok, "message": result.message, "status": asdict(result.status)}, indent=2))
+        print(json.dumps({"message": result.message, "status": asdict(result.status)}, indent=2))
     else:
         print(result.message)
-    return 0 if result.ok else 1
+    return 0

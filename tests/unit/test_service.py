@@ -76,25 +76,26 @@ def test_linux_install_writes_the_unit_and_enables_it(unit_dir: Path, with_syste
 
 def test_linux_install_without_systemctl_says_what_to_run(unit_dir: Path, without_systemctl: None) -> None:
     runner = FakeRunner()
-    result = service.install(runner, system="linux")
-    assert result.ok and (unit_dir / service.UNIT_NAME).exists()
-    assert f"systemctl --user enable --now {service.UNIT_NAME}" in result.message
+    with pytest.raises(UserError, match=f"systemctl --user enable --now {service.UNIT_NAME}"):
+        service.install(runner, system="linux")
+    assert (unit_dir / service.UNIT_NAME).exists()  # written, for the user to enable
     assert runner.calls == []
-    assert result.status.enabled is None and result.status.active is None
+    state = service.status(runner, system="linux")
+    assert state.installed and state.enabled is None and state.active is None
 
 
 def test_linux_install_without_a_user_manager_says_what_to_run(unit_dir: Path, with_systemctl: None) -> None:
     runner = FakeRunner({("systemctl", "--user", "show-environment"): (1, "", "Failed to connect to bus")})
-    result = service.install(runner, system="linux")
-    assert result.ok and "in your desktop session run" in result.message
+    with pytest.raises(UserError, match="in your desktop session run"):
+        service.install(runner, system="linux")
     assert not any("enable" in call for call in runner.calls)
 
 
 def test_linux_enable_failure_is_reported(unit_dir: Path, with_systemctl: None) -> None:
     runner = FakeRunner({("systemctl", "--user", "enable"): (1, "", "Unit is masked."),
                          ("systemctl", "--user", "is-"): (1, "", "")})
-    result = service.install(runner, system="linux")
-    assert not result.ok and "Unit is masked." in result.message
+    with pytest.raises(UserError, match=r"enabling it failed: Unit is masked\."):
+        service.install(runner, system="linux")
 
 
 def test_linux_uninstall_disables_and_removes(unit_dir: Path, with_systemctl: None) -> None:
@@ -136,9 +137,9 @@ def test_windows_install_runs_and_reports(monkeypatch: pytest.MonkeyPatch) -> No
 def test_windows_access_denied_points_to_the_docs() -> None:
     runner = FakeRunner({("schtasks", "/Create"): (1, "", "ERROR: Access is denied."),
                          ("schtasks", "/Query"): (1, "", "ERROR: The system cannot find the file specified.")})
-    result = service.install(runner, system="win32")
-    assert not result.ok and "elevated prompt" in result.message and "docs/windows.md" in result.message
-    assert not result.status.installed
+    with pytest.raises(UserError, match=r"Access is denied\..*elevated prompt.*docs/windows\.md"):
+        service.install(runner, system="win32")
+    assert not service.status(runner, system="win32").installed
 
 
 def test_windows_uninstall_deletes_the_task() -> None:
@@ -160,10 +161,20 @@ def test_cli_status_json(unit_dir: Path, without_systemctl: None, capsys: pytest
     assert state["location"] == str(unit_dir / service.UNIT_NAME)
 
 
-def test_cli_install_then_uninstall(unit_dir: Path, without_systemctl: None,
+def test_cli_install_then_uninstall(unit_dir: Path, with_systemctl: None, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
+    runner = FakeRunner()
+    monkeypatch.setattr(service, "run_command", runner)
     assert cli_main(["service", "install"]) == 0
-    assert "systemctl --user" in capsys.readouterr().out
+    assert "runs now and at every login" in capsys.readouterr().out
     assert (unit_dir / service.UNIT_NAME).exists()
-    assert cli_main(["service", "uninstall"]) == 0
+    assert cli_main(["service", "uninstall", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"]["installed"] is False
     assert not (unit_dir / service.UNIT_NAME).exists()
+
+
+def test_cli_install_without_systemctl_exits_2_with_the_command(unit_dir: Path, without_systemctl: None,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["service", "install"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rigscope service: Wrote ") and "systemctl --user daemon-reload" in err
