@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from advisor.frame import Event
 from desktop.errors import UserError
 from desktop.history import codec, schema
 from desktop.history.query import QueryResult, run_query
@@ -326,9 +327,8 @@ class HistoryStore(StressRunsMixin):
         """``metrics`` of one GPU over [start_s, end_s), raw or rolled up, at most ``max_points`` rows."""
         return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points)
 
-    def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Any]:
-        from advisor.frame import Event
-
+    def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Event]:
+        """Events in [start_s, end_s), oldest first, optionally of some kinds only."""
         sql = "SELECT ts, kind, gpu_uuid, detail FROM events WHERE ts >= ? AND ts < ?"
         params: list[Any] = [start_s, end_s]
         if kinds is not None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from advisor.frame import StressResult
+from advisor.frame import StressResult
 
 FloatArray = npt.NDArray[np.float64]
 _FIELDS = ("started_s", "ended_s", "gpu_uuid", "gpu_name", "workload", "dtype", "unit", "peak_throughput",
@@ -49,8 +48,6 @@ class StressRunsMixin:
 
     def stress_runs(self, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
         """Stored runs, newest first, optionally for one GPU and/or one workload."""
-        from advisor.frame import StressResult
-
         sql = f"SELECT run_id, {', '.join(_FIELDS)} FROM stress_runs WHERE 1"
         params: list[Any] = []
         if gpu_uuid is not None:

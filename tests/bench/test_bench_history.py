@@ -156,9 +156,9 @@ def test_bench_history_week(tmp_path: Path) -> None:
     print(f"{'bytes per GPU sample on disk (recorder)':<44}{snap_bytes:>14.1f}{'':>14}{'':>9}{'< 64':>12}")
     print(f"{'week query, 1 metric, 2,000 points, ms':<44}{week_query_s * 1000:>14.1f}{naive_query_s * 1000:>14.1f}"
           f"{naive_query_s / week_query_s:>8.0f}x{'< 50':>12}")
-    print(f"{'week minute rollups for a summary (2 GPUs), ms':<44}{summary_s * 1000:>14.1f}"
+    print(f"{'week summary, minute rollups (2 GPUs), ms':<44}{summary_s * 1000:>14.1f}"
           f"{naive_summary_s * 1000:>14.1f}{naive_summary_s / summary_s:>8.0f}x{'< 100':>12}")
-    print(f"{'  the same from hour rollups (168 rows/GPU), ms':<44}{hour_summary_s * 1000:>14.1f}"
+    print(f"{'    the same from hour rollups, ms':<44}{hour_summary_s * 1000:>14.1f}"
           f"{naive_summary_s * 1000:>14.1f}{naive_summary_s / hour_summary_s:>8.0f}x{'< 100':>12}")
     print(f"{'load_frame(week) for the advisor, ms':<44}{frame_s * 1000:>14.1f}{'':>14}{'':>9}{'':>12}")
     print(f"{'rolling up the week (minutes+hours), s':<44}{rollup_s:>14.2f}{'':>14}{'':>9}{'':>12}")
