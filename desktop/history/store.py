@@ -22,7 +22,7 @@ from typing import Any
 from advisor.frame import Event
 from desktop.errors import UserError
 from desktop.history import codec, schema
-from desktop.history.query import QueryResult, run_query
+from desktop.history.query import QueryResult, Resolution, run_query
 from desktop.history.stress_runs import StressRunsMixin
 from desktop.history.writer import HistoryWriter, WriterStatus
 from desktop.paths import ensure_private_dir
@@ -323,9 +323,13 @@ class HistoryStore(StressRunsMixin):
     # --- reading -----------------------------------------------------------------------
 
     def query(self, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float,
-              max_points: int = 2000) -> QueryResult:
-        """``metrics`` of one GPU over [start_s, end_s), raw or rolled up, at most ``max_points`` rows."""
-        return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points)
+              max_points: int = 2000, *, resolution: Resolution | None = None) -> QueryResult:
+        """``metrics`` of one GPU over [start_s, end_s), at most ``max_points`` rows (0: no limit).
+
+        The resolution (raw, minute, hour) is chosen from the span and ``max_points`` unless given.
+        Names: the GpuSample fields, ``<metric>_min``/``_max`` (utilization, VRAM, temperature,
+        power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``."""
+        return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points, resolution=resolution)
 
     def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Event]:
         """Events in [start_s, end_s), oldest first, optionally of some kinds only."""

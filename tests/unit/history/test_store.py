@@ -204,6 +204,8 @@ def test_query_picks_raw_for_short_spans_and_rollups_for_long_ones(store: Histor
     weights = week.duration_s
     assert np.nansum(week.columns["temperature_c"] * weights) / np.nansum(weights) == pytest.approx(
         float(np.mean(np.round(temp, 1))), abs=0.05)
+    forced = store.query(FULL_INFO.uuid, ["temperature_c"], T0, T0 + 3600, max_points=0, resolution="minute")
+    assert forced.resolution == "minute" and len(forced) == 61  # the minute the range starts in, and 60 more
     with pytest.raises(ValueError, match="unknown metric"):
         store.query(FULL_INFO.uuid, ["watts"], T0, T0 + 1)
     empty = store.query("GPU-nobody", ["power_w"], T0, T0 + 1)
