@@ -26,8 +26,11 @@ API (the dashboard, the stress page and the reports reuse these pieces):
     turns the plot into a lane chart whose row i is labelled ``labels[i]``.
 
 Curves follow pyqtgraph's live-plot habits: ``connect="finite"`` so NaN leaves a gap (a
-missing metric, a lost GPU), ``clipToView``, ``autoDownsample`` with ``"peak"`` (spikes
-survive downsampling), antialias off, x as float64 epoch seconds.
+missing metric, a lost GPU), ``"peak"`` downsampling (spikes survive it) to about a point
+pair per pixel, antialias off, x as float64 epoch seconds. Pass only the points of the
+visible window (``RingBuffer.view(name, start_s)``): the plots do not clip to the view
+themselves, because pyqtgraph's clipToView/autoDownsample re-process every curve on every
+x-range move, which doubled the cost of a live frame.
 """
 
 from __future__ import annotations
@@ -137,8 +140,7 @@ class _Series:
 
 def _curve(colour: str, width: float) -> pg.PlotDataItem:
     curve = pg.PlotDataItem(pen=pg.mkPen(colour, width=width), connect="finite", antialias=False)
-    curve.setClipToView(True)
-    curve.setDownsampling(auto=True, method="peak")
+    curve.setDownsampling(ds=1, auto=False, method="peak")
     return curve
 
 
@@ -160,9 +162,14 @@ class TimePlot:
         item.hideButtons()
         item.enableAutoRange(x=False, y=True)
         # PlotItem pushes its own modes onto every curve it adds: set them here, not per curve.
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, mode="peak")
+        # Not clipToView/auto: callers pass only the window's points (a ring-buffer slice), and
+        # the "peak" factor is set from the point count per pixel in ``_feed``. With the auto
+        # modes every x-range move made each curve downsample again, before its new data came.
+        item.setClipToView(False)
+        item.setDownsampling(ds=1, auto=False, mode="peak")
         item.getAxis("left").setWidth(LEFT_AXIS_WIDTH_PX)
+        for name in ("left", "bottom"):  # units are in the title; SI relabelling per range change costs
+            item.getAxis(name).enableAutoSIPrefix(False)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)
         self.crosshair.setVisible(False)
         self.crosshair.setZValue(50)
@@ -171,6 +178,8 @@ class TimePlot:
         self.readout.setParentItem(item.vb)  # parented to the view box: pixel coordinates
         self.readout.setPos(QPointF(4, 1))
         self.readout.setZValue(60)
+        # The readout changes only on hover: paint it from a cached pixmap, not from HTML each frame.
+        self.readout.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.apply_theme(theme)
         self.show_readout(None)
 
@@ -205,16 +214,23 @@ class TimePlot:
         axis = self.item.getAxis("left")
         axis.setTicks([[(float(i), text) for i, text in enumerate(self.categories)], []])
         self.set_y_range(-0.6, len(self.categories) - 0.4)
-        self.item.showGrid(x=True, y=False, alpha=self.theme.grid_alpha)
 
     # --- feeding --------------------------------------------------------------------
     def set_data(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
         self._data[key] = (time_s, values)
-        self._series[key].live.setData(time_s, values, connect="finite")
+        self._feed(self._series[key].live, time_s, values)
 
     def set_history(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
         self._history[key] = (time_s, values)
-        self._series[key].history.setData(time_s, values, connect="finite")
+        self._feed(self._series[key].history, time_s, values)
+
+    def _feed(self, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
+        """setData with a "peak" downsampling factor of about one point pair per pixel."""
+        width_px = max(200.0, self.item.vb.width())
+        factor = max(1, int(time_s.size / width_px))
+        if curve.opts["downsample"] != factor:
+            curve.opts["downsample"] = factor  # applied by the setData below (no extra pass)
+        curve.setData(time_s, values, connect="finite")
 
     def series_keys(self) -> list[str]:
         return list(self._series)
@@ -271,8 +287,8 @@ class TimePlot:
             axis = self.item.getAxis(name)
             axis.setPen(pg.mkPen(theme.muted))
             axis.setTextPen(pg.mkPen(theme.muted))
-        if not self.categories:
-            self.item.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+        # No pyqtgraph grid: offscreen at 1600x1000 its alpha lines cost more than all the curves
+        # (measured ~40 ms of a 70 ms column repaint); the limit lines give the reference instead.
         self.crosshair.setPen(pg.mkPen(theme.text, width=1, style=Qt.PenStyle.DotLine))
         for line, _label in self._limits.values():
             line.setPen(self._limit_pen())
@@ -300,13 +316,13 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
     def add_plot(self, key: str, title: str, unit: str, y_range: tuple[float, float] | None = None,
                  height: int | None = None) -> TimePlot:
         first = next(iter(self._plots.values()), None)
-        for plot in self._plots.values():  # only the bottom plot shows time labels
-            plot.item.getAxis("bottom").setStyle(showValues=False)
-            plot.item.getAxis("bottom").setHeight(4)
+        for plot in self._plots.values():  # only the bottom plot has a time axis: each one costs a
+            plot.item.hideAxis("bottom")   # tick layout per frame, the largest part of an idle repaint
         item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
         plot = TimePlot(item, title, unit, self.theme)
-        if first is not None:
-            item.setXLink(first.item)
+        if first is not None:  # no setXLink: set_x_range moves every plot itself, without the link cascade
+            (x0, x1), _ = first.item.viewRange()
+            item.setXRange(x0, x1, padding=0)
         if y_range is not None:
             plot.set_y_range(*y_range)
         if height is not None:
@@ -322,9 +338,24 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         return list(self._plots.values())
 
     def set_x_range(self, start_s: float, end_s: float) -> None:
-        first = next(iter(self._plots.values()), None)
-        if first is not None:
-            first.item.setXRange(start_s, end_s, padding=0)
+        """Move the time window of every plot; a move of less than a pixel is skipped.
+
+        Each move makes every curve recompute its downsampled view; at 1 Hz in a 1 h window
+        the window slides ~0.4 px per second, so most frames need no move at all.
+        """
+        if not self._plots:
+            return
+        first = next(iter(self._plots.values()))
+        (x0, x1), _ = first.item.viewRange()
+        width_px = max(1.0, first.item.vb.width())
+        pixel_s = (end_s - start_s) / width_px
+        if abs(x0 - start_s) < pixel_s and abs(x1 - end_s) < pixel_s:
+            return
+        for plot in self._plots.values():
+            plot.item.setXRange(start_s, end_s, padding=0)
+            # pyqtgraph applies the new transform lazily, inside the next paint, which then
+            # schedules a second full paint; applying it now makes one paint per frame.
+            plot.item.vb.prepareForPaint()
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading, Snapshot
 from desktop.ui.cards import GpuCard, HostStrip
-from desktop.ui.charts import FloatArray, PlotColumn, RingBuffer
+from desktop.ui.charts import FloatArray, PlotColumn, RingBuffer, TimePlot
 from desktop.ui.theme import REASON_COLOURS, Theme
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ DEFAULT_WINDOW = "10 min"
 #: The ring buffer holds one hour of samples: the 1 min / 10 min / 1 h windows without a query.
 RING_SPAN_S = 3600.0
 REPAINT_INTERVAL_MS = 500
+_EMPTY: FloatArray = np.empty(0, dtype=np.float64)
 HISTORY_POINTS = 2000
 #: Re-query history at most this often while a long window stays on screen.
 HISTORY_REFRESH_S = 60.0
@@ -59,11 +60,12 @@ class HistoryQuery(Protocol):
     def query(self, gpu_uuid: str, metrics: Any, start_s: float, end_s: float, max_points: int = ...) -> Any: ...
 
 
-def lane_rows(mask: FloatArray) -> list[FloatArray]:
-    """One array per LANE_REASONS entry: its row number where the bit is set, NaN elsewhere."""
+def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
+    """Per LANE_REASONS entry: its row number where the bit is set, NaN elsewhere; None if never set."""
     finite = np.isfinite(mask)
     bits = np.where(finite, mask, 0).astype(np.int64)
-    return [np.where(finite & ((bits & int(reason)) != 0), float(row), np.nan)
+    seen = int(np.bitwise_or.reduce(bits)) if bits.size else 0
+    return [np.where(finite & ((bits & int(reason)) != 0), float(row), np.nan) if seen & int(reason) else None
             for row, reason in enumerate(LANE_REASONS)]
 
 
@@ -133,24 +135,33 @@ class GpuPanel(QWidget):
     def paint(self, start_s: float, end_s: float) -> None:
         ring = self.ring
         times = ring.times(start_s)
+        self.plots.set_x_range(start_s, end_s)  # first: the curves then downsample once, for the new range
         for plot in self.plots.plots():
             if plot.categories:
                 for key, rows in zip(plot.series_keys(), lane_rows(ring.view("clock_event_reasons", start_s)),
                                      strict=True):
-                    plot.set_data(key, times, rows)
+                    self._set_lane(plot, key, times, rows)
             else:
                 for key in plot.series_keys():
                     plot.set_data(key, times, ring.view(key, start_s))
-        self.plots.set_x_range(start_s, end_s)
         self.plots.refresh_readouts()
         self.painted_version = ring.version
+
+    @staticmethod
+    def _set_lane(plot: TimePlot, key: str, times: FloatArray, rows: FloatArray | None, history: bool = False) -> None:
+        """A cause absent from the window gets no points at all (cheaper than 3,600 NaNs)."""
+        if rows is None:
+            if (plot.history(key) if history else plot.data(key))[0].size == 0:
+                return  # already empty: leave the curve alone
+            times = rows = _EMPTY
+        (plot.set_history if history else plot.set_data)(key, times, rows)
 
     def paint_history(self, time_s: FloatArray, columns: dict[str, FloatArray]) -> None:
         for plot in self.plots.plots():
             if plot.categories:
                 mask = columns.get("clock_event_reasons", np.full(time_s.size, np.nan))
                 for key, rows in zip(plot.series_keys(), lane_rows(mask), strict=True):
-                    plot.set_history(key, time_s, rows)
+                    self._set_lane(plot, key, time_s, rows, history=True)
             else:
                 for key in plot.series_keys():
                     plot.set_history(key, time_s, columns.get(key, np.full(time_s.size, np.nan)))

@@ -1,0 +1,72 @@
+"""The window's cost, each figure beside a bare PySide6 + pyqtgraph baseline measured in the same run.
+
+- cold start to the first painted dashboard vs a bare script showing the same number of
+  empty plots (6 per GPU), each in a fresh interpreter (median of 3), offscreen 1600x1000;
+- one repaint over full 1 h ring buffers (6 series x 3,600 points per GPU, plus the throttle
+  lane) vs a bare layout updating the same number of curves with ``setData``; both timed as
+  data update + a synchronous ``viewport().repaint()`` (median of 30);
+- CPU of the idle window sampling a simulated GPU at 1 Hz and recording it, over
+  ``RIGSCOPE_BENCH_IDLE_S`` seconds (default 60) of the real Qt event loop;
+- resident memory after 10 minutes of 1 Hz data, accelerated: 600 ticks fed as fast as they
+  go (with repaints and recording), then VmRSS.
+Targets (issue 4): first frame <= 1.5x baseline and < 1.0 s; repaint <= 1.25x baseline;
+idle < 2 % of a core with 1 GPU, < 5 % with 4; < 250 MB resident. Figures are printed,
+never asserted; the machine is shared, so read them as indications.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHILD = Path(__file__).with_name("ui_bench_child.py")
+ROOT = Path(__file__).resolve().parents[2]
+COLD_RUNS = 3
+
+
+def _run(mode: str, gpus: int, *extra: str, timeout_s: float = 300.0) -> dict[str, float]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    launched = time.time()
+    proc = subprocess.run([sys.executable, str(CHILD), mode, str(gpus), *extra], capture_output=True, text=True,
+                          env=env, timeout=timeout_s, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "first_paint_at" in result:
+        result["first_paint_s"] = result["first_paint_at"] - launched
+    return result
+
+
+def _cold(mode: str, gpus: int) -> float:
+    return statistics.median(_run(mode, gpus)["first_paint_s"] for _ in range(COLD_RUNS))
+
+
+def test_bench_ui() -> None:
+    idle_s = os.environ.get("RIGSCOPE_BENCH_IDLE_S", "60")
+    rows: list[tuple[str, str, str, str, str]] = []
+    for gpus in (1, 4):
+        app, bare = _cold("cold-app", gpus), _cold("cold-bare", gpus)
+        rows.append((f"cold start to first painted dashboard, {gpus} GPU", f"{app:.2f} s", f"{bare:.2f} s",
+                     f"{app / bare:.2f}x", "<= 1.5x and < 1.0 s"))
+    for gpus in (1, 4):
+        r = _run("repaint", gpus)
+        rows.append((f"one repaint, {gpus} GPU x 6 series x 3,600 points", f"{r['app_ms']:.1f} ms",
+                     f"{r['bare_ms']:.1f} ms", f"{r['app_ms'] / r['bare_ms']:.2f}x", "<= 1.25x"))
+    for gpus, target in ((1, "< 2 %"), (4, "< 5 %")):
+        r = _run("idle", gpus, idle_s)
+        assert r["ticks"] >= 1  # it really sampled
+        rows.append((f"idle CPU, {gpus} GPU, 1 Hz, {float(idle_s):.0f} s ({r['ticks']:.0f} ticks, "
+                     f"{r['repaints']:.0f} repaints)", f"{r['cpu_pct']:.2f} % of a core", "-", "-", target))
+    for gpus in (1, 4):
+        r = _run("rss", gpus)
+        rows.append((f"resident memory after 600 accelerated 1 Hz ticks, {gpus} GPU", f"{r['rss_mib']:.0f} MiB", "-",
+                     "-", "< 250 MB"))
+    width = max(len(row[0]) for row in rows)
+    print()
+    print(f"{'measure':<{width}}  {'rigscope':>18}  {'bare baseline':>13}  {'ratio':>6}  target")
+    for name, value, base, ratio, target in rows:
+        print(f"{name:<{width}}  {value:>18}  {base:>13}  {ratio:>6}  {target}")
