@@ -16,9 +16,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from desktop.errors import UserError
 
@@ -174,13 +176,41 @@ def _linux_uninstall(runner: Runner) -> ServiceResult:
 # --- Windows: a logon task ---------------------------------------------------------------
 
 
-def schtasks_create_command(command: Sequence[str]) -> list[str]:
-    """``schtasks /Create`` for a task that runs ``command`` at this user's logon, without elevation."""
-    task_run = subprocess.list2cmdline(list(command))
-    if len(task_run) > 261:  # schtasks refuses a longer /TR
-        raise UserError(f"the recorder's command line is too long for a logon task ({len(task_run)} > 261 "
-                        "characters); install Rigscope in a shorter path")
-    return ["schtasks", "/Create", "/TN", TASK_NAME, "/TR", task_run, "/SC", "ONLOGON", "/RL", "LIMITED", "/F"]
+def windows_user() -> str:
+    """``DOMAIN\\user`` of whoever runs this (the logon trigger and the task's principal)."""
+    user = os.environ.get("USERNAME") or os.environ.get("USER") or "user"
+    domain = os.environ.get("USERDOMAIN")
+    return f"{domain}\\{user}" if domain else user
+
+
+def task_xml(command: Sequence[str], user: str) -> str:
+    """The logon task's definition. Written as XML rather than with ``/SC ONLOGON`` because that
+    triggers at *any* user's logon (administrators only), stops the task after 72 hours and
+    does not start it on battery; this one is the user's own, unlimited, on battery too."""
+    exe, args = escape(command[0]), escape(subprocess.list2cmdline(list(command[1:])))
+    who = escape(user)
+    return f"""<?xml version="1.0" encoding="UTF-16"?>
+<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
+  <RegistrationInfo><Description>Rigscope GPU telemetry recorder</Description></RegistrationInfo>
+  <Triggers><LogonTrigger><Enabled>true</Enabled><UserId>{who}</UserId></LogonTrigger></Triggers>
+  <Principals>
+    <Principal id="Author"><UserId>{who}</UserId><LogonType>InteractiveToken</LogonType>
+      <RunLevel>LeastPrivilege</RunLevel></Principal>
+  </Principals>
+  <Settings>
+    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>
+    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
+    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
+    <ExecutionTimeLimit>PT0S</ExecutionTimeLimit>
+    <Enabled>true</Enabled>
+  </Settings>
+  <Actions Context="Author"><Exec><Command>{exe}</Command><Arguments>{args}</Arguments></Exec></Actions>
+</Task>
+"""
+
+
+def schtasks_create_command(xml_path: Path) -> list[str]:
+    return ["schtasks", "/Create", "/TN", TASK_NAME, "/XML", str(xml_path), "/F"]
 
 
 def schtasks_delete_command() -> list[str]:
@@ -202,7 +232,10 @@ def _windows_status(runner: Runner) -> ServiceStatus:
 
 def _windows_install(runner: Runner) -> ServiceResult:
     command = recorder_command(windows=True)
-    done = runner(schtasks_create_command(command))
+    with tempfile.TemporaryDirectory(prefix="rigscope-task-") as tmp:
+        xml_path = Path(tmp) / "task.xml"
+        xml_path.write_text(task_xml(command, windows_user()), encoding="utf-16")  # what schtasks /XML reads
+        done = runner(schtasks_create_command(xml_path))
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip()
         hint = " (creating a logon task may need an elevated prompt once; see docs/windows.md)" \

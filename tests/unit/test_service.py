@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,19 +118,47 @@ def test_unwritable_unit_dir_is_a_user_error(tmp_path: Path, monkeypatch: pytest
         service.install(FakeRunner(), system="linux")
 
 
-def test_windows_logon_task_command() -> None:
-    command = service.schtasks_create_command([r"C:\Program Files\Python312\pythonw.exe", "-m", "desktop", "record"])
-    assert command == ["schtasks", "/Create", "/TN", "Rigscope recorder",
-                       "/TR", '"C:\\Program Files\\Python312\\pythonw.exe" -m desktop record',
-                       "/SC", "ONLOGON", "/RL", "LIMITED", "/F"]
-    with pytest.raises(UserError, match="too long"):
-        service.schtasks_create_command(["C:\\" + "x" * 300 + "\\python.exe", "record"])
+TASK_NS = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}
+
+
+def test_windows_logon_task_definition() -> None:
+    command = [r"C:\Program Files\R&D\pythonw.exe", "-m", "desktop", "record"]
+    xml = service.task_xml(command, r"WORK\ada")
+    root = ET.fromstring(xml.encode("utf-16"))
+    def text(path: str) -> str | None:
+        return root.findtext(path, namespaces=TASK_NS)
+    assert text("t:Actions/t:Exec/t:Command") == command[0]
+    assert text("t:Actions/t:Exec/t:Arguments") == "-m desktop record"
+    # This user's logon only (no elevation needed), never stopped after 72 h, runs on battery.
+    assert text("t:Triggers/t:LogonTrigger/t:UserId") == r"WORK\ada"
+    assert text("t:Principals/t:Principal/t:RunLevel") == "LeastPrivilege"
+    assert text("t:Settings/t:ExecutionTimeLimit") == "PT0S"
+    assert text("t:Settings/t:DisallowStartIfOnBatteries") == "false"
+    assert service.schtasks_create_command(Path("C:/t/task.xml")) == [
+        "schtasks", "/Create", "/TN", "Rigscope recorder", "/XML", str(Path("C:/t/task.xml")), "/F"]
+
+
+def test_windows_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USERNAME", "ada")
+    monkeypatch.setenv("USERDOMAIN", "WORK")
+    assert service.windows_user() == r"WORK\ada"
+    monkeypatch.delenv("USERDOMAIN")
+    assert service.windows_user() == "ada"
 
 
 def test_windows_install_runs_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     runner = FakeRunner({("schtasks", "/Query"): (0, "Status: Running\nScheduled Task State: Enabled\n", "")})
-    result = service.install(runner, system="win32")
+    seen: list[str] = []
+
+    def capture(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        if command[:2] == ["schtasks", "/Create"]:  # the XML file exists while schtasks reads it
+            seen.append(Path(command[5]).read_text(encoding="utf-16"))
+        return runner(command)
+
+    result = service.install(capture, system="win32")
     assert result.ok and runner.calls[0][:2] == ["schtasks", "/Create"]
+    assert "<ExecutionTimeLimit>PT0S</ExecutionTimeLimit>" in seen[0] and "-m desktop record" in seen[0]
+    assert not Path(runner.calls[0][5]).exists()  # the temporary file is gone
     assert ["schtasks", "/Run", "/TN", service.TASK_NAME] in runner.calls
     assert result.status.installed and result.status.enabled and result.status.active
 
