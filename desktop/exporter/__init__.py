@@ -219,8 +219,9 @@ def serve_main(args: argparse.Namespace, stop: threading.Event | None = None) ->
         backend = open_gpu_backend(args.simulate)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    # No host backend: CPU and memory are node_exporter's job; only GPUs are exported.
-    sampler = Sampler(backend, None)
+    # No host backend (CPU and memory are node_exporter's job), and no process polling after the
+    # first tick: process lists are NVML's slowest call and nothing here exports them.
+    sampler = Sampler(backend, None, process_period_s=float("inf"))
     try:
         with start_exporter(args.listen) as handle:
             handle.follow_stress_runs(Path(args.db) if getattr(args, "db", None) else default_db_path())
