@@ -13,8 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from advisor.frame import Event
 from desktop.errors import UserError
 from desktop.history import codec, schema
+from desktop.history.dbfile import Transaction, connect_rw, move_aside
 from desktop.history.query import QueryResult, Resolution, run_query
 from desktop.history.stress_runs import StressRunsMixin
 from desktop.history.writer import HistoryWriter, WriterStatus
@@ -78,39 +78,14 @@ class HistoryStore(StressRunsMixin):
             os.close(fd)
         recovered: Path | None = None
         try:
-            conn = cls._connect_rw(path, verify)
+            conn = connect_rw(path, verify)
         except sqlite3.DatabaseError as exc:
             if not codec.is_corruption(exc):
                 raise cls._as_user_error(path, exc) from exc
-            recovered = _move_aside(path)
+            recovered = move_aside(path)
             log.info("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
-            conn = cls._connect_rw(path, verify)
+            conn = connect_rw(path, verify)
         return cls(conn, path, readonly=False, recovered_from=recovered)
-
-    @staticmethod
-    def _connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
-        try:
-            fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0 and not conn.execute(
-                "SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
-            if fresh:  # must precede the first table
-                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if verify and not fresh:
-                result = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-                if result != "ok":
-                    raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")
-            schema.migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        try:
-            os.chmod(path, 0o600)
-        except OSError:
-            pass
-        return conn
 
     @classmethod
     def _open_readonly(cls, path: Path) -> HistoryStore:
@@ -310,8 +285,8 @@ class HistoryStore(StressRunsMixin):
         self.conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, ?, ?, ?)",
                           (time_s, kind, gpu_uuid, detail))
 
-    def transaction(self) -> _Transaction:
-        return _Transaction(self.conn, self._reset_caches)
+    def transaction(self) -> Transaction:
+        return Transaction(self.conn, self._reset_caches)
 
     def _reset_caches(self) -> None:
         """After a rollback the caches may name rows that were never committed."""
@@ -367,47 +342,3 @@ class HistoryStore(StressRunsMixin):
                   "gpu_minute", "gpu_hour", "host_minute", "host_hour")
         db = self.db
         return {t: int(db[t].count) for t in tables}
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (the connection is autocommit)."""
-
-    def __init__(self, conn: sqlite3.Connection, on_rollback: Callable[[], None]) -> None:
-        self.conn = conn
-        self.on_rollback = on_rollback
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is None:
-            try:
-                self.conn.execute("COMMIT")
-                return
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                self.on_rollback()
-                raise
-        if self.conn.in_transaction:
-            try:
-                self.conn.execute("ROLLBACK")
-            except sqlite3.Error:  # a failed statement may already have rolled back
-                pass
-        self.on_rollback()
-
-
-def _move_aside(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
-        n += 1
-    os.replace(path, target)
-    for suffix in ("-wal", "-shm"):
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            os.replace(side, target.with_name(target.name + suffix))
-    return target
