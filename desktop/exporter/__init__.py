@@ -33,8 +33,10 @@ the other GPUs' stay (its clock-event counters resume when it comes back).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -59,14 +61,37 @@ if TYPE_CHECKING:
     from advisor.frame import StressResult
 
 __all__ = [
-    "DCGM_FIELDS", "DEFAULT_LISTEN", "GPU_LABELS", "MAX_SAMPLE_GAP_S", "REASONS", "DcgmField", "ExporterHandle",
-    "RecorderHealth", "SnapshotCollector", "load_last_stress", "parse_listen", "read_last_stress", "run_loop",
-    "serve_main", "start_exporter",
+    "DCGM_FIELDS",
+    "DEFAULT_LISTEN",
+    "GPU_LABELS",
+    "MAX_SAMPLE_GAP_S",
+    "REASONS",
+    "DcgmField",
+    "ExporterHandle",
+    "RecorderHealth",
+    "SnapshotCollector",
+    "is_loopback",
+    "load_last_stress",
+    "parse_listen",
+    "read_last_stress",
+    "run_loop",
+    "serve_main",
+    "start_exporter",
 ]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LISTEN = "127.0.0.1:9835"
+
+
+def is_loopback(addr: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if addr == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:  # a host name: assume it is reachable from elsewhere
+        return False
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -227,6 +252,9 @@ def serve_main(args: argparse.Namespace, stop: threading.Event | None = None) ->
             handle.follow_stress_runs(Path(args.db) if getattr(args, "db", None) else default_db_path())
             note = " (simulated GPU)" if backend.source.simulated else ""
             print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", flush=True)
+            if not is_loopback(handle.address):
+                print(f"Note: {handle.address} is reachable from other machines; anyone who can reach it can read "
+                      "these GPU metrics (there is no authentication).", file=sys.stderr, flush=True)
             try:
                 run_loop(sampler.tick, handle, interval_s, stop or threading.Event())
             except KeyboardInterrupt:

@@ -202,6 +202,14 @@ def test_binds_loopback_unless_told() -> None:
         assert handle._server.server_address[0] == "0.0.0.0"  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(("addr", "loopback"), [
+    ("127.0.0.1", True), ("127.0.1.1", True), ("::1", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("192.168.1.5", False), ("workstation", False),
+])
+def test_is_loopback(addr: str, loopback: bool) -> None:
+    assert exporter.is_loopback(addr) is loopback
+
+
 def test_port_in_use_is_a_clear_user_error() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
