@@ -72,10 +72,14 @@ class HistoryStore(StressRunsMixin):
         path = Path(path)
         if readonly:
             return cls._open_readonly(path)
-        ensure_private_dir(path.parent)
-        if not path.exists():
-            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-            os.close(fd)
+        try:
+            ensure_private_dir(path.parent)
+            if not path.exists():
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError as exc:
+            raise UserError(f"cannot create the history database {path}: {exc.strerror or exc} "
+                            "(a read-only file system, missing permission, or a file where a folder should be)"
+                            ) from exc
         recovered: Path | None = None
         try:
             conn = connect_rw(path, verify)

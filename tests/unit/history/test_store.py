@@ -139,6 +139,13 @@ def test_damaged_pages_are_detected(tmp_path: Path) -> None:
         assert store.counts()["gpu_samples"] == 0
 
 
+def test_an_impossible_location_is_a_user_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(UserError, match="cannot create the history database"):
+        HistoryStore.open(blocker / "h.sqlite")
+
+
 def test_readonly_open_of_a_missing_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no history database"):
         HistoryStore.open(tmp_path / "none.sqlite", readonly=True)
