@@ -73,8 +73,12 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
                 if not existing.is_demo:
                     raise UserError(f"{path} holds real history, not demo data; refusing to overwrite it "
                                     "(choose another --db)")
-            for suffix in ("", "-wal", "-shm"):
-                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    path.with_name(path.name + suffix).unlink(missing_ok=True)
+            except OSError as exc:  # Windows: a window still has it open
+                raise UserError(f"cannot replace the demo database {path}: {exc.strerror or exc} "
+                                "(close windows that show it, then try again)") from exc
         with HistoryStore.open(path) as store:
             store.set_meta("demo", "1")
             store.set_meta("demo_seed", str(seed))
