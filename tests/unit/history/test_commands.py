@@ -86,3 +86,15 @@ def test_parse_time_relative_and_absolute() -> None:
     assert parse_time("-30m", 5000.0) == 3200.0
     assert parse_time("now", 42.0) == 42.0
     assert parse_time("1970-01-02T00:00:00+00:00", 0.0) == 86400.0
+
+
+def test_export_prometheus_is_handed_to_the_exporter(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    import desktop.exporter
+    from desktop.history.commands import export_main
+
+    seen: list[argparse.Namespace] = []
+    monkeypatch.setattr(desktop.exporter, "serve_main", lambda args: seen.append(args) or 7)
+    args = argparse.Namespace(prometheus=True, listen="127.0.0.1:0")
+    assert export_main(args) == 7 and seen == [args]
