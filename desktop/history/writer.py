@@ -219,8 +219,8 @@ class HistoryWriter:
         retention = self.retention or config.load()[0].retention  # picks up changes made in Settings
         try:
             maintain(self._store, retention, time.time())
-        except sqlite3.Error as exc:
-            if not self._note_failure(exc):
+        except Exception as exc:  # logged; the writer thread goes on writing
+            if not (isinstance(exc, sqlite3.Error) and self._note_failure(exc)):
                 log.exception("history: rollups or retention failed")
 
     def _run_task(self, fn: Callable[[HistoryStore], Any], future: Future[Any]) -> None:
@@ -244,9 +244,12 @@ class HistoryWriter:
                     store.write_snapshots_in_transaction([s for _, s in batch])
                 for event in events:
                     store.add_event(*event)
-        except (sqlite3.Error, OSError) as exc:
-            if self._note_failure(exc):
+        except Exception as exc:  # the thread must survive anything: the owner keeps submitting
+            if isinstance(exc, (sqlite3.Error, OSError)) and self._note_failure(exc):
                 return  # kept in the buffer, retried at the next interval
+            if not isinstance(exc, (sqlite3.Error, OSError)):
+                with self._cond:
+                    self._last_error = f"history write failed: {exc!r}"
             log.exception("history: a batch of %d snapshots could not be written and is dropped", len(batch))
             with self._cond:
                 self._forget(batch, events)

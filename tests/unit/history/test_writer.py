@@ -114,6 +114,18 @@ def test_a_bug_drops_the_batch_but_not_the_writer(tmp_path: Path, caplog: pytest
         writer.close()
 
 
+def test_a_malformed_snapshot_does_not_kill_the_writer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with HistoryWriter(tmp_path / "h.sqlite", flush_interval_s=3600) as writer:
+        writer.submit("not a snapshot")  # type: ignore[arg-type]
+        with caplog.at_level(logging.ERROR):
+            assert writer.flush(timeout_s=30) is True
+        assert writer.status.rows_dropped == 1
+        assert "AttributeError" in (writer.status.last_error or "")
+        writer.submit(snapshot(T0))
+        assert writer.flush(timeout_s=30) is True
+        assert writer.status.rows_written == 1
+
+
 def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     path.write_bytes(b"garbage" * 1000)
