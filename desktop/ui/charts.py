@@ -129,9 +129,11 @@ def _nearest(times: FloatArray, time_s: float) -> int | None:
 
 
 class _Series:
-    __slots__ = ("colour", "history", "label", "live")
+    __slots__ = ("colour", "downsample", "history", "label", "live")
 
-    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, history: pg.PlotDataItem) -> None:
+    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, history: pg.PlotDataItem,
+                 downsample: bool = True) -> None:
+        self.downsample = downsample
         self.label = label
         self.colour = colour
         self.live = live
@@ -139,7 +141,10 @@ class _Series:
 
 
 def _curve(colour: str, width: float) -> pg.PlotDataItem:
-    curve = pg.PlotDataItem(pen=pg.mkPen(colour, width=width), connect="finite", antialias=False)
+    pen = pg.mkPen(colour, width=width)
+    if width > 1:  # wide lane marks: a cause held for under a pixel still shows as a square
+        pen.setCapStyle(Qt.PenCapStyle.SquareCap)
+    curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
     curve.setDownsampling(ds=1, auto=False, method="peak")
     return curve
 
@@ -184,17 +189,21 @@ class TimePlot:
         self.show_readout(None)
 
     # --- building -------------------------------------------------------------------
-    def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0) -> None:
+    def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0,
+                   downsample: bool = True) -> None:
+        """``downsample=False`` for sparse series (lane marks): a "peak" block holding a NaN is NaN,
+        so downsampling would erase isolated points."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         live, history = _curve(colour, width), _curve(colour, width)
         self.item.addItem(history)
         self.item.addItem(live)
-        self._series[key] = _Series(label, colour, live, history)
+        self._series[key] = _Series(label, colour, live, history, downsample)
 
     def set_limit(self, key: str, value: float | None, label: str) -> None:
         line_label = self._limits.get(key)
         if line_label is None:
             line = pg.InfiniteLine(angle=0, movable=False, pen=self._limit_pen())
+            line.setZValue(-5)  # under the curves: a reading at its limit stays visible
             self.item.addItem(line, ignoreBounds=True)
             self._limits[key] = (line, label)
         line = self._limits[key][0]
@@ -218,16 +227,16 @@ class TimePlot:
     # --- feeding --------------------------------------------------------------------
     def set_data(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
         self._data[key] = (time_s, values)
-        self._feed(self._series[key].live, time_s, values)
+        self._feed(self._series[key], self._series[key].live, time_s, values)
 
     def set_history(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
         self._history[key] = (time_s, values)
-        self._feed(self._series[key].history, time_s, values)
+        self._feed(self._series[key], self._series[key].history, time_s, values)
 
-    def _feed(self, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
+    def _feed(self, series: _Series, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
         """setData with a "peak" downsampling factor of about one point pair per pixel."""
         width_px = max(200.0, self.item.vb.width())
-        factor = max(1, int(time_s.size / width_px))
+        factor = max(1, int(time_s.size / width_px)) if series.downsample else 1
         if curve.opts["downsample"] != factor:
             curve.opts["downsample"] = factor  # applied by the setData below (no extra pass)
         curve.setData(time_s, values, connect="finite")
@@ -290,6 +299,7 @@ class TimePlot:
         # No pyqtgraph grid: offscreen at 1600x1000 its alpha lines cost more than all the curves
         # (measured ~40 ms of a 70 ms column repaint); the limit lines give the reference instead.
         self.crosshair.setPen(pg.mkPen(theme.text, width=1, style=Qt.PenStyle.DotLine))
+        self.item.vb.setBorder(pg.mkPen(theme.border))  # separates the stacked plots (no grid)
         for line, _label in self._limits.values():
             line.setPen(self._limit_pen())
         font = QFont()
@@ -307,7 +317,7 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         super().__init__(parent=parent)
         self.theme = theme
         self.setBackground(theme.plot_background)
-        self.ci.layout.setSpacing(2)
+        self.ci.layout.setSpacing(6)
         self.ci.setContentsMargins(2, 2, 6, 2)
         self._plots: dict[str, TimePlot] = {}
         self._hover_s: float | None = None

@@ -61,12 +61,23 @@ class HistoryQuery(Protocol):
 
 
 def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
-    """Per LANE_REASONS entry: its row number where the bit is set, NaN elsewhere; None if never set."""
+    """Per LANE_REASONS entry: its row number where the cause held, NaN elsewhere; None if it never did.
+
+    A sample stands for the interval up to the next one, so the point after a set sample is
+    kept too: a cause seen in one isolated sample still draws a segment, not an invisible dot.
+    """
     finite = np.isfinite(mask)
     bits = np.where(finite, mask, 0).astype(np.int64)
     seen = int(np.bitwise_or.reduce(bits)) if bits.size else 0
-    return [np.where(finite & ((bits & int(reason)) != 0), float(row), np.nan) if seen & int(reason) else None
-            for row, reason in enumerate(LANE_REASONS)]
+    rows: list[FloatArray | None] = []
+    for row, reason in enumerate(LANE_REASONS):
+        if not seen & int(reason):
+            rows.append(None)
+            continue
+        held = (bits & int(reason)) != 0
+        held[1:] |= held[:-1].copy()
+        rows.append(np.where(held & finite, float(row), np.nan))
+    return rows
 
 
 class GpuPanel(QWidget):
@@ -98,7 +109,8 @@ class GpuPanel(QWidget):
         clock.add_series("sm_clock_mhz", "SM", colour=theme.series[3])
         lane = self.plots.add_plot("lane", "Throttle causes", "", height=110)
         for reason in LANE_REASONS:
-            lane.add_series(reason.name or str(int(reason)), reason.label, colour=REASON_COLOURS[reason.label], width=6)
+            lane.add_series(reason.name or str(int(reason)), reason.label, colour=REASON_COLOURS[reason.label], width=6,
+                            downsample=False)
         lane.set_categories([r.label for r in LANE_REASONS])
         self.set_info(info)
 

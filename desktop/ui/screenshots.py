@@ -54,7 +54,7 @@ def _select_first_process(app: RigscopeApp) -> None:
 #: What `make screenshots` produces; a page's helper appends its own ``Shot``.
 SHOTS: list[Shot] = [
     Shot("dashboard", "dashboard-dark.png", "dark", window="1 h"),
-    Shot("dashboard", "dashboard-light.png", "light", window="10 min"),
+    Shot("dashboard", "dashboard-light.png", "light", window="24 h"),
     Shot("processes", "processes.png", "dark", prepare=_select_first_process),
 ]
 

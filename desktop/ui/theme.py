@@ -38,6 +38,8 @@ class Theme:
     grid_alpha: float
     plot_background: str
     accent: str
+    #: Plot frames and separators.
+    border: str
     ok: str
     warn: str
     bad: str
@@ -58,6 +60,7 @@ DARK = Theme(
     grid_alpha=0.18,
     plot_background="#17181a",
     accent=OKABE_ITO["sky"],
+    border="#3a3d42",
     ok=OKABE_ITO["green"],
     warn=OKABE_ITO["orange"],
     bad=OKABE_ITO["vermillion"],
@@ -74,6 +77,7 @@ LIGHT = Theme(
     grid_alpha=0.22,
     plot_background="#ffffff",
     accent=OKABE_ITO["blue"],
+    border="#d4d6da",
     ok=OKABE_ITO["green"],
     warn="#b07800",  # Okabe-Ito orange darkened for contrast on white text backgrounds
     bad=OKABE_ITO["vermillion"],

@@ -46,10 +46,11 @@ def test_ring_buffer_rejects_zero_capacity():
 def test_lane_rows_mark_each_throttle_cause_on_its_own_row():
     power = int(LANE_REASONS[0])
     hw_thermal = int(LANE_REASONS[3])
-    mask = np.array([0.0, power, power | hw_thermal, np.nan, 1.0])
+    mask = np.array([0.0, power, power | hw_thermal, 0.0, 1.0, np.nan])
     rows = lane_rows(mask)
-    assert np.array_equal(rows[0], [np.nan, 0.0, 0.0, np.nan, np.nan], equal_nan=True)
-    assert np.array_equal(rows[3], [np.nan, np.nan, 3.0, np.nan, np.nan], equal_nan=True)
+    # A set sample reaches to the next one: each cause is a segment, even when seen once.
+    assert np.array_equal(rows[0], [np.nan, 0.0, 0.0, 0.0, np.nan, np.nan], equal_nan=True)
+    assert np.array_equal(rows[3], [np.nan, np.nan, 3.0, 3.0, np.nan, np.nan], equal_nan=True)
     assert all(r is None for i, r in enumerate(rows) if i not in (0, 3))  # never set: no points at all
 
 
@@ -77,3 +78,16 @@ def test_plot_column_curves_persist_and_follow_the_theme(qtbot):
     assert column.backgroundBrush().color().name() == DARK.plot_background
     assert plot.value_at("power_w", 3.2) == 3.0
     assert plot.value_at("power_w", 1e9) is None
+
+
+def test_sparse_lane_marks_survive_many_points(qtbot):
+    column = PlotColumn(LIGHT)
+    qtbot.addWidget(column)
+    lane = column.add_plot("lane", "Throttle causes", "")
+    lane.add_series("hw", "HW thermal", width=6, downsample=False)
+    times = np.arange(20_000.0)
+    rows = np.full(times.size, np.nan)
+    rows[::997] = 0.0  # isolated marks: a peak block holding a NaN would erase them
+    lane.set_data("hw", times, rows)
+    _, shown = lane._series["hw"].live.getData()
+    assert np.isfinite(shown).sum() == np.isfinite(rows).sum()
