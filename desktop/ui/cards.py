@@ -96,9 +96,12 @@ class GpuCard(QFrame):
         for column, (key, caption) in enumerate(_TILES):
             cap = QLabel(caption)
             value = QLabel("n/a")
+            value.setTextFormat(Qt.TextFormat.PlainText)
             big = value.font()
             big.setPointSizeF(big.pointSizeF() * 1.45)
             value.setFont(big)
+            # Wide enough for "16,376 / 16,376 MiB": a changing number then never re-lays out the card.
+            value.setMinimumWidth(value.fontMetrics().horizontalAdvance("00,000 / 00,000 MiB"))
             grid.addWidget(cap, 0, column)
             grid.addWidget(value, 1, column)
             self.values[key] = value
@@ -111,13 +114,18 @@ class GpuCard(QFrame):
     def update_reading(self, reading: GpuReading) -> None:
         self.info = reading.info
         texts = reading_texts(reading.info, reading)
+        # Set only what changed: each setText/setToolTip costs a relayout or an event per second.
         for key, label in self.values.items():
-            label.setText(texts[key])
-        self.throttle_label.setText(texts["throttle"])
+            if label.text() != texts[key]:
+                label.setText(texts[key])
+        if self.throttle_label.text() != texts["throttle"]:
+            self.throttle_label.setText(texts["throttle"])
         if reading.state is not self.state:
             self.state = reading.state
             self._paint_badge()
-        self.badge.setToolTip(reading.state_detail or "")
+        tip = reading.state_detail or ""
+        if self.badge.toolTip() != tip:
+            self.badge.setToolTip(tip)
 
     def _paint_badge(self) -> None:
         if self.state is DeviceState.LOST:
@@ -180,8 +188,10 @@ class HostStrip(QFrame):
                     power += f" ({host.battery_pct:.0f} %)"
             texts = {"cpu": f"CPU {cpu}", "ram": f"RAM {ram}", "load": load, "power": power}
         for key, label in self.labels.items():
-            label.setText(texts[key])
-            label.setVisible(bool(texts[key]))
+            if label.text() != texts[key]:
+                label.setText(texts[key])
+            if label.isVisibleTo(self) != bool(texts[key]):
+                label.setVisible(bool(texts[key]))
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
