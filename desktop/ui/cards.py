@@ -63,7 +63,7 @@ def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
 class GpuCard(QFrame):
     """Name, driver, a state badge and the current values of one GPU, big and with units."""
 
-    def __init__(self, info: GpuInfo, theme: Theme, parent: QWidget | None = None) -> None:
+    def __init__(self, info: GpuInfo, theme: Theme, tiles_per_row: int = 5, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("gpucard")
         self.info = info
@@ -78,6 +78,7 @@ class GpuCard(QFrame):
         font.setPointSizeF(font.pointSizeF() * 1.15)
         font.setBold(True)
         self.name_label.setFont(font)
+        self.name_label.setWordWrap(True)  # side by side, a long marketing name must not widen the window
         self.badge = QLabel()
         self.badge.setObjectName("badge")
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -89,11 +90,12 @@ class GpuCard(QFrame):
         self.driver_label = QLabel(f"Driver {driver}{cuda}")
         layout.addWidget(self.driver_label)
         grid = QGridLayout()
-        grid.setHorizontalSpacing(18)
+        grid.setHorizontalSpacing(18 if tiles_per_row >= len(_TILES) else 8)
         grid.setVerticalSpacing(0)
         self.values: dict[str, QLabel] = {}
         self._captions: list[QLabel] = []
-        for column, (key, caption) in enumerate(_TILES):
+        for position, (key, caption) in enumerate(_TILES):
+            row, column = divmod(position, tiles_per_row)
             cap = QLabel(caption)
             value = QLabel("n/a")
             value.setTextFormat(Qt.TextFormat.PlainText)
@@ -101,9 +103,10 @@ class GpuCard(QFrame):
             big.setPointSizeF(big.pointSizeF() * 1.45)
             value.setFont(big)
             # Wide enough for "16,376 / 16,376 MiB": a changing number then never re-lays out the card.
-            value.setMinimumWidth(value.fontMetrics().horizontalAdvance("00,000 / 00,000 MiB"))
-            grid.addWidget(cap, 0, column)
-            grid.addWidget(value, 1, column)
+            if tiles_per_row >= len(_TILES):  # one row: there is room (one or two GPUs)
+                value.setMinimumWidth(value.fontMetrics().horizontalAdvance("00,000 / 00,000 MiB"))
+            grid.addWidget(cap, 2 * row, column)
+            grid.addWidget(value, 2 * row + 1, column)
             self.values[key] = value
             self._captions.append(cap)
         layout.addLayout(grid)

@@ -173,6 +173,8 @@ class TimePlot:
         item.setClipToView(False)
         item.setDownsampling(ds=1, auto=False, mode="peak")
         item.getAxis("left").setWidth(LEFT_AXIS_WIDTH_PX)
+        # The y axes rarely change (fixed device ranges): repaint them from a cached pixmap.
+        item.getAxis("left").setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         for name in ("left", "bottom"):  # units are in the title; SI relabelling per range change costs
             item.getAxis(name).enableAutoSIPrefix(False)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)

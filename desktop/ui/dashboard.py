@@ -83,16 +83,19 @@ def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
 class GpuPanel(QWidget):
     """One GPU: its card above its stacked plots, fed from its own ring buffer."""
 
-    def __init__(self, info: GpuInfo, capacity: int, theme: Theme, parent: QWidget | None = None) -> None:
+    def __init__(self, info: GpuInfo, capacity: int, theme: Theme, tiles_per_row: int = 5,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.info = info
         self.ring = RingBuffer(capacity, RING_COLUMNS)
         self.painted_version = -1
+        #: The window end of the last paint: a new paint waits until the window moved a pixel.
+        self.painted_end_s: float | None = None
         self.history_key: tuple[float, float] | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
-        self.card = GpuCard(info, theme)
+        self.card = GpuCard(info, theme, tiles_per_row)
         self.plots = PlotColumn(theme)
         layout.addWidget(self.card)
         layout.addWidget(self.plots, 1)
@@ -158,6 +161,16 @@ class GpuPanel(QWidget):
                     plot.set_data(key, times, ring.view(key, start_s))
         self.plots.refresh_readouts()
         self.painted_version = ring.version
+        self.painted_end_s = end_s
+
+    def due(self, end_s: float, window_s: float) -> bool:
+        """New data, and the window moved at least a pixel (no faster than the eye can see)."""
+        if self.ring.version == self.painted_version:
+            return False
+        if self.painted_end_s is None:
+            return True
+        pixel_s = window_s / max(1, self.plots.width())
+        return end_s - self.painted_end_s >= pixel_s or end_s < self.painted_end_s
 
     @staticmethod
     def _set_lane(plot: TimePlot, key: str, times: FloatArray, rows: FloatArray | None, history: bool = False) -> None:
@@ -264,8 +277,10 @@ class DashboardPage(QWidget):
 
     def _build_panels(self, snap: Snapshot) -> None:
         self.empty.hide()
+        # Side by side, a card gets a share of the width: fewer value tiles per row.
+        tiles_per_row = {1: 5, 2: 3}.get(len(snap.gpus), 2)
         for reading in snap.gpus:
-            panel = GpuPanel(reading.info, self.capacity, self.theme)
+            panel = GpuPanel(reading.info, self.capacity, self.theme, tiles_per_row)
             self.panels[reading.info.index] = panel
             self.panel_row.addWidget(panel, 1)
         if len(self.panels) > 1:
@@ -298,6 +313,7 @@ class DashboardPage(QWidget):
     def _force_repaint(self) -> None:
         for panel in self.panels.values():
             panel.painted_version = -1
+            panel.painted_end_s = None
         self._history_at = None
         self.repaint_plots()
 
@@ -318,7 +334,7 @@ class DashboardPage(QWidget):
                 continue  # not on screen: painted when chosen
             if need_history:
                 self._fill_history(panel, start)
-            if panel.ring.version != panel.painted_version:
+            if panel.due(end, self.window_s):
                 panel.paint(start, end)
                 painted = True
         if need_history:
@@ -352,6 +368,7 @@ class DashboardPage(QWidget):
         self.history_note.setText(f"Older than the live buffer: history ({resolution})" if time_s.size else
                                   "No history for this window yet")
         panel.painted_version = -1
+        panel.painted_end_s = None
 
     # --- visibility -----------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:
