@@ -133,6 +133,9 @@ def repaint(gpus: int) -> dict[str, float]:
     for k in range(30):
         for panel in dash.panels.values():  # one new sample per GPU, as a snapshot brings
             panel.ring.append(t0 + 3600 + k, {"utilization_gpu_pct": 50.0, "temperature_c": 75.0})
+            # Measure a frame that does change: without this, a 1 s step in a 1 h window
+            # (under a pixel) would be skipped and only the unchanged scene repainted.
+            panel.painted_end_s = None
         dash.latest_s = t0 + 3600 + k
         start = time.perf_counter()
         dash.repaint_plots()

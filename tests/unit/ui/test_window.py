@@ -207,3 +207,12 @@ def test_gpu_selector_shows_one_gpu_or_all(make_app):
     assert not dash.panels[0].isVisible() and dash.panels[1].isVisible()
     dash.gpu_choice.setCurrentIndex(0)
     assert dash.panels[0].isVisible() and dash.panels[1].isVisible()
+
+
+def test_four_gpus_fit_side_by_side_at_1600_px(make_app, qtbot):
+    h = make_app("rtx4090-laptop,rtx4090,rtx4090-laptop,rtx4090")
+    h.app.window.show()
+    h.tick()
+    qtbot.waitUntil(lambda: all(p.isVisible() for p in h.app.dashboard.panels.values()))
+    assert h.app.window.minimumSizeHint().width() <= 1600
+    assert h.app.window.width() <= 1600
