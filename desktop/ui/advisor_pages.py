@@ -214,6 +214,12 @@ class AdvisorPage(QWidget):
         self.advice = advice
         self._rebuild()
 
+    def apply_theme(self, theme: Theme) -> None:
+        """Rebuild the cards in the new theme's colours."""
+        self.theme = theme
+        if self.advice is not None:
+            self._rebuild()
+
     def _rebuild(self) -> None:
         for card in self.cards:
             card.setParent(None)
@@ -321,6 +327,12 @@ class CostsPage(QWidget):
         for gpu in advice.frame.gpus if advice else ():
             self.gpu_combo.addItem(f"GPU {gpu.meta.index}: {gpu.meta.name}", gpu.meta.index)
         self.gpu_combo.blockSignals(False)
+        self.recompute()
+
+    def apply_theme(self, theme: Theme) -> None:
+        """Redraw the chart in the new theme's colours (the owned line uses the text colour)."""
+        self.theme = theme
+        self.chart.setBackground(theme.plot_background)
         self.recompute()
 
     def settings(self) -> CostSettings:

@@ -10,6 +10,7 @@ a page, add one line to ``_add_pages``::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
 from collections.abc import Callable
@@ -21,15 +22,20 @@ from PySide6.QtWidgets import QApplication
 from desktop import config
 from desktop.config import Settings
 from desktop.errors import UserError
-from desktop.paths import default_db_path
+from desktop.paths import config_dir, default_db_path
+from desktop.stress.runner import runner_factory
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
+from desktop.telemetry.simulated import SimulatedBackend
+from desktop.ui.advisor_history import HistoryPage, HistorySource
+from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage, with_costs
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.processes import ProcessesPage
 from desktop.ui.recording import Recording, open_recording
 from desktop.ui.settings_page import SettingsPage
+from desktop.ui.stress_page import StressPage
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
 from desktop.ui.worker import SamplerThread
@@ -43,7 +49,7 @@ class RigscopeApp(QObject):
     def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
                  settings_path: Path | None = None, tray_available: bool | None = None,
                  end_process: Callable[[int], str | None] | None = None,
-                 service: Callable[[bool], None] | None = None) -> None:
+                 service: Callable[[bool], None] | None = None, db_path: Path | None = None) -> None:
         super().__init__()
         self.qt_app = qt_app
         self.sampler = sampler
@@ -56,6 +62,15 @@ class RigscopeApp(QObject):
         self.dashboard = DashboardPage(self.theme, settings.sampling.interval_s, history=recording.store)
         self.processes = ProcessesPage(self.theme, end_process=end_process)
         self.settings_page = SettingsPage(settings, self.theme, path=settings_path, service=service)
+        self.settings_path = settings_path
+        self.db_path = db_path or default_db_path()
+        self.stress = self._stress_page(sampler, settings)
+        self.history_source = HistorySource(self.db_path, settings)
+        self.advisor = AdvisorPage(self.history_source.advice, AdviceState(config_dir() / "advisor-state.json"),
+                                   self.theme)
+        self.costs = CostsPage(self.history_source.advice, settings.costs, self.theme)
+        self.costs.costs_changed.connect(self.save_costs)
+        self.history_page = HistoryPage(self.history_source.weeks, self.history_source.report)
         self._add_pages()
         self.alerts = AlertMonitor(settings.alerts)
         self.tray = Tray(tray_available)
@@ -76,12 +91,52 @@ class RigscopeApp(QObject):
         self._recording_text = ""
         self.update_recording_status()
 
+    def _stress_page(self, sampler: Sampler, settings: Settings) -> StressPage:
+        """The Stress page on the GPU the window shows: the simulated one, or the first real one.
+
+        Each run opens its own backend (the app's sampler thread owns this one), so on the
+        simulated GPU the test's load shows on the Stress page, not on the Dashboard.
+        """
+        gpu = sampler.gpu
+        if isinstance(gpu, SimulatedBackend):
+            profiles = ",".join(p.key for p in gpu.model.profiles)
+            device = "sim"
+
+            def open_backend() -> SimulatedBackend:
+                return SimulatedBackend(gpu.model.profiles)
+        else:
+            profiles, device = "", "cuda:0"
+            open_backend = open_gpu_backend  # type: ignore[assignment]
+        log.debug("stress page on %s %s", device, profiles)
+        make_runner = runner_factory(open_backend, guard_offset_c=settings.stress.guard_offset_c,
+                                     guard_absolute_c=settings.stress.guard_temperature_c)
+        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device)
+        if device != "sim" and importlib.util.find_spec("torch") is None:
+            page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
+                                 "`pip install \"rigscope[stress]\"` (or `pip install torch`) and restart Rigscope.")
+        return page
+
     def _add_pages(self) -> None:
         w = self.window
         w.add_page("dashboard", "Dashboard", self.dashboard)
         w.add_page("processes", "Processes", self.processes)
-        # Stress, Advisor and History pages register here when their modules land.
+        w.add_page("stress", "Stress test", self.stress)
+        w.add_page("advisor", "Advisor", self.advisor)
+        w.add_page("costs", "Costs", self.costs)
+        w.add_page("history", "History", self.history_page)
         w.add_page("settings", "Settings", self.settings_page, shortcut="Ctrl+,")
+
+    def save_costs(self, costs: config.CostSettings) -> None:
+        """The Costs page's inputs are settings too: keep them for the next start."""
+        self.settings = with_costs(self.settings, costs)
+        self.history_source.settings = self.settings
+        try:
+            config.save(self.settings, self.settings_path)
+        except OSError as exc:
+            self.window.show_banner(f"Could not save the cost inputs: {exc.strerror or exc}", "warning")
+            return
+        self.settings_page.settings = self.settings  # the Settings page shows the same price
+        self.settings_page.revert()
 
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:
@@ -120,6 +175,7 @@ class RigscopeApp(QObject):
 
     def apply_settings(self, settings: Settings) -> None:
         self.settings = settings
+        self.history_source.settings = settings  # thresholds and prices for the next advice
         self.alerts.update_settings(settings.alerts)
         self.sampling.set_interval(settings.sampling.interval_s)
         self.sampler.process_period_s = settings.sampling.process_interval_s
@@ -139,6 +195,7 @@ class RigscopeApp(QObject):
             return
         self._shut_down = True
         self.sampling.stop()
+        self.stress.shutdown()
         self.dashboard.timer.stop()
         self.recording.close()
         self.tray.close()
@@ -165,7 +222,7 @@ def main(args: argparse.Namespace) -> int:
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
     recording = open_recording(db)
-    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=end_process)
+    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=end_process, db_path=db)
     if problems:
         app.window.show_banner("Some settings were invalid and defaults are used: "
                                + "; ".join(f"{k}: {m}" for k, m in problems), "warning")

@@ -32,8 +32,13 @@ from desktop.ui.recording import Recording
 SIZE = (1600, 1000)
 PROFILE = "rtx4090-laptop"
 LIVE_TICKS = 900
-#: Monday 11:00 UTC of the demo week: the long training run is hot and held back by now.
-LIVE_END_OFFSET_S = 11 * 3600.0
+#: Days of demo history behind the live part: over a week, so the Advisor, Costs and History
+#: pages have the whole demo week to show.
+HISTORY_DAYS = 8.0
+#: The Costs page needs a purchase price for its break-even; a typical RTX 4090 laptop.
+PURCHASE_PRICE = 3200.0
+#: Monday 11:15 UTC of the demo week: the long training run is hot and held back by now.
+LIVE_END_OFFSET_S = 11 * 3600.0 + 900.0
 
 
 @dataclass(frozen=True)
@@ -51,11 +56,21 @@ def _select_first_process(app: RigscopeApp) -> None:
     app.processes.table.selectRow(0)
 
 
+def _show_week(app: RigscopeApp) -> None:
+    """The History page opens on the newest week; the picture shows the last full one."""
+    combo = app.history_page.week_combo
+    if combo.count() > 1:
+        combo.setCurrentIndex(1)
+
+
 #: What `make screenshots` produces; a page's helper appends its own ``Shot``.
 SHOTS: list[Shot] = [
     Shot("dashboard", "dashboard-dark.png", "dark", window="1 h"),
     Shot("dashboard", "dashboard-light.png", "light", window="24 h"),
     Shot("processes", "processes.png", "dark", prepare=_select_first_process),
+    Shot("advisor", "advisor.png", "dark"),
+    Shot("costs", "costs.png", "dark"),
+    Shot("history", "history.png", "dark", prepare=_show_week),
 ]
 
 
@@ -121,8 +136,12 @@ def build(history_db: Path | None, end_s: float) -> tuple[QApplication, Rigscope
         store = HistoryStore.open(history_db, readonly=True)
     recording = Recording("reading" if store else "off",
                           "demo history (screenshot)" if store else "screenshot", store=store)
-    app = RigscopeApp(qt_app, sampler, Settings(), recording, tray_available=False,
-                      end_process=lambda pid: None)  # never clicked: it only enables the button
+    settings = Settings()
+    settings = dataclasses.replace(settings, costs=dataclasses.replace(settings.costs, purchase_price=PURCHASE_PRICE))
+    app = RigscopeApp(qt_app, sampler, settings, recording, tray_available=False,
+                      end_process=lambda pid: None,  # never clicked: it only enables the button
+                      db_path=history_db, settings_path=Path(os.devnull) if history_db is None else
+                      history_db.with_name("settings.toml"))
     app.window.resize(*SIZE)
     return qt_app, app, clock
 
@@ -133,7 +152,7 @@ def write_history(path: Path, end_s: float) -> Path | None:
         from desktop.history.demo import write_demo
     except ImportError:
         return None
-    write_demo(path, parse_profile_list(PROFILE), days=1.0, now_s=end_s - LIVE_TICKS)
+    write_demo(path, parse_profile_list(PROFILE), days=HISTORY_DAYS, now_s=end_s - LIVE_TICKS)
     return path
 
 

@@ -225,6 +225,14 @@ class StressPage(QWidget):
         if self.worker is not None:
             self.worker.cancel()
 
+    def set_unavailable(self, message: str) -> None:
+        """Explain why no test can run here (e.g. PyTorch is missing) and disable starting one."""
+        self.verdict_title.setText("Stress test unavailable")
+        self.verdict_text.setText(message)
+        for button in (self.one_click, self.start_button):
+            button.setEnabled(False)
+            button.setToolTip(message)
+
     def shutdown(self) -> None:
         """Stop a running test and wait for it (the app calls this on quit)."""
         if self.worker is not None:

@@ -11,6 +11,7 @@ from desktop.ui import screenshots
 @pytest.mark.slow
 def test_screenshots_are_taken_from_the_running_app(tmp_path, monkeypatch):
     monkeypatch.setattr(screenshots, "LIVE_TICKS", 120)  # enough for live curves, quick
+    monkeypatch.setattr(screenshots, "HISTORY_DAYS", 1.0)
     shots = [screenshots.Shot("dashboard", "d.png", "light", window="1 h"),
              screenshots.Shot("processes", "p.png", "dark")]
     paths = screenshots.take(tmp_path, shots)
