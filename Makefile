@@ -47,8 +47,12 @@ test: $(STAMP) sysdeps lint
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q tests/bench -p no:randomly --benchmark-enable -s
 
+# The window's pages from the running app on the demo week, and the Stress page during and
+# after a simulated one-click Sustained test (its pytest-qt test, on an accelerated clock).
 screenshots: $(STAMP)
 	$(BIN)/python -m desktop.ui.screenshots resources/screenshots
+	RIGSCOPE_SCREENSHOTS=resources/screenshots $(BIN)/python -m pytest -q \
+	  tests/unit/ui/test_stress_page.py -k one_click_sustained
 
 demo: $(STAMP)
 	$(BIN)/rigscope demo

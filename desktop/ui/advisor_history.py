@@ -1,8 +1,7 @@
 """The History page (week picker, the weekly summary with its charts and heatmap, export) and the
-history reader behind the Advisor, Costs and History pages; plus their screenshots.
+history reader behind the Advisor, Costs and History pages.
 
-`python -m desktop.ui.advisor_history --screenshots resources/screenshots [--db DEMO_DB]` grabs
-the three pages from the demo history (written to a temporary database when no --db is given).
+Their screenshots come from the running app: `make screenshots` (desktop/ui/screenshots.py).
 """
 
 from __future__ import annotations
@@ -162,73 +161,3 @@ class HistorySource:
         with open_history(str(self.db_path)) as store:
             label, frame, previous, notes = load_week(store, label, tz, time.time())
         return build_report(frame, previous, self.settings, tz, label, notes=notes)
-
-
-
-
-def save_screenshots(out_dir: Path, db_path: Path | None = None) -> list[Path]:
-    """advisor.png, costs.png and history.png of the demo history at 1600x1000, dark theme."""
-    import dataclasses
-    import tempfile
-
-    from PySide6.QtWidgets import QApplication
-
-    from desktop.config import Settings
-    from desktop.telemetry.scenarios import week_start
-    from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage
-    from desktop.ui.main_window import MainWindow
-    from desktop.ui.report_charts import ensure_app
-    from desktop.ui.theme import DARK, apply_theme
-
-    app = ensure_app()
-    apply_theme(app, DARK)
-    with tempfile.TemporaryDirectory(prefix="rigscope-shots-") as tmp:
-        if db_path is None:
-            from desktop.history.demo import write_demo
-            from desktop.telemetry.simulated import parse_profile_list
-
-            db_path = Path(tmp) / "demo-history.sqlite"
-            # ending on a Monday 00:00 UTC: the last full week is exactly the demo week
-            write_demo(db_path, parse_profile_list("rtx4090-laptop"), days=8, now_s=week_start(time.time()))
-        settings = Settings()
-        settings = dataclasses.replace(settings, costs=dataclasses.replace(settings.costs, purchase_price=3200.0))
-        source = HistorySource(db_path, settings)
-        window = MainWindow(DARK)
-        window.resize(1600, 1000)
-        window.add_page("advisor", "Advisor", AdvisorPage(source.advice, AdviceState(Path(tmp) / "state.json"), DARK))
-        window.add_page("costs", "Costs", CostsPage(source.advice, settings.costs, DARK))
-        window.add_page("history", "History", HistoryPage(source.weeks, source.report))
-        window.show()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = []
-        for key in ("advisor", "costs", "history"):
-            window.show_page(key)
-            page = window.page(key)
-            shown = getattr(page, "page_shown", None)
-            if callable(shown):
-                shown()
-            for _ in range(5):
-                QApplication.processEvents()
-            path = out_dir / f"{key}.png"
-            window.grab().save(str(path))
-            written.append(path)
-        window.close()
-        window.deleteLater()
-        QApplication.processEvents()
-    return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description="Screenshots of the Advisor, Costs and History pages")
-    parser.add_argument("--screenshots", metavar="DIR", required=True)
-    parser.add_argument("--db", metavar="PATH", help="a demo history database (default: write one)")
-    args = parser.parse_args(argv)
-    for path in save_screenshots(Path(args.screenshots), Path(args.db) if args.db else None):
-        print(f"wrote {path}")  # noqa: T201 - a developer command
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
