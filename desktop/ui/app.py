@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from desktop import config
@@ -79,6 +80,7 @@ class RigscopeApp(QObject):
         self.last_snapshot: Snapshot | None = None
         self.fired: list[Alert] = []
         self._shut_down = False
+        self.signal_timer: QTimer | None = None
 
         self.sampling.snapshot.connect(self.on_snapshot, Qt.ConnectionType.QueuedConnection)
         self.sampling.failed.connect(lambda text: self.window.show_banner(f"Sampling failed: {text}", "error"))
@@ -195,6 +197,8 @@ class RigscopeApp(QObject):
             return
         self._shut_down = True
         self.sampling.stop()
+        if self.signal_timer is not None:
+            self.signal_timer.stop()
         self.stress.shutdown()
         self.dashboard.timer.stop()
         self.recording.close()
@@ -227,8 +231,25 @@ def main(args: argparse.Namespace) -> int:
         app.window.show_banner("Some settings were invalid and defaults are used: "
                                + "; ".join(f"{k}: {m}" for k, m in problems), "warning")
     app.start()
+    _quit_on_signals(app)
     try:
         return qt_app.exec()
     finally:
         app.shutdown()
+
+
+def _quit_on_signals(app: RigscopeApp) -> None:
+    """Ctrl+C / SIGTERM in the terminal quit cleanly (flush, no traceback from whatever slot ran).
+
+    Python runs signal handlers only between bytecodes; a short timer gives it that chance
+    while Qt's event loop (C++) waits.
+    """
+    def handler(_signum: int, _frame: object) -> None:
+        QTimer.singleShot(0, app.quit)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    app.signal_timer = QTimer(app)
+    app.signal_timer.timeout.connect(lambda: None)
+    app.signal_timer.start(250)
 
