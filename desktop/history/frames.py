@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
 from desktop.history import codec, rollup_math
-from desktop.history.query import Resolution, gpu_rows
+from desktop.history.query import Resolution, fetch_columns, gpu_rows
 from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES, REASON_BITS
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GpuInfo
@@ -80,10 +80,8 @@ def _gpu_series(store: HistoryStore, info: GpuInfo, start_s: float, end_s: float
 
 
 def read_host_raw(store: HistoryStore, start_s: float, end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    rows = store.conn.execute(
-        f"SELECT ts, {', '.join(HOST_ROLLUP_METRICS)} FROM host_samples WHERE ts >= ? AND ts < ? ORDER BY ts",
-        (codec.to_ms(start_s), codec.to_ms(end_s))).fetchall()
-    arr = codec.rows_to_array(rows, 1 + len(HOST_ROLLUP_METRICS))
+    arr = fetch_columns(store.conn, ["ts", *HOST_ROLLUP_METRICS], "host_samples WHERE ts >= ? AND ts < ?",
+                        (codec.to_ms(start_s), codec.to_ms(end_s)), "ts", not_null=("ts",))
     time_s = arr[:, 0] / 1000.0
     cols = {m: arr[:, i + 1] / HOST_SCALES[m] for i, m in enumerate(HOST_ROLLUP_METRICS)}
     cols["dur_s"] = rollup_math.row_durations(time_s)
@@ -98,9 +96,8 @@ def host_rows(store: HistoryStore, start_s: float, end_s: float,
     bucket_s = 60 if resolution == "minute" else 3600
     start_s = float(np.floor(start_s / bucket_s) * bucket_s)
     names = rollup_math.HOST_ROLLUP_COLUMNS
-    rows = store.conn.execute(f"SELECT ts, {', '.join(names)} FROM {table} WHERE ts >= ? AND ts < ? ORDER BY ts",
-                              (int(np.floor(start_s)), int(np.ceil(end_s)))).fetchall()
-    arr = codec.rows_to_array(rows, 1 + len(names))
+    arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE ts >= ? AND ts < ?",
+                        (int(np.floor(start_s)), int(np.ceil(end_s))), "ts", not_null=("ts",))
     time_s = arr[:, 0].copy()
     cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
             for i, n in enumerate(names)}
@@ -126,36 +123,34 @@ def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: 
 
 def _processes(store: HistoryStore, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
-    rows = store.conn.execute(
-        "SELECT ts, gpu, pid, name_id, user_id, vram_mib FROM process_samples WHERE ts >= ? AND ts < ? ORDER BY ts",
-        (codec.to_ms(start_s), codec.to_ms(end_s))).fetchall()
-    if not rows:
+    # Rows in primary-key order (ts, gpu, pid), read packed: a week is ~100,000 rows.
+    arr = fetch_columns(store.conn, ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
+                        "process_samples WHERE ts >= ? AND ts < ?", (codec.to_ms(start_s), codec.to_ms(end_s)),
+                        "ts, gpu, pid", not_null=("ts", "gpu", "pid", "name_id"))
+    if len(arr) == 0:
         return None
     strings = store.string_table()
-    arr = np.array([(r[0], r[1], r[2], r[5]) for r in rows], dtype=np.float64)
     time_s = arr[:, 0] / 1000.0
-    distinct = np.unique(time_s)
-    gaps = np.diff(distinct)
+    gaps = np.diff(np.unique(time_s))
     period = float(np.median(gaps)) if len(gaps) else _DEFAULT_PROCESS_PERIOD_S
-    name_index: dict[int, int] = {}
-    users: list[str | None] = []
-    name_ids = np.empty(len(rows), dtype=np.int64)
-    for i, row in enumerate(rows):
-        idx = name_index.get(row[3])
-        if idx is None:
-            idx = name_index[row[3]] = len(name_index)
-            users.append(strings.get(row[4]) if row[4] is not None else None)
-        name_ids[i] = idx
-    names = tuple(strings.get(sid, "?") for sid in name_index)
+    # Names numbered in order of first appearance; each name's user is the one of its first row.
+    raw_names = arr[:, 3].astype(np.int64)
+    distinct, first = np.unique(raw_names, return_index=True)
+    order = np.argsort(first, kind="stable")
+    number = np.empty(len(distinct), dtype=np.int64)
+    number[order] = np.arange(len(distinct))
+    user_ids = arr[first[order], 4]
+    gpu_ids, gpu_of_row = np.unique(arr[:, 1].astype(np.int64), return_inverse=True)
+    gpu_index = np.array([index_of_gpu.get(int(g), -1) for g in gpu_ids], dtype=np.int64)
     return ProcessSamples(
         time_s=time_s,
-        duration_s=np.full(len(rows), period),
-        gpu_index=np.array([index_of_gpu.get(int(g), -1) for g in arr[:, 1]], dtype=np.int64),
+        duration_s=np.full(len(arr), period),
+        gpu_index=gpu_index[gpu_of_row.reshape(-1)],
         pid=arr[:, 2].astype(np.int64),
-        vram_mib=arr[:, 3] / 10.0,
-        name_id=name_ids,
-        names=names,
-        users=tuple(users),
+        vram_mib=arr[:, 5] / 10.0,
+        name_id=number[np.searchsorted(distinct, raw_names)],
+        names=tuple(strings.get(int(sid), "?") for sid in distinct[order]),
+        users=tuple(strings.get(int(u)) if np.isfinite(u) else None for u in user_ids),
     )
 
 
