@@ -123,13 +123,12 @@ def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: 
 
 def _processes(store: HistoryStore, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
-    # Rows in primary-key order (ts, gpu, pid), read packed: a week is ~100,000 rows.
+    # Rows in primary-key order (ts, gpu, pid), straight into numpy: a week is ~100,000 rows.
     arr = fetch_columns(store.conn, ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
                         "process_samples WHERE ts >= ? AND ts < ?", (codec.to_ms(start_s), codec.to_ms(end_s)),
                         "ts, gpu, pid", not_null=("ts", "gpu", "pid", "name_id"))
     if len(arr) == 0:
         return None
-    strings = store.string_table()
     time_s = arr[:, 0] / 1000.0
     gaps = np.diff(np.unique(time_s))
     period = float(np.median(gaps)) if len(gaps) else _DEFAULT_PROCESS_PERIOD_S
@@ -140,6 +139,10 @@ def _processes(store: HistoryStore, start_s: float, end_s: float,
     number = np.empty(len(distinct), dtype=np.int64)
     number[order] = np.arange(len(distinct))
     user_ids = arr[first[order], 4]
+    # Only the strings these rows name (the table also holds every name and user ever seen).
+    wanted = sorted({int(i) for i in distinct} | {int(u) for u in user_ids if np.isfinite(u)})
+    strings = store.string_table() if len(wanted) > 500 else {int(i): t for i, t in store.conn.execute(
+        f"SELECT id, text FROM strings WHERE id IN ({', '.join('?' * len(wanted))})", wanted)}
     gpu_ids, gpu_of_row = np.unique(arr[:, 1].astype(np.int64), return_inverse=True)
     gpu_index = np.array([index_of_gpu.get(int(g), -1) for g in gpu_ids], dtype=np.int64)
     return ProcessSamples(
