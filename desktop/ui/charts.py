@@ -177,6 +177,8 @@ class TimePlot:
         item.getAxis("left").setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         for name in ("left", "bottom"):  # units are in the title; SI relabelling per range change costs
             item.getAxis(name).enableAutoSIPrefix(False)
+        for name in ("top", "right"):  # never shown: unlinked, they skip a label re-layout per x move
+            item.getAxis(name).unlinkFromView()
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)
         self.crosshair.setVisible(False)
         self.crosshair.setZValue(50)
@@ -227,13 +229,16 @@ class TimePlot:
         self.set_y_range(-0.6, len(self.categories) - 0.4)
 
     # --- feeding --------------------------------------------------------------------
-    def set_data(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
+    def set_data(self, key: str, time_s: FloatArray, values: FloatArray,
+                 drawn: tuple[FloatArray, FloatArray] | None = None) -> None:
+        """``drawn``: fewer points that draw the same picture (lane runs); hover still reads ``values``."""
         self._data[key] = (time_s, values)
-        self._feed(self._series[key], self._series[key].live, time_s, values)
+        self._feed(self._series[key], self._series[key].live, *(drawn or (time_s, values)))
 
-    def set_history(self, key: str, time_s: FloatArray, values: FloatArray) -> None:
+    def set_history(self, key: str, time_s: FloatArray, values: FloatArray,
+                    drawn: tuple[FloatArray, FloatArray] | None = None) -> None:
         self._history[key] = (time_s, values)
-        self._feed(self._series[key], self._series[key].history, time_s, values)
+        self._feed(self._series[key], self._series[key].history, *(drawn or (time_s, values)))
 
     def _feed(self, series: _Series, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
         """setData with a "peak" downsampling factor of about one point pair per pixel."""
@@ -330,6 +335,7 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         first = next(iter(self._plots.values()), None)
         for plot in self._plots.values():  # only the bottom plot has a time axis: each one costs a
             plot.item.hideAxis("bottom")   # tick layout per frame, the largest part of an idle repaint
+            plot.item.getAxis("bottom").unlinkFromView()  # hidden: no range bookkeeping per x move
         item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
         plot = TimePlot(item, title, unit, self.theme)
         if first is not None:  # no setXLink: set_x_range moves every plot itself, without the link cascade

@@ -39,6 +39,10 @@ DEFAULT_WINDOW = "10 min"
 RING_SPAN_S = 3600.0
 REPAINT_INTERVAL_MS = 500
 _EMPTY: FloatArray = np.empty(0, dtype=np.float64)
+#: The shown range runs ahead of the newest sample by this share of the window, so the time
+#: axis jumps once per lead (12 s in the 10 min window) instead of sliding every sample: a
+#: frame that moves the x range costs about twice one that only adds the new points.
+LEAD_FRACTION = 0.02
 HISTORY_POINTS = 2000
 #: Re-query history at most this often while a long window stays on screen.
 HISTORY_REFRESH_S = 60.0
@@ -80,6 +84,23 @@ def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
     return rows
 
 
+def lane_segments(time_s: FloatArray, rows: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The same marks as ``rows`` drawn with two points per run (start, end) and a NaN break.
+
+    A cause held for an hour is one 6 px wide line instead of 3,600 points: wide pens are
+    the costly part of a raster repaint, and the lane is not downsampled.
+    """
+    held = np.isfinite(rows).astype(np.int8)
+    edges = np.diff(held, prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1) - 1
+    t = np.empty(3 * starts.size, dtype=np.float64)
+    y = np.empty(3 * starts.size, dtype=np.float64)
+    t[0::3], t[1::3], t[2::3] = time_s[starts], time_s[ends], time_s[ends]
+    y[0::3], y[1::3], y[2::3] = rows[starts], rows[ends], np.nan
+    return t, y
+
+
 class GpuPanel(QWidget):
     """One GPU: its card above its stacked plots, fed from its own ring buffer."""
 
@@ -91,6 +112,9 @@ class GpuPanel(QWidget):
         self.painted_version = -1
         #: The window end of the last paint: a new paint waits until the window moved a pixel.
         self.painted_end_s: float | None = None
+        #: The right edge of the shown range (end + lead), kept while the newest sample is inside it.
+        self.view_end_s: float | None = None
+        self._view_span_s = 0.0
         self.history_key: tuple[float, float] | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -150,7 +174,13 @@ class GpuPanel(QWidget):
     def paint(self, start_s: float, end_s: float) -> None:
         ring = self.ring
         times = ring.times(start_s)
-        self.plots.set_x_range(start_s, end_s)  # first: the curves then downsample once, for the new range
+        span_s = end_s - start_s
+        view_end, lead_s = self.view_end_s, span_s * LEAD_FRACTION
+        if view_end is None or span_s != self._view_span_s or not view_end - lead_s <= end_s <= view_end:
+            view_end = self.view_end_s = end_s + lead_s
+            self._view_span_s = span_s
+        # First: the curves then downsample once, for the new range (a no-op unless it moved).
+        self.plots.set_x_range(view_end - span_s, view_end)
         for plot in self.plots.plots():
             if plot.categories:
                 for key, rows in zip(plot.series_keys(), lane_rows(ring.view("clock_event_reasons", start_s)),
@@ -179,7 +209,8 @@ class GpuPanel(QWidget):
             if (plot.history(key) if history else plot.data(key))[0].size == 0:
                 return  # already empty: leave the curve alone
             times = rows = _EMPTY
-        (plot.set_history if history else plot.set_data)(key, times, rows)
+        drawn = lane_segments(times, rows) if times.size else None
+        (plot.set_history if history else plot.set_data)(key, times, rows, drawn)
 
     def paint_history(self, time_s: FloatArray, columns: dict[str, FloatArray]) -> None:
         for plot in self.plots.plots():

@@ -136,6 +136,7 @@ def repaint(gpus: int) -> dict[str, float]:
             # Measure a frame that does change: without this, a 1 s step in a 1 h window
             # (under a pixel) would be skipped and only the unchanged scene repainted.
             panel.painted_end_s = None
+            panel.view_end_s = None  # and one that moves the x range (the lead would skip most moves)
         dash.latest_s = t0 + 3600 + k
         start = time.perf_counter()
         dash.repaint_plots()

@@ -142,6 +142,23 @@ def test_time_window_buttons_set_the_x_range(make_app):
     assert times.size == 61 and times[-1] - times[0] == 60.0
     (x0, x1), _ = plot.item.viewRange()
     assert math.isclose(x1 - x0, 60.0, rel_tol=0.05)
+    assert x1 >= times[-1]  # the newest sample is on screen, the lead ahead of it
+
+
+def test_time_axis_jumps_once_per_lead_instead_of_every_sample(make_app):
+    h = make_app()
+    h.app.window.show()
+    h.tick(30)
+    dash = h.app.dashboard
+    dash.set_window("10 min")  # lead: 2 % of 600 s = 12 s
+    plot = dash.panels[0].plots.plot("util")
+    ranges = []
+    for _ in range(30):
+        h.tick()
+        dash.repaint_plots()
+        ranges.append(plot.item.viewRange()[0])
+        assert ranges[-1][1] >= plot.data("utilization_gpu_pct")[0][-1]
+    assert 2 <= len(set(map(tuple, ranges))) <= 4  # 30 samples, a move every ~12
 
 
 def test_hover_crosshair_shows_the_values_at_that_instant(make_app):
