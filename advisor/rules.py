@@ -33,6 +33,7 @@ from advisor.stats import (
     rows_in,
     weighted_mean,
 )
+from advisor.thresholds import Thresholds
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -42,24 +43,6 @@ HEAVY_UTIL_PCT = 50.0
 IDLE_UTIL_PCT = 5.0
 #: Stretches of evidence closer than this are shown as one time range.
 RANGE_GAP_S = 600.0
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The advisor's thresholds (defaults = the ``[advisor]`` settings' defaults)."""
-
-    vram_headroom_pct: float = 10.0
-    vram_tight_share_pct: float = 20.0
-    low_utilization_pct: float = 70.0
-    cpu_saturated_pct: float = 90.0
-    thermal_share_pct: float = 5.0
-    power_cap_share_pct: float = 20.0
-    idle_memory_hours: float = 2.0
-    idle_memory_mib: float = 1024.0
-    stress_regression_pct: float = 5.0
-    battery_heavy_minutes: float = 10.0
-    min_busy_hours: float = 0.5
-    pcie_low_share_pct: float = 50.0
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.frame import HistoryFrame
 from advisor.profile import INFERENCE, KIND_LABELS, KINDS, WorkloadProfile, gpu_profile, workload_profiles
-from advisor.rules import Recommendation, Thresholds, run_rules
+from advisor.rules import Recommendation, run_rules
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from desktop import config
 from desktop.errors import UserError
@@ -89,11 +89,6 @@ def load_gpu_specs(path: Path | None = None) -> list[GpuSpec]:
     return specs
 
 
-def thresholds_from(settings: config.AdvisorSettings) -> Thresholds:
-    names = {f.name for f in dataclasses.fields(Thresholds)}
-    return Thresholds(**{k: v for k, v in dataclasses.asdict(settings).items() if k in names})
-
-
 def cost_inputs_from(settings: config.CostSettings) -> CostInputs:
     return CostInputs(settings.purchase_price, settings.amortisation_months, settings.electricity_price_per_kwh,
                       settings.currency)
@@ -129,7 +124,7 @@ def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[
     """The GUI's entry point: rules, profiles and costs for ``frame`` under ``settings``."""
     offers = load_cloud_offers() if offers is None else offers
     specs = load_gpu_specs() if specs is None else specs
-    recs = run_rules(frame, thresholds_from(settings.advisor), offers)
+    recs = run_rules(frame, settings.advisor, offers)
     inputs = cost_inputs_from(settings.costs)
     costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index), inputs,
                           offers=offers, specs=specs) for g in frame.gpus)
@@ -161,19 +156,20 @@ def load_recent_frame(store: Any, days: float, now_s: float | None = None) -> Hi
     return load_frame(store, end_s - days * 86400.0, end_s, platform=sys.platform)
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN/inf as None and tuples as lists, ready for ``json.dumps``."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
 def recommendation_dict(rec: Recommendation) -> dict[str, Any]:
-    data: dict[str, Any] = _clean(dataclasses.asdict(rec))
-    data["evidence"] = [{"label": e.label, "value": _clean(e.value), "unit": e.unit, "text": e.text()}
+    data: dict[str, Any] = json_safe(dataclasses.asdict(rec))
+    data["evidence"] = [{"label": e.label, "value": json_safe(e.value), "unit": e.unit, "text": e.text()}
                         for e in rec.evidence]
     return data
 
@@ -183,9 +179,9 @@ def advice_json(advice: Advice) -> dict[str, Any]:
         "start_s": advice.frame.start_s, "end_s": advice.frame.end_s, "demo": advice.frame.demo,
         "platform": advice.frame.platform,
         "recommendations": [recommendation_dict(r) for r in advice.recommendations],
-        "profiles": [_clean({"gpu_index": p.gpu_index, "busy_hours": p.busy_s / 3600.0, "shares": p.shares,
+        "profiles": [json_safe({"gpu_index": p.gpu_index, "busy_hours": p.busy_s / 3600.0, "shares": p.shares,
                              "idle_share": p.idle_share, "reasons": p.reasons}) for p in advice.profiles],
-        "costs": [_clean(dataclasses.asdict(c)) for c in advice.costs],
+        "costs": [json_safe(dataclasses.asdict(c)) for c in advice.costs],
         "currency": advice.currency,
     }
 

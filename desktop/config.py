@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
+from advisor.thresholds import Thresholds as AdvisorSettings
 from desktop.paths import config_file
 
 Theme = Literal["system", "dark", "light"]
@@ -72,23 +73,6 @@ class StressSettings:
 @dataclass(frozen=True)
 class StartupSettings:
     start_at_login: bool = False
-
-
-@dataclass(frozen=True)
-class AdvisorSettings:
-    vram_headroom_pct: float = 10.0
-    vram_tight_share_pct: float = 20.0
-    low_utilization_pct: float = 70.0
-    cpu_saturated_pct: float = 90.0
-    thermal_share_pct: float = 5.0
-    power_cap_share_pct: float = 20.0
-    idle_memory_hours: float = 2.0
-    idle_memory_mib: float = 1024.0
-    stress_regression_pct: float = 5.0
-    battery_heavy_minutes: float = 10.0
-    min_busy_hours: float = 0.5
-    #: The PCIe rule fires when the link runs below its maximum for this share of heavy-load time.
-    pcie_low_share_pct: float = 50.0
 
 
 @dataclass(frozen=True)

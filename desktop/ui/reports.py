@@ -25,7 +25,7 @@ import numpy as np
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
 from desktop import config
-from desktop.advice import Advice, advice_json, compute_advice, open_history, recommendation_dict
+from desktop.advice import Advice, advice_json, compute_advice, json_safe, open_history, recommendation_dict
 from desktop.errors import UserError
 
 WEEK_S = 7 * 86400.0
@@ -177,21 +177,11 @@ def write_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
     return int(doc.pageCount())
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def to_json(data: ReportData) -> str:
     summary = dataclasses.asdict(data.summary)
     summary["recommendations"] = [recommendation_dict(r) for r in data.summary.recommendations]
     payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
-               "summary": _clean(summary), "advice": advice_json(data.advice)}
+               "summary": json_safe(summary), "advice": advice_json(data.advice)}
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from advisor.costs import CloudOffer
 from advisor.frame import Event, StressResult
-from advisor.rules import Recommendation, Thresholds, run_rules
+from advisor.rules import Recommendation, run_rules
+from advisor.thresholds import Thresholds
 from tests.unit.advisor.crafted import (
     START_S,
     STEP_S,

@@ -1,0 +1,24 @@
+"""The advisor's thresholds: the ``[advisor]`` section of the settings is this very class."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When each rule fires. Defaults are the shipped ``[advisor]`` settings."""
+
+    vram_headroom_pct: float = 10.0
+    vram_tight_share_pct: float = 20.0
+    low_utilization_pct: float = 70.0
+    cpu_saturated_pct: float = 90.0
+    thermal_share_pct: float = 5.0
+    power_cap_share_pct: float = 20.0
+    idle_memory_hours: float = 2.0
+    idle_memory_mib: float = 1024.0
+    stress_regression_pct: float = 5.0
+    battery_heavy_minutes: float = 10.0
+    min_busy_hours: float = 0.5
+    #: The PCIe rule fires when the link runs below its maximum for this share of heavy-load time.
+    pcie_low_share_pct: float = 50.0
