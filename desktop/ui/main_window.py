@@ -12,6 +12,7 @@ repainting while nobody looks at it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -35,13 +36,15 @@ from desktop.ui.theme import Theme
 SIDEBAR_WIDTH_PX = 150
 
 
-@dataclass(frozen=True)
+@dataclass
 class PageEntry:
     key: str
     title: str
     widget: QWidget
     item: QListWidgetItem
     shortcut: QShortcut | None
+    #: Builds the page on first use (``widget`` is an empty placeholder until then).
+    factory: Callable[[], QWidget] | None = None
 
 
 class Banner(QFrame):
@@ -127,11 +130,19 @@ class MainWindow(QMainWindow):
         self.apply_theme(theme)
 
     # --- pages ----------------------------------------------------------------------
-    def add_page(self, key: str, title: str, widget: QWidget, icon: QIcon | None = None,
+    def add_page(self, key: str, title: str, widget: QWidget | Callable[[], QWidget], icon: QIcon | None = None,
                  shortcut: str | None = None) -> None:
-        """Register a page; it appears in the sidebar at the end, with Ctrl+<position> by default."""
+        """Register a page; it appears in the sidebar at the end, with Ctrl+<position> by default.
+
+        ``widget`` may be a factory: the page is then built when first shown or asked for
+        (``page(key)``), so pages nobody opens cost nothing before the first frame.
+        """
         if key in self._pages:
             raise ValueError(f"page {key!r} is already registered")
+        factory = None if isinstance(widget, QWidget) else widget
+        if factory is not None:
+            widget = QWidget()
+        assert isinstance(widget, QWidget)
         item = QListWidgetItem(icon or QIcon(), title)
         item.setData(Qt.ItemDataRole.UserRole, key)
         self.sidebar.addItem(item)
@@ -141,7 +152,7 @@ class MainWindow(QMainWindow):
         action = self._shortcut(sequence, lambda k=key: self.show_page(k)) if sequence else None
         if sequence:
             item.setToolTip(f"{title} ({QKeySequence(sequence).toString(QKeySequence.SequenceFormat.NativeText)})")
-        self._pages[key] = PageEntry(key, title, widget, item, action)
+        self._pages[key] = PageEntry(key, title, widget, item, action, factory)
         if self._current is None:
             self.show_page(key)
 
@@ -149,7 +160,27 @@ class MainWindow(QMainWindow):
         return list(self._pages)
 
     def page(self, key: str) -> QWidget:
-        return self._pages[key].widget
+        return self._built(self._pages[key]).widget
+
+    def is_built(self, key: str) -> bool:
+        return self._pages[key].factory is None
+
+    def _built(self, entry: PageEntry) -> PageEntry:
+        """Build a lazy page in its placeholder's place in the stack."""
+        if entry.factory is not None:
+            factory, entry.factory = entry.factory, None
+            placeholder, entry.widget = entry.widget, factory()
+            index = self.stack.indexOf(placeholder)
+            current = self.stack.currentWidget() is placeholder
+            self.stack.insertWidget(index, entry.widget)
+            self.stack.removeWidget(placeholder)
+            placeholder.deleteLater()
+            if current:
+                self.stack.setCurrentWidget(entry.widget)
+            apply = getattr(entry.widget, "apply_theme", None)
+            if callable(apply):
+                apply(self.theme)
+        return entry
 
     def current_page(self) -> str | None:
         return self._current
@@ -167,7 +198,7 @@ class MainWindow(QMainWindow):
         previous = self._pages.get(self._current) if self._current else None
         if previous is not None and hasattr(previous.widget, "page_hidden"):
             previous.widget.page_hidden()
-        entry = self._pages[key]
+        entry = self._built(self._pages[key])
         self.stack.setCurrentWidget(entry.widget)
         self._current = key
         if hasattr(entry.widget, "page_shown"):
@@ -220,6 +251,8 @@ class MainWindow(QMainWindow):
         if self.banner.isVisible():
             self.banner.show_message(self.banner.label.text(), self.banner.level, theme)
         for entry in self._pages.values():
+            if entry.factory is not None:
+                continue  # themed when built
             apply = getattr(entry.widget, "apply_theme", None)
             if callable(apply):
                 apply(theme)

@@ -234,3 +234,22 @@ def test_four_gpus_fit_side_by_side_at_1600_px(make_app, qtbot):
     qtbot.waitUntil(lambda: all(p.isVisible() for p in h.app.dashboard.panels.values()))
     assert h.app.window.minimumSizeHint().width() <= 1600
     assert h.app.window.width() <= 1600
+
+
+def test_a_page_given_as_a_factory_is_built_on_first_show(make_app):
+    h = make_app()
+    w = h.app.window
+    built: list[QLabel] = []
+
+    def build() -> QLabel:
+        built.append(QLabel("lazy"))
+        return built[-1]
+
+    w.add_page("lazy", "Lazy", build)
+    assert not built and not w.is_built("lazy") and "lazy" in w.page_keys()
+    w.show_page("lazy")
+    assert len(built) == 1 and w.is_built("lazy")
+    assert w.stack.currentWidget() is built[0] and w.page("lazy") is built[0]
+    w.show_page("dashboard")
+    w.show_page("lazy")
+    assert len(built) == 1  # built once
