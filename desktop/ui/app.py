@@ -15,31 +15,34 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QObject, Qt, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop import config
 from desktop.config import Settings
 from desktop.errors import UserError
 from desktop.paths import config_dir, default_db_path
-from desktop.stress.runner import runner_factory
+from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
 from desktop.telemetry.simulated import SimulatedBackend
-from desktop.ui.advisor_history import HistoryPage, HistorySource
-from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage, with_costs
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.processes import ProcessesPage
 from desktop.ui.recording import Recording, open_recording
-from desktop.ui.settings_page import SettingsPage
-from desktop.ui.stress_page import StressPage
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
 from desktop.ui.worker import SamplerThread
+
+if TYPE_CHECKING:
+    from desktop.ui.advisor_history import HistoryPage, HistorySource
+    from desktop.ui.settings_page import SettingsPage
+    from desktop.ui.stress_page import StressPage
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +65,10 @@ class RigscopeApp(QObject):
         self.window.setWindowIcon(app_icon())
         self.dashboard = DashboardPage(self.theme, settings.sampling.interval_s, history=recording.store)
         self.processes = ProcessesPage(self.theme, end_process=end_process)
-        self.settings_page = SettingsPage(settings, self.theme, path=settings_path, service=service)
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
-        self.stress = self._stress_page(sampler, settings)
-        self.history_source = HistorySource(self.db_path, settings)
-        self.advisor = AdvisorPage(self.history_source.advice, AdviceState(config_dir() / "advisor-state.json"),
-                                   self.theme)
-        self.costs = CostsPage(self.history_source.advice, settings.costs, self.theme)
-        self.costs.costs_changed.connect(self.save_costs)
-        self.history_page = HistoryPage(self.history_source.weeks, self.history_source.report)
+        self._service = service
+        self._history_source: HistorySource | None = None
         self._add_pages()
         self.alerts = AlertMonitor(settings.alerts)
         self.tray = Tray(tray_available)
@@ -88,57 +85,111 @@ class RigscopeApp(QObject):
         self.window.closed.connect(self.quit)
         self.tray.quit_requested.connect(self.quit)
         self.tray.show_requested.connect(self.window.bring_to_front)
-        self.settings_page.applied.connect(self.apply_settings)
         self.window.set_source(sampler.gpu.source)
         self._recording_text = ""
         self.update_recording_status()
 
-    def _stress_page(self, sampler: Sampler, settings: Settings) -> StressPage:
+    # --- pages -----------------------------------------------------------------------
+    # Dashboard and Processes are built at once; the others (and their imports: the stress
+    # runner, the advisor, the report renderer) when first shown, so they cost nothing before
+    # the first frame.
+    def _add_pages(self) -> None:
+        w = self.window
+        w.add_page("dashboard", "Dashboard", self.dashboard)
+        w.add_page("processes", "Processes", self.processes)
+        w.add_page("stress", "Stress test", self._build_stress_page)
+        w.add_page("advisor", "Advisor", self._build_advisor_page)
+        w.add_page("costs", "Costs", self._build_costs_page)
+        w.add_page("history", "History", self._build_history_page)
+        w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
+
+    @property
+    def stress(self) -> StressPage:
+        return cast("StressPage", self.window.page("stress"))
+
+    @property
+    def settings_page(self) -> SettingsPage:
+        return cast("SettingsPage", self.window.page("settings"))
+
+    @property
+    def history_page(self) -> HistoryPage:
+        return cast("HistoryPage", self.window.page("history"))
+
+    @property
+    def history_source(self) -> HistorySource:
+        """The history reader behind the Advisor, Costs and History pages (one, shared)."""
+        if self._history_source is None:
+            from desktop.ui.advisor_history import HistorySource
+
+            self._history_source = HistorySource(self.db_path, self.settings)
+        return self._history_source
+
+    def _build_stress_page(self) -> StressPage:
         """The Stress page on the GPU the window shows: the simulated one, or the first real one.
 
         Each run opens its own backend (the app's sampler thread owns this one), so on the
         simulated GPU the test's load shows on the Stress page, not on the Dashboard.
         """
-        gpu = sampler.gpu
+        from desktop.stress.runner import runner_factory
+        from desktop.ui.stress_page import StressPage
+
+        gpu = self.sampler.gpu
+        open_backend: Callable[[], GpuBackend]
         if isinstance(gpu, SimulatedBackend):
-            profiles = ",".join(p.key for p in gpu.model.profiles)
+            profiles = gpu.model.profiles
             device = "sim"
 
-            def open_backend() -> SimulatedBackend:
-                return SimulatedBackend(gpu.model.profiles)
+            def open_backend() -> GpuBackend:
+                return SimulatedBackend(profiles)
         else:
-            profiles, device = "", "cuda:0"
-            open_backend = open_gpu_backend  # type: ignore[assignment]
-        log.debug("stress page on %s %s", device, profiles)
-        make_runner = runner_factory(open_backend, guard_offset_c=settings.stress.guard_offset_c,
-                                     guard_absolute_c=settings.stress.guard_temperature_c)
+            device = "cuda:0"
+            open_backend = open_gpu_backend
+        stress = self.settings.stress
+        make_runner = runner_factory(open_backend, guard_offset_c=stress.guard_offset_c,
+                                     guard_absolute_c=stress.guard_temperature_c)
         page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device)
         if device != "sim" and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
                                  "`pip install \"rigscope[stress]\"` (or `pip install torch`) and restart Rigscope.")
         return page
 
-    def _add_pages(self) -> None:
-        w = self.window
-        w.add_page("dashboard", "Dashboard", self.dashboard)
-        w.add_page("processes", "Processes", self.processes)
-        w.add_page("stress", "Stress test", self.stress)
-        w.add_page("advisor", "Advisor", self.advisor)
-        w.add_page("costs", "Costs", self.costs)
-        w.add_page("history", "History", self.history_page)
-        w.add_page("settings", "Settings", self.settings_page, shortcut="Ctrl+,")
+    def _build_advisor_page(self) -> QWidget:
+        from desktop.ui.advisor_pages import AdviceState, AdvisorPage
+
+        state = AdviceState(config_dir() / "advisor-state.json")
+        return AdvisorPage(self.history_source.advice, state, self.theme)
+
+    def _build_costs_page(self) -> QWidget:
+        from desktop.ui.advisor_pages import CostsPage
+
+        page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
+        page.costs_changed.connect(self.save_costs)
+        return page
+
+    def _build_history_page(self) -> HistoryPage:
+        from desktop.ui.advisor_history import HistoryPage
+
+        return HistoryPage(self.history_source.weeks, self.history_source.report)
+
+    def _build_settings_page(self) -> SettingsPage:
+        from desktop.ui.settings_page import SettingsPage
+
+        page = SettingsPage(self.settings, self.theme, path=self.settings_path, service=self._service)
+        page.applied.connect(self.apply_settings)
+        return page
 
     def save_costs(self, costs: config.CostSettings) -> None:
         """The Costs page's inputs are settings too: keep them for the next start."""
-        self.settings = with_costs(self.settings, costs)
+        self.settings = replace(self.settings, costs=costs)
         self.history_source.settings = self.settings
         try:
             config.save(self.settings, self.settings_path)
         except OSError as exc:
             self.window.show_banner(f"Could not save the cost inputs: {exc.strerror or exc}", "warning")
             return
-        self.settings_page.settings = self.settings  # the Settings page shows the same price
-        self.settings_page.revert()
+        if self.window.is_built("settings"):  # the Settings page shows the same price
+            self.settings_page.settings = self.settings
+            self.settings_page.revert()
 
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:
@@ -177,7 +228,8 @@ class RigscopeApp(QObject):
 
     def apply_settings(self, settings: Settings) -> None:
         self.settings = settings
-        self.history_source.settings = settings  # thresholds and prices for the next advice
+        if self._history_source is not None:  # thresholds and prices for the next advice
+            self._history_source.settings = settings
         self.alerts.update_settings(settings.alerts)
         self.sampling.set_interval(settings.sampling.interval_s)
         self.sampler.process_period_s = settings.sampling.process_interval_s
@@ -199,7 +251,8 @@ class RigscopeApp(QObject):
         self.sampling.stop()
         if self.signal_timer is not None:
             self.signal_timer.stop()
-        self.stress.shutdown()
+        if self.window.is_built("stress"):
+            self.stress.shutdown()
         self.dashboard.timer.stop()
         self.recording.close()
         self.tray.close()
