@@ -159,31 +159,21 @@ class SnapshotCollector(Collector):
 
     def _collect_gpus(self, ok: list[tuple[GpuReading, dict[ClockEventReason, float]]]) -> Iterator[Metric]:
         labels = list(GPU_LABELS)
-        for dcgm in DCGM_FIELDS:
-            family_cls = GaugeMetricFamily if dcgm.kind == "gauge" else UnknownMetricFamily
-            dcgm_family = family_cls(dcgm.name, dcgm.help, labels=labels)
-            for reading, _ in ok:
-                value = getattr(reading.sample, dcgm.sample_field)
-                if value is not None:
-                    dcgm_family.add_metric(self._gpu_labels(reading.info), float(value))
-            if dcgm_family.samples:
-                yield dcgm_family
-        for name, help_text, sample_field in SAMPLE_GAUGES:
-            gauge = GaugeMetricFamily(name, help_text, labels=labels)
-            for reading, _ in ok:
-                value = getattr(reading.sample, sample_field)
-                if value is not None:
-                    gauge.add_metric(self._gpu_labels(reading.info), float(value))
-            if gauge.samples:
-                yield gauge
-        for name, help_text, info_field in INFO_GAUGES:
-            gauge = GaugeMetricFamily(name, help_text, labels=labels)
-            for reading, _ in ok:
-                value = getattr(reading.info, info_field)
-                if value is not None:
-                    gauge.add_metric(self._gpu_labels(reading.info), float(value))
-            if gauge.samples:
-                yield gauge
+        readings = [reading for reading, _ in ok]
+        families = [
+            (GaugeMetricFamily if d.kind == "gauge" else UnknownMetricFamily, d.name, d.help, "sample", d.sample_field)
+            for d in DCGM_FIELDS
+        ]
+        families += [(GaugeMetricFamily, name, text, "sample", attr) for name, text, attr in SAMPLE_GAUGES]
+        families += [(GaugeMetricFamily, name, text, "info", attr) for name, text, attr in INFO_GAUGES]
+        for family_cls, name, help_text, source, attr in families:
+            family = family_cls(name, help_text, labels=labels)
+            for reading in readings:
+                value = getattr(reading.sample if source == "sample" else reading.info, attr)
+                if value is not None:  # unsupported metrics are omitted, never reported as 0
+                    family.add_metric(self._gpu_labels(reading.info), float(value))
+            if family.samples:
+                yield family
         seconds = CounterMetricFamily(
             "rigscope_clock_event_seconds",
             "Seconds the GPU spent with each clock-event (throttle) reason active, from the sample interval.",
