@@ -9,6 +9,7 @@ Retention never deletes raw rows that are not rolled up yet; events are kept as 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -65,6 +66,11 @@ def _next_raw_s(store: HistoryStore, from_s: float) -> float | None:
     return min(lows) / 1000.0 if lows else None
 
 
+def _oldest_minute_s(store: HistoryStore) -> float | None:
+    row = store.conn.execute("SELECT min(ts) FROM gpu_minute").fetchone()
+    return None if row[0] is None else float(row[0])
+
+
 def _next_minute_s(store: HistoryStore, from_s: float) -> float | None:
     lows = [row[0] for gid in store.gpu_uuid_of_id() if (row := store.conn.execute(
         "SELECT min(ts) FROM gpu_minute WHERE gpu = ? AND ts >= ?", (gid, int(from_s))).fetchone())[0] is not None]
@@ -119,44 +125,41 @@ def run_rollups(store: HistoryStore, now_s: float) -> None:
     """Bring the minute and hour tables up to the last complete minute / hour before ``now_s``."""
     store.gpus()  # refresh the GPU id cache (another connection may have added GPUs)
     minute_end = math.floor(now_s / 60) * 60.0
-    start_text = store.meta("rollup_minute_until")
-    if start_text is None:
-        oldest = _oldest_raw_s(store)
-        start = minute_end if oldest is None else math.floor(oldest / 60) * 60.0
-    else:
-        start = float(start_text)
-    while start < minute_end:
-        following = _next_raw_s(store, start)
-        if following is None or following >= minute_end:
-            break
-        start = max(start, math.floor(following / 60) * 60.0)  # skip days without samples
-        stop = min(minute_end, start + _CHUNK_S)
-        with store.transaction():
-            _roll_minutes(store, start, stop)
-            store.set_meta("rollup_minute_until", repr(stop))
-        start = stop
-    if float(store.meta("rollup_minute_until") or "-inf") < minute_end:
-        store.set_meta("rollup_minute_until", repr(minute_end))
+    _catch_up(store, "rollup_minute_until", minute_end, period_s=60.0, chunk_s=_CHUNK_S, oldest=_oldest_raw_s,
+              next_at=_next_raw_s, roll=_roll_minutes)
     minute_until = float(store.meta("rollup_minute_until") or minute_end)
     hour_end = math.floor(minute_until / 3600) * 3600.0
-    hour_text = store.meta("rollup_hour_until")
-    if hour_text is None:
-        row = store.conn.execute("SELECT min(ts) FROM gpu_minute").fetchone()
-        hour_start = hour_end if row[0] is None else math.floor(row[0] / 3600) * 3600.0
+    _catch_up(store, "rollup_hour_until", hour_end, period_s=3600.0, chunk_s=7 * _CHUNK_S, oldest=_oldest_minute_s,
+              next_at=_next_minute_s, roll=_roll_hours)
+
+
+def _catch_up(store: HistoryStore, marker: str, end_s: float, *, period_s: float, chunk_s: float,
+              oldest: Callable[[HistoryStore], float | None],
+              next_at: Callable[[HistoryStore, float], float | None],
+              roll: Callable[[HistoryStore, float, float], None]) -> None:
+    """Roll ``[marker, end_s)`` up in chunks, each chunk and its marker in one transaction.
+
+    A crash leaves the marker at the last complete chunk; stretches without source rows
+    (days the machine was off) are skipped rather than rolled up empty.
+    """
+    marker_text = store.meta(marker)
+    if marker_text is None:
+        first = oldest(store)
+        start = end_s if first is None else math.floor(first / period_s) * period_s
     else:
-        hour_start = float(hour_text)
-    while hour_start < hour_end:
-        following = _next_minute_s(store, hour_start)
-        if following is None or following >= hour_end:
+        start = float(marker_text)
+    while start < end_s:
+        following = next_at(store, start)
+        if following is None or following >= end_s:
             break
-        hour_start = max(hour_start, math.floor(following / 3600) * 3600.0)
-        stop = min(hour_end, hour_start + 7 * _CHUNK_S)
+        start = max(start, math.floor(following / period_s) * period_s)  # skip stretches without samples
+        stop = min(end_s, start + chunk_s)
         with store.transaction():
-            _roll_hours(store, hour_start, stop)
-            store.set_meta("rollup_hour_until", repr(stop))
-        hour_start = stop
-    if float(store.meta("rollup_hour_until") or "-inf") < hour_end:
-        store.set_meta("rollup_hour_until", repr(hour_end))
+            roll(store, start, stop)
+            store.set_meta(marker, repr(stop))
+        start = stop
+    if float(store.meta(marker) or "-inf") < end_s:
+        store.set_meta(marker, repr(end_s))
 
 
 def apply_retention(store: HistoryStore, retention: RetentionSettings, now_s: float) -> dict[str, int]:
