@@ -7,7 +7,6 @@ import dataclasses
 import io
 import json
 import re
-import shutil
 import subprocess
 from datetime import UTC
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from desktop import cli, config
 from desktop.ui.reports import ReportData, build_report, render_charts, to_csv, to_html, to_json, week_bounds, write_pdf
+from tests.integration.tools import require_tool
 from tests.unit.advisor.demo_db import stored_demo_week
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 
@@ -52,8 +52,8 @@ def test_pdf_opens_and_has_pages(report: ReportData, pngs: dict[str, bytes], tmp
     pages = write_pdf(report, pngs, path)
     assert pages >= 3
     assert path.read_bytes().startswith(b"%PDF")
-    if shutil.which("pdfinfo") is None or shutil.which("pdftoppm") is None:
-        pytest.skip("poppler-utils (pdfinfo, pdftoppm) not installed: `make sysdeps`")
+    require_tool("pdfinfo", "poppler-utils")  # skips locally without it; fails in CI, which installs it
+    require_tool("pdftoppm", "poppler-utils")
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     assert re.search(rf"^Pages:\s+{pages}$", info, re.MULTILINE), info
     subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", str(path), str(tmp_path / "page")],
