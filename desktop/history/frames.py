@@ -13,8 +13,9 @@ import sys
 import numpy as np
 
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
-from desktop.history import codec, rollup_math
-from desktop.history.query import Resolution, fetch_columns, gpu_rows
+from desktop.history import blocks, codec, rollup_math
+from desktop.history.codec import fetch_columns
+from desktop.history.query import Resolution, gpu_rows
 from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES, REASON_BITS
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GpuInfo
@@ -96,8 +97,12 @@ def host_rows(store: HistoryStore, start_s: float, end_s: float,
     bucket_s = 60 if resolution == "minute" else 3600
     start_s = float(np.floor(start_s / bucket_s) * bucket_s)
     names = rollup_math.HOST_ROLLUP_COLUMNS
-    arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE ts >= ? AND ts < ?",
-                        (int(np.floor(start_s)), int(np.ceil(end_s))), "ts", not_null=("ts",))
+    lo, hi = int(np.floor(start_s)), int(np.ceil(end_s))
+    if table in blocks.SOURCES:
+        arr = blocks.fetch(store, table, ["ts", *names], lo, hi)
+    else:
+        arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE ts >= ? AND ts < ?", (lo, hi), "ts",
+                            not_null=("ts",))
     time_s = arr[:, 0].copy()
     cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
             for i, n in enumerate(names)}
@@ -123,10 +128,9 @@ def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: 
 
 def _processes(store: HistoryStore, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
-    # Rows in primary-key order (ts, gpu, pid), straight into numpy: a week is ~100,000 rows.
-    arr = fetch_columns(store.conn, ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
-                        "process_samples WHERE ts >= ? AND ts < ?", (codec.to_ms(start_s), codec.to_ms(end_s)),
-                        "ts, gpu, pid", not_null=("ts", "gpu", "pid", "name_id"))
+    # Rows in primary-key order (ts, gpu, pid), whole days from their blocks: a week is ~100,000 rows.
+    arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
+                       codec.to_ms(start_s), codec.to_ms(end_s), not_null=("ts", "gpu", "pid", "name_id"))
     if len(arr) == 0:
         return None
     time_s = arr[:, 0] / 1000.0

@@ -10,16 +10,15 @@ up to one bucket; the missing tail is aggregated from raw rows on the fly.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from desktop.history import codec, rollup_math
+from desktop.history import blocks, codec, rollup_math
+from desktop.history.codec import fetch_columns
 from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES
 
@@ -56,25 +55,6 @@ class QueryResult:
         return int(self.time_s.shape[0])
 
 
-#: Stands for NULL on the way out of SQLite (history tables hold integers, never this).
-_NULL = 1e308
-
-
-def fetch_columns(conn: sqlite3.Connection, columns: Sequence[str], source: str, params: Sequence[Any],
-                  order_by: str, *, not_null: Collection[str] = ()) -> FloatArray:
-    """``SELECT columns FROM source ORDER BY order_by`` as a float64 matrix, SQL NULL as NaN.
-
-    The values stream from the cursor straight into one numpy buffer (no list of row tuples,
-    no per-row conversion), which takes about a third of the time ``np.array(fetchall())`` does.
-    """
-    exprs = [c if c in not_null else f"coalesce({c}, {_NULL})" for c in columns]
-    cursor = conn.execute(f"SELECT {', '.join(exprs)} FROM {source} ORDER BY {order_by}", params)
-    out = np.fromiter(chain.from_iterable(cursor), dtype=np.float64).reshape(-1, len(columns))
-    if len(not_null) < len(columns):
-        out[out == _NULL] = np.nan
-    return out
-
-
 def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
              metrics: Sequence[str] = GPU_METRIC_NAMES) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Raw ``metrics`` of one GPU in [start_s, end_s), unscaled; the other metrics come back all-NaN."""
@@ -90,8 +70,12 @@ def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
 def read_rollup(store: HistoryStore, table: str, gpu_id: int, start_s: float, end_s: float, *,
                 names: Sequence[str] = rollup_math.ROLLUP_COLUMNS) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Rollup rows in [start_s, end_s), unscaled, named as ``rollup_math`` names them."""
-    arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE gpu = ? AND ts >= ? AND ts < ?",
-                        (gpu_id, int(np.floor(start_s)), int(np.ceil(end_s))), "ts", not_null=("ts",))
+    lo, hi = int(np.floor(start_s)), int(np.ceil(end_s))
+    if table in blocks.SOURCES:
+        arr = blocks.fetch(store, table, ["ts", *names], lo, hi, gpu_id=gpu_id)
+    else:
+        arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE gpu = ? AND ts >= ? AND ts < ?",
+                            (gpu_id, lo, hi), "ts", not_null=("ts",))
     return arr[:, 0].copy(), rollup_math.unscale({n: arr[:, i + 1] for i, n in enumerate(names)})
 
 

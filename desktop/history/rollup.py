@@ -2,7 +2,8 @@
 
 ``run_rollups`` is incremental: the meta keys ``rollup_minute_until`` / ``rollup_hour_until``
 mark how far each table is complete; a late write before a mark moves it back (see
-``HistoryStore.note_written``), so buffered or imported samples are rolled up too.
+``HistoryStore.note_written``), so buffered or imported samples are rolled up too. Finished
+days are then packed into day blocks (``blocks``), and retention drops or repacks them.
 Retention never deletes raw rows that are not rolled up yet; events are kept as long as minute rows.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from desktop.config import RetentionSettings
-from desktop.history import codec, rollup_math
+from desktop.history import blocks, codec, rollup_math
 from desktop.history.frames import read_host_raw
 from desktop.history.query import read_raw, read_rollup
 from desktop.history.store import HistoryStore
@@ -131,6 +132,7 @@ def run_rollups(store: HistoryStore, now_s: float) -> None:
     hour_end = math.floor(minute_until / 3600) * 3600.0
     _catch_up(store, "rollup_hour_until", hour_end, period_s=3600.0, chunk_s=7 * _CHUNK_S, oldest=_oldest_minute_s,
               next_at=_next_minute_s, roll=_roll_hours)
+    blocks.build(store, minute_until)
 
 
 def _catch_up(store: HistoryStore, marker: str, end_s: float, *, period_s: float, chunk_s: float,
@@ -178,6 +180,8 @@ def apply_retention(store: HistoryStore, retention: RetentionSettings, now_s: fl
             deleted["host_samples"] = store.conn.execute("DELETE FROM host_samples WHERE ts < ?", (ms,)).rowcount
             deleted["process_samples"] = store.conn.execute("DELETE FROM process_samples WHERE ts < ?",
                                                             (ms,)).rowcount
+            if deleted["process_samples"]:
+                blocks.trim(store, ("process_samples",), ms / 1000.0)
         if math.isfinite(minute_cut):
             cut = int(minute_cut)
             deleted["gpu_minute"] = sum(
@@ -185,6 +189,8 @@ def apply_retention(store: HistoryStore, retention: RetentionSettings, now_s: fl
             deleted["host_minute"] = store.conn.execute("DELETE FROM host_minute WHERE ts < ?", (cut,)).rowcount
             # Events go with the minute rows they explain (a year by default).
             deleted["events"] = store.conn.execute("DELETE FROM events WHERE ts < ?", (minute_cut,)).rowcount
+            if deleted["gpu_minute"] or deleted["host_minute"]:
+                blocks.trim(store, ("gpu_minute", "host_minute"), cut)
         if retention.hour_days > 0:
             cut = int(now_s - retention.hour_days * _DAY_S)
             deleted["gpu_hour"] = sum(

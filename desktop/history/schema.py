@@ -139,8 +139,17 @@ def _v4(conn: sqlite3.Connection) -> None:
     _run(conn, script)
 
 
+def _v5(conn: sqlite3.Connection) -> None:
+    # Whole UTC days of a table packed into one compressed blob (desktop/history/blocks.py): a copy
+    # of rows that stay in their tables, so reading a week decodes a few blobs instead of 100,000 rows.
+    _run(conn, """
+        CREATE TABLE day_blocks (day INTEGER NOT NULL, source TEXT NOT NULL, gpu INTEGER NOT NULL,
+            rows INTEGER NOT NULL, columns TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (day, source, gpu));
+    """)
+
+
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
-MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4)
+MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

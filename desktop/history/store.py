@@ -20,7 +20,7 @@ from typing import Any
 
 from advisor.frame import Event
 from desktop.errors import UserError
-from desktop.history import codec, schema
+from desktop.history import blocks, codec, schema
 from desktop.history.dbfile import Transaction, connect_rw, move_aside
 from desktop.history.query import QueryResult, Resolution, run_query
 from desktop.history.stress_runs import StressRunsMixin
@@ -251,6 +251,7 @@ class HistoryStore(StressRunsMixin):
             until = self.meta(key)
             if until is not None and earliest_s < float(until):
                 self.set_meta(key, repr(float(earliest_s // bucket_s * bucket_s)))
+        blocks.invalidate(self, earliest_s)
 
     def _track_state(self, uuid: str, time_s: float, state: DeviceState, detail: str | None) -> None:
         entry = self._gpu_cache[uuid]

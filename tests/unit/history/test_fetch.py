@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from desktop.history.codec import fetch_columns
 from desktop.history.frames import _processes
-from desktop.history.query import fetch_columns
 from desktop.history.store import HistoryStore
 
 
