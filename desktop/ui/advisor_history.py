@@ -16,6 +16,7 @@ from PySide6.QtGui import QImage, QTextDocument
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from desktop.advice import Advice
+from desktop.ui.background import Loader
 
 
 class HistoryPage(QWidget):
@@ -27,12 +28,14 @@ class HistoryPage(QWidget):
         self.report_source = report
         self.data: Any = None
         self.pngs: dict[str, bytes] = {}
+        self.loader = Loader(self)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.previous_button = QPushButton("< Previous week")
         self.week_combo = QComboBox()
         self.next_button = QPushButton("Next week >")
         self.export_button = QPushButton("Export...")
+        self.export_button.setEnabled(False)  # until a week is shown
         for widget in (self.previous_button, self.week_combo, self.next_button):
             top.addWidget(widget)
         top.addStretch(1)
@@ -48,8 +51,12 @@ class HistoryPage(QWidget):
         self.week_combo.currentTextChanged.connect(self.show_week)
         self.export_button.clicked.connect(self._export_dialog)
 
+    @property
+    def loading(self) -> bool:
+        return self.loader.busy
+
     def page_shown(self) -> None:
-        if self.week_combo.count() == 0:
+        if self.week_combo.count() == 0 and not self.loading:
             self.refresh()
 
     def refresh(self) -> None:
@@ -68,20 +75,36 @@ class HistoryPage(QWidget):
             self.week_combo.setCurrentIndex(index)
 
     def show_week(self, label: str) -> None:
+        """Load and summarise the week on a worker thread; the charts are drawn here when it is done."""
+        if not label:
+            return
+        self.previous_button.setEnabled(False)
+        self.next_button.setEnabled(False)
+        self.export_button.setEnabled(False)
+        self.view.setPlainText(f"Reading {label} from the history and summarising it...")
+        self.loader.run(lambda: self.report_source(label), self._show_data, self._failed)
+
+    def _failed(self, error: str) -> None:
+        self._enable_steps()
+        self.view.setPlainText(f"Could not read this week from the history: {error}")
+
+    def _enable_steps(self) -> None:
+        self.previous_button.setEnabled(self.week_combo.currentIndex() < self.week_combo.count() - 1)
+        self.next_button.setEnabled(self.week_combo.currentIndex() > 0)
+
+    def _show_data(self, data: Any) -> None:
         from desktop.ui.report_html import render_html
         from desktop.ui.reports import render_charts
 
-        if not label:
-            return
-        self.data = self.report_source(label)
+        self.data = data
         self.pngs = render_charts(self.data)
         doc = QTextDocument(self.view)
         for key, png in self.pngs.items():
             doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"chart-{key}.png"), QImage.fromData(png))
         doc.setHtml(render_html(self.data, lambda key: f"chart-{key}.png"))
         self.view.setDocument(doc)
-        self.previous_button.setEnabled(self.week_combo.currentIndex() < self.week_combo.count() - 1)
-        self.next_button.setEnabled(self.week_combo.currentIndex() > 0)
+        self.export_button.setEnabled(True)
+        self._enable_steps()
 
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""

@@ -52,6 +52,7 @@ from advisor.rules import Recommendation
 from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, usage_of
 from desktop.config import CostSettings
 from desktop.paths import config_dir
+from desktop.ui.background import Loader
 from desktop.ui.theme import DARK, Theme
 
 SNOOZE_DAYS = 7.0
@@ -184,6 +185,7 @@ class AdvisorPage(QWidget):
         self.theme = theme
         self.advice: Advice | None = None
         self.cards: list[RecommendationCard] = []
+        self.loader = Loader(self)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.header = _plain("No advice loaded yet.")
@@ -203,14 +205,26 @@ class AdvisorPage(QWidget):
         scroll.setWidget(self._list)
         layout.addWidget(scroll, 1)
 
+    @property
+    def loading(self) -> bool:
+        return self.loader.busy
+
     def page_shown(self) -> None:
-        if self.advice is None:
+        if self.advice is None and not self.loading:
             self.refresh()
 
     def refresh(self) -> None:
-        self.set_advice(self.source())
+        """Read the history and advise on a worker thread; the cards follow when it is done."""
+        self.header.setText("Reading the history and working out the advice...")
+        self.refresh_button.setEnabled(False)
+        self.loader.run(self.source, self.set_advice, self._failed)
+
+    def _failed(self, error: str) -> None:
+        self.refresh_button.setEnabled(True)
+        self.header.setText(f"Could not read the history: {error}")
 
     def set_advice(self, advice: Advice | None) -> None:
+        self.refresh_button.setEnabled(True)
         self.advice = advice
         self._rebuild()
 
@@ -280,6 +294,7 @@ class CostsPage(QWidget):
         self.specs = load_gpu_specs() if specs is None else specs
         self.advice: Advice | None = None
         self.comparison: CostComparison | None = None
+        self.loader = Loader(self)
         self.currency = costs.currency
         layout = QVBoxLayout(self)
         form = QFormLayout()
@@ -313,12 +328,21 @@ class CostsPage(QWidget):
             box.valueChanged.connect(self._inputs_changed)
         self.gpu_combo.currentIndexChanged.connect(lambda _: self.recompute())
 
+    @property
+    def loading(self) -> bool:
+        return self.loader.busy
+
     def page_shown(self) -> None:
-        if self.advice is None:
+        if self.advice is None and not self.loading:
             self.refresh()
 
     def refresh(self) -> None:
-        self.set_advice(self.source())
+        """Read the measured usage from the history on a worker thread, then compare."""
+        self.summary.setText("Reading the busy hours and energy from the history...")
+        self.loader.run(self.source, self.set_advice, self._failed)
+
+    def _failed(self, error: str) -> None:
+        self.summary.setText(f"Could not read the history: {error}")
 
     def set_advice(self, advice: Advice | None) -> None:
         self.advice = advice

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +157,14 @@ def write_history(path: Path, end_s: float) -> Path | None:
     return path
 
 
+def _wait_loaded(qt_app: QApplication, page: object, timeout_s: float = 120.0) -> None:
+    """History pages read on a worker thread: let their answer arrive before the grab."""
+    deadline = time.monotonic() + timeout_s
+    while getattr(page, "loading", False) and time.monotonic() < deadline:
+        qt_app.processEvents()
+        time.sleep(0.01)
+
+
 def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     from desktop.ui.theme import apply_theme, resolve
@@ -182,6 +191,7 @@ def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
                     app.dashboard.set_window(shot.window)
                 if shot.prepare is not None:
                     shot.prepare(app)
+                _wait_loaded(qt_app, app.window.page(shot.page))
                 for _ in range(3):  # layout and repaint settle over a few event-loop turns
                     qt_app.processEvents()
                 app.dashboard.repaint_plots()

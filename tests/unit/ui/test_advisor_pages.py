@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from datetime import UTC
 from pathlib import Path
 
@@ -38,6 +39,11 @@ class Clock:
         return self.now_s
 
 
+def _loaded(qtbot, page) -> None:
+    """The page reads on a worker thread: wait for its answer to arrive on the GUI thread."""
+    qtbot.waitUntil(lambda: not page.loading, timeout=20_000)
+
+
 def _titles(page: AdvisorPage) -> list[str]:
     return [card.rec.rule_id for card in page.cards]
 
@@ -46,6 +52,7 @@ def test_advisor_cards_by_severity_with_evidence_chart_and_action(qtbot, advice:
     page = AdvisorPage(lambda: advice, AdviceState(tmp_path / "state.json"))
     qtbot.addWidget(page)
     page.refresh()
+    _loaded(qtbot, page)
     assert sorted(_titles(page)) == ALL
     severities = [card.rec.severity for card in page.cards]
     assert severities == sorted(severities, key=["critical", "warning", "info"].index)
@@ -61,6 +68,7 @@ def test_dismiss_and_snooze_are_remembered(qtbot, advice: Advice, tmp_path: Path
     page = AdvisorPage(lambda: advice, AdviceState(path, clock))
     qtbot.addWidget(page)
     page.refresh()
+    _loaded(qtbot, page)
     battery = next(c for c in page.cards if c.rec.rule_id == "battery_heavy")
     battery.dismiss_button.click()
     thermal = next(c for c in page.cards if c.rec.rule_id == "thermal_throttling")
@@ -73,10 +81,12 @@ def test_dismiss_and_snooze_are_remembered(qtbot, advice: Advice, tmp_path: Path
     again = AdvisorPage(lambda: advice, AdviceState(path, clock))
     qtbot.addWidget(again)
     again.refresh()
+    _loaded(qtbot, again)
     assert len(again.cards) == len(ALL) - 2
     # a week later the snooze is over; the dismissal is not
     clock.now_s += 7 * 86400 + 1
     again.refresh()
+    _loaded(qtbot, again)
     assert "thermal_throttling" in _titles(again) and "battery_heavy" not in _titles(again)
     # hidden ones can be shown and restored
     again.show_hidden.setChecked(True)
@@ -99,6 +109,7 @@ def test_machine_text_is_shown_as_plain_text(qtbot, advice: Advice, tmp_path: Pa
     page = AdvisorPage(lambda: evil, AdviceState(tmp_path / "s.json"))
     qtbot.addWidget(page)
     page.refresh()
+    _loaded(qtbot, page)
     (card,) = page.cards
     assert card.title.text() == f"GPU 0: {EVIL} holds 6 GiB"
     assert card.title.textFormat().name == "PlainText"
@@ -108,6 +119,7 @@ def test_no_history_is_said_plainly(qtbot, tmp_path: Path) -> None:
     page = AdvisorPage(lambda: None, AdviceState(tmp_path / "s.json"))
     qtbot.addWidget(page)
     page.page_shown()
+    _loaded(qtbot, page)
     assert "No history" in page.header.text() and page.cards == []
 
 
@@ -115,6 +127,7 @@ def test_costs_page_recomputes_from_its_inputs(qtbot, advice: Advice) -> None:
     page = CostsPage(lambda: advice, CostSettings(purchase_price=3000.0, amortisation_months=36))
     qtbot.addWidget(page)
     page.refresh()
+    _loaded(qtbot, page)
     c = page.comparison
     assert c is not None and c.owned_fixed_month == pytest.approx(3000 / 36)
     assert page.table.rowCount() == len(c.options) > 0
@@ -141,11 +154,13 @@ def test_history_page_shows_weeks_and_exports(qtbot, advice: Advice, tmp_path: P
     page = HistoryPage(lambda: ["2026-W47", "2026-W46"], report)
     qtbot.addWidget(page)
     page.page_shown()
+    _loaded(qtbot, page)
     assert asked == ["2026-W47"]
     text = page.view.toPlainText()
     assert "Rigscope weekly report, 2026-W47" in text and "Top recommendations" in text
     assert not page.next_button.isEnabled() and page.previous_button.isEnabled()
     page.previous_button.click()
+    _loaded(qtbot, page)
     assert asked[-1] == "2026-W46"
     for suffix in (".html", ".pdf", ".json", ".csv"):
         out = tmp_path / f"week{suffix}"
@@ -158,4 +173,50 @@ def test_history_page_without_history(qtbot) -> None:
     page = HistoryPage(lambda: [], lambda label: None)
     qtbot.addWidget(page)
     page.page_shown()
+    _loaded(qtbot, page)
     assert "No history yet" in page.view.toPlainText()
+
+
+def test_a_failing_read_is_said_on_the_page_and_refresh_works_again(qtbot, advice: Advice, tmp_path: Path) -> None:
+    answers: list[object] = [OSError("disk I/O error"), advice]
+
+    def source() -> Advice:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        assert isinstance(answer, Advice)
+        return answer
+
+    page = AdvisorPage(source, AdviceState(tmp_path / "s.json"))
+    qtbot.addWidget(page)
+    page.refresh()
+    assert page.loading and not page.refresh_button.isEnabled()
+    _loaded(qtbot, page)
+    assert page.header.text() == "Could not read the history: OSError: disk I/O error"
+    assert page.refresh_button.isEnabled() and page.cards == []
+    page.refresh_button.click()
+    _loaded(qtbot, page)
+    assert sorted(_titles(page)) == ALL
+
+
+def test_the_history_page_shows_the_newest_pick_when_an_older_load_ends_later(qtbot, advice: Advice) -> None:
+    frame = demo_week_frame(TWO_GPUS)
+    data = build_report(frame, None, config.Settings(), UTC, "2026-W47", now_s=DEMO_WEEK_START_S + 8 * 86400)
+    release = threading.Event()
+
+    def report(label: str):
+        if label == "2026-W47":
+            release.wait(20)  # a slow read of the first week
+        return dataclasses.replace(data, week_label=label)
+
+    page = HistoryPage(lambda: ["2026-W47", "2026-W46"], report)
+    qtbot.addWidget(page)
+    page.page_shown()
+    assert "Reading 2026-W47" in page.view.toPlainText() and not page.export_button.isEnabled()
+    page.week_combo.setCurrentIndex(1)  # picked before the first one arrived
+    qtbot.waitUntil(lambda: "2026-W46" in page.view.toPlainText() and "weekly report" in page.view.toPlainText(),
+                    timeout=20_000)
+    release.set()
+    qtbot.wait(300)  # the first week's answer arrives now, and is dropped
+    assert "weekly report, 2026-W46" in page.view.toPlainText() and page.data.week_label == "2026-W46"
+    assert page.export_button.isEnabled()
