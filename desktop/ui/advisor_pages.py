@@ -175,17 +175,59 @@ class RecommendationCard(QFrame):
         return plot
 
 
-class AdvisorPage(QWidget):
-    """Recommendation cards, most severe first; dismissed and snoozed ones hidden unless asked for."""
+class _AdvicePage(QWidget):
+    """A page drawn from the advice, read on a worker thread when first shown or refreshed."""
 
-    def __init__(self, source: AdviceSource, state: AdviceState, theme: Theme = DARK) -> None:
+    LOADING_TEXT = "Reading the history..."
+
+    def __init__(self, source: AdviceSource) -> None:
         super().__init__()
         self.source = source
+        self.advice: Advice | None = None
+        self.loader = Loader(self)
+
+    @property
+    def loading(self) -> bool:
+        return self.loader.busy
+
+    def page_shown(self) -> None:
+        if self.advice is None and not self.loading:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Read the history and compute the advice on a worker thread; ``set_advice`` follows here."""
+        self.loading_changed(True)
+        self.show_status(self.LOADING_TEXT)
+        self.loader.run(self.source, self._loaded, self._failed)
+
+    def _loaded(self, advice: Advice | None) -> None:
+        self.loading_changed(False)
+        self.set_advice(advice)
+
+    def _failed(self, error: str) -> None:
+        self.loading_changed(False)
+        self.show_status(f"Could not read the history: {error}")
+
+    def loading_changed(self, loading: bool) -> None:
+        """Called as a read starts and ends (e.g. to disable a Refresh button meanwhile)."""
+
+    def show_status(self, text: str) -> None:
+        raise NotImplementedError
+
+    def set_advice(self, advice: Advice | None) -> None:
+        raise NotImplementedError
+
+
+class AdvisorPage(_AdvicePage):
+    """Recommendation cards, most severe first; dismissed and snoozed ones hidden unless asked for."""
+
+    LOADING_TEXT = "Reading the history and working out the advice..."
+
+    def __init__(self, source: AdviceSource, state: AdviceState, theme: Theme = DARK) -> None:
+        super().__init__(source)
         self.state = state
         self.theme = theme
-        self.advice: Advice | None = None
         self.cards: list[RecommendationCard] = []
-        self.loader = Loader(self)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.header = _plain("No advice loaded yet.")
@@ -205,26 +247,13 @@ class AdvisorPage(QWidget):
         scroll.setWidget(self._list)
         layout.addWidget(scroll, 1)
 
-    @property
-    def loading(self) -> bool:
-        return self.loader.busy
+    def show_status(self, text: str) -> None:
+        self.header.setText(text)
 
-    def page_shown(self) -> None:
-        if self.advice is None and not self.loading:
-            self.refresh()
-
-    def refresh(self) -> None:
-        """Read the history and advise on a worker thread; the cards follow when it is done."""
-        self.header.setText("Reading the history and working out the advice...")
-        self.refresh_button.setEnabled(False)
-        self.loader.run(self.source, self.set_advice, self._failed)
-
-    def _failed(self, error: str) -> None:
-        self.refresh_button.setEnabled(True)
-        self.header.setText(f"Could not read the history: {error}")
+    def loading_changed(self, loading: bool) -> None:
+        self.refresh_button.setEnabled(not loading)
 
     def set_advice(self, advice: Advice | None) -> None:
-        self.refresh_button.setEnabled(True)
         self.advice = advice
         self._rebuild()
 
@@ -277,8 +306,10 @@ class AdvisorPage(QWidget):
         self._rebuild()
 
 
-class CostsPage(QWidget):
+class CostsPage(_AdvicePage):
     """Own vs rent: inputs, the comparison table and the break-even chart, recomputed as inputs change."""
+
+    LOADING_TEXT = "Reading the busy hours and energy from the history..."
 
     costs_changed = Signal(object)  # CostSettings, for the app to save
 
@@ -287,14 +318,11 @@ class CostsPage(QWidget):
 
     def __init__(self, source: AdviceSource, costs: CostSettings, theme: Theme = DARK,
                  offers: list[Any] | None = None, specs: list[Any] | None = None) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.theme = theme
         self.offers = load_cloud_offers() if offers is None else offers
         self.specs = load_gpu_specs() if specs is None else specs
-        self.advice: Advice | None = None
         self.comparison: CostComparison | None = None
-        self.loader = Loader(self)
         self.currency = costs.currency
         layout = QVBoxLayout(self)
         form = QFormLayout()
@@ -328,21 +356,8 @@ class CostsPage(QWidget):
             box.valueChanged.connect(self._inputs_changed)
         self.gpu_combo.currentIndexChanged.connect(lambda _: self.recompute())
 
-    @property
-    def loading(self) -> bool:
-        return self.loader.busy
-
-    def page_shown(self) -> None:
-        if self.advice is None and not self.loading:
-            self.refresh()
-
-    def refresh(self) -> None:
-        """Read the measured usage from the history on a worker thread, then compare."""
-        self.summary.setText("Reading the busy hours and energy from the history...")
-        self.loader.run(self.source, self.set_advice, self._failed)
-
-    def _failed(self, error: str) -> None:
-        self.summary.setText(f"Could not read the history: {error}")
+    def show_status(self, text: str) -> None:
+        self.summary.setText(text)
 
     def set_advice(self, advice: Advice | None) -> None:
         self.advice = advice
