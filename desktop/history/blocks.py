@@ -13,7 +13,8 @@ tables and remain the truth; a day without a usable block is read from its table
   packed again after the rollups have caught up.
 - ``trim`` follows retention: blocks of days before the cut go; the day holding the cut is
   packed again from the rows left.
-- ``fetch`` reads a time range like ``codec.fetch_columns``, blocks where they exist.
+- ``fetch`` reads a time range of any rollup or process table like ``codec.fetch_columns``,
+  blocks where they exist.
 """
 
 from __future__ import annotations
@@ -52,10 +53,17 @@ class Source:
     order_by: str
 
 
+#: The packed tables.
 SOURCES: dict[str, Source] = {
     "gpu_minute": Source("gpu_minute", True, 1, "ts"),
     "host_minute": Source("host_minute", False, 1, "ts"),
     "process_samples": Source("process_samples", False, 1000, "ts, gpu, pid"),
+}
+#: Every table ``fetch`` reads; the hour tables are small enough to read row by row.
+TABLES: dict[str, Source] = {
+    **SOURCES,
+    "gpu_hour": Source("gpu_hour", True, 1, "ts"),
+    "host_hour": Source("host_hour", False, 1, "ts"),
 }
 
 
@@ -126,9 +134,8 @@ def _first_day_with_rows(store: HistoryStore, from_day: int) -> int | None:
     for source in SOURCES.values():
         lo = from_day * DAY_S * source.ts_per_s
         for gpu_id in _gpu_ids(store, source):
-            where = f"{'gpu = ? AND ' if source.per_gpu else ''}ts >= ?"
-            params = (gpu_id, lo) if source.per_gpu else (lo,)
-            row = store.conn.execute(f"SELECT min(ts) FROM {source.table} WHERE {where}", params).fetchone()
+            row = store.conn.execute(f"SELECT min(ts) FROM {_where(source)}",
+                                     _params(source, gpu_id, lo, 2**62)).fetchone()
             if row[0] is not None:
                 lows.append(int(row[0]) // (DAY_S * source.ts_per_s))
     return min(lows) if lows else None
@@ -138,10 +145,10 @@ def build(store: HistoryStore, until_s: float) -> int:
     """Pack every whole day before ``until_s`` not packed yet, a day per transaction; returns blocks written."""
     end_day = math.floor(until_s / DAY_S)
     marker = store.meta(MARKER)
-    day = math.floor(float(marker) / DAY_S) if marker is not None else None
+    day = math.floor(float(marker) / DAY_S) if marker is not None else -(2**30)
     written = 0
     while True:
-        following = _first_day_with_rows(store, day if day is not None else -(2**30))
+        following = _first_day_with_rows(store, day)
         if following is None or following >= end_day:
             break
         day = following
@@ -178,14 +185,18 @@ def trim(store: HistoryStore, tables: Collection[str], cut_s: float) -> None:
 
 def fetch(store: HistoryStore, table: str, columns: Sequence[str], lo: int, hi: int, *, gpu_id: int = 0,
           not_null: Collection[str] = ("ts",)) -> FloatArray:
-    """Rows of ``table`` (one of SOURCES) with ``lo <= ts < hi`` (its units) as float64, NULL as NaN.
+    """Rows of ``table`` (one of TABLES) with ``lo <= ts < hi`` (its units) as float64, NULL as NaN.
 
-    ``columns`` starts with ``ts``. Days with a block that holds every column asked for are
-    decoded from it; the other days are read from the table, consecutive ones in one query.
+    ``columns`` starts with ``ts``. In a packed table, days with a block that holds every column
+    asked for are decoded from it; the other days are read from the table, consecutive ones in
+    one query.
     """
-    source = SOURCES[table]
+    source = TABLES[table]
     if hi <= lo:
         return np.empty((0, len(columns)), dtype=np.float64)
+    if table not in SOURCES:
+        return fetch_columns(store.conn, columns, _where(source), _params(source, gpu_id, lo, hi), source.order_by,
+                             not_null=not_null)
     units = DAY_S * source.ts_per_s
     first, last = lo // units, (hi - 1) // units
     found = {day: (rows, names.split(","), data) for day, rows, names, data in store.conn.execute(

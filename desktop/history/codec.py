@@ -123,13 +123,6 @@ def int_column(values: npt.ArrayLike, scale: int) -> list[int | None]:
     return obj.tolist()  # type: ignore[no-any-return]
 
 
-def rows_to_array(rows: list[tuple[Any, ...]], width: int) -> FloatArray:
-    """Fetched rows as a float64 matrix; SQL NULL becomes NaN."""
-    if not rows:
-        return np.empty((0, width), dtype=np.float64)
-    return np.array(rows, dtype=np.float64)
-
-
 def is_corruption(exc: sqlite3.DatabaseError) -> bool:
     """SQLITE_CORRUPT / SQLITE_NOTADB: the file itself is damaged (not busy, not read-only)."""
     name = getattr(exc, "sqlite_errorname", "") or ""

@@ -89,6 +89,16 @@ def read_host_raw(store: HistoryStore, start_s: float, end_s: float) -> tuple[np
     return time_s, cols
 
 
+def read_host_rollup(store: HistoryStore, table: str, start_s: float,
+                     end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Host rollup rows (``host_minute`` / ``host_hour``) in [start_s, end_s), unscaled, with ``dur_s``."""
+    names = rollup_math.HOST_ROLLUP_COLUMNS
+    arr = blocks.fetch(store, table, ["ts", *names], int(np.floor(start_s)), int(np.ceil(end_s)))
+    cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
+            for i, n in enumerate(names)}
+    return arr[:, 0].copy(), cols
+
+
 def host_rows(store: HistoryStore, start_s: float, end_s: float,
               resolution: Resolution) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     if resolution == "raw":
@@ -96,16 +106,7 @@ def host_rows(store: HistoryStore, start_s: float, end_s: float,
     table = "host_minute" if resolution == "minute" else "host_hour"
     bucket_s = 60 if resolution == "minute" else 3600
     start_s = float(np.floor(start_s / bucket_s) * bucket_s)
-    names = rollup_math.HOST_ROLLUP_COLUMNS
-    lo, hi = int(np.floor(start_s)), int(np.ceil(end_s))
-    if table in blocks.SOURCES:
-        arr = blocks.fetch(store, table, ["ts", *names], lo, hi)
-    else:
-        arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE ts >= ? AND ts < ?", (lo, hi), "ts",
-                            not_null=("ts",))
-    time_s = arr[:, 0].copy()
-    cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
-            for i, n in enumerate(names)}
+    time_s, cols = read_host_rollup(store, table, start_s, end_s)
     until = float(store.meta("rollup_minute_until") or "-inf")
     tail_start = max(start_s, until, float(time_s[-1]) + bucket_s if len(time_s) else start_s)
     if tail_start < end_s:

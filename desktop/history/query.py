@@ -70,12 +70,7 @@ def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
 def read_rollup(store: HistoryStore, table: str, gpu_id: int, start_s: float, end_s: float, *,
                 names: Sequence[str] = rollup_math.ROLLUP_COLUMNS) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Rollup rows in [start_s, end_s), unscaled, named as ``rollup_math`` names them."""
-    lo, hi = int(np.floor(start_s)), int(np.ceil(end_s))
-    if table in blocks.SOURCES:
-        arr = blocks.fetch(store, table, ["ts", *names], lo, hi, gpu_id=gpu_id)
-    else:
-        arr = fetch_columns(store.conn, ["ts", *names], f"{table} WHERE gpu = ? AND ts >= ? AND ts < ?",
-                            (gpu_id, lo, hi), "ts", not_null=("ts",))
+    arr = blocks.fetch(store, table, ["ts", *names], int(np.floor(start_s)), int(np.ceil(end_s)), gpu_id=gpu_id)
     return arr[:, 0].copy(), rollup_math.unscale({n: arr[:, i + 1] for i, n in enumerate(names)})
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from desktop.config import RetentionSettings
 from desktop.history import blocks, codec, rollup_math
-from desktop.history.frames import read_host_raw
+from desktop.history.frames import read_host_raw, read_host_rollup
 from desktop.history.query import read_raw, read_rollup
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GPU_METRIC_NAMES
@@ -96,13 +96,8 @@ def _roll_hours(store: HistoryStore, start_s: float, end_s: float) -> None:
         time_s, cols = read_rollup(store, "gpu_minute", gid, start_s, end_s)
         bt, bc = rollup_math.aggregate(time_s, cols, 3600)
         _insert(store, "gpu_hour", gid, bt, rollup_math.to_table(bc))
-    names = rollup_math.HOST_ROLLUP_COLUMNS
-    rows = store.conn.execute(f"SELECT ts, {', '.join(names)} FROM host_minute WHERE ts >= ? AND ts < ? ORDER BY ts",
-                              (int(start_s), int(end_s))).fetchall()
-    arr = codec.rows_to_array(rows, 1 + len(names))
-    host = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
-            for i, n in enumerate(names)}
-    bt, bc = rollup_math.aggregate(arr[:, 0], host, 3600)
+    time_s, host = read_host_rollup(store, "host_minute", start_s, end_s)
+    bt, bc = rollup_math.aggregate(time_s, host, 3600)
     _insert(store, "host_hour", None, bt, _host_table_cols(bc))
 
 
