@@ -18,6 +18,7 @@ from desktop import exporter
 from desktop.cli import build_parser
 from desktop.errors import UserError
 from desktop.exporter import SnapshotCollector, parse_listen, start_exporter
+from desktop.history.store import HistoryStore
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuReading, GpuSample, Snapshot, SourceInfo
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
@@ -251,8 +252,6 @@ def test_serve_main_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.M
 
 
 def test_last_stress_is_read_from_the_history_at_start(tmp_path: Path) -> None:
-    HistoryStore = pytest.importorskip("desktop.history.store").HistoryStore
-
     db = tmp_path / "history.sqlite"
     assert exporter.load_last_stress(db) is None  # no database yet: nothing, no error
     older = StressResult(run_id=0, started_s=100.0, ended_s=200.0, gpu_uuid="GPU-X", gpu_name="RTX",
@@ -276,8 +275,6 @@ def test_serve_main_user_mistakes(interval: float, simulate: str, message: str) 
 
 
 def test_handle_follows_new_stress_runs(tmp_path: Path) -> None:
-    HistoryStore = pytest.importorskip("desktop.history.store").HistoryStore
-
     db = tmp_path / "history.sqlite"
     first = StressResult(run_id=0, started_s=100.0, ended_s=200.0, gpu_uuid="GPU-X", gpu_name="RTX",
                          workload="gemm", dtype="bf16", unit="TFLOP/s", peak_throughput=80.0,

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+from desktop.history.store import HistoryStore
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from desktop.ui.recording import Recording, open_recording
 from tests.unit.ui.conftest import FakeClock
-
-store_mod = pytest.importorskip("desktop.history.store")
 
 START_S = 1_790_000_000.0
 
@@ -25,7 +23,7 @@ def write_history(path, minutes: float, end_s: float) -> None:
     while clock.now_s < end_s - 1:
         clock.now_s += 1.0
         snaps.append(sampler.tick())
-    store = store_mod.HistoryStore.open(path)
+    store = HistoryStore.open(path)
     try:
         store.write_snapshots(snaps)
     finally:
@@ -35,7 +33,7 @@ def write_history(path, minutes: float, end_s: float) -> None:
 def test_the_1_h_window_fills_from_history(make_app, tmp_path):
     db = tmp_path / "history.sqlite"
     write_history(db, minutes=50, end_s=START_S)
-    store = store_mod.HistoryStore.open(db, readonly=True)
+    store = HistoryStore.open(db, readonly=True)
     h = make_app(recording=Recording("reading", "test", store=store), clock=FakeClock(start_s=START_S))
     h.app.window.show()
     h.tick(30)  # 30 s of live data: the ring buffer covers only the end of the hour
@@ -96,7 +94,7 @@ def test_recording_writes_snapshots_and_alert_events(make_app, tmp_path):
     rec.add_event(START_S, "alert.temperature", "hot", "GPU-x")
     assert rec.writer.flush(timeout_s=10)
     rec.close()
-    store = store_mod.HistoryStore.open(db, readonly=True)
+    store = HistoryStore.open(db, readonly=True)
     try:
         assert store.counts()["gpu_samples"] >= 3
         assert any(e.kind == "alert.temperature" for e in store.events(0, 2e9))
