@@ -231,7 +231,7 @@ def advise_main(args: argparse.Namespace) -> int:
         print(f"settings: {key}: {message}", file=sys.stderr)
     store = open_history(args.db)
     try:
-        frame = load_recent_frame(store, args.days)
+        frame = load_recent_frame(store, args.days, getattr(args, "now_s", None))
     finally:
         store.close()
     advice = compute_advice(frame, settings)

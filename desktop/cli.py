@@ -12,6 +12,7 @@ import argparse
 import importlib
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -154,7 +155,9 @@ def _attach_relative_times(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, now_s: float | None = None) -> int:
+    """Run one command. ``now_s`` is "now" for every default that depends on it (the last full
+    week, the last 24 h): tests pass a fixed instant so their expectations hold on any date."""
     parser = build_parser()
     argv = _attach_relative_times(argv if argv is not None else sys.argv[1:])
     args = parser.parse_args(argv)
@@ -162,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     if args.command is None:
         args = parser.parse_args(["gui", *(argv if argv is not None else sys.argv[1:])])
+    args.now_s = time.time() if now_s is None else now_s
     handler = _resolve(args.target)
     try:
         return handler(args)

@@ -8,7 +8,6 @@ import json
 import math
 import re
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,7 +82,7 @@ def import_main(args: argparse.Namespace) -> int:
                 continue
             imported = import_result(store, result) if result.series else 0
             reports.append(_import_report(file, result, imported))
-        run_rollups(store, time.time())
+        run_rollups(store, args.now_s)
     if args.json:
         print(json.dumps({"db": str(path), "files": reports}, indent=2))
     else:
@@ -125,7 +124,7 @@ def export_main(args: argparse.Namespace) -> int:
         return serve_main(args)
     from desktop.history.store import HistoryStore
 
-    now = time.time()
+    now = args.now_s
     start = parse_time(args.from_, now) if args.from_ else now - 86400.0
     end = parse_time(args.to, now) if args.to else now
     if end <= start:

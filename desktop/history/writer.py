@@ -61,10 +61,12 @@ class HistoryWriter:
 
     def __init__(self, store_path: Path, flush_interval_s: float = 5.0, max_buffer: int = DEFAULT_MAX_BUFFER,
                  *, lock: bool = True, maintenance_period_s: float | None = MAINTENANCE_PERIOD_S,
-                 retention: RetentionSettings | None = None) -> None:
+                 retention: RetentionSettings | None = None, clock: Callable[[], float] = time.time) -> None:
         """``maintenance_period_s``: run rollups and retention that often on the writer thread (None: the
-        owner does, as the recorder does on its own clock); ``retention`` None = the user's settings."""
+        owner does, as the recorder does on its own clock); ``retention`` None = the user's settings;
+        ``clock`` is "now" for rollups and retention (tests pass a fixed one)."""
         self.store_path = Path(store_path)
+        self._clock = clock
         self.maintenance_period_s = maintenance_period_s
         self.retention = retention
         self.flush_interval_s = flush_interval_s
@@ -218,7 +220,7 @@ class HistoryWriter:
         assert self._store is not None
         retention = self.retention or config.load()[0].retention  # picks up changes made in Settings
         try:
-            maintain(self._store, retention, time.time())
+            maintain(self._store, retention, self._clock())
         except Exception as exc:  # logged; the writer thread goes on writing
             if not (isinstance(exc, sqlite3.Error) and self._note_failure(exc)):
                 log.exception("history: rollups or retention failed")

@@ -267,10 +267,10 @@ def main(args: argparse.Namespace) -> int:
     tz = SystemLocalTime()
     store = open_history(args.db)
     try:
-        label, frame, previous, notes = load_week(store, args.week, tz, time.time())
+        label, frame, previous, notes = load_week(store, args.week, tz, args.now_s)
     finally:
         store.close()
-    data = build_report(frame, previous, settings, tz, label, notes=notes)
+    data = build_report(frame, previous, settings, tz, label, now_s=args.now_s, notes=notes)
     try:
         if fmt == "json":
             output.write_text(to_json(data), encoding="utf-8")

@@ -134,14 +134,12 @@ def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None
 
 
 def test_the_writer_rolls_up_and_applies_retention_by_itself(tmp_path: Path) -> None:
-    import time
-
     from desktop.config import RetentionSettings
 
-    now = time.time()
+    now = 1_790_000_000.0  # a fixed instant, handed to the writer as its clock
     path = tmp_path / "h.sqlite"
     writer = HistoryWriter(path, flush_interval_s=3600, maintenance_period_s=1e-9,
-                           retention=RetentionSettings(raw_days=1, minute_days=2))
+                           retention=RetentionSettings(raw_days=1, minute_days=2), clock=lambda: now)
     with writer:
         for i in range(0, 3 * 86400, 600):  # three days, every ten minutes
             writer.submit(snapshot(now - 3 * 86400 + i))

@@ -128,10 +128,16 @@ def test_default_week_is_the_last_full_week_or_the_newest_with_data(two_week_db:
         assert label == "2026-W47" and "newest week with data" in notes[0]
 
 
-def test_report_cli_default_week_and_errors(two_week_db: Path, tmp_path: Path, capsys) -> None:
+def test_report_cli_default_week_and_errors(two_week_db: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
     out = tmp_path / "r.json"
-    assert cli.main(["report", "--db", str(two_week_db), "--format", "json", "-o", str(out)]) == 0
-    assert json.loads(out.read_text())["week"] == "2026-W47"
+    # "now" is passed in: the default week (the last full one) must not depend on today's date.
+    wednesday_after = DEMO_WEEK_START_S + 9 * 86400
+    assert cli.main(["report", "--db", str(two_week_db), "--format", "json", "-o", str(out)],
+                    now_s=wednesday_after) == 0
+    report = json.loads(out.read_text())
+    assert report["week"] == "2026-W47"
+    assert report["generated_s"] == wednesday_after
     assert cli.main(["report", "--db", str(two_week_db), "--week", "2020-W01", "--format", "json",
                      "-o", str(out)]) == 2
     assert "no history recorded in 2020-W01" in capsys.readouterr().err
