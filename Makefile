@@ -7,13 +7,35 @@ BIN    := $(VENV)/bin
 # NVIDIA GPU, `make run TORCH_SPEC=torch` lets pip choose the CUDA build instead.
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+# Debian packages Qt needs to open a window on X11: the PySide6 wheel's xcb platform plugin
+# (libqxcb.so) loads these, and a fresh Debian/Ubuntu lacks several (libxcb-icccm4,
+# libxcb-keysyms1, libxcb-cursor0, ...). desktop/ui/platform_check.py maps each library to its
+# package; tests/unit/ui/test_platform_check.py keeps this list in step with the wheel.
+# (libglib2.0-0 is left out: PySide6 cannot even be imported without it, and on Ubuntu 24.04
+# it is a virtual package that `dpkg -s` never finds.)
+XCB_PACKAGES := libxcb1 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 \
+                libxcb-render0 libxcb-render-util0 libxcb-shape0 libxcb-shm0 libxcb-sync1 libxcb-util1 \
+                libxcb-xfixes0 libxcb-xkb1 libxkbcommon0 libxkbcommon-x11-0 libx11-6 libx11-xcb1 \
+                libegl1 libgl1 libfontconfig1 libfreetype6 libdbus-1-3
 # Debian packages the integration tests use (a real Prometheus server, packaging
-# validators, PDF rendering, a virtual X screen).
+# validators, PDF rendering, a virtual X screen with a window on it and a screenshot of it).
 DEB_PACKAGES := prometheus desktop-file-utils appstream systemd poppler-utils xvfb xauth \
-                libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3
+                x11-utils imagemagick $(XCB_PACKAGES)
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: run test bench lint sysdeps screenshots demo clean
+.PHONY: run test bench lint sysdeps xcb-deps device-check screenshots demo clean
+
+# Installs the Debian packages in $(1) that are missing, where apt-get can be used (CI runs
+# as root); elsewhere prints the apt-get command and $(2). Nothing to do off Debian/Ubuntu.
+define install_debs
+	@command -v dpkg >/dev/null 2>&1 || exit 0; \
+	missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "note: missing Debian packages:$$missing ($(2)); install them with: sudo apt-get install$$missing"; fi; \
+	fi
+endef
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Rigscope needs Python 3.11 or newer")'
@@ -23,21 +45,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,stress]"
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) xcb-deps
 	QT_QPA_PLATFORM= $(BIN)/rigscope
 
-# Installs the Debian packages the integration tests need when they are missing and
-# apt-get can be used (CI runs as root); elsewhere those tests say what to install.
+# The libraries Qt's X11 plugin needs for the window (without them `rigscope gui` says which
+# packages to install and exits 2).
+xcb-deps:
+	$(call install_debs,$(XCB_PACKAGES),the window cannot open on X11 without them)
+
+# The Debian packages the integration tests need; where they cannot be installed, those
+# tests say what to install (and are skipped; in CI, where $CI is set, they fail).
 sysdeps:
-	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	  else echo "note: missing Debian packages:$$missing (integration tests that need them will be skipped)"; fi; \
-	fi
+	$(call install_debs,$(DEB_PACKAGES),integration tests that need them will be skipped)
 
 lint: $(STAMP)
-	$(BIN)/ruff check desktop advisor tests
+	$(BIN)/ruff check desktop advisor tests tools
 	$(BIN)/mypy desktop advisor
 	$(BIN)/lint-imports
 
@@ -53,6 +75,13 @@ screenshots: $(STAMP)
 	$(BIN)/python -m desktop.ui.screenshots resources/screenshots
 	RIGSCOPE_SCREENSHOTS=resources/screenshots $(BIN)/python -m pytest -q \
 	  tests/unit/ui/test_stress_page.py -k one_click_sustained
+
+# On a machine with an NVIDIA GPU (and a CUDA build of PyTorch: `make device-check
+# TORCH_SPEC=torch` on a fresh .venv), in under 8 minutes: doctor, 30 s of samples and a
+# 1-minute stress test of each workload, saved under tests/fixtures/real/<gpu> for the
+# driver-level NVML stand-in to replay. Exit 2, saying why, where there is no GPU.
+device-check: $(STAMP)
+	$(BIN)/python tools/device_check.py --out tests/fixtures/real
 
 demo: $(STAMP)
 	$(BIN)/rigscope demo

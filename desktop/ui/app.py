@@ -30,6 +30,7 @@ from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
 from desktop.telemetry.simulated import SimulatedBackend
+from desktop.ui import platform_check
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
@@ -263,6 +264,9 @@ class RigscopeApp(QObject):
 
 def main(args: argparse.Namespace) -> int:
     """`rigscope` / `rigscope gui`: open the window (args.simulate, args.db)."""
+    # Qt aborts the process when its platform plugin cannot load; say what to install instead.
+    if (problem := platform_check.xcb_problem()) is not None:
+        raise UserError(problem)
     try:
         backend = open_gpu_backend(getattr(args, "simulate", None))
     except ValueError as exc:
