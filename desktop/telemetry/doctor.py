@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import importlib.metadata
 import json
@@ -13,7 +14,7 @@ import time
 from typing import Any
 
 from desktop.telemetry.backend import GpuBackend
-from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME, DeviceState
+from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME, DeviceState, GpuInfo, GpuSample
 from desktop.telemetry.sampler import DEFAULT_REINIT_PERIOD_S, open_gpu_backend
 
 
@@ -35,10 +36,14 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
     source = backend.source
     readings = {r.info.index: r for r in backend.sample(time.time())}
     gpus = []
+    errors_of = getattr(backend, "metric_errors", None)  # NVML only: the simulated GPU has no failing sensor
+    mig_of = getattr(backend, "mig_instances", None)
     for info in backend.devices():
         reading = readings.get(info.index)
         lost = reading is not None and reading.state is DeviceState.LOST
         supported = backend.supported_metrics(info.index)
+        sample = reading.sample if reading is not None else None
+        mig = [dataclasses.asdict(m) for m in mig_of(info.index)] if mig_of is not None else []
         gpus.append({
             "index": info.index,
             "name": info.name,
@@ -54,9 +59,17 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
             "power_limit_range_w": [info.power_limit_min_w, info.power_limit_max_w],
             "power_limit_settable": info.power_limit_settable,
             "sm_clock_max_mhz": info.sm_clock_max_mhz,
+            "temperature_c": sample.temperature_c if sample is not None else None,
             "temp_slowdown_c": info.temp_slowdown_c,
+            "temp_shutdown_c": info.temp_shutdown_c,
+            "temp_max_operating_c": info.temp_max_operating_c,
+            "temp_thresholds_relative": info.temp_thresholds_relative,
+            "slowdown_headroom_c": slowdown_headroom_c(info, sample),
             "vbios_version": info.vbios_version,
             "metrics": {name: bool(supported.get(name)) for name in GPU_METRIC_NAMES},
+            "metric_errors": dict(errors_of(info.index)) if errors_of is not None else {},
+            "mig_enabled": info.mig_enabled,
+            "mig_instances": [{**m, "pids": list(m["pids"])} for m in mig],
             "lost": lost,
         })
     first = backend.devices()[0] if backend.devices() else None
@@ -74,6 +87,13 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
         "permissions": _permissions([] if source.simulated else gpus),
         "fallback": _fallback(backend, gpus, simulate_requested),
     }
+
+
+def slowdown_headroom_c(info: GpuInfo, sample: GpuSample | None) -> float | None:
+    """Degrees left before the GPU's slowdown temperature (absolute on every GPU), or None."""
+    if sample is None or sample.temperature_c is None or info.temp_slowdown_c is None:
+        return None
+    return info.temp_slowdown_c - sample.temperature_c
 
 
 def _package_version(name: str) -> str | None:
@@ -143,6 +163,12 @@ def _yes_no(value: Any) -> str:
     return str(value)
 
 
+def _threshold(gpu: dict[str, Any], key: str) -> str:
+    """An absolute threshold, marked where the GPU gave it relative to its thermal limit."""
+    text = _yes_no(gpu[key])
+    return f"{text} (from T.Limit)" if gpu[key] is not None and gpu["temp_thresholds_relative"] else text
+
+
 def render(report: dict[str, Any]) -> str:
     lines = ["Rigscope doctor", ""]
     fallback = report["fallback"]
@@ -171,13 +197,35 @@ def render(report: dict[str, Any]) -> str:
         rows.append(("power limit W", *(_yes_no(g["power_limit_w"]) for g in gpus)))
         rows.append(("limit settable", *(_yes_no(g["power_limit_settable"]) for g in gpus)))
         rows.append(("PCI bus", *(g["pci_bus_id"] or "n/a" for g in gpus)))
+        rows.append(("temperature °C", *(_yes_no(g["temperature_c"]) for g in gpus)))
+        rows.append(("slowdown °C", *(_threshold(g, "temp_slowdown_c") for g in gpus)))
+        rows.append(("headroom to slowdown °C", *(_yes_no(g["slowdown_headroom_c"]) for g in gpus)))
+        rows.append(("max operating °C", *(_threshold(g, "temp_max_operating_c") for g in gpus)))
+        rows.append(("shutdown °C", *(_threshold(g, "temp_shutdown_c") for g in gpus)))
+        rows.append(("MIG", *(_yes_no(g["mig_enabled"]) for g in gpus)))
         lines += ["GPUs", text_table(rows), "", "Supported metrics"]
         metric_rows: list[tuple[str, ...]] = [header]
         for name in GPU_METRIC_NAMES:
             metric = METRICS_BY_NAME[name]
             label = f"{metric.label} ({metric.unit})" if metric.unit and metric.unit != "mask" else metric.label
-            metric_rows.append((label, *("yes" if g["metrics"][name] else "no" for g in gpus)))
+            # A failing sensor is "ERR!" as nvidia-smi writes it: supported, but erring now.
+            metric_rows.append((label, *("ERR!" if name in g["metric_errors"] else "yes" if g["metrics"][name]
+                                         else "no" for g in gpus)))
         lines += [text_table(metric_rows), ""]
+        for g in gpus:
+            for name, error in g["metric_errors"].items():
+                lines.append(f"GPU {g['index']} {METRICS_BY_NAME[name].label}: {error} (asked again later)")
+            if g["mig_instances"]:
+                lines.append(f"GPU {g['index']} MIG instances")
+                mig_rows: list[tuple[str, ...]] = [("", "name", "UUID", "GI/CI", "VRAM MiB used / total", "PIDs")]
+                for m in g["mig_instances"]:
+                    mig_rows.append((str(m["index"]), m["name"], m["uuid"] or "n/a",
+                                     f"{_yes_no(m['gpu_instance_id'])}/{_yes_no(m['compute_instance_id'])}",
+                                     f"{_yes_no(m['vram_used_mib'])} / {_yes_no(m['vram_total_mib'])}",
+                                     ", ".join(str(p) for p in m["pids"]) or "none"))
+                lines.append(text_table(mig_rows))
+        if any(g["metric_errors"] or g["mig_instances"] for g in gpus):
+            lines.append("")
     perms = report["permissions"]
     lines.append("Permissions")
     perm_rows: list[tuple[str, ...]] = []

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import psutil
 
@@ -19,6 +20,13 @@ from desktop.telemetry.model import GpuProcess, HostSample
 
 _MIB = 1024.0 * 1024.0
 _CPU_TEMP_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz")
+
+
+class _Details(NamedTuple):
+    name: str
+    user: str | None
+    cpu_pct: float | None
+    started_s: float
 
 
 class PsutilHost:
@@ -101,37 +109,50 @@ class PsutilHost:
         return float(battery.percent), (bool(battery.power_plugged) if battery.power_plugged is not None else None)
 
     def describe(self, processes: Sequence[GpuProcess]) -> list[GpuProcess]:
-        seen: set[int] = set()
+        # NVML lists a pid once per GPU it holds memory on. psutil's cpu_percent is "since the
+        # previous call", so it is read once per pid and tick and shared by all its entries; a
+        # second call right after the first would read ~0.
+        details: dict[int, _Details | None] = {}
         out = []
         for proc in processes:
-            seen.add(proc.pid)
-            handle = self._procs.get(proc.pid)
-            try:
-                if handle is None:
-                    handle = psutil.Process(proc.pid)
-                    handle.cpu_percent(interval=None)  # primes; the next tick gives a real figure
-                    self._procs[proc.pid] = handle
-                    cpu = None
-                else:
-                    cpu = float(handle.cpu_percent(interval=None))
-                with handle.oneshot():
-                    name = handle.name()
-                    try:
-                        user: str | None = handle.username()
-                    except (psutil.AccessDenied, KeyError):
-                        user = None
-                    started = float(handle.create_time())
-                out.append(replace(proc, name=name or proc.name, user=user or proc.user, cpu_pct=cpu,
-                                   started_s=started, own=bool(user and user == self._user)))
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                self._procs.pop(proc.pid, None)
-                out.append(proc)  # another PID namespace (containers) or just ended: keep what NVML said
-            except psutil.AccessDenied:
-                out.append(proc)
+            if proc.pid not in details:
+                details[proc.pid] = self._details(proc.pid)
+            found = details[proc.pid]
+            if found is None:
+                out.append(proc)  # another PID namespace (containers), just ended, or not ours to read
+                continue
+            out.append(replace(proc, name=found.name or proc.name, user=found.user or proc.user,
+                               cpu_pct=found.cpu_pct, started_s=found.started_s,
+                               own=bool(found.user and found.user == self._user)))
         for pid in list(self._procs):
-            if pid not in seen:
+            if pid not in details:
                 del self._procs[pid]
         return out
+
+    def _details(self, pid: int) -> _Details | None:
+        """Name, user, start and CPU % of one pid (None when psutil cannot read it)."""
+        handle = self._procs.get(pid)
+        try:
+            if handle is None:
+                handle = psutil.Process(pid)
+                handle.cpu_percent(interval=None)  # primes; the next tick gives a real figure
+                self._procs[pid] = handle
+                cpu = None
+            else:
+                cpu = float(handle.cpu_percent(interval=None))
+            with handle.oneshot():
+                name = handle.name()
+                try:
+                    user: str | None = handle.username()
+                except (psutil.AccessDenied, KeyError):
+                    user = None
+                started = float(handle.create_time())
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            self._procs.pop(pid, None)
+            return None
+        except psutil.AccessDenied:
+            return None
+        return _Details(name, user, cpu, started)
 
 
 def end_process(pid: int, timeout_s: float = 3.0) -> str | None:

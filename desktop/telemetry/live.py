@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desktop.errors import UserError
-from desktop.telemetry.doctor import text_table
+from desktop.telemetry.doctor import slowdown_headroom_c, text_table
 from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS, Snapshot, format_value
 from desktop.telemetry.sampler import Sampler, open_gpu_backend, open_host_backend
 
@@ -71,6 +71,9 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
         }
         for name in GPU_METRIC_NAMES:
             entry[name] = getattr(reading.sample, name) if reading.sample is not None else None
+        # Absolute °C on every GPU, also where NVML gave it relative to the thermal limit (Ada and newer).
+        entry["temp_slowdown_c"] = reading.info.temp_slowdown_c
+        entry["slowdown_headroom_c"] = slowdown_headroom_c(reading.info, reading.sample)
         gpus.append(entry)
     return {
         "time_s": snapshot.time_s,
@@ -102,6 +105,9 @@ def render(snapshot: Snapshot) -> str:
         digits = 1 if metric.unit in ("°C", "W") else 0
         rows.append((metric.label, *(format_value(metric, getattr(r.sample, metric.name), digits)
                                      if r.sample is not None else "n/a" for r in snapshot.gpus)))
+        if metric.name == "temperature_c":
+            headroom = (slowdown_headroom_c(r.info, r.sample) for r in snapshot.gpus)
+            rows.append(("to slowdown", *(f"{h:.0f} °C" if h is not None else "n/a" for h in headroom)))
     lines.append(text_table(rows))
     host = snapshot.host
     if host is not None:

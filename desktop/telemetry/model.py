@@ -75,6 +75,9 @@ class DeviceState(enum.Enum):
 
     OK = "ok"
     LOST = "lost"
+    #: The driver has put the GPU to sleep (runtime power management, laptops): not asked, so
+    #: that polling does not wake it. Not a fault: no alert, no reinit, no sample.
+    ASLEEP = "asleep"
 
 
 SourceKind = Literal["nvml", "simulated"]
@@ -112,6 +115,11 @@ class GpuInfo:
     mem_clock_max_mhz: float | None = None
     temp_slowdown_c: float | None = None
     temp_shutdown_c: float | None = None
+    #: Absolute °C; the platform may set it far below slowdown (an MX330 laptop: 57 °C).
+    temp_max_operating_c: float | None = None
+    #: True where the GPU gave its thresholds as offsets from its thermal limit (T.Limit: Ada,
+    #: Hopper, Blackwell); the three ``temp_*_c`` above are absolute °C either way.
+    temp_thresholds_relative: bool = False
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
     pci_bus_id: str | None = None
@@ -119,8 +127,24 @@ class GpuInfo:
     cuda_version: str | None = None
     vbios_version: str | None = None
     persistence_mode: bool | None = None
+    #: MIG mode on (the parent's utilization is then not available); None: not a MIG GPU / unknown.
+    mig_enabled: bool | None = None
     is_laptop: bool = False
     simulated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance of a GPU, with its memory and processes when asked (for `doctor`)."""
+
+    index: int
+    uuid: str
+    name: str
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    vram_total_mib: float | None = None
+    vram_used_mib: float | None = None
+    pids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +167,13 @@ class GpuSample:
     pcie_gen: int | None = None
     pcie_width: int | None = None
     pstate: int | None = None
+    # Seconds spent under each clock-event cause since this GPU's previous sample, from NVML's
+    # cumulative per-reason counters: exact, where a 1 Hz look at the reason bits misses short
+    # episodes. None on a GPU's first sample, where the driver keeps no counter, or after a reset.
+    clock_event_sw_power_cap_s: float | None = None
+    clock_event_sw_thermal_s: float | None = None
+    clock_event_hw_thermal_s: float | None = None
+    clock_event_hw_power_brake_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +280,23 @@ METRICS: Final[tuple[Metric, ...]] = (
     Metric("pcie_gen", "PCIe gen", "", "Current PCIe link generation", integer=True, max_field="pcie_gen_max"),
     Metric("pcie_width", "PCIe width", "lanes", "Current PCIe link width", integer=True, max_field="pcie_width_max"),
     Metric("pstate", "P-state", "", "Performance state (0 = fastest)", integer=True),
+    # Appended, never inserted: this order is the history database's column order.
+    Metric("clock_event_sw_power_cap_s", "Time power-capped", "s",
+           "Seconds under the SW power cap since the previous sample (NVML's counter)"),
+    Metric("clock_event_sw_thermal_s", "Time SW thermal", "s",
+           "Seconds under SW thermal slowdown since the previous sample (NVML's counter)"),
+    Metric("clock_event_hw_thermal_s", "Time HW thermal", "s",
+           "Seconds under HW thermal slowdown since the previous sample (NVML's counter)"),
+    Metric("clock_event_hw_power_brake_s", "Time power-braked", "s",
+           "Seconds under HW power brake slowdown since the previous sample (NVML's counter)"),
+)
+
+#: The per-cause time counters, each with the clock-event reason bit it counts.
+CLOCK_EVENT_COUNTERS: Final[tuple[tuple[str, ClockEventReason], ...]] = (
+    ("clock_event_sw_power_cap_s", ClockEventReason.SW_POWER_CAP),
+    ("clock_event_sw_thermal_s", ClockEventReason.SW_THERMAL_SLOWDOWN),
+    ("clock_event_hw_thermal_s", ClockEventReason.HW_THERMAL_SLOWDOWN),
+    ("clock_event_hw_power_brake_s", ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
 )
 
 METRICS_BY_NAME: Final[dict[str, Metric]] = {m.name: m for m in METRICS}

@@ -6,6 +6,7 @@ small; nothing here touches a driver.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Final
 
 from desktop.telemetry.model import GPU_METRIC_NAMES
@@ -17,7 +18,43 @@ FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
 FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
 FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
 FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
-TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
+# Time under each clock-event cause: cumulative nanosecond counters since the driver loaded.
+# SW power cap kept its perf-policy id (NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP =
+# NVML_FI_DEV_PERF_POLICY_POWER = 74); SW/HW thermal and HW power brake are 269-271 in the nvml.h
+# of nvidia-ml-py 13.x (an earlier header had them at 251-253, ids 13.x gives to power smoothing,
+# hence the plausibility check in nvml.py). Drivers before the "Clocks Event Reasons Counters"
+# (575) answer only the perf-policy fields 74-81, in ns like nvmlDeviceGetViolationStatus; of those,
+# PERF_POLICY_THERMAL (75) is the SW thermal counter under its older id. HW thermal and power brake
+# have no perf-policy counterpart.
+FIELD_SW_POWER_CAP_NS: Final = 74  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP
+FIELD_PERF_POLICY_THERMAL_NS: Final = 75  # NVML_FI_DEV_PERF_POLICY_THERMAL
+FIELD_SW_THERMAL_NS: Final = 269  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN
+FIELD_HW_THERMAL_NS: Final = 270  # NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN
+FIELD_HW_POWER_BRAKE_NS: Final = 271  # NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN
+#: Each per-cause time metric and its counter fields, newest first.
+COUNTER_FIELDS: Final[dict[str, tuple[int, ...]]] = {
+    "clock_event_sw_power_cap_s": (FIELD_SW_POWER_CAP_NS,),
+    "clock_event_sw_thermal_s": (FIELD_SW_THERMAL_NS, FIELD_PERF_POLICY_THERMAL_NS),
+    "clock_event_hw_thermal_s": (FIELD_HW_THERMAL_NS,),
+    "clock_event_hw_power_brake_s": (FIELD_HW_POWER_BRAKE_NS,),
+}
+COUNTER_FIELD_IDS: Final = frozenset(f for ids in COUNTER_FIELDS.values() for f in ids)
+TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES,
+                      FIELD_SW_POWER_CAP_NS, FIELD_SW_THERMAL_NS, FIELD_HW_THERMAL_NS, FIELD_HW_POWER_BRAKE_NS)
+#: A field asked in place of a tick field the GPU answered NotSupported (an older driver's id).
+FALLBACK_FIELDS: Final[dict[int, int]] = {FIELD_SW_THERMAL_NS: FIELD_PERF_POLICY_THERMAL_NS}
+
+
+def tick_fields(unsupported: Collection[str]) -> list[int]:
+    """The field ids to ask this tick: each tick field still answered, else its fallback while that is."""
+    out = []
+    for fid in TICK_FIELDS:
+        if f"field:{fid}" not in unsupported:
+            out.append(fid)
+        elif (older := FALLBACK_FIELDS.get(fid)) is not None and f"field:{older}" not in unsupported:
+            out.append(older)
+    return out
+
 
 # NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
 MISSING_CODES: Final = frozenset({
@@ -36,6 +73,16 @@ MISSING_CODES: Final = frozenset({
     30,  # RESET_TYPE_NOT_SUPPORTED
 })
 TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
+#: Codes that cost the whole GPU (LOST until its handle comes back); every other error costs only
+#: the metric asked for (UNKNOWN 999, OPERATING_SYSTEM 17, IRQ_ISSUE 11 on a failing sensor).
+LOST_CODES: Final = frozenset({
+    15,  # GPU_IS_LOST: fell off the bus
+    16,  # RESET_REQUIRED: nothing reads until the GPU is reset
+    28,  # GPU_NOT_FOUND
+    1,  # UNINITIALIZED: the NVML session is gone (renewed by reinit when every GPU is lost)
+    9,  # DRIVER_NOT_LOADED
+    18,  # LIB_RM_VERSION_MISMATCH: the driver was upgraded underneath
+})
 FUNCTION_NOT_FOUND: Final = 13
 
 #: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
@@ -56,6 +103,7 @@ METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
     "pcie_gen": ("pcie_gen",),
     "pcie_width": ("pcie_width",),
     "pstate": ("pstate",),
+    **{name: tuple(f"field:{fid}" for fid in ids) for name, ids in COUNTER_FIELDS.items()},
 }
 assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
 
@@ -124,3 +172,17 @@ def field_number(entry: Any) -> float | None:
     if member is None:
         return None
     return as_number(getattr(entry.value, member, None))
+
+
+#: A power reading this many times the board's highest limit is a bad reading, not a fact: an
+#: RTX 4090 Laptop has been seen answering ~593,000 mW at idle (REFERENCE.md, g-helper #5819),
+#: while real excursions stay near the limit (an H100 PCIe peaks at 456 W on 350 W, 1.3x).
+IMPLAUSIBLE_POWER_FACTOR: Final = 2.0
+
+
+def plausible_power_w(power_w: float | None, limit_max_w: float | None, limit_enforced_w: float | None) -> float | None:
+    """``power_w``, or None where it is far above every limit the board reports (a bogus scale)."""
+    limits = [w for w in (limit_max_w, limit_enforced_w) if w is not None and w > 0]
+    if power_w is None or not limits:
+        return power_w
+    return None if power_w > IMPLAUSIBLE_POWER_FACTOR * max(limits) else power_w

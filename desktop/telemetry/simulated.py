@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from desktop.paths import resource_path
 from desktop.telemetry.model import (
+    GPU_METRIC_NAMES,
     ClockEventReason,
     DeviceState,
     GpuInfo,
@@ -66,6 +67,7 @@ class GpuProfile:
     mem_clock_idle_mhz: float
     temp_slowdown_c: float
     temp_shutdown_c: float
+    temp_max_operating_c: float
     thermal_r_c_per_w: float
     thermal_tau_s: float
     pcie_gen_max: int
@@ -145,6 +147,14 @@ class _GpuState:
     reasons: int = int(ClockEventReason.GPU_IDLE)
     load: float = 0.0
     lost: bool = False
+    # Seconds under each throttle cause since the start, integrated step by step as NVML's
+    # per-reason counters are (power brake: never applied by this model, so always 0).
+    power_cap_s: float = 0.0
+    sw_thermal_s: float = 0.0
+    hw_thermal_s: float = 0.0
+    power_brake_s: float = 0.0
+    #: Those counters at the last ``reading`` (None before the first: no interval yet).
+    reported_s: tuple[float, float, float, float] | None = None
 
 
 class SimulatedGpuModel:
@@ -194,6 +204,12 @@ class SimulatedGpuModel:
         elif gpu.temp_c < p.temp_slowdown_c - 1.5 and gpu.thermal_cap < 1.0:
             gpu.thermal_cap = min(1.0, gpu.thermal_cap + 0.01 * dt)
         gpu.energy_mj += power * dt * 1000.0
+        if reasons & _POWER_CAP:
+            gpu.power_cap_s += dt
+        if reasons & _SW_THERMAL:
+            gpu.sw_thermal_s += dt
+        if reasons & _HW_THERMAL:
+            gpu.hw_thermal_s += dt
         gpu.power_w = power
         gpu.clock_mhz = clock
         gpu.reasons = reasons
@@ -247,6 +263,10 @@ class SimulatedGpuModel:
         if p.has_fan_reading:
             fan = float(round(min(100.0, max(30.0, 30.0 + (gpu.temp_c - 45.0) * 1.6))))
         pcie = demand.pcie_kib_s * (0.9 + 0.2 * noise())
+        counted = (gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s)
+        before, gpu.reported_s = gpu.reported_s, counted
+        held: tuple[float | None, ...] = ((None,) * 4 if before is None
+                                          else tuple(now - then for now, then in zip(counted, before, strict=True)))
         return GpuSample(
             util,
             float(round(min(100.0, util * demand.mem_util))),
@@ -264,6 +284,7 @@ class SimulatedGpuModel:
             p.pcie_gen_max if busy else 1,
             p.pcie_width_max,
             0 if busy else 8,
+            *held,
         )
 
     def processes(self, index: int) -> list[tuple[int, str, float]]:
@@ -284,6 +305,7 @@ class SimulatedGpuModel:
         times = start_s + interval_s * np.arange(1, n + 1, dtype=np.float64)
         load_l, temp_l, power_l, clock_l, reasons_l, energy_l = [], [], [], [], [], []
         vram_l, memu_l, pcie_l = [], [], []
+        counted_l = [(gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s)]
         demand_of = self.scenario.demand
         step = self._step
         t = gpu.time_s if gpu.time_s is not None else start_s
@@ -307,6 +329,7 @@ class SimulatedGpuModel:
             vram_l.append(demand.vram_mib)
             memu_l.append(demand.mem_util)
             pcie_l.append(demand.pcie_kib_s)
+            counted_l.append((gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s))
         gpu.time_s = t
         self._last_demand[index] = demand
         p = gpu.profile
@@ -337,6 +360,10 @@ class SimulatedGpuModel:
             "pcie_width": np.full(n, float(p.pcie_width_max)),
             "pstate": np.where(busy, 0.0, 8.0),
         }
+        held = np.diff(np.asarray(counted_l, dtype=np.float64), axis=0)
+        for i, name in enumerate(("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s",
+                                  "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")):
+            columns[name] = held[:, i]
         throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_max_mhz * load, 0.0)
         return Trace(time_s=times, columns=columns, throughput_tflops=throughput)
 
@@ -371,6 +398,9 @@ def profile_info(profile: GpuProfile, index: int) -> GpuInfo:
         mem_clock_max_mhz=profile.mem_clock_max_mhz,
         temp_slowdown_c=profile.temp_slowdown_c,
         temp_shutdown_c=profile.temp_shutdown_c,
+        temp_max_operating_c=profile.temp_max_operating_c,
+        # The real cards modelled give T.Limit offsets; the values above are their absolute form.
+        temp_thresholds_relative=True,
         pcie_gen_max=profile.pcie_gen_max,
         pcie_width_max=profile.pcie_width_max,
         pci_bus_id=f"00000000:{index + 1:02X}:00.0",
@@ -428,8 +458,9 @@ class SimulatedBackend:
         return out
 
     def supported_metrics(self, index: int) -> dict[str, bool]:
-        sample = self.model.reading(index)
-        return {name: getattr(sample, name) is not None for name in sample.__slots__}
+        # From the profile, not from a reading: a reading takes the counters' interval with it.
+        has_fan = self.model.profiles[index].has_fan_reading
+        return {name: has_fan or name != "fan_pct" for name in GPU_METRIC_NAMES}
 
     def reinit(self) -> None:
         for info in self._infos:

@@ -133,6 +133,8 @@ class GpuCard(QFrame):
     def _paint_badge(self) -> None:
         if self.state is DeviceState.LOST:
             text, colour = "LOST", self.theme.bad
+        elif self.state is DeviceState.ASLEEP:  # the driver powered it down to save battery: not a fault
+            text, colour = "ASLEEP", self.theme.muted
         elif self.info.simulated:
             text, colour = "SIMULATED", self.theme.warn
         else:

@@ -40,6 +40,9 @@ def tooltip_for(snap: Snapshot) -> str:
     parts = []
     for reading in snap.gpus:
         index = reading.info.index
+        if reading.state is DeviceState.ASLEEP:
+            parts.append(f"GPU {index}: asleep")
+            continue
         if reading.state is DeviceState.LOST or reading.sample is None:
             parts.append(f"GPU {index}: lost")
             continue

@@ -41,6 +41,19 @@ class FakeProcess:
 
 
 @dataclass
+class FakeMigInstance:
+    """One MIG instance (a MIG device handle under its parent)."""
+
+    name: str = "NVIDIA H100 80GB HBM3 MIG 3g.40gb"
+    uuid: str = ""
+    gpu_instance_id: int = 1
+    compute_instance_id: int = 0
+    memory_total_bytes: int = 40 * GIB
+    memory_used_bytes: int = 2 * GIB
+    processes: list[FakeProcess] = field(default_factory=list)
+
+
+@dataclass
 class FakeGpu:
     """One fake GPU's readings (NVML units: mW, mJ, bytes, KB/s)."""
 
@@ -61,6 +74,12 @@ class FakeGpu:
     fan_pct: int | None = None  # None: NotSupported, as on most laptops
     pstate: int = 0
     clock_event_reasons: int = 0x4
+    #: NVML's time under each clock-event cause since the driver loaded (ns): ``advance`` adds the
+    #: time its reason bit is set; a test adds an episode between two samples directly.
+    sw_power_cap_ns: int = 0
+    sw_thermal_ns: int = 0
+    hw_thermal_ns: int = 0
+    hw_power_brake_ns: int = 0
     pcie_tx_kb_s: int = 1200
     pcie_rx_kb_s: int = 3400
     pcie_tx_bytes: int = 10 * GIB
@@ -76,6 +95,18 @@ class FakeGpu:
     power_limit_settable: bool = False  # GeForce laptops refuse GetPowerManagementLimit
     temp_slowdown_c: int = 87
     temp_shutdown_c: int = 95
+    #: nvmlDeviceGetTemperatureThreshold(GPU_MAX), absolute; None: NotSupported.
+    temp_max_operating_c: int | None = None
+    #: "GPU T.Limit Temp": degrees left to the thermal limit (nvmlDeviceGetMarginTemperature); None: NotSupported.
+    temp_margin_c: int | None = None
+    #: Field values 193-196 (NVML_FI_DEV_TEMPERATURE_*_TLIMIT): offsets from the thermal limit; None: NotSupported.
+    tlimit_shutdown_c: int | None = None
+    tlimit_slowdown_c: int | None = None
+    tlimit_mem_max_c: int | None = None
+    tlimit_gpu_max_c: int | None = None
+    #: nvmlDeviceGetMigMode's current mode (0/1); None: NotSupported (GeForce).
+    mig_mode: int | None = None
+    mig_instances: list[FakeMigInstance] = field(default_factory=list)
     vbios: str = "95.03.1F.00.8B"
     persistence: int = 0
     processes: list[FakeProcess] = field(default_factory=list)
@@ -83,6 +114,8 @@ class FakeGpu:
     unsupported: set[str] = field(default_factory=set)
     #: Field ids whose entry in nvmlDeviceGetFieldValues answers NotSupported.
     unsupported_fields: set[int] = field(default_factory=set)
+    #: Field id -> the NVML error its entry answers (e.g. 999 UNKNOWN), on every call.
+    field_errors: dict[int, int] = field(default_factory=dict)
 
 
 def desktop_gpu(**changes: Any) -> FakeGpu:
@@ -94,12 +127,41 @@ def desktop_gpu(**changes: Any) -> FakeGpu:
     return FakeGpu(**base)  # type: ignore[arg-type]
 
 
-class _Handle:
-    __slots__ = ("generation", "index")
+def ada_desktop_gpu(**changes: Any) -> FakeGpu:
+    """An RTX 4090 as /work/shared/realdata/nvidia-smi-q/nvsmi_q_RTX4090.txt shows it: current 28 C,
+    T.Limit 56 C, shutdown T.Limit -7, slowdown -2, max operating 0 (so limit 84, slowdown 86,
+    shutdown 91 C absolute); the absolute threshold call answers NotSupported."""
+    base: dict[str, Any] = dict(temperature_c=28, temp_margin_c=56, tlimit_shutdown_c=-7, tlimit_slowdown_c=-2,
+                                tlimit_gpu_max_c=0, unsupported={"nvmlDeviceGetTemperatureThreshold"})
+    base.update(changes)
+    return desktop_gpu(**base)
 
-    def __init__(self, index: int, generation: int) -> None:
+
+def hopper_mig_gpu(**changes: Any) -> FakeGpu:
+    """An H100 SXM with MIG on (/work/shared/realdata/nvidia-smi-q/nvsmi_q_H100SXMx8.txt for the name,
+    memory and thresholds: T.Limit 57 at 30 C, shutdown -8, slowdown -2): two 3g.40gb instances."""
+    base: dict[str, Any] = dict(
+        name="NVIDIA H100 80GB HBM3", memory_total_bytes=80 * GIB, power_mw=70_000, power_limit_mw=700_000,
+        power_limit_default_mw=700_000, power_limit_min_mw=200_000, power_limit_max_mw=700_000,
+        power_limit_settable=True, fan_pct=None, pcie_gen=5, pcie_width=16, pcie_gen_max=5, persistence=1,
+        temperature_c=30, temp_margin_c=57, tlimit_shutdown_c=-8, tlimit_slowdown_c=-2, tlimit_gpu_max_c=0,
+        tlimit_mem_max_c=0, unsupported={"nvmlDeviceGetTemperatureThreshold"}, utilization_gpu=0, utilization_mem=0,
+        mig_mode=1, mig_instances=[
+            FakeMigInstance(uuid="MIG-fake-0001", gpu_instance_id=1, processes=[FakeProcess(4242, 3 * GIB)]),
+            FakeMigInstance(uuid="MIG-fake-0002", gpu_instance_id=2, memory_used_bytes=12 * MIB),
+        ])
+    base.update(changes)
+    return FakeGpu(**base)
+
+
+class _Handle:
+    __slots__ = ("generation", "index", "mig")
+
+    def __init__(self, index: int, generation: int, mig: int | None = None) -> None:
         self.index = index
         self.generation = generation
+        #: The MIG instance's position under GPU ``index`` for a MIG device handle, else None.
+        self.mig = mig
 
     def __repr__(self) -> str:
         return f"<fake nvmlDevice {self.index}>"
@@ -165,6 +227,12 @@ class FakeNvml:
             gpu.energy_mj += int(gpu.power_mw * dt_s)
             gpu.pcie_tx_bytes += int(gpu.pcie_tx_kb_s * 1024 * dt_s)
             gpu.pcie_rx_bytes += int(gpu.pcie_rx_kb_s * 1024 * dt_s)
+            held_ns = int(dt_s * 1e9)
+            reasons = gpu.clock_event_reasons
+            gpu.sw_power_cap_ns += held_ns if reasons & _real.nvmlClocksEventReasonSwPowerCap else 0
+            gpu.sw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonSwThermalSlowdown else 0
+            gpu.hw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwThermalSlowdown else 0
+            gpu.hw_power_brake_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwPowerBrakeSlowdown else 0
 
     def install(self, monkeypatch: Any) -> types.ModuleType:
         monkeypatch.setitem(sys.modules, "pynvml", self.module)
@@ -212,10 +280,16 @@ class FakeNvml:
         return None, gpu
 
     def _api(self, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
+        mig_body = self._mig_bodies().get(name)
+
         def call(*args: Any, **kwargs: Any) -> Any:
             code, gpu = self._enter(name, args)
             if code is not None:
                 raise _real.NVMLError(code)
+            if gpu is not None and args[0].mig is not None:
+                if mig_body is None:  # most calls answer NotSupported on a MIG device handle
+                    raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                return mig_body(gpu.mig_instances[args[0].mig], *args[1:], **kwargs)
             return body(gpu, *args[1:], **kwargs) if gpu is not None else body(*args, **kwargs)
 
         call.__name__ = name
@@ -237,9 +311,24 @@ class FakeNvml:
             _real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (3, gpu.pcie_tx_bytes),
             _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (3, gpu.pcie_rx_bytes),
             _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: (1, gpu.power_limit_mw),
-            _real.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT: (1, gpu.temp_slowdown_c),
-            _real.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT: (1, gpu.temp_shutdown_c),
+            # Clock-event counters, unsigned long long ns: 74/75 are the perf-policy ids older drivers
+            # answer (74 is also the SW power cap counter's id today), 269-271 those of nvidia-ml-py 13.x.
+            _real.NVML_FI_DEV_PERF_POLICY_POWER: (3, gpu.sw_power_cap_ns),
+            _real.NVML_FI_DEV_PERF_POLICY_THERMAL: (3, gpu.sw_thermal_ns),
+            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: (3, gpu.sw_thermal_ns),
+            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN: (3, gpu.hw_thermal_ns),
+            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN: (3, gpu.hw_power_brake_ns),
         }
+        # T.Limit offsets are signed (-7 C); valueType 5 is NVML_VALUE_TYPE_SIGNED_INT.
+        for fid_t, offset in ((_real.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT, gpu.tlimit_shutdown_c),
+                              (_real.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT, gpu.tlimit_slowdown_c),
+                              (_real.NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT, gpu.tlimit_mem_max_c),
+                              (_real.NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT, gpu.tlimit_gpu_max_c)):
+            if offset is not None:
+                readings[fid_t] = (5, offset)
+        if fid in gpu.field_errors:
+            value.nvmlReturn = gpu.field_errors[fid]
+            return
         if fid in gpu.unsupported_fields or fid not in readings:
             value.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
             return
@@ -248,6 +337,8 @@ class FakeNvml:
         value.nvmlReturn = _real.NVML_SUCCESS
         if value_type == 1:
             value.value.uiVal = number
+        elif value_type == 5:
+            value.value.siVal = number
         else:
             value.value.ullVal = number
 
@@ -289,6 +380,11 @@ class FakeNvml:
             raise _real.NVMLError(code)
         assert gpu is not None
         memory = _real.c_nvmlMemory_v2_t() if version else _real.c_nvmlMemory_t()
+        if handle.mig is not None:
+            instance = gpu.mig_instances[handle.mig]
+            memory.total, memory.used = instance.memory_total_bytes, instance.memory_used_bytes
+            memory.free = instance.memory_total_bytes - instance.memory_used_bytes
+            return memory
         self._fill_memory(gpu, memory, v2=bool(version))
         return memory
 
@@ -360,7 +456,30 @@ class FakeNvml:
                 return g.temp_slowdown_c
             if kind == _real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
                 return g.temp_shutdown_c
+            if kind == _real.NVML_TEMPERATURE_THRESHOLD_GPU_MAX and g.temp_max_operating_c is not None:
+                return g.temp_max_operating_c
             raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+
+        def margin(g: FakeGpu) -> int:
+            if g.temp_margin_c is None:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            return g.temp_margin_c
+
+        def mig_mode(g: FakeGpu) -> list[int]:
+            if g.mig_mode is None:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            return [g.mig_mode, g.mig_mode]
+
+        def mig_count(g: FakeGpu) -> int:
+            if g.mig_mode is None:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            return 7  # the most instances an H100 can hold; empty slots answer NOT_FOUND
+
+        def mig_handle(g: FakeGpu, slot: int) -> _Handle:
+            if not g.mig_mode or not 0 <= slot < len(g.mig_instances):
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+            index = self.gpus.index(g)
+            return _Handle(index, self._generation[index], mig=slot)
 
         def pci_info(g: FakeGpu) -> Any:
             info = _real.nvmlPciInfo_t()
@@ -403,6 +522,9 @@ class FakeNvml:
             "nvmlDeviceGetTemperature": lambda g, sensor: g.temperature_c,
             "nvmlDeviceGetTemperatureV": lambda g, sensor, *_: g.temperature_c,
             "nvmlDeviceGetTemperatureThreshold": threshold,
+            "nvmlDeviceGetMarginTemperature": margin,
+            "nvmlDeviceGetMigMode": mig_mode, "nvmlDeviceGetMaxMigDeviceCount": mig_count,
+            "nvmlDeviceGetMigDeviceHandleByIndex": mig_handle,
             "nvmlDeviceGetFanSpeed": fan, "nvmlDeviceGetFanSpeed_v2": fan,
             "nvmlDeviceGetClockInfo": clock, "nvmlDeviceGetClock": clock, "nvmlDeviceGetMaxClockInfo": max_clock,
             "nvmlDeviceGetPerformanceState": lambda g: g.pstate,
@@ -423,6 +545,21 @@ class FakeNvml:
             "nvmlDeviceGetCudaComputeCapability": lambda g: (8, 9),
             "nvmlDeviceGetComputeRunningProcesses": processes("compute"),
             "nvmlDeviceGetGraphicsRunningProcesses": processes("graphics"),
+        }
+
+    def _mig_bodies(self) -> dict[str, Callable[..., Any]]:
+        """What a MIG device handle answers (every other call: NotSupported)."""
+
+        def processes(m: FakeMigInstance) -> list[Any]:
+            return [_real.nvmlStructToFriendlyObject(_real.c_nvmlProcessInfo_v3_t(
+                pid=p.pid, usedGpuMemory=p.used_bytes if p.used_bytes is not None else 2**64 - 1,
+                gpuInstanceId=m.gpu_instance_id, computeInstanceId=m.compute_instance_id)) for p in m.processes]
+
+        return {
+            "nvmlDeviceGetName": lambda m: m.name, "nvmlDeviceGetUUID": lambda m: m.uuid,
+            "nvmlDeviceGetGpuInstanceId": lambda m: m.gpu_instance_id,
+            "nvmlDeviceGetComputeInstanceId": lambda m: m.compute_instance_id,
+            "nvmlDeviceGetComputeRunningProcesses": processes,
         }
 
     def _c_functions(self) -> dict[str, Callable[..., int]]:

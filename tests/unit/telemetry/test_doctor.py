@@ -7,11 +7,12 @@ import json
 import subprocess
 import sys
 
+import pynvml
 import pytest
 
 from desktop.telemetry import doctor
 from desktop.telemetry.model import GPU_METRIC_NAMES
-from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, desktop_gpu
+from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, ada_desktop_gpu, desktop_gpu, hopper_mig_gpu
 
 
 def _run(capsys: pytest.CaptureFixture[str], *, json_out: bool, simulate: str | None = None) -> str:
@@ -70,3 +71,38 @@ def test_doctor_cli_without_gpu_shows_the_fallback_and_why() -> None:
     assert data["fallback"]["active"] and data["fallback"]["reason"]
     assert "FALLBACK: using the simulated GPU" in text and data["fallback"]["reason"] in text
     assert "Supported metrics" in text and "Permissions" in text
+
+
+def test_doctor_shows_absolute_thresholds_headroom_and_mig(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    fake = FakeNvml([ada_desktop_gpu(), hopper_mig_gpu(), desktop_gpu(temp_max_operating_c=93)])
+    fake.fail("nvmlDeviceGetFanSpeed", gpu=0, error=pynvml.NVML_ERROR_UNKNOWN)
+    fake.install(monkeypatch)
+    ada, hopper, older = json.loads(_run(capsys, json_out=True))["gpus"]
+    # nvsmi_q_RTX4090.txt: 28 C now, limit 84, slowdown 86, shutdown 91 C.
+    assert (ada["temp_slowdown_c"], ada["temp_shutdown_c"], ada["temp_max_operating_c"]) == (86.0, 91.0, 84.0)
+    assert ada["temp_thresholds_relative"] is True and ada["slowdown_headroom_c"] == 58.0
+    assert ada["state"] == "ok" and "Unknown" in ada["metric_errors"]["fan_pct"]
+    # nvsmi_q_H100SXMx8.txt: 30 C, T.Limit 57 => limit 87, slowdown 89, shutdown 95 C.
+    assert (hopper["temp_slowdown_c"], hopper["temp_shutdown_c"], hopper["slowdown_headroom_c"]) == (89.0, 95.0, 59.0)
+    assert hopper["mig_enabled"] is True and hopper["metrics"]["utilization_gpu_pct"] is False
+    first, second = hopper["mig_instances"]
+    assert first["uuid"] == "MIG-fake-0001" and first["vram_used_mib"] == 2048.0 and first["pids"] == [4242]
+    assert second["vram_total_mib"] == 40960.0 and second["pids"] == []
+    assert older["temp_thresholds_relative"] is False and older["temp_max_operating_c"] == 93
+    assert older["slowdown_headroom_c"] == 87 - 78 and older["mig_instances"] == []
+    text = _run(capsys, json_out=False)
+    assert "headroom to slowdown" in text and "T.Limit" in text
+    assert "MIG-fake-0001" in text and "4242" in text
+    assert "ERR" in text and "Unknown Error" in text
+
+
+def test_simulated_gpus_carry_the_thresholds_of_the_cards_they_model(capsys: pytest.CaptureFixture[str]) -> None:
+    report = json.loads(_run(capsys, json_out=True, simulate="rtx4090,h100,rtx4070-laptop"))
+    rtx4090, h100, laptop = report["gpus"]
+    # nvsmi_q_RTX4090.txt: limit 84, slowdown 86, shutdown 91 C
+    assert (rtx4090["temp_max_operating_c"], rtx4090["temp_slowdown_c"], rtx4090["temp_shutdown_c"]) == (84, 86, 91)
+    # nvsmi_q_H100SXMx8.txt: limit 87, slowdown 89, shutdown 95 C
+    assert (h100["temp_max_operating_c"], h100["temp_slowdown_c"], h100["temp_shutdown_c"]) == (87, 89, 95)
+    assert laptop["temp_max_operating_c"] == 87 and laptop["temp_shutdown_c"] == 99
+    assert all(g["temp_max_operating_c"] <= g["temp_slowdown_c"] < g["temp_shutdown_c"] for g in report["gpus"])

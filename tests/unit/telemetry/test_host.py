@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from typing import ClassVar
 
+import pytest
+
+from desktop.telemetry import host as host_module
 from desktop.telemetry.host import PsutilHost, end_process
 from desktop.telemetry.model import GpuProcess
 
@@ -39,3 +44,43 @@ def test_end_process_ends_an_own_process() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+class _FakeProcess:
+    """psutil.Process for one pid: like psutil, a second cpu_percent right after the first reads ~0."""
+
+    calls: ClassVar[dict[int, int]] = {}
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def cpu_percent(self, interval: float | None = None) -> float:
+        n = _FakeProcess.calls.get(self.pid, 0)
+        _FakeProcess.calls[self.pid] = n + 1
+        return 0.0 if n % 2 == 0 else 250.0  # priming (or an immediate repeat) reads 0; a later call, the real figure
+
+    def oneshot(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def name(self) -> str:
+        return "train.py"
+
+    def username(self) -> str:
+        return "someone"
+
+    def create_time(self) -> float:
+        return 1_700_000_000.0
+
+
+def test_a_pid_on_several_gpus_gets_its_cpu_figure_on_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A DDP job or a model split over two GPUs: NVML lists the same pid once per GPU.
+    monkeypatch.setattr(host_module.psutil, "Process", _FakeProcess)
+    monkeypatch.setattr(_FakeProcess, "calls", {})
+    host = PsutilHost()
+    entries = [GpuProcess(pid=4242, gpu_index=0, name="?"), GpuProcess(pid=4242, gpu_index=1, name="?")]
+    first = host.describe(entries)
+    assert [p.cpu_pct for p in first] == [None, None]  # primed once: no figure yet, for either entry
+    second = host.describe(entries)
+    assert [p.cpu_pct for p in second] == [250.0, 250.0]
+    assert [p.gpu_index for p in second] == [0, 1] and all(p.name == "train.py" for p in second)
+    assert _FakeProcess.calls[4242] == 2  # one psutil reading per pid and tick, not one per entry

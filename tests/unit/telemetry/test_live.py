@@ -12,7 +12,7 @@ import pytest
 from desktop.errors import UserError
 from desktop.telemetry import live
 from desktop.telemetry.model import GPU_METRIC_NAMES, HostSample
-from tests.fakes.fake_pynvml import FakeNvml, FakeProcess, desktop_gpu
+from tests.fakes.fake_pynvml import FakeNvml, FakeProcess, ada_desktop_gpu, desktop_gpu
 
 
 def _args(**kw: object) -> argparse.Namespace:
@@ -34,7 +34,7 @@ def test_sample_json_count_3_in_the_real_cli() -> None:
         assert tick["gpus"], tick
         for gpu in tick["gpus"]:
             assert set(GPU_METRIC_NAMES) <= set(gpu), set(GPU_METRIC_NAMES) - set(gpu)
-            assert gpu["state"] in ("ok", "lost")
+            assert gpu["state"] in ("ok", "lost", "asleep")
         assert set(tick["host"]) == host_fields
         assert isinstance(tick["processes"], list)
         if tick["source"]["kind"] == "simulated":  # no NVIDIA driver here: the reason travels along
@@ -77,3 +77,16 @@ def test_ctrl_c_ends_cleanly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
 def test_bad_options_are_user_errors(bad: dict[str, object]) -> None:
     with pytest.raises(UserError):
         live.main(_args(**bad))
+
+
+def test_sample_shows_the_headroom_to_slowdown_of_a_tlimit_gpu(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # nvsmi_q_RTX4090.txt: 28 C, slowdown at T.Limit -2 = 86 C absolute: 58 C of headroom.
+    fake = FakeNvml([ada_desktop_gpu()])
+    fake.install(monkeypatch)
+    assert live.main(_args(simulate=None, count=1)) == 0
+    gpu = json.loads(capsys.readouterr().out)["gpus"][0]
+    assert gpu["temp_slowdown_c"] == 86.0 and gpu["slowdown_headroom_c"] == 58.0
+    assert live.main(_args(simulate=None, count=1, json=False)) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "to slowdown" in line)
+    assert "58 °C" in row

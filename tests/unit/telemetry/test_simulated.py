@@ -196,3 +196,41 @@ def test_the_demo_week_has_each_scenario() -> None:
     assert 40 < util[sel].mean() < 70
     assert scenario.host(start + 3 * 86400 + 15 * 3600).cpu_pct == pytest.approx(97.0)
     assert scenario.host(start + 6 * 86400 + 15.5 * 3600).on_ac_power is False
+
+
+_COUNTED = (("clock_event_sw_power_cap_s", ClockEventReason.SW_POWER_CAP),
+            ("clock_event_sw_thermal_s", ClockEventReason.SW_THERMAL_SLOWDOWN),
+            ("clock_event_hw_thermal_s", ClockEventReason.HW_THERMAL_SLOWDOWN),
+            ("clock_event_hw_power_brake_s", ClockEventReason.HW_POWER_BRAKE_SLOWDOWN))
+
+
+def test_counted_seconds_agree_with_the_reason_bits_over_a_long_run() -> None:
+    # Two hours of a laptop at full load, sampled at 1 Hz: it reaches its power cap and its slowdown
+    # temperature. Each sample's counted time is the time under that cause since the previous one.
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"))
+    assert backend.manual is not None
+    backend.manual.set(0, 1.0, vram_mib=8000)
+    samples = [backend.sample(T0 + t)[0].sample for t in range(2 * 3600)]
+    assert all(s is not None for s in samples)
+    first, rest = samples[0], [s for s in samples[1:] if s is not None]
+    assert first is not None and all(getattr(first, name) is None for name, _ in _COUNTED)
+    for name, bit in _COUNTED:
+        counted = [getattr(s, name) for s in rest]
+        by_bits = [1.0 if (s.clock_event_reasons or 0) & bit else 0.0 for s in rest]
+        assert counted == pytest.approx(by_bits, abs=1e-9), name
+    total = {name: sum(getattr(s, name) for s in rest) for name, _ in _COUNTED}
+    causes = ("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s", "clock_event_hw_thermal_s")
+    assert min(total[name] for name in causes) > 10, total
+    assert backend.supported_metrics(0)["clock_event_hw_thermal_s"] is True
+
+
+def test_counted_seconds_are_exact_between_slower_ticks() -> None:
+    # Sampled every 5 s the bits see one instant in five; the counters still hold every second.
+    model = _full_load("rtx4090-laptop")
+    fine = _full_load("rtx4090-laptop")
+    coarse = model.trace(0, T0, T0 + 4 * 3600, interval_s=5.0)
+    every = fine.trace(0, T0, T0 + 4 * 3600, interval_s=1.0)
+    for name, bit in _COUNTED:
+        per_second = float(np.sum((every.columns["clock_event_reasons"].astype(np.int64) & int(bit)) != 0))
+        assert float(np.sum(every.columns[name])) == pytest.approx(per_second, abs=1e-6), name
+        assert float(np.sum(coarse.columns[name])) == pytest.approx(per_second, abs=1e-6), name

@@ -1,0 +1,76 @@
+"""Every `make device-check` recording replays under the driver-level NVML stand-in: doctor and sample agree.
+
+The recordings live in tests/fixtures/real/<gpu>/ (none until a GPU machine has run
+`make device-check`); a synthetic one, recorded by the same script on the simulated GPU, is
+always replayed too, so the path from recording to personality to doctor is never untested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop.telemetry import doctor, live
+from tests.fakes.nvml_driver import NvmlDriver
+from tests.fakes.personalities import Personality
+from tools import device_check
+
+REAL = sorted(p for p in device_check.REAL_FIXTURES.glob("*/doctor.json"))
+# Identity, limits and thresholds doctor reports, which a replay must give back unchanged.
+_SAME = ("name", "uuid", "pci_bus_id", "vram_total_mib", "laptop", "power_limit_w", "power_limit_range_w",
+         "power_limit_settable", "sm_clock_max_mhz", "temp_slowdown_c", "temp_shutdown_c", "temp_max_operating_c")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synthetic-recording")
+    # The stress run's outcome is not this test's business (tests/unit/test_device_check.py checks it).
+    assert device_check.main(["--simulate", "--out", str(out), "--sample-s", "3", "--stress-minutes", "0.02"]) in (0, 1)
+    (folder,) = out.iterdir()
+    assert (folder / "doctor.json").is_file() and (folder / "samples.jsonl").is_file()
+    return folder
+
+
+def _json_out(capsys: pytest.CaptureFixture[str], func: Any, args: argparse.Namespace) -> str:
+    capsys.readouterr()
+    assert func(args) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("recording", ["synthetic", *REAL],
+                         ids=lambda r: r if isinstance(r, str) else r.parent.name)
+def test_a_recording_replays_through_doctor_and_sample(recording: str | Path, request: pytest.FixtureRequest,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    folder = request.getfixturevalue("synthetic") if recording == "synthetic" else Path(recording).parent
+    recorded = json.loads((folder / "doctor.json").read_text())
+    ticks = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    driver = NvmlDriver(Personality.from_recording(recorded, ticks))
+    driver.install(monkeypatch)
+
+    report = json.loads(_json_out(capsys, doctor.main, argparse.Namespace(json=True, simulate=None)))
+    assert report["source"]["kind"] == "nvml"
+    assert len(report["gpus"]) == len(recorded["gpus"])
+    for was, now in zip(recorded["gpus"], report["gpus"], strict=True):
+        same = [k for k in _SAME if was.get(k) is not None]
+        assert {k: now.get(k) for k in same} == {k: was[k] for k in same}
+        assert {k: now["metrics"].get(k) for k in was["metrics"]} == was["metrics"]
+
+    out = _json_out(capsys, live.main, argparse.Namespace(json=True, simulate=None, interval=0.001, count=2))
+    replayed = [json.loads(line) for line in out.splitlines()]
+    for index, was_gpu in enumerate(recorded["gpus"]):
+        seen = [t["gpus"][index] for t in ticks if t["gpus"][index]["state"] == "ok"]
+        now_gpu = replayed[-1]["gpus"][index]
+        assert now_gpu["state"] == "ok", now_gpu
+        # n/a stays n/a and a reading stays a reading (counters answer from the second tick on).
+        ever = {k for g in seen for k, v in g.items() if v is not None and k in was_gpu["metrics"]}
+        assert {k for k in was_gpu["metrics"] if now_gpu.get(k) is not None} == ever
+        first = seen[0]
+        for key in ("temperature_c", "vram_used_mib", "utilization_gpu_pct"):
+            if first.get(key) is not None:
+                assert now_gpu[key] == pytest.approx(first[key], abs=0.5), key
+    driver.check()
