@@ -77,6 +77,11 @@ class GpuSeries:
     #: (e.g. 0x40); for raw rows it is ``duration_s`` where the bit is set. The keys are
     #: ints (bit values), not names: decode with the telemetry ClockEventReason.
     reason_seconds: dict[int, FloatArray] = field(default_factory=dict)
+    #: Seconds within each row under a reason as the driver counted them (NVML's per-reason
+    #: counters: exact, where sampled bits miss episodes between samples), keyed by bit value
+    #: (0x4 SW power cap, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake); NaN where the
+    #: GPU keeps no counter. A raw row holds the time since the sample before it.
+    counted_seconds: dict[int, FloatArray] = field(default_factory=dict)
     #: Busy seconds within each row (utilization > 0 or a compute process present).
     busy_s: FloatArray | None = None
     #: Per-row max of utilization / VRAM / temperature where rows are rollups (else = value).

@@ -128,18 +128,25 @@ def mean_util_while_busy(gpu: GpuSeries, busy_s: FloatArray, rows: slice | None 
 
 
 def reason_seconds(gpu: GpuSeries, bits: tuple[int, ...]) -> FloatArray:
-    """Seconds per row under any of ``bits``: from the raw mask, or the rollup's per-bit seconds.
+    """Seconds per row under any of ``bits``: the driver's counted time where the history has it,
+    else the sampled reasons (the rollup's per-bit seconds, or the raw mask).
 
-    Rollups keep seconds per single bit; several bits of one cause often hold together (HW
-    thermal implies SW thermal), so the per-row maximum is used, a lower bound of their union.
+    A 1 Hz sample sees a reason only if it holds at that instant; NVML's counters see every
+    episode, so a row with a counter for a bit uses it. Several bits of one cause often hold
+    together (HW thermal implies SW thermal), so the per-row maximum is used, a lower bound of
+    their union.
     """
-    stored = [gpu.reason_seconds[b] for b in bits if b in gpu.reason_seconds]
-    if stored:
-        return np.asarray(np.minimum(np.nanmax(np.vstack(stored), axis=0), gpu.duration_s), dtype=np.float64)
-    mask = 0
+    per_bit = []
     for bit in bits:
-        mask |= bit
-    return np.where((gpu.clock_event_reasons & mask) != 0, gpu.duration_s, 0.0).astype(np.float64)
+        sampled = gpu.reason_seconds.get(bit)
+        if sampled is None:
+            sampled = np.where((gpu.clock_event_reasons & bit) != 0, gpu.duration_s, 0.0)
+        counted = gpu.counted_seconds.get(bit)
+        per_bit.append(sampled if counted is None else np.where(np.isfinite(counted), counted, sampled))
+    if not per_bit:
+        return np.zeros(len(gpu), dtype=np.float64)
+    # fmax, not nanmax: a row NaN for every bit stays NaN without a warning.
+    return np.asarray(np.minimum(np.fmax.reduce(per_bit), gpu.duration_s), dtype=np.float64)
 
 
 def energy_kwh(gpu: GpuSeries) -> FloatArray:

@@ -21,6 +21,10 @@ writes them, so DCGM Grafana dashboards work unchanged):
   suffix, which would rename the series, so these three are exposed untyped under dcgm's exact
   names (PromQL and dashboards do not depend on the declared type). Like dcgm-exporter, the
   PCIe values are NVML's KB/s throughput, not a running total.
+- ``DCGM_FI_DEV_POWER_VIOLATION`` (SW power cap + HW power brake) and
+  ``DCGM_FI_DEV_THERMAL_VIOLATION`` (SW + HW thermal slowdown): µs throttled, running totals of
+  the time NVML's per-reason counters add up since the exporter started, untyped for the same
+  reason; a GPU whose driver keeps no such counter has no series.
 - ``rigscope_*`` for what DCGM's defaults lack: seconds under each clock-event reason
   (counters accumulated from the sample interval and the reason bits), whether each reason is
   active now, power limit, max clocks, slowdown temperature, fan, PCIe link; per host the

@@ -56,6 +56,15 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "vram_used_mib"),
 )
 
+#: dcgm-exporter's throttle-time counters (in µs, as its default-counters.csv has them): running
+#: totals of the per-sample seconds NVML counted under the causes named (summed).
+VIOLATION_COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in us).",
+     ("clock_event_sw_power_cap_s", "clock_event_hw_power_brake_s")),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in us).",
+     ("clock_event_sw_thermal_s", "clock_event_hw_thermal_s")),
+)
+
 #: (metric name, HELP, GpuSample field) for the rigscope_* per-GPU gauges read from the sample.
 SAMPLE_GAUGES: tuple[tuple[str, str, str], ...] = (
     ("rigscope_fan_speed_percent", "Fan speed as a share of its maximum (in %).", "fan_pct"),
@@ -86,6 +95,8 @@ class _GpuState:
     reading: GpuReading
     reason_s: dict[ClockEventReason, float] = field(default_factory=dict)
     last_mono_s: float | None = None
+    #: Running µs totals per VIOLATION_COUNTERS name, present once the GPU counted any of its causes.
+    violation_us: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +133,11 @@ class SnapshotCollector(Collector):
                     # Nobody sees the GPU while it is lost: do not count that time on its return.
                     state.last_mono_s = None
                     continue
+                for name, _, causes in VIOLATION_COUNTERS:
+                    counted: list[float] = [s for cause in causes
+                                            if (s := getattr(reading.sample, cause)) is not None]
+                    if counted:  # counted time is exact across any gap: no interval check needed
+                        state.violation_us[name] = state.violation_us.get(name, 0.0) + sum(counted) * 1e6
                 mask = reading.sample.clock_event_reasons
                 if mask is not None:
                     dt = 0.0 if state.last_mono_s is None else snapshot.monotonic_s - state.last_mono_s
@@ -150,11 +166,13 @@ class SnapshotCollector(Collector):
         with self._lock:
             snapshot = self._snapshot
             gpus = [(s.reading, dict(s.reason_s)) for s in self._gpus.values()]
+            violations = {s.reading.info.uuid: dict(s.violation_us) for s in self._gpus.values()}
             stress = self._stress
             recorder = self._recorder
         ok = [(r, reasons) for r, reasons in gpus if r.state is DeviceState.OK and r.sample is not None]
         ok.sort(key=lambda item: item[0].info.index)
         yield from self._collect_gpus(ok)
+        yield from self._collect_violations([r for r, _ in ok], violations)
         yield from self._collect_host(snapshot, gpus, stress, recorder)
 
     def _collect_gpus(self, ok: list[tuple[GpuReading, dict[ClockEventReason, float]]]) -> Iterator[Metric]:
@@ -194,6 +212,18 @@ class SnapshotCollector(Collector):
             yield seconds
             yield active
 
+    def _collect_violations(self, readings: list[GpuReading],
+                            violations: dict[str, dict[str, float]]) -> Iterator[Metric]:
+        # Untyped under dcgm-exporter's exact names, like the energy counter (see the package docstring).
+        for name, help_text, _ in VIOLATION_COUNTERS:
+            family = UnknownMetricFamily(name, help_text, labels=list(GPU_LABELS))
+            for reading in readings:
+                total = violations.get(reading.info.uuid, {}).get(name)
+                if total is not None:  # a GPU without the counters is omitted, never 0
+                    family.add_metric(self._gpu_labels(reading.info), total)
+            if family.samples:
+                yield family
+
     def _collect_host(self, snapshot: Snapshot | None, gpus: list[tuple[GpuReading, dict[ClockEventReason, float]]],
                       stress: StressResult | None, recorder: RecorderHealth | None) -> Iterator[Metric]:
         host = [self.hostname]
@@ -206,7 +236,7 @@ class SnapshotCollector(Collector):
                                       "When the latest GPU sample was taken (Unix time).", labels=["Hostname"])
             stamp.add_metric(host, snapshot.time_s)
             yield stamp
-            count = GaugeMetricFamily("rigscope_gpus", "GPUs by device state (ok, lost).",
+            count = GaugeMetricFamily("rigscope_gpus", "GPUs by device state (ok, lost, asleep).",
                                       labels=["Hostname", "state"])
             for state in DeviceState:
                 count.add_metric([*host, state.value], float(sum(1 for r, _ in gpus if r.state is state)))

@@ -18,12 +18,13 @@ from desktop.history.codec import fetch_columns
 from desktop.history.query import Resolution, gpu_rows
 from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES, REASON_BITS
 from desktop.history.store import HistoryStore
-from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 
 #: What a GpuSeries is made of, as query names (reading only these saves a third of the columns).
 _FRAME_METRICS: tuple[str, ...] = (
     *GPU_SERIES_METRICS, "energy_used_mj", "clock_event_reasons", "busy_s", "duration_s",
     "utilization_gpu_pct_max", "vram_used_mib_max", "temperature_c_max", *(f"reason_s_{bit}" for bit in REASON_BITS),
+    *(name for name, _ in CLOCK_EVENT_COUNTERS),
 )
 #: Above this span the frame is built from minute rollups.
 RAW_SPAN_LIMIT_S = 2 * 86400.0
@@ -73,6 +74,7 @@ def _gpu_series(store: HistoryStore, info: GpuInfo, start_s: float, end_s: float
         pcie_width=cols["pcie_width"],
         clock_event_reasons=cols["reasons_any"].astype(np.int64),
         reason_seconds={bit: cols[f"r_{bit}_s"] for bit in REASON_BITS},
+        counted_seconds={int(reason): cols[name] for name, reason in CLOCK_EVENT_COUNTERS},
         busy_s=cols["busy_s"],
         utilization_gpu_max_pct=cols["utilization_gpu_pct_max"],
         vram_used_max_mib=cols["vram_used_mib_max"],

@@ -3,7 +3,9 @@
 Rows are dicts of float64 columns with these names: a GpuSample metric = time-weighted
 mean, ``<metric>_min``/``_max``, ``energy_used_mj`` (energy used within the row),
 ``busy_s`` (seconds with utilization > 0), ``dur_s`` (seconds covered), ``reasons_any``
-(OR of the clock-event masks) and ``r_<bit>_s`` (seconds under that reason bit). A raw
+(OR of the clock-event masks), ``r_<bit>_s`` (seconds under that reason bit, from the
+sampled masks) and the ``clock_event_*_s`` metrics (seconds under each cause as NVML counted
+them, summed: each sample carries the time since the previous one). A raw
 sample is a row too (``raw_as_rollup``), so minute rows, hour rows and query buckets are
 all made by the same ``aggregate``.
 """
@@ -14,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history.schema import (
+    COUNTER_METRICS,
     GPU_SCALES,
     HOST_ROLLUP_METRICS,
     HOST_SCALES,
@@ -29,7 +32,7 @@ Columns = dict[str, FloatArray]
 
 #: Table column names of gpu_minute / gpu_hour (scaled integers).
 ROLLUP_COLUMNS: tuple[str, ...] = tuple(rollup_columns())
-_SUMS = frozenset(("energy_used_mj", "busy_s", "dur_s", *(f"r_{b}_s" for b in REASON_BITS)))
+_SUMS = frozenset(("energy_used_mj", "busy_s", "dur_s", *(f"r_{b}_s" for b in REASON_BITS), *COUNTER_METRICS))
 #: A gap longer than this many typical intervals is a pause in recording, not a long sample.
 _GAP_FACTOR = 3.0
 
@@ -55,6 +58,8 @@ def raw_as_rollup(time_s: FloatArray, raw: Columns) -> Columns:
     for m in MINMAX_METRICS:
         out[f"{m}_min"] = raw[m]
         out[f"{m}_max"] = raw[m]
+    for m in COUNTER_METRICS:
+        out[m] = raw[m]
     counter = raw["energy_mj"]
     out["energy_mj"] = counter
     # Energy counter delta to the next sample where it is sane; otherwise power x time.

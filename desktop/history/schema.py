@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
+from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GPU_METRIC_NAMES, ClockEventReason
 
 #: Multiply a GpuSample value by this before storing it as an integer.
 GPU_SCALES: Final[dict[str, int]] = {
@@ -33,8 +33,20 @@ GPU_SCALES: Final[dict[str, int]] = {
     "pcie_gen": 1,
     "pcie_width": 1,
     "pstate": 1,
+    # Seconds under each clock-event cause, in ms: NVML counts ns, and a 0.3 s episode must stay 0.3 s.
+    "clock_event_sw_power_cap_s": 1000,
+    "clock_event_sw_thermal_s": 1000,
+    "clock_event_hw_thermal_s": 1000,
+    "clock_event_hw_power_brake_s": 1000,
 }
 assert tuple(GPU_SCALES) == GPU_METRIC_NAMES
+
+#: The gpu_samples columns schema v1 created; later metrics are appended by their own migration
+#: (``_v6``), so a file of any version has the registry's columns in the registry's order.
+_V1_GPU_METRICS: Final[tuple[str, ...]] = GPU_METRIC_NAMES[:16]
+assert _V1_GPU_METRICS[-1] == "pstate"
+#: Seconds under each clock-event cause (NVML's counters): summed in rollups, never averaged.
+COUNTER_METRICS: Final[tuple[str, ...]] = tuple(name for name, _ in CLOCK_EVENT_COUNTERS)
 
 #: HostSample scalar fields and their scales (cpu_per_core_pct is a blob of int16 x10).
 HOST_SCALES: Final[dict[str, int]] = {
@@ -58,7 +70,7 @@ MINMAX_METRICS: Final[tuple[str, ...]] = (
 )
 #: Metrics whose rollups keep a time-weighted mean (the energy counter becomes energy used).
 MEAN_METRICS: Final[tuple[str, ...]] = tuple(
-    m for m in GPU_METRIC_NAMES if m not in ("energy_mj", "clock_event_reasons")
+    m for m in GPU_METRIC_NAMES if m not in ("energy_mj", "clock_event_reasons", *COUNTER_METRICS)
 )
 REASON_BITS: Final[tuple[int, ...]] = tuple(
     int(r) for r in ClockEventReason if r.value and r.value & (r.value - 1) == 0
@@ -69,13 +81,18 @@ HOST_ROLLUP_METRICS: Final[tuple[str, ...]] = ("cpu_pct", "ram_used_mib", "ram_t
 ON_AC_ROLLUP_SCALE: Final = 1000
 
 
-def rollup_columns() -> list[str]:
-    """The value columns of gpu_minute / gpu_hour, in order."""
-    cols = list(MEAN_METRICS)
+def _v4_rollup_columns() -> list[str]:
+    """The value columns schema v4 created in gpu_minute / gpu_hour."""
+    cols = [m for m in MEAN_METRICS if m in _V1_GPU_METRICS]
     cols += [f"{m}_min" for m in MINMAX_METRICS] + [f"{m}_max" for m in MINMAX_METRICS]
     cols += ["energy_used_mj", "busy_ds", "dur_ds", "reasons_any"]
     cols += [f"r_{bit}_ds" for bit in REASON_BITS]
     return cols
+
+
+def rollup_columns() -> list[str]:
+    """The value columns of gpu_minute / gpu_hour, in order (v6 appended the counted seconds, in ms)."""
+    return [*_v4_rollup_columns(), *COUNTER_METRICS]
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -86,7 +103,7 @@ def _run(conn: sqlite3.Connection, script: str) -> None:
 
 
 def _v1(conn: sqlite3.Connection) -> None:
-    gpu_cols = ", ".join(f"{m} INTEGER" for m in GPU_METRIC_NAMES)
+    gpu_cols = ", ".join(f"{m} INTEGER" for m in _V1_GPU_METRICS)
     host_cols = ", ".join(f"{m} INTEGER" for m in HOST_SCALES)
     _run(conn, f"""
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,7 +145,7 @@ def _v3(conn: sqlite3.Connection) -> None:
 
 
 def _v4(conn: sqlite3.Connection) -> None:
-    cols = ", ".join(f"{c} INTEGER" for c in rollup_columns())
+    cols = ", ".join(f"{c} INTEGER" for c in _v4_rollup_columns())
     host = ", ".join(f"{c} INTEGER" for c in HOST_ROLLUP_METRICS)
     script = ""
     for table in ("gpu_minute", "gpu_hour"):
@@ -148,8 +165,20 @@ def _v5(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v6(conn: sqlite3.Connection) -> None:
+    # NVML's time under each clock-event cause: appended to the raw and rollup tables (old rows
+    # keep NULL there: nobody counted then). The day blocks hold copies without these columns, and
+    # a block that lacks a column asked for is read from its rows: drop them all, so that the
+    # next rollup packs every day again, with the new columns.
+    script = ""
+    for table in ("gpu_samples", "gpu_minute", "gpu_hour"):
+        script += "".join(f"ALTER TABLE {table} ADD COLUMN {m} INTEGER;\n" for m in COUNTER_METRICS)
+    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
+    _run(conn, script)
+
+
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
-MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

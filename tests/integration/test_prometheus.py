@@ -24,6 +24,7 @@ pytestmark = pytest.mark.integration
 
 HOST = "it-rig"
 DCGM_NAMES = [f.name for f in exporter.DCGM_FIELDS]
+VIOLATIONS = ["DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION"]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,7 @@ def test_prometheus_scrapes_dcgm_and_rigscope_series(
 ) -> None:
     _, backend = fed_exporter
     infos = {str(i.index): i for i in backend.devices()}
-    wanted = [*DCGM_NAMES, "rigscope_clock_event_seconds_total", "rigscope_power_limit_watts"]
+    wanted = [*DCGM_NAMES, *VIOLATIONS, "rigscope_clock_event_seconds_total", "rigscope_power_limit_watts"]
 
     def all_scraped() -> bool:
         return all(len(query(prometheus, name)) >= 2 for name in wanted)
@@ -159,6 +160,11 @@ def test_prometheus_scrapes_dcgm_and_rigscope_series(
     clocks = by_gpu(prometheus, "DCGM_FI_DEV_SM_CLOCK <= on(gpu) rigscope_sm_clock_max_mhz")
     assert sorted(clocks) == ["0", "1"]  # the comparison keeps only series that hold
     assert all(v > 0 for v in by_gpu(prometheus, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").values())
+
+    # GPU 0 starts at its power limit: the counted time (µs) grows; idle GPU 1 counts none.
+    power_violation = by_gpu(prometheus, "DCGM_FI_DEV_POWER_VIOLATION")
+    assert power_violation["0"] > 0.0 and power_violation["1"] == 0.0, power_violation
+    assert all(v >= 0.0 for v in by_gpu(prometheus, "DCGM_FI_DEV_THERMAL_VIOLATION").values())
 
     reasons = query(prometheus, "rigscope_clock_event_seconds_total")
     assert len(reasons) == 2 * len(exporter.REASONS)

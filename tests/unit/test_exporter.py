@@ -66,7 +66,7 @@ def test_dcgm_names_labels_and_values_per_gpu() -> None:
     assert temp == snapshot.gpus[0].sample.temperature_c  # type: ignore[union-attr]
     assert page["rigscope_power_limit_watts"][0][1] == info.power_limit_enforced_w
     assert page["rigscope_sm_clock_max_mhz"][1][1] == snapshot.gpus[1].info.sm_clock_max_mhz
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0, "asleep": 0.0}
     assert page["rigscope_info"][0][0]["source"] == "simulated"
     backend.close()
 
@@ -100,7 +100,7 @@ def test_lost_gpu_series_disappear_and_the_others_stay() -> None:
         gpus = {lab.get("gpu") for lab, _ in rows if "gpu" in lab}
         assert "1" not in gpus, name
     assert [lab["gpu"] for lab, _ in page["DCGM_FI_DEV_GPU_TEMP"]] == ["0"]
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0, "asleep": 0.0}
     backend.model.set_lost(1, False)
     collector.update(sampler.tick())
     assert [lab["gpu"] for lab, _ in scrape(collector)["DCGM_FI_DEV_GPU_TEMP"]] == ["0", "1"]
@@ -155,6 +155,64 @@ def test_reasons_unsupported_means_no_reason_series() -> None:
     page = scrape(collector)
     assert "rigscope_clock_event_seconds_total" not in page
     assert "rigscope_clock_event_active" not in page
+
+
+def _counted(mono_s: float, **seconds: float | None) -> Snapshot:
+    snap = _snapshot(mono_s, 0x4)
+    reading = snap.gpus[0]
+    assert reading.sample is not None
+    return replace(snap, gpus=(replace(reading, sample=replace(reading.sample, **seconds)),))
+
+
+def _violations(collector: SnapshotCollector) -> dict[str, float]:
+    page = scrape(collector)
+    return {name: page[name][0][1] for name in ("DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION")
+            if name in page}
+
+
+def test_violation_counters_are_running_totals_of_the_counted_time_in_microseconds() -> None:
+    collector = SnapshotCollector("h")
+    collector.update(_counted(0.0))  # a first sample counts nothing yet
+    assert _violations(collector) == {}
+    collector.update(_counted(1.0, clock_event_sw_power_cap_s=1.0, clock_event_hw_power_brake_s=0.0,
+                              clock_event_sw_thermal_s=0.3, clock_event_hw_thermal_s=0.0))
+    collector.update(_counted(2.0, clock_event_sw_power_cap_s=0.5, clock_event_hw_power_brake_s=0.25,
+                              clock_event_sw_thermal_s=0.0, clock_event_hw_thermal_s=0.125))
+    # Counted time is exact across a long gap (a suspended laptop): nothing is skipped.
+    collector.update(_counted(exporter.MAX_SAMPLE_GAP_S + 100.0, clock_event_sw_power_cap_s=2.0))
+    assert _violations(collector) == {"DCGM_FI_DEV_POWER_VIOLATION": pytest.approx(3_750_000.0),
+                                      "DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(425_000.0)}
+    page = generate_latest(_registry(collector)).decode()
+    assert "# TYPE DCGM_FI_DEV_POWER_VIOLATION untyped" in page  # dcgm's exact name, no _total
+    assert "Throttling duration due to thermal constraints (in us)." in page
+
+
+def _registry(collector: SnapshotCollector) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def test_violation_counters_are_omitted_where_the_driver_keeps_none() -> None:
+    collector = SnapshotCollector("h")
+    for mono in range(3):  # counters unsupported: every sample None
+        collector.update(_snapshot(float(mono), 0x4))
+    assert _violations(collector) == {}
+    # Only SW thermal counted (an older driver's perf-policy field): power stays absent, not 0.
+    collector.update(_counted(3.0, clock_event_sw_thermal_s=0.5))
+    assert _violations(collector) == {"DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(500_000.0)}
+
+
+def test_simulated_gpus_export_violation_counters() -> None:
+    backend, sampler = two_gpus()
+    collector = SnapshotCollector("h")
+    for _ in range(3):
+        collector.update(sampler.tick())
+    page = scrape(collector)
+    for name in ("DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION"):
+        assert [lab["gpu"] for lab, _ in page[name]] == ["0", "1"], name
+        assert all(value >= 0.0 for _, value in page[name])
+    backend.close()
 
 
 def test_last_stress_and_recorder_health() -> None:

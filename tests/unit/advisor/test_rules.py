@@ -166,6 +166,32 @@ def test_power_cap_silent_under_its_share() -> None:
     assert run_rules(frame(gpus=(gpu(clock_event_reasons=reasons),))) == []
 
 
+def test_thermal_throttling_from_the_counted_time_the_sampled_bits_missed() -> None:
+    # Short slowdowns between samples: no sampled bit ever set, but the driver counted 12 s of SW
+    # thermal in every busy minute (20 % of busy time), 3 s of it at the HW slowdown in the last hour.
+    sw = np.where(BUSY, 12.0, 0.0)
+    hw = np.where(BUSY & (MINUTE >= 360), 3.0, 0.0)
+    g = dataclasses.replace(gpu(), counted_seconds={0x20: sw, 0x40: hw, 0x4: np.zeros(N), 0x80: np.zeros(N)})
+    assert not np.any(g.clock_event_reasons & 0x60)
+    rec = only(run_rules(frame(gpus=(g,))), "thermal_throttling")
+    assert rec.evidence_value("Busy time thermally throttled") == pytest.approx(20.0)
+    assert rec.evidence_value("Time throttled") == pytest.approx(360 * 12 / 60)
+    assert rec.evidence_value("Of it at the hardware slowdown") == pytest.approx(60 * 3 / 60)
+
+
+def test_power_cap_counted_time_wins_over_the_bits_and_falls_back_to_them_where_missing() -> None:
+    capped = np.where(BUSY, 0x4, 1).astype(np.int64)  # the bit at every busy sample: 100 % by the bits
+    # Counted: 5 s of each busy minute from minute 240 on; no counter before (an older recording).
+    counted = np.where(MINUTE >= 240, np.where(BUSY, 5.0, 0.0), np.nan)
+    g = dataclasses.replace(gpu(clock_event_reasons=capped), counted_seconds={0x4: counted})
+    rec = only(run_rules(frame(gpus=(g,))), "power_cap")
+    # Minutes 60-240 by the bits (180 min), then 180 busy minutes x 5 s counted (15 min).
+    assert rec.evidence_value("Time power-capped") == pytest.approx(180 + 15)
+    assert rec.evidence_value("Busy time at the power limit") == pytest.approx(195 / 360 * 100)
+    only_counted = dataclasses.replace(g, counted_seconds={0x4: np.where(BUSY, 5.0, 0.0)})  # 8 %: under 20 %
+    assert [r.rule_id for r in run_rules(frame(gpus=(only_counted,)))] == []
+
+
 # --- idle memory ----------------------------------------------------------------------------
 
 

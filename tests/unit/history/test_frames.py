@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -101,3 +102,20 @@ def test_demo_throttle_events_match_what_the_recorder_writes(tmp_path: Path) -> 
         seen = [(e.time_s, e.kind, e.detail) for e in live.events(0, 2e9)]
         assert seen == [(e.time_s, e.kind, e.detail) for e in demo.events(0, 2e9)]
         assert [k for _, k, _ in seen].count("throttle_start") == 3
+
+
+def test_frames_carry_the_counted_seconds_raw_and_rolled_up(demo_db: Path, tmp_path: Path) -> None:
+    # The simulated history integrates time under each cause second by second, as NVML counts it.
+    copy = tmp_path / "demo.sqlite"
+    shutil.copy(demo_db, copy)  # rolled up here: the module's other tests keep the file as written
+    with HistoryStore.open(copy) as store:
+        raw = load_frame(store, NOW - 86400, NOW).gpus[0]
+        run_rollups(store, NOW)
+        minute = load_frame(store, NOW - 3 * 86400, NOW).gpus[0]
+    assert set(raw.counted_seconds) == set(minute.counted_seconds) == {0x4, 0x20, 0x40, 0x80}
+    for bit, counted in raw.counted_seconds.items():
+        assert counted.shape == (len(raw),)
+        by_bits = float(np.sum(raw.reason_seconds[bit]))
+        assert float(np.nansum(counted)) == pytest.approx(by_bits, abs=2.0), hex(bit)
+        assert float(np.nansum(minute.counted_seconds[bit])) == pytest.approx(float(np.nansum(counted)), abs=2.0)
+    assert float(np.nansum(raw.counted_seconds[0x4])) > 0  # the demo laptop runs into its power cap

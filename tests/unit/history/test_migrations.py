@@ -5,11 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from desktop.errors import UserError
 from desktop.history import schema
 from desktop.history.store import HistoryStore
+from desktop.telemetry.model import GPU_METRIC_NAMES
 from tests.unit.history.helpers import FULL_INFO, snapshot
 
 T0 = 1_790_000_000.0
@@ -74,3 +76,32 @@ def test_a_file_from_a_newer_release_is_refused_not_moved(tmp_path: Path) -> Non
         HistoryStore.open(path)
     assert path.exists()
     assert not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -> None:
+    path = tmp_path / "v5.sqlite"
+    _old_file(path, 5)
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert [r[1] for r in conn.execute("PRAGMA table_info(gpu_samples)")][-1] == "pstate"  # as v5 left it
+    # A day packed by that release: its blocks lack the new columns.
+    conn.execute("INSERT INTO day_blocks (day, source, gpu, rows, columns, data) "
+                 "VALUES (20000, 'gpu_minute', 1, 0, 'ts', x'00')")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('blocks_until', '1728000000.0')")
+    conn.close()
+    with HistoryStore.open(path) as store:
+        # Appended in registry order: a file of any age has the same column order as a new one.
+        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts",
+                                                                                         *GPU_METRIC_NAMES]
+        for table in ("gpu_minute", "gpu_hour"):
+            assert [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")] == ["gpu", "ts",
+                                                                                      *schema.rollup_columns()]
+        result = store.query("GPU-old", ["temperature_c", *schema.COUNTER_METRICS], T0 - 10, T0 + 10)
+        assert result.columns["temperature_c"].tolist() == [65.5]
+        for name in schema.COUNTER_METRICS:  # nobody counted then: missing, not zero
+            assert np.isnan(result.columns[name]).all(), name
+        # Dropped, to be packed again with the new columns by the next rollup.
+        assert store.conn.execute("SELECT count(*) FROM day_blocks").fetchone()[0] == 0
+        assert store.meta("blocks_until") is None
+        store.write_snapshots([snapshot(T0 + 5)])
+        new = store.query(FULL_INFO.uuid, list(schema.COUNTER_METRICS), T0, T0 + 10)
+        assert [float(new.columns[n][0]) for n in schema.COUNTER_METRICS] == [0.75, 0.3, 0.125, 0.0]

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from desktop.history.importer import import_result
 from desktop.history.nvsmi_csv import parse_nvsmi_csv
+from desktop.history.rollup import run_rollups
+from desktop.history.schema import COUNTER_METRICS
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GpuInfo
 
@@ -106,6 +108,12 @@ def test_import_into_the_store_is_idempotent_and_matches_known_gpus(tmp_path: Pa
         assert rows.columns["temperature_c"].tolist() == [87, 86]
         assert rows.columns["power_w"].tolist() == [149.9, 150.0]  # stored to 0.1 W
         assert rows.columns["clock_event_reasons"].tolist() == [0x24, 0x4]
+        # nvidia-smi has no query column for NVML's per-reason time counters: missing, not zero.
+        counted = store.query("GPU-known", list(COUNTER_METRICS), 0, 2e9)
+        assert all(np.isnan(counted.columns[name]).all() for name in COUNTER_METRICS)
+        run_rollups(store, 2e9)
+        assert np.isnan(store.query("GPU-known", ["clock_event_sw_power_cap_s"], 0, 2e9,
+                                    resolution="minute").columns["clock_event_sw_power_cap_s"]).all()
 
 
 # --- fuzz -------------------------------------------------------------------------------------

@@ -118,3 +118,31 @@ def test_retention_keeps_each_resolution_for_its_time(store: HistoryStore) -> No
     assert old.resolution == "hour" and len(old) == 24 and np.all(old.columns["power_w"] == 80.0)
     apply_retention(store, RetentionSettings(raw_days=3, minute_days=10, hour_days=15), now)
     assert first("gpu_hour", 1.0) >= now - 15 * DAY
+
+
+def test_counted_clock_event_seconds_are_summed_in_minutes_hours_and_day_blocks(store: HistoryStore) -> None:
+    # A day at 1 Hz (over two UTC days, so two day blocks): every sample counted 0.3 s of SW power
+    # cap (the first one nothing yet) and once an hour 0.125 s of HW thermal, which no sampled
+    # reason bit ever showed.
+    n = int(DAY)
+    t = T0 + np.arange(n, dtype=np.float64)
+    power_cap = np.full(n, 0.3)
+    power_cap[0] = np.nan
+    hw_thermal = np.where(np.arange(n) % 3600 == 17, 0.125, 0.0)
+    bulk.write_gpu_columns(store, FULL_INFO, t, {
+        "utilization_gpu_pct": np.full(n, 100.0), "clock_event_reasons": np.zeros(n),
+        "clock_event_sw_power_cap_s": power_cap, "clock_event_hw_thermal_s": hw_thermal})
+    run_rollups(store, T0 + 2 * DAY)
+    assert store.conn.execute("SELECT count(*) FROM day_blocks WHERE source = 'gpu_minute'").fetchone()[0] == 2
+    names = ["clock_event_sw_power_cap_s", "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s",
+             "reason_s_64"]
+    for resolution, rows, per_row in (("minute", 1440, 18.0), ("hour", 24, 1080.0)):
+        result = store.query(FULL_INFO.uuid, names, T0, T0 + DAY, max_points=0, resolution=resolution)
+        cols = result.columns
+        assert len(result) == rows
+        assert cols["clock_event_sw_power_cap_s"][1:] == pytest.approx(np.full(rows - 1, per_row))
+        assert float(cols["clock_event_sw_power_cap_s"][0]) == pytest.approx(per_row - 0.3)
+        assert float(np.sum(cols["clock_event_sw_power_cap_s"])) == pytest.approx(0.3 * (n - 1))
+        assert float(np.sum(cols["clock_event_hw_thermal_s"])) == pytest.approx(24 * 0.125)
+        assert float(np.sum(cols["reason_s_64"])) == 0.0  # the bits never saw it
+        assert np.isnan(cols["clock_event_hw_power_brake_s"]).all()  # never counted: missing, not 0
