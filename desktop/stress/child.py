@@ -52,6 +52,8 @@ class ChildState:
     error: str | None = None
     start_info: dict[str, Any] = field(default_factory=dict)
     latency: dict[str, float] = field(default_factory=dict)
+    #: The CUDA device's identity (the child's first record on CUDA), to find its NVML GPU.
+    device: dict[str, Any] | None = None
 
 
 class ChildReader:
@@ -74,7 +76,8 @@ class ChildReader:
         with self._lock:
             s = self._state
             return ChildState(s.started, s.progress_seen, s.done, s.throughput, s.unit, s.errors, s.checks,
-                               s.error, dict(s.start_info), dict(s.latency))
+                               s.error, dict(s.start_info), dict(s.latency),
+                               dict(s.device) if s.device is not None else None)
 
     def points(self) -> list[tuple[float, float]]:
         with self._lock:
@@ -104,7 +107,9 @@ class ChildReader:
         kind = record.get("type")
         with self._lock:
             s = self._state
-            if kind == "start":
+            if kind == "device":
+                s.device = {k: v for k, v in record.items() if k != "type"}
+            elif kind == "start":
                 s.started = True
                 s.unit = str(record.get("unit", ""))
                 s.start_info = {k: v for k, v in record.items() if k != "type"}

@@ -23,9 +23,10 @@ import numpy as np
 from desktop import config as config_mod
 from desktop.errors import UserError
 from desktop.paths import default_db_path
+from desktop.stress.log_verdict import RunVerdict, verdicts_for_log
 from desktop.stress.records import exit_code, gpu_identity, judge_run, load_earlier, save_run
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
-from desktop.stress.verdict import RunTrace, Verdict, format_duration, judge
+from desktop.stress.verdict import CAUSE_COUNTER_FIELDS, LOAD_UTIL_PCT, Verdict, format_duration
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
@@ -63,27 +64,24 @@ def build_runner(args: argparse.Namespace, device: str, on_progress: Any) -> Str
     if device == "cpu" and args.dtype == "tf32":
         raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
     sampler: Sampler | None = None
-    index = 0
     if device == "sim":
         if args.workload != "gemm":
             raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --device sim")
         sampler = Sampler(SimulatedBackend(parse_profile_list(None)))
     elif device.startswith("cuda"):
         _need_torch()
-        index = int(device.partition(":")[2] or 0)
         backend = open_gpu_backend()
         if backend.source.simulated:
             backend.close()
             raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); try --device cpu or sim")
-        if index >= len(backend.devices()):
-            backend.close()
-            raise UserError(f"there is no GPU {index} (found {len(backend.devices())})")
+        # Which NVML GPU cuda:N is (and whether CUDA has an N) only the workload child can say:
+        # the runner maps it from the child's first record, and refuses when it cannot.
         sampler = Sampler(backend)
     else:
         _need_torch()
     stress = settings.stress
     config = StressConfig(workload=args.workload, device=device, dtype=args.dtype, duration_s=minutes * 60.0,
-                          gpu_index=index, guard_c=args.guard_c, guard_offset_c=stress.guard_offset_c,
+                          guard_c=args.guard_c, guard_offset_c=stress.guard_offset_c,
                           guard_absolute_c=stress.guard_temperature_c)
     return StressRunner(config, sampler, on_progress=on_progress)
 
@@ -91,8 +89,9 @@ def build_runner(args: argparse.Namespace, device: str, on_progress: Any) -> Str
 class ProgressBar:
     """One redrawn stderr line: bar, time left, live throughput, temperature and clock."""
 
-    def __init__(self, stream: Any = sys.stderr) -> None:
-        self.stream = stream
+    def __init__(self, stream: Any = None) -> None:
+        # sys.stderr when called, not when this module was imported (it may have been replaced since).
+        self.stream = stream if stream is not None else sys.stderr
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
         self._last_line = 0.0
 
@@ -194,7 +193,9 @@ def _json_report(result: RunResult, verdict: Verdict, run_id: int | None, code: 
     uuid, name, driver = gpu_identity(result)
     return {"exit_code": code, "run_id": run_id, "status": result.status, "message": result.message,
             "note": note, "workload": result.config.workload, "dtype": result.dtype, "device": result.config.device,
-            "gpu": {"uuid": uuid, "name": name, "driver": driver}, "started_s": result.started_s,
+            "gpu": {"uuid": uuid, "name": name, "driver": driver,
+                    "nvml_index": result.gpu.index if result.gpu is not None else None},
+            "started_s": result.started_s,
             "ended_s": result.ended_s, "errors": result.errors, "checks": result.checks,
             "extra": result.extra, "verdict": verdict.as_dict()}
 
@@ -219,39 +220,45 @@ def parse_time(text: str, now_s: float) -> float:
     return when.timestamp()
 
 
-def busy_only(time_s: np.ndarray, columns: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Keep the loaded part of a log: a verdict on idle minutes would call every idle dip a slowdown."""
-    util = columns.get("utilization_gpu_pct")
-    if util is None or not np.isfinite(util).any():
-        return time_s, columns
-    busy = np.isfinite(util) & (util >= 50.0)
-    if busy.sum() < 3:
-        return time_s, columns
-    return time_s[busy], {k: v[busy] for k, v in columns.items()}
-
-
-def verdict_for_log(time_s: np.ndarray, columns: dict[str, np.ndarray], sm_clock_max_mhz: float | None = None,
-                    power_limit_w: float | None = None, temp_slowdown_c: float | None = None) -> Verdict:
-    time_s, columns = busy_only(time_s, columns)
-    clocks = columns.get("sm_clock_mhz")
-    if sm_clock_max_mhz is None and clocks is not None and np.isfinite(clocks).any():
-        # Logs rarely carry the max clock: the highest clock the GPU reached stands in for it.
-        sm_clock_max_mhz = float(np.nanpercentile(clocks, 99.5))
-    return judge(RunTrace.from_columns(time_s, columns, sm_clock_max_mhz=sm_clock_max_mhz,
-                                       power_limit_w=power_limit_w, temp_slowdown_c=temp_slowdown_c))
-
-
 def analyze_main(args: argparse.Namespace) -> int:
     results = _analyze_file(Path(args.file), args.gpu) if args.file else _analyze_stored(args)
     if args.json:
-        print(json.dumps([{"gpu": key, **v.as_dict()} for key, v in results], default=str, indent=2))
+        none: list[RunVerdict | None] = [None]  # a GPU with no load still gets its entry
+        rows = [_run_json(label, run) for label, runs in results for run in (runs or none)]
+        print(json.dumps(rows, default=str, indent=2))
     else:
-        for key, verdict in results:
-            print(f"{key}: {verdict.sentence}")
-    return 1 if any(v.throttled for _k, v in results) else 0
+        for label, runs in results:
+            print("\n".join(_run_lines(label, runs)))
+    return 1 if any(run.verdict.throttled for _label, runs in results for run in runs) else 0
 
 
-def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, Verdict]]:
+_NO_LOAD = (f"No load in the log (GPU utilization never at or above {LOAD_UTIL_PCT:.0f} % for a few samples); "
+            "nothing to judge.")
+
+
+def _run_lines(label: str, runs: list[RunVerdict]) -> list[str]:
+    """One line per run: "GPU 0 NVIDIA H800, run 2 of 3 (10:07:00, 4 min): Held its speed ..."."""
+    if not runs:
+        return [f"{label}: {_NO_LOAD}"]
+    if len(runs) == 1:
+        return [f"{label}: {runs[0].verdict.sentence}"]
+    starts = [datetime.fromtimestamp(run.start_s) for run in runs]
+    # The date only when the runs do not all fall on one day.
+    pattern = "%H:%M:%S" if len({s.date() for s in starts}) == 1 else "%Y-%m-%d %H:%M:%S"
+    return [f"{label}, run {run.run} of {run.runs} ({start.strftime(pattern)}, "
+            f"{format_duration(run.end_s - run.start_s)}): {run.verdict.sentence}"
+            for run, start in zip(runs, starts, strict=True)]
+
+
+def _run_json(label: str, run: RunVerdict | None) -> dict[str, Any]:
+    if run is None:
+        return {"gpu": label, "run": None, "runs": 0, "status": "no_load", "throttled": False,
+                "sentence": _NO_LOAD}
+    return {"gpu": label, "run": run.run, "runs": run.runs, "start_s": run.start_s, "end_s": run.end_s,
+            **run.verdict.as_dict()}
+
+
+def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdict]]]:
     if not path.exists():
         raise UserError(f"no such file: {path}")
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
@@ -270,8 +277,9 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, Verdict]]:
         time_s, columns = series[key]
         info = imported.info.get(key, {})
         label = f"GPU {info['index']} {info.get('name', '')}".strip() if "index" in info else str(key)
-        out.append((label, verdict_for_log(np.asarray(time_s), dict(columns), _number(info.get("sm_clock_max_mhz")),
-                                           _number(info.get("power_limit_enforced_w")))))
+        out.append((label, verdicts_for_log(np.asarray(time_s), dict(columns),
+                                            sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
+                                            power_limit_w=_number(info.get("power_limit_enforced_w")))))
     return out
 
 
@@ -279,7 +287,8 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
-def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, Verdict]]:
+def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict]]]:
+    from desktop.history.query import QUERYABLE
     from desktop.history.store import HistoryStore
 
     db_path = Path(args.db) if args.db else default_db_path()
@@ -298,12 +307,15 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, Verdict]]:
             if not gpus:
                 raise UserError(f"the history has no GPU {args.gpu}")
         metrics = ["utilization_gpu_pct", "sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons"]
+        # NVML's exact time under each throttle cause, where this history stores it.
+        metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
         out = []
         for info in gpus:
             rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
             out.append((f"GPU {info.index} {info.name}",
-                        verdict_for_log(rows.time_s, dict(rows.columns), info.sm_clock_max_mhz,
-                                        info.power_limit_enforced_w, info.temp_slowdown_c)))
+                        verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
+                                         power_limit_w=info.power_limit_enforced_w,
+                                         temp_slowdown_c=info.temp_slowdown_c)))
         return out
     finally:
         store.close()

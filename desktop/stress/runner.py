@@ -3,10 +3,13 @@
 The workload runs in ``python -m desktop.stress.workloads`` (torch never enters this
 process); its JSON lines are read on a thread. The parent samples the GPU once a second,
 stops the child within a second of ``cancel()`` (terminate, then kill) and within two
-seconds of the temperature guard being crossed. For the simulated GPU there is no child:
-the runner sets the simulator's load and reads throughput from its clock model, which also
-lets tests run a ten-minute test on an injected clock in milliseconds. No Qt here: progress
-goes to a plain callback, which the CLI and the GUI worker both use.
+seconds of the temperature guard being crossed. On CUDA it watches the GPU the child names in
+its first record (desktop.stress.devices: CUDA's device order is not NVML's) and refuses to go
+on when no NVML GPU matches it, or when an explicit guard is at or above shutdown (UserErrors).
+For the simulated GPU there is no child: the runner sets the simulator's load and reads
+throughput from its clock model, which also lets tests run a ten-minute test on an injected
+clock in milliseconds. No Qt here: progress goes to a plain callback, which the CLI and the
+GUI worker both use.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.stress.child import ChildReader, close_pipes, stop_child
+from desktop.stress.devices import CudaIdentity, map_cuda_device
+from desktop.stress.guard import guard_temperature
 from desktop.stress.verdict import RunTrace
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuSample, Snapshot
@@ -78,6 +83,8 @@ class StressConfig:
     device: str = "sim"  # cuda:N | cpu | sim
     dtype: str | None = None
     duration_s: float = 600.0
+    #: The NVML GPU to watch: the simulated one for "sim"; for cuda:N the runner finds it from the
+    #: child's identity (and a finished run's config carries the one it found).
     gpu_index: int = 0
     guard_c: float | None = None
     #: Without ``guard_c``: an absolute guard (> 0) or the GPU's slowdown temperature plus this offset.
@@ -177,21 +184,11 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
         config = replace(config, guard_offset_c=guard_offset_c, guard_absolute_c=guard_absolute_c)
         if config.device == "cpu":
             return StressRunner(config, None, clock=clock)
-        return StressRunner(config, Sampler(open_backend(), clock=(clock or RealClock()).now), clock=clock)
+        # The run owns this backend: it closes it (its NVML session) when it ends, however it ends.
+        return StressRunner(config, Sampler(open_backend(), clock=(clock or RealClock()).now), clock=clock,
+                            owns_sampler=True)
 
     return make
-
-
-def guard_temperature(info: GpuInfo | None, guard_c: float | None, offset_c: float = 5.0,
-                      absolute_c: float = 0.0) -> float | None:
-    """The guard: an explicit value, else the configured absolute one, else slowdown + offset."""
-    if guard_c is not None:
-        return guard_c
-    if absolute_c > 0:
-        return absolute_c
-    if info is not None and info.temp_slowdown_c is not None:
-        return info.temp_slowdown_c + offset_c
-    return None
 
 
 class StressRunner:
@@ -200,9 +197,12 @@ class StressRunner:
     def __init__(self, config: StressConfig, sampler: Sampler | None = None, *, clock: Clock | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
                  on_child_started: Callable[[int], None] | None = None,
-                 on_start: Callable[[GpuInfo | None, float | None], None] | None = None) -> None:
+                 on_start: Callable[[GpuInfo | None, float | None], None] | None = None,
+                 owns_sampler: bool = False) -> None:
         self.config = config
         self.sampler = sampler
+        #: Close the sampler (and its backend's NVML session) at the end of ``run()``.
+        self.owns_sampler = owns_sampler
         self.clock: Clock = clock or RealClock()
         self.on_progress = on_progress
         self.on_child_started = on_child_started
@@ -213,6 +213,9 @@ class StressRunner:
         self._wake = threading.Event()
         self._guard_c: float | None = config.guard_c
         self.child_pid: int | None = None
+        #: The GPU under test and its NVML index, once known (sim: at once; cuda: from the child).
+        self.gpu: GpuInfo | None = None
+        self._watch_index: int | None = None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -230,10 +233,24 @@ class StressRunner:
                 return info
         return None
 
+    def _arm(self, info: GpuInfo | None) -> None:
+        """Watch ``info`` from now on: its samples, its guard (an explicit one checked against shutdown)."""
+        cfg = self.config
+        self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
+        self.gpu = info
+        self._watch_index = info.index if info is not None else None
+        if self.on_start is not None:
+            self.on_start(info, self._guard_c)
+
+    def _watched_config(self) -> StressConfig:
+        if self._watch_index is None or self._watch_index == self.config.gpu_index:
+            return self.config
+        return replace(self.config, gpu_index=self._watch_index)
+
     def _sample(self, snapshot: Snapshot | None) -> GpuSample | None:
-        if snapshot is None:
+        if snapshot is None or self._watch_index is None:
             return None
-        reading = snapshot.reading(self.config.gpu_index)
+        reading = snapshot.reading(self._watch_index)
         if reading is None or reading.state is not DeviceState.OK:
             return None
         return reading.sample
@@ -254,14 +271,26 @@ class StressRunner:
                                   sample.power_w if sample else None, errors, checks, phase, self.clock.now()))
 
     def run(self) -> RunResult:
-        info = self._gpu_info()
-        cfg = self.config
-        self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
-        if self.on_start is not None:
-            self.on_start(info, self._guard_c)
-        if self.config.device == "sim":
-            return self._run_simulated(info)
-        return self._run_child(info)
+        """Run the test; raises a UserError (DeviceMappingError, GuardRefused) when it must not start."""
+        try:
+            if self.config.device == "sim":
+                info = self._gpu_info()
+                self._arm(info)
+                return self._run_simulated(info)
+            if not self._maps_cuda():
+                self._arm(None)  # the CPU, or CUDA without telemetry: nothing to watch
+            return self._run_child()
+        finally:
+            if self.owns_sampler and self.sampler is not None:
+                self.sampler.close()
+
+    def _maps_cuda(self) -> bool:
+        return self.sampler is not None and self.config.device.startswith("cuda")
+
+    def _map_child_device(self, record: dict[str, Any]) -> None:
+        """The child named its CUDA device: watch the NVML GPU with its UUID or PCI address (or refuse)."""
+        assert self.sampler is not None
+        self._arm(map_cuda_device(CudaIdentity.from_record(record), self.sampler.gpu.devices()))
 
     # --- simulated GPU ------------------------------------------------------------------
 
@@ -319,8 +348,9 @@ class StressRunner:
             command.append("--inject-faults")
         return command
 
-    def _run_child(self, info: GpuInfo | None) -> RunResult:
+    def _run_child(self) -> RunResult:
         cfg = self.config
+        armed = not self._maps_cuda()
         # The child dies with the thread that started it (PR_SET_PDEATHSIG): start and wait on this same thread.
         proc = subprocess.Popen(self.child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -338,6 +368,10 @@ class StressRunner:
                 sample = self._sample(snapshot)
                 now = self.clock.now()
                 state = reader.snapshot()
+                if not armed and state.device is not None:
+                    self._map_child_device(state.device)  # raises when no NVML GPU matches
+                    armed = True
+                    sample = self._sample(snapshot)
                 if state.started and started is None:
                     started = now
                 if state.progress_seen:
@@ -353,6 +387,8 @@ class StressRunner:
                     proc.wait()
                     reader.finished.wait(2.0)
                     state = reader.snapshot()
+                    if not armed and state.device is not None:
+                        self._map_child_device(state.device)  # a refusal explains an early exit best
                     if state.error or not state.done:
                         status = "crashed"
                         message = state.error or (f"the workload exited with code {proc.returncode}: "
@@ -381,6 +417,8 @@ class StressRunner:
             throughput_arr = np.asarray([v for _, v in points], dtype=np.float64)
             columns = {name: np.full(time_s.shape[0], np.nan) for name in SAMPLE_FIELDS}
         extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency}
-        return RunResult(status, message, cfg, started if started is not None else launched, self.clock.now(),
-                         state.unit, str(state.start_info.get("dtype", cfg.dtype or "")), time_s, throughput_arr,
-                         columns, errors=state.errors, checks=state.checks, gpu=info, extra=extra)
+        if self.gpu is not None:
+            extra["nvml_index"] = self.gpu.index
+        return RunResult(status, message, self._watched_config(), started if started is not None else launched,
+                         self.clock.now(), state.unit, str(state.start_info.get("dtype", cfg.dtype or "")), time_s,
+                         throughput_arr, columns, errors=state.errors, checks=state.checks, gpu=self.gpu, extra=extra)

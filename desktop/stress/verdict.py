@@ -2,59 +2,63 @@
 
 Pure numpy (no torch, Qt or SQL), so it judges a live run, a stored time range and an
 nvidia-smi log the same way. The performance signal is the workload's throughput when there
-is one, otherwise the SM clock against its maximum. Every decision reads a rolling median,
-so single noisy samples cannot trigger it.
+is one, otherwise the SM clock in MHz. Throttled means the signal FELL during the run (the
+end of the run against the best sustained level of its first minute after warm-up), or a
+thermal or hardware slowdown appeared under load. The GPU's reported max clock is not a
+reference: it is the top of the V/F curve (3105 MHz on every Ada card) and never sustained,
+and a GEMM held at its power limit from the first second is the normal state of a
+datacenter GPU, so the SW power cap alone is reported, not judged. Reasons count only under
+load (A10, A40 and RTX 5090 report SW power cap Active at idle). Every decision reads a
+rolling median, so single noisy samples cannot trigger it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
-from advisor.frame import StressResult
+from desktop.stress.causes import (
+    CAUSE_BITS,
+    CAUSE_COUNTER_FIELDS,
+    CAUSE_FAMILY,
+    CAUSE_LABELS,
+    SLOWDOWN_CAUSES,
+    CauseTimes,
+    cause_times,
+    reason_bits,
+    sample_intervals,
+)
+from desktop.stress.verdict_text import compare_with_history, format_duration, sentence_for
 from desktop.telemetry.model import ClockEventReason
 
+__all__ = ["CAUSE_BITS", "CAUSE_COUNTER_FIELDS", "CAUSE_FAMILY", "CAUSE_LABELS", "RunTrace", "Verdict",
+           "compare_with_history", "format_duration", "judge", "rolling_median"]
+
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
-#: Sustained below this share of peak = throttled (DCGM's targeted_stress passes at >= 95 %).
+#: Sustained below this share of the early reference = throttled (DCGM's targeted_stress passes at >= 95 %).
 DROP_THRESHOLD = 0.95
-#: Held below this share of the max SM clock by a throttle reason most of the run = throttled.
-CLOCK_HELD_THRESHOLD = 0.90
-#: Rolling-median window for every decision (seconds).
+#: Rolling-median window for onset detection (seconds).
 SMOOTH_WINDOW_S = 5.0
-#: The peak is read from the first minute (or the first third of a shorter run).
-PEAK_WINDOW_S = 60.0
-
-# Causes, in the order they are reported; each maps to the reason bits that stand for it.
-CAUSE_BITS: dict[str, int] = {
-    "hw_thermal": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
-    "sw_thermal": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
-    "power_cap": int(ClockEventReason.SW_POWER_CAP),
-    "power_brake": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
-    "hw_slowdown": int(ClockEventReason.HW_SLOWDOWN),
-}
-CAUSE_LABELS: dict[str, str] = {
-    "hw_thermal": "HW thermal slowdown",
-    "sw_thermal": "SW thermal slowdown",
-    "power_cap": "power cap",
-    "power_brake": "power brake",
-    "hw_slowdown": "HW slowdown",
-    "unexplained": "unexplained slowdown",
-}
-#: The coarse cause family each detailed cause belongs to ("thermal", "power", ...).
-CAUSE_FAMILY: dict[str, str] = {
-    "hw_thermal": "thermal",
-    "sw_thermal": "thermal",
-    "power_cap": "power",
-    "power_brake": "power",
-    "hw_slowdown": "hw_slowdown",
-    "unexplained": "unexplained",
-}
+#: Clocks ramp and caches fill in the first seconds of a load: the reference starts after this.
+WARMUP_S = 10.0
+#: The reference is the best sustained level in this long a window after warm-up (or the first third of a shorter run).
+REFERENCE_WINDOW_S = 60.0
+#: "Sustained" = the level of this long a stretch: 1 Hz dither under a power cap (H800: 1425-1965 MHz) averages out.
+REFERENCE_SMOOTH_S = 45.0
+#: A sample is under load at this GPU utilization or above (when the trace has no throughput).
+LOAD_UTIL_PCT = 50.0
+#: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled.
+SLOWDOWN_MIN_SHARE = 0.02
+#: The power cap active this share of the load time or more = "ran at its power limit".
+POWER_LIMITED_SHARE = 0.2
+#: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
+MIN_SUSTAINED_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,12 @@ class RunTrace:
     temperature_c: FloatArray | None = None
     power_w: FloatArray | None = None
     clock_event_reasons: FloatArray | None = None
+    utilization_gpu_pct: FloatArray | None = None
+    #: cause (a key of CAUSE_COUNTER_FIELDS) -> NVML's exact seconds under it since the previous sample.
+    cause_time_s: Mapping[str, FloatArray] | None = None
     sm_clock_max_mhz: float | None = None
+    #: Where the max clock came from: "reported" (the GPU's) or "log" (the highest clock in the log).
+    sm_clock_max_source: str = "reported"
     power_limit_w: float | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
@@ -76,22 +85,25 @@ class RunTrace:
 
     @classmethod
     def from_columns(cls, time_s: FloatArray, columns: Mapping[str, FloatArray], **kwargs: object) -> RunTrace:
-        """From arrays named like GpuSample fields (history, nvidia-smi import, simulator)."""
+        """From arrays named like GpuSample fields (history, nvidia-smi import, simulator, stress runner)."""
 
         def col(name: str) -> FloatArray | None:
             values = columns.get(name)
             return None if values is None else np.asarray(values, dtype=np.float64)
 
+        counters = {cause: np.asarray(columns[name], dtype=np.float64)
+                    for cause, name in CAUSE_COUNTER_FIELDS.items() if columns.get(name) is not None}
         return cls(time_s=np.asarray(time_s, dtype=np.float64), sm_clock_mhz=col("sm_clock_mhz"),
                    temperature_c=col("temperature_c"), power_w=col("power_w"),
-                   clock_event_reasons=col("clock_event_reasons"), **kwargs)  # type: ignore[arg-type]
+                   clock_event_reasons=col("clock_event_reasons"), utilization_gpu_pct=col("utilization_gpu_pct"),
+                   cause_time_s=counters or None, **kwargs)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The answer: throttled or not, since when, by how much, why — and one plain sentence."""
 
-    status: str  # passed | throttled | errors | aborted | no_data
+    status: str  # passed | throttled | errors | aborted | no_data | too_short
     throttled: bool
     onset_s: float | None
     peak: float
@@ -99,16 +111,25 @@ class Verdict:
     sustained_ratio: float
     unit: str
     basis: str  # "throughput" | "clock"
-    clock_ratio: float | None
+    clock_ratio: float | None  # sustained SM clock / sm_clock_max_mhz (information, not a verdict)
     cause: str | None  # a key of CAUSE_LABELS
     cause_family: str | None
     onset_temperature_c: float | None
+    #: Share of the load time under each cause (and "unexplained": slow with no reason).
     cause_shares: dict[str, float] = field(default_factory=dict)
     errors: int = 0
     checks: int = 0
     duration_s: float = 0.0
     sentence: str = ""
     comparison: str = ""
+    #: Seconds under load (samples judged), and under each cause while loaded.
+    load_s: float = 0.0
+    cause_seconds: dict[str, float] = field(default_factory=dict)
+    #: "counters" (NVML's exact time under each reason), "samples" (1 Hz reason bits) or "none".
+    cause_timing: str = "none"
+    power_limited: bool = False
+    sm_clock_max_mhz: float | None = None
+    sm_clock_max_source: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
@@ -129,171 +150,246 @@ def rolling_median(values: FloatArray, window: int) -> FloatArray:
     return out
 
 
-def _interval_s(time_s: FloatArray) -> float:
-    if time_s.shape[0] < 2:
-        return 1.0
-    step = float(np.median(np.diff(time_s)))
-    return step if step > 0 else 1.0
+@dataclass(frozen=True)
+class _Run:
+    """The pieces of one judged run, shared by the helpers below."""
+
+    rel: FloatArray  # seconds since the first loaded sample
+    interval_s: FloatArray
+    loaded: BoolArray
+    signal: FloatArray  # NaN outside the load
+    smooth: FloatArray
+    reference: BoolArray  # the early window the peak is read from
+    end: BoolArray  # the last third
+    warmup_s: float
+    causes: CauseTimes | None
 
 
-def _reason_bits(trace: RunTrace, n: int) -> npt.NDArray[np.int64] | None:
-    if trace.clock_event_reasons is None:
-        return None
-    raw = trace.clock_event_reasons
-    if not np.isfinite(raw).any():
-        return None
-    return np.where(np.isfinite(raw), raw, 0.0).astype(np.int64)[:n]
-
-
-def judge(trace: RunTrace) -> Verdict:
-    """The verdict for one run (or one logged time range)."""
+def judge(trace: RunTrace, *, min_load_s: float = 0.0) -> Verdict:
+    """The verdict for one run (or one load segment of a log); under ``min_load_s`` of load it says so instead."""
     time_s = np.asarray(trace.time_s, dtype=np.float64)
-    basis, unit, signal = _signal(trace)
+    basis, unit, raw_signal = _signal(trace)
     n = time_s.shape[0]
-    if n < 3 or signal is None or not np.isfinite(signal).any():
-        errors = (f"{trace.errors} result error(s) in {trace.checks} checks — the GPU computed wrong results. "
-                  if trace.errors else "")
-        return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None,
-                       peak=math.nan, sustained=math.nan,
-                       sustained_ratio=math.nan, unit=unit, basis=basis, clock_ratio=None, cause=None,
-                       cause_family=None, onset_temperature_c=None, errors=trace.errors, checks=trace.checks,
-                       sentence=errors + "Not enough samples for a throttle verdict.")
-    start = float(time_s[0])
-    rel = time_s - start
-    duration = float(rel[-1] - rel[0]) + _interval_s(time_s)
-    window = max(1, round(SMOOTH_WINDOW_S / _interval_s(time_s)))
-    smooth = rolling_median(signal, window)
-    peak_end = min(PEAK_WINDOW_S, duration / 3.0)
-    peak_mask = (rel <= peak_end) & np.isfinite(smooth)
-    if not peak_mask.any():
-        peak_mask = np.isfinite(smooth)
-    peak = float(np.percentile(smooth[peak_mask], 95))
-    last_third = (rel >= duration * 2.0 / 3.0) & np.isfinite(signal)
-    sustained = float(np.median(signal[last_third])) if last_third.any() else float(np.nanmedian(signal))
+    loaded = _load_mask(trace, raw_signal, basis, n)
+    if n < 3 or raw_signal is None or int(loaded.sum()) < 3:
+        return _no_data(trace, basis, unit)
+    interval_s = sample_intervals(time_s)
+    step = float(np.median(interval_s))
+    first = int(np.flatnonzero(loaded)[0])
+    rel = time_s - time_s[first]
+    span = float(rel[np.flatnonzero(loaded)[-1]]) + step
+    signal = np.where(loaded, raw_signal, np.nan)
+    warmup = min(WARMUP_S, span / 6.0)
+    reference = loaded & (rel >= warmup) & (rel <= warmup + min(REFERENCE_WINDOW_S, span / 3.0))
+    if not reference.any():
+        reference = loaded.copy()
+    run = _Run(rel=rel, interval_s=interval_s, loaded=loaded, signal=signal,
+               smooth=rolling_median(signal, max(1, round(SMOOTH_WINDOW_S / step))), reference=reference,
+               end=loaded & (rel >= span * 2.0 / 3.0), warmup_s=warmup,
+               causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
+    load_s = float(np.sum(interval_s[loaded]))
+    clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
+    common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span, load_s=load_s,
+                  cause_timing=run.causes.timing if run.causes else "none", sm_clock_max_mhz=clock_max,
+                  sm_clock_max_source=trace.sm_clock_max_source if clock_max else None)
+    shares, seconds = _cause_shares(run)
+    if load_s < min_load_s:
+        typical = float(np.nanmedian(signal))
+        verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
+                          peak=math.nan, sustained=typical, sustained_ratio=math.nan,
+                          clock_ratio=_clock_ratio(trace, loaded, clock_max), cause=None, cause_family=None,
+                          onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
+                          **common)  # type: ignore[arg-type]
+        return _with_sentence(verdict, trace, min_load_s)
+    best_early = _best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
+    sustained = _level(signal[run.end]) if np.isfinite(signal[run.end]).any() else _level(signal)
+    # The peak is the best sustained level seen: a run that gets faster (a long warm-up, lighter
+    # data later) is at 100 % of it, never above.
+    peak = float(np.nanmax([best_early, sustained]))
     ratio = sustained / peak if peak > 0 else math.nan
-    clock_ratio = _clock_ratio(trace, rel, duration)
-    bits = _reason_bits(trace, n)
-    shares = _cause_shares(bits, smooth, peak)
-    held = (clock_ratio is not None and clock_ratio < CLOCK_HELD_THRESHOLD and bits is not None
-            and float(np.mean((bits & sum(CAUSE_BITS.values())) != 0)) > 0.5)
+    slow = np.isfinite(run.smooth) & (run.smooth < DROP_THRESHOLD * peak)
+    shares["unexplained"] = _unexplained_share(run, slow)
     dropped = bool(np.isfinite(ratio) and ratio < DROP_THRESHOLD)
-    throttled = dropped or held
-    onset: float | None = None
-    if dropped:
-        onset = _onset(rel, smooth, peak, bits, peak_mask)
-    cause = _cause(trace, bits, smooth, peak, peak_mask=peak_mask, onset=onset, rel=rel, dropped=dropped)
-    onset_temp = _temperature_near(trace, rel, onset) if onset is not None else None
+    slowdown = _slowdown_cause(shares) if run.causes is not None else None
+    onset = _onset(run, peak) if dropped else None
+    if slowdown is not None:
+        appeared = _first_on(run, slowdown)
+        if appeared is not None and (onset is None or appeared < onset):
+            onset = appeared
+    cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
+    throttled = dropped or slowdown is not None
     status = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     verdict = Verdict(status=status, throttled=throttled, onset_s=onset, peak=peak, sustained=sustained,
-                      sustained_ratio=ratio, unit=unit, basis=basis, clock_ratio=clock_ratio, cause=cause,
-                      cause_family=CAUSE_FAMILY.get(cause) if cause else None, onset_temperature_c=onset_temp,
-                      cause_shares=shares, errors=trace.errors, checks=trace.checks, duration_s=duration)
-    return _with_sentence(verdict, trace)
+                      sustained_ratio=ratio, clock_ratio=_clock_ratio(trace, run.end, clock_max), cause=cause,
+                      cause_family=CAUSE_FAMILY.get(cause) if cause else None,
+                      onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
+                      cause_shares=shares, cause_seconds=seconds,
+                      power_limited=shares.get("power_cap", 0.0) >= POWER_LIMITED_SHARE,
+                      **common)  # type: ignore[arg-type]
+    return _with_sentence(verdict, trace, min_load_s)
+
+
+def _level(values: FloatArray) -> float:
+    """The typical level of a stretch: a 10 % trimmed mean of its finite values.
+
+    Not the median: under a power cap the clock is bimodal (capped / not capped, 15 MHz steps),
+    and a median jumps between the modes when their shares are near even; a mean of the middle
+    80 % is steady and still ignores spikes.
+    """
+    finite = np.sort(values[np.isfinite(values)])
+    if not finite.size:
+        return math.nan
+    cut = int(finite.size * 0.1)
+    return float(np.mean(finite[cut:finite.size - cut]))
+
+
+def _best_level(signal: FloatArray, mask: BoolArray, window: int) -> float:
+    """The best sustained level inside ``mask``: the highest ``_level`` of any ``window`` consecutive samples there."""
+    positions = np.flatnonzero(mask)
+    if not positions.size:
+        return math.nan
+    half = window // 2
+    levels = [_level(signal[max(0, i - half):i + window - half]) for i in positions]
+    return float(np.nanmax(levels)) if np.isfinite(levels).any() else math.nan
+
+
+def _no_data(trace: RunTrace, basis: str, unit: str) -> Verdict:
+    errors = (f"{trace.errors} result error(s) in {trace.checks} checks — the GPU computed wrong results. "
+              if trace.errors else "")
+    return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None, peak=math.nan,
+                   sustained=math.nan, sustained_ratio=math.nan, unit=unit, basis=basis, clock_ratio=None, cause=None,
+                   cause_family=None, onset_temperature_c=None, errors=trace.errors, checks=trace.checks,
+                   sentence=errors + "Not enough samples under load for a throttle verdict.")
 
 
 def _signal(trace: RunTrace) -> tuple[str, str, FloatArray | None]:
     if trace.throughput is not None and np.isfinite(trace.throughput).any() and np.nanmax(trace.throughput) > 0:
         return "throughput", trace.unit, np.asarray(trace.throughput, dtype=np.float64)
-    if trace.sm_clock_mhz is not None and trace.sm_clock_max_mhz:
-        percent = np.asarray(trace.sm_clock_mhz, dtype=np.float64) / trace.sm_clock_max_mhz * 100.0
-        return "clock", "% of max clock", percent
-    if trace.sm_clock_mhz is not None:
+    if trace.sm_clock_mhz is not None and np.isfinite(trace.sm_clock_mhz).any():
         return "clock", "MHz", np.asarray(trace.sm_clock_mhz, dtype=np.float64)
     return "throughput", trace.unit, None
 
 
-def _clock_ratio(trace: RunTrace, rel: FloatArray, duration: float) -> float | None:
-    if trace.sm_clock_mhz is None or not trace.sm_clock_max_mhz:
+def _load_mask(trace: RunTrace, signal: FloatArray | None, basis: str, n: int) -> BoolArray:
+    """Samples under load: the workload's own throughput says so; for a clock, the utilization and the idle bit do."""
+    if signal is None:
+        return np.zeros(n, dtype=bool)
+    loaded: BoolArray = np.isfinite(signal[:n])
+    if basis == "throughput":
+        return loaded
+    util = trace.utilization_gpu_pct
+    if util is not None and np.isfinite(util).any():
+        loaded &= ~(util[:n] < LOAD_UTIL_PCT)  # unknown utilization in a sample: keep it
+    bits = reason_bits(trace.clock_event_reasons, n)
+    if bits is not None:
+        loaded &= (bits & int(ClockEventReason.GPU_IDLE)) == 0
+    return loaded
+
+
+def _clock_ratio(trace: RunTrace, mask: BoolArray, clock_max: float | None) -> float | None:
+    if trace.sm_clock_mhz is None or clock_max is None:
         return None
-    clocks = trace.sm_clock_mhz
-    last = (rel >= duration * 2.0 / 3.0) & np.isfinite(clocks)
-    if not last.any():
-        return None
-    return float(np.median(clocks[last])) / trace.sm_clock_max_mhz
+    clocks = trace.sm_clock_mhz[mask]
+    clocks = clocks[np.isfinite(clocks)]
+    return float(np.median(clocks)) / clock_max if clocks.size else None
 
 
-def _cause_shares(bits: npt.NDArray[np.int64] | None, smooth: FloatArray, peak: float) -> dict[str, float]:
-    """Share of the run under each cause; "unexplained" = slow with no throttle reason set."""
-    n = smooth.shape[0]
-    shares: dict[str, float] = {}
-    slow = np.isfinite(smooth) & (smooth < DROP_THRESHOLD * peak)
-    if bits is None:
-        shares["unexplained"] = float(np.mean(slow)) if n else 0.0
-        return shares
-    any_reason = np.zeros(n, dtype=bool)
-    for name, bit in CAUSE_BITS.items():
-        on = (bits & bit) != 0
-        any_reason |= on
-        shares[name] = float(np.mean(on))
-    shares["unexplained"] = float(np.mean(slow & ~any_reason))
-    return shares
+def _cause_shares(run: _Run) -> tuple[dict[str, float], dict[str, float]]:
+    """(share of the load time, seconds under load) per cause; reasons outside the load do not count."""
+    if run.causes is None:
+        return {}, {}
+    shares = {c: run.causes.share(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
+    seconds = {c: run.causes.seconds(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
+    return shares, seconds
 
 
-def _onset(rel: FloatArray, smooth: FloatArray, peak: float, bits: npt.NDArray[np.int64] | None,
-           peak_mask: npt.NDArray[np.bool_]) -> float | None:
-    """When the slowdown began: the first persistent fall below peak, moved back to the reason that came with it."""
-    # The plateau is the typical early level; the p95 peak sits above the noise and would pull onset early.
-    plateau = float(np.median(smooth[peak_mask])) if peak_mask.any() else peak
-    early = smooth[peak_mask] if peak_mask.any() else smooth[np.isfinite(smooth)]
+def _unexplained_share(run: _Run, slow: BoolArray) -> float:
+    """Share of the load time that was slow with no throttle reason at all."""
+    total = float(np.sum(run.interval_s[run.loaded]))
+    if total <= 0:
+        return 0.0
+    unexplained = slow & run.loaded
+    if run.causes is not None:
+        for cause in CAUSE_BITS:
+            unexplained &= ~run.causes.on(cause)
+    return float(np.sum(run.interval_s[unexplained])) / total
+
+
+def _slowdown_cause(shares: Mapping[str, float]) -> str | None:
+    """The thermal / HW slowdown that appeared under load long enough to count, if any."""
+    present = {c: shares.get(c, 0.0) for c in SLOWDOWN_CAUSES if shares.get(c, 0.0) >= SLOWDOWN_MIN_SHARE}
+    return max(present, key=lambda c: present[c]) if present else None
+
+
+def _first_on(run: _Run, cause: str) -> float | None:
+    """When a cause first showed under load: the first sample whose counter grew (or whose bit was set)."""
+    assert run.causes is not None
+    hits = np.flatnonzero(run.causes.on(cause) & run.loaded)
+    return float(run.rel[hits[0]]) if hits.size else None
+
+
+def _onset(run: _Run, peak: float) -> float | None:
+    """When the fall began: the first persistent drop below the early level, moved back to the reason behind it."""
+    smooth, reference = run.smooth, run.reference
+    # The plateau is the typical early level; the peak sits above the noise and would pull onset early.
+    plateau = float(np.nanmedian(smooth[reference])) if np.isfinite(smooth[reference]).any() else peak
+    early = smooth[reference & np.isfinite(smooth)]
     noise_band = 1.4826 * float(np.median(np.abs(early - plateau))) if early.size else 0.0
-    below = np.isfinite(smooth) & (smooth < 0.97 * plateau)
-    # Persistent: the first slow sample after which the median stays slow for most of the next 30 s.
+    below = np.isfinite(smooth) & (smooth < 0.97 * plateau) & (run.rel >= run.warmup_s)
+    # Persistent: the first slow sample after which the median stays slow for most of the next 30 samples.
     candidates = np.flatnonzero(below)
-    first = None
-    for i in candidates:
-        ahead = below[i:i + 30]
-        if ahead.mean() >= 0.5:
-            first = int(i)
-            break
-    if first is None:
-        if not candidates.size:
-            return None
-        first = int(candidates[0])
+    if not candidates.size:
+        return None
+    first = next((int(i) for i in candidates if below[i:i + 30].mean() >= 0.5), int(candidates[0]))
     onset_index = first
     # The median lags the true change and the fall may be gradual: walk back to the last sample
     # at plateau level (within the noise seen on the plateau).
     while (onset_index > 0 and first - onset_index < 30 and smooth[onset_index - 1] < plateau - noise_band
-           and not peak_mask[onset_index - 1]):
+           and not reference[onset_index - 1]):
         onset_index -= 1
-    if bits is not None:
-        usual = int(np.bitwise_or.reduce(bits[peak_mask])) if peak_mask.any() else 0
-        new_bits = (bits & sum(CAUSE_BITS.values()) & ~usual) != 0
-        lookback = np.flatnonzero(new_bits[max(0, first - 15):first + 1])
+    if run.causes is not None:
+        new = np.zeros(smooth.shape[0], dtype=bool)
+        for cause in CAUSE_BITS:
+            on = run.causes.on(cause)
+            if not (on & reference).any():  # a cause already there early did not start the fall
+                new |= on
+        lookback = np.flatnonzero((new & run.loaded)[max(0, first - 15):first + 1])
         if lookback.size:
             # The driver's own record of when it started holding clocks beats any estimate from the signal.
             onset_index = max(0, first - 15) + int(lookback[0])
-    return float(rel[onset_index])
+    return float(run.rel[onset_index])
 
 
-def _cause(trace: RunTrace, bits: npt.NDArray[np.int64] | None, smooth: FloatArray, peak: float, *,
-           peak_mask: npt.NDArray[np.bool_], onset: float | None, rel: FloatArray, dropped: bool) -> str | None:
-    """The reason behind the drop: the one that became more common when throughput fell."""
-    slow = np.isfinite(smooth) & (smooth < 0.97 * peak)
+def _cause(trace: RunTrace, run: _Run, shares: Mapping[str, float], peak: float, *, onset: float | None,
+           dropped: bool, slowdown: str | None) -> str | None:
+    """The reason behind a fall (the one that became more common when the signal fell), else what held the clocks."""
+    slow = run.loaded & np.isfinite(run.smooth) & (run.smooth < 0.97 * peak)
     if onset is not None:
-        slow &= rel >= onset
-    if bits is not None:
+        slow &= run.rel >= onset
+    if run.causes is not None:
         if dropped and slow.any():
-            scores = {}
-            for name, bit in CAUSE_BITS.items():
-                during = float(np.mean((bits[slow] & bit) != 0))
-                before = float(np.mean((bits[peak_mask] & bit) != 0)) if peak_mask.any() else 0.0
-                scores[name] = during - before
+            scores = {c: run.causes.share(c, slow, run.interval_s) - run.causes.share(c, run.reference, run.interval_s)
+                      for c in CAUSE_BITS}
             best = max(scores, key=lambda k: scores[k])
-            return best if scores[best] > 0.05 else "unexplained"
-        # Not dropped: name what held the clocks (the most common reason), if any.
-        counts = {name: float(np.mean((bits & bit) != 0)) for name, bit in CAUSE_BITS.items()}
-        best = max(counts, key=lambda k: counts[k])
-        return best if counts[best] > 0.2 else None
+            if scores[best] > 0.05:
+                return best
+            if slowdown is not None:
+                return slowdown
+            # The cap held the clock all along and the clock sank under it (a hotter chip leaks more per MHz).
+            return "power_cap" if run.causes.share("power_cap", slow, run.interval_s) >= 0.5 else "unexplained"
+        if slowdown is not None:
+            return slowdown
+        return "power_cap" if shares.get("power_cap", 0.0) >= POWER_LIMITED_SHARE else None
     if not dropped or not slow.any():
         return None
     # No reason bits (older logs): infer from temperature and power against their limits.
     if trace.temperature_c is not None and trace.temp_slowdown_c:
-        hot = np.nanmedian(trace.temperature_c[slow]) if np.isfinite(trace.temperature_c[slow]).any() else math.nan
-        if hot >= trace.temp_slowdown_c - 2.0:
+        hot = trace.temperature_c[slow]
+        if np.isfinite(hot).any() and np.nanmedian(hot) >= trace.temp_slowdown_c - 2.0:
             return "sw_thermal"
     if trace.power_w is not None and trace.power_limit_w:
-        draw = np.nanmedian(trace.power_w[slow]) if np.isfinite(trace.power_w[slow]).any() else math.nan
-        if draw >= 0.97 * trace.power_limit_w:
+        draw = trace.power_w[slow]
+        if np.isfinite(draw).any() and np.nanmedian(draw) >= 0.97 * trace.power_limit_w:
             return "power_cap"
     return "unexplained"
 
@@ -305,72 +401,5 @@ def _temperature_near(trace: RunTrace, rel: FloatArray, at_s: float) -> float | 
     return float(np.max(trace.temperature_c[near])) if near.any() else None
 
 
-def format_duration(seconds: float) -> str:
-    """``145`` -> "2 min 25 s"."""
-    total = round(seconds)
-    minutes, secs = divmod(total, 60)
-    if minutes and secs:
-        return f"{minutes} min {secs} s"
-    return f"{minutes} min" if minutes else f"{secs} s"
-
-
-def _fmt(value: float) -> str:
-    if abs(value) < 10:
-        return f"{value:.3g}"
-    return f"{value:.1f}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def _with_sentence(verdict: Verdict, trace: RunTrace) -> Verdict:
-    unit = f" {verdict.unit}" if verdict.unit else ""
-    label = CAUSE_LABELS.get(verdict.cause or "", "")
-    pct = verdict.sustained_ratio * 100.0
-    figures = f"sustained {verdict.basis} {pct:.0f} % of peak ({_fmt(verdict.sustained)} vs {_fmt(verdict.peak)}{unit})"
-    if verdict.onset_s is not None:
-        where = ""
-        if verdict.onset_temperature_c is not None and "thermal" in (verdict.cause or ""):
-            where = f" at {verdict.onset_temperature_c:.0f} °C"
-        if verdict.cause in ("power_cap", "power_brake") and trace.power_limit_w:
-            where = f" at the {trace.power_limit_w:.0f} W limit"
-        text = f"Throttled after {format_duration(verdict.onset_s)}: {label}{where}; {figures}"
-    elif verdict.throttled and verdict.sustained_ratio < DROP_THRESHOLD:
-        text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
-    elif verdict.throttled:
-        clock = f"{(verdict.clock_ratio or 0.0) * 100:.0f} %"
-        text = f"Throttled all run: clocks held at {clock} of max by the {label}; {figures}"
-    else:
-        text = f"Held its speed: {figures}"
-        if verdict.cause and verdict.clock_ratio is not None:
-            text += (f"; clocks at {verdict.clock_ratio * 100:.0f} % of max, limited by the {label} "
-                     f"{verdict.cause_shares.get(verdict.cause, 0.0) * 100:.0f} % of the time")
-    if verdict.errors:
-        text = f"{verdict.errors} result error(s) in {verdict.checks} checks — the GPU computed wrong results. " + text
-    return _replace(verdict, sentence=text + ".")
-
-
-def _replace(verdict: Verdict, **changes: object) -> Verdict:
-    values = dict(verdict.__dict__)
-    values.update(changes)
-    return Verdict(**values)
-
-
-def compare_with_history(verdict: Verdict, earlier: Sequence[StressResult], regression_pct: float = 5.0) -> Verdict:
-    """Add a comparison with earlier runs of the same workload on the same GPU (already filtered).
-
-    The baseline is the best sustained result among the last ten earlier runs without errors:
-    a machine that once held that speed can again, so a shortfall points at dust, fan mode or
-    driver rather than the silicon.
-    """
-    usable = [r for r in earlier[:10] if r.errors == 0 and r.sustained_throughput > 0 and r.unit == verdict.unit]
-    if not usable or not np.isfinite(verdict.sustained):
-        return verdict
-    base = max(usable, key=lambda r: r.sustained_throughput)
-    when = datetime.fromtimestamp(base.started_s, tz=UTC).astimezone()
-    date = f"{when.day} {when.strftime('%b')}"
-    delta_pct = (verdict.sustained / base.sustained_throughput - 1.0) * 100.0
-    if delta_pct <= -regression_pct:
-        text = f"{-delta_pct:.0f} % below your baseline from {date} — check dust, fan mode, driver"
-    elif delta_pct >= regression_pct:
-        text = f"{delta_pct:.0f} % above your baseline from {date}"
-    else:
-        text = f"within {abs(delta_pct):.0f} % of your baseline from {date}"
-    return _replace(verdict, comparison=text)
+def _with_sentence(verdict: Verdict, trace: RunTrace, min_load_s: float) -> Verdict:
+    return replace(verdict, sentence=sentence_for(verdict, trace, min_load_s))

@@ -2,9 +2,11 @@
 
 Run as ``python -m desktop.stress.workloads --workload gemm --device cpu --seconds 60``.
 This is the only module that imports torch, and only the child process imports it: a CUDA
-fault or a hang cannot take the window down. Records (one JSON object a line):
-``{"type": "start", ...}``, ``{"type": "progress", "t", "throughput", "unit", "errors",
-"checks", ...}`` about once a second, ``{"type": "done", ...}`` or ``{"type": "error", "message"}``.
+fault or a hang cannot take the window down. Records (one JSON object a line): on CUDA first
+``{"type": "device", "index", "count", "uuid", "pci_bus_id", ...}`` (the parent finds the NVML
+GPU to watch from it), then ``{"type": "start", ...}``, ``{"type": "progress", "t",
+"throughput", "unit", "errors", "checks", ...}`` about once a second (desktop.stress.pacing),
+``{"type": "done", ...}`` or ``{"type": "error", "message"}``.
 Each workload checks its results against a float64 reference periodically and counts
 mismatching elements as errors, as gpu-burn does. ``--inject-faults`` (or the environment
 variable RIGSCOPE_STRESS_INJECT_FAULT=1) corrupts one element before every check, so tests
@@ -27,7 +29,10 @@ from typing import Any
 
 import torch
 
-REPORT_PERIOD_S = 1.0
+from desktop.stress.devices import CudaIdentity, bf16_native, cuda_index_problem, nvml_uuid, pci_bus_id
+from desktop.stress.devices import default_dtype as choose_dtype
+from desktop.stress.pacing import Fence, drive, no_fence
+
 #: Largest |result - reference| allowed, relative to the largest |reference|, per dtype.
 TOLERANCE = {"bf16": 5e-2, "fp16": 1e-2, "tf32": 1e-2, "fp32": 1e-4}
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
@@ -66,9 +71,57 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def default_dtype(device: torch.device) -> str:
+    """bf16 where the device runs it natively, else fp16 (on CUDA); fp32 on the CPU."""
+    if device.type != "cuda":
+        return choose_dtype(device.type, False)
+    with torch.cuda.device(device):  # is_bf16_supported asks the current device
+        native = bf16_native(torch.cuda.is_bf16_supported, torch.cuda.get_device_capability(device))
+    return choose_dtype(device.type, native)
+
+
+def configure_precision(dtype: str) -> None:
+    """TF32 tensor cores for fp32 matmuls and convolutions exactly when the run says tf32.
+
+    Every workload calls this: the flags are process-wide, torch leaves matmul TF32 off and
+    cuDNN TF32 on by default, so without it "tf32" ran plain fp32 and "fp32" convolutions ran TF32.
+    """
+    tf32 = dtype == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
+def cuda_identity(device: torch.device) -> CudaIdentity:
+    """Who ``device`` is, for the parent to find it in NVML: CUDA's count, the UUID and the PCI address."""
+    index = device.index if device.index is not None else 0
+    count = torch.cuda.device_count()
+    identity = CudaIdentity(index=index, count=count, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if cuda_index_problem(index, count) is not None:
+        return identity
+    props = torch.cuda.get_device_properties(index)
+    uuid = getattr(props, "uuid", None)  # torch 2.1+: "a1b2c3d4-..." without NVML's "GPU-"
+    bus = [getattr(props, key, None) for key in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    numbers = [v for v in bus if isinstance(v, int)]
+    address = pci_bus_id(*numbers) if len(numbers) == 3 else None
+    return CudaIdentity(index=index, count=count, uuid=nvml_uuid(uuid) if uuid is not None else None,
+                        pci_bus_id=address,
+                        name=str(getattr(props, "name", "")) or None, visible_devices=identity.visible_devices)
+
+
+class _CudaEvent:
+    def __init__(self, device: torch.device) -> None:
+        # A blocking event sleeps until the GPU reaches it instead of spinning a CPU core: on a
+        # laptop the CPU shares the GPU's cooling.
+        self._event = torch.cuda.Event(blocking=True)  # type: ignore[no-untyped-call]
+        self._event.record(torch.cuda.current_stream(device))
+
+    def wait(self) -> None:
+        self._event.synchronize()
+
+
+def fence_for(device: torch.device) -> Callable[[], Fence]:
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "fp32"
+        return lambda: _CudaEvent(device)
+    return no_fence
 
 
 def check_supported(dtype: str, device: torch.device) -> None:
@@ -110,8 +163,7 @@ class Gemm:
     unit = "TFLOP/s"
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
-        if dtype == "tf32" and device.type == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = True
+        configure_precision(dtype)
         self.device, self.dtype, self.n, self.inject = device, dtype, size, inject
         gen = torch.Generator(device="cpu").manual_seed(0)
         # Scaled so each element of C is about N(0, 1): the tolerance then means the same at every size.
@@ -138,8 +190,17 @@ class Gemm:
         return relative_error(result, reference, TOLERANCE[self.dtype])
 
 
+#: Bandwidth buffers hold int32 element indices: exact for every element a buffer can have here.
+MAX_BANDWIDTH_ELEMENTS = 2**31 - 1
+
+
 class Bandwidth:
-    """Device-memory copy, dst <- src, throughput in GB/s (read + write bytes)."""
+    """Device-memory copy, dst <- src, throughput in GB/s (read + write bytes).
+
+    Element i of the source holds i as an int32: a copy that drops, duplicates or moves an
+    element shows at any size. (A float32 ``arange`` is exact only up to 2^24 = 16 Mi
+    elements, so on any GPU with more than ~512 MiB free the old check failed healthy hardware.)
+    """
 
     unit = "GB/s"
 
@@ -151,25 +212,27 @@ class Bandwidth:
             count = int(min(free_b * 0.25, 2 * 1024**3) / 2 / 4)
         else:
             count = 16 * 1024 * 1024
+        if not 0 < count <= MAX_BANDWIDTH_ELEMENTS:
+            raise ValueError(f"the bandwidth buffer takes 1 to {MAX_BANDWIDTH_ELEMENTS} elements, not {count}")
         self.device, self.inject = device, inject
-        self.src = torch.arange(count, dtype=torch.float32, device=device).remainder_(65521.0)
+        self.src = torch.arange(count, dtype=torch.int32, device=device)
         self.dst = torch.empty_like(self.src)
-        self.work_per_step = 2.0 * count * 4 / 1e9
+        self.work_per_step = 2.0 * count * self.src.element_size() / 1e9
 
     def describe(self) -> dict[str, Any]:
-        return {"bytes": int(self.src.numel() * 4)}
+        return {"bytes": int(self.src.numel() * self.src.element_size())}
 
     def step(self) -> None:
         self.dst.copy_(self.src)
 
     def check(self) -> int:
         count = self.src.numel()
-        idx = torch.randint(0, count, (4096,), device=self.device)
-        got = self.dst[idx].double().cpu()
+        # Random elements, and the last ones, where an inexact pattern would fail first.
+        idx = torch.cat([torch.randint(0, count, (4096,)), torch.arange(max(0, count - 64), count)])
+        got = self.dst[idx.to(self.device)].cpu().to(torch.int64)
         if self.inject:
-            got[0] += 1.0
-        want = torch.remainder(idx.double().cpu(), 65521.0)
-        return int((got != want).sum())
+            got[0] += 1
+        return int((got != idx).sum())
 
 
 def _block(width: int) -> torch.nn.Module:
@@ -186,6 +249,7 @@ class _BlockWorkload:
     check_period_s = 5.0
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool, batch: int) -> None:
+        configure_precision(dtype)
         width = size or (1024 if device.type == "cuda" else 128)
         self.seq = 128 if device.type == "cuda" else 32
         torch.manual_seed(0)
@@ -269,9 +333,20 @@ def latency_percentiles_ms(latencies_s: list[float]) -> dict[str, float]:
 def run(workload_name: str, device_name: str, dtype: str | None, seconds: float, *, size: int = 0,
         inject: bool = False, check_period_s: float = 2.0) -> int:
     device = torch.device(device_name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        emit({"type": "error", "message": "CUDA is not available to torch in this environment"})
-        return 2
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            emit({"type": "error", "message": "CUDA is not available to torch in this environment"})
+            return 2
+        # First the device's identity: the parent watches the NVML GPU it names (CUDA's order
+        # and CUDA_VISIBLE_DEVICES are not NVML's), and refuses when it cannot find one.
+        identity = cuda_identity(device)
+        emit(identity.as_record())
+        problem = cuda_index_problem(identity.index, identity.count, identity.visible_devices)
+        if problem:
+            emit({"type": "error", "message": problem})
+            return 2
+        device = torch.device("cuda", identity.index)
+        torch.cuda.set_device(device)  # torch's device-less queries (is_bf16_supported) now ask this one
     dtype = dtype or default_dtype(device)
     try:
         check_supported(dtype, device)
@@ -283,46 +358,21 @@ def run(workload_name: str, device_name: str, dtype: str | None, seconds: float,
         return 2
     emit({"type": "start", "workload": workload_name, "device": str(device), "dtype": dtype,
           "unit": workload.unit, "torch": torch.__version__, **workload.describe(),
+          "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
           "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"})
-    errors = checks = 0
-    total_steps = 0
-    started = time.monotonic()
-    window_start = started
-    window_steps = 0
-    check_period_s = float(getattr(workload, "check_period_s", check_period_s))
-    next_check = started + min(check_period_s, 1.0)
     all_latencies: list[float] = []
-    while True:
-        workload.step()
-        window_steps += 1
-        now = time.monotonic()
-        if now - window_start >= REPORT_PERIOD_S or now - started >= seconds:
-            synchronize(device)
-            now = time.monotonic()
-            if now >= next_check:
-                errors += workload.check()
-                checks += 1
-                next_check = now + check_period_s
-            rate = window_steps * workload.work_per_step / max(now - window_start, 1e-9)
-            total_steps += window_steps
-            record: dict[str, Any] = {"type": "progress", "t": now - started, "throughput": rate,
-                                      "unit": workload.unit, "errors": errors, "checks": checks,
-                                      "steps": total_steps}
-            latencies = getattr(workload, "latencies_s", None)
-            if latencies:
-                record.update(latency_percentiles_ms(latencies))
-                all_latencies.extend(latencies)
-                latencies.clear()
-            emit(record)
-            window_start = time.monotonic()
-            window_steps = 0
-            if now - started >= seconds:
-                break
-    if checks == 0:
-        errors += workload.check()
-        checks += 1
-    emit({"type": "done", "t": time.monotonic() - started, "errors": errors, "checks": checks,
-          "steps": total_steps, **latency_percentiles_ms(all_latencies)})
+
+    def add_latencies(record: dict[str, Any]) -> None:
+        latencies = getattr(workload, "latencies_s", None)
+        if latencies:
+            record.update(latency_percentiles_ms(latencies))
+            all_latencies.extend(latencies)
+            latencies.clear()
+
+    totals = drive(workload, seconds, emit, fence=fence_for(device),
+                   check_period_s=float(getattr(workload, "check_period_s", check_period_s)),
+                   on_report=add_latencies)
+    emit({"type": "done", **totals, **latency_percentiles_ms(all_latencies)})
     return 0
 
 

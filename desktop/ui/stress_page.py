@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.frame import StressResult
+from desktop.errors import UserError
 from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_run
 from desktop.stress.report import run_html, run_json
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
@@ -55,6 +56,8 @@ class StressWorker(QThread):
     started_on = Signal(object, object)  # GpuInfo | None, guard °C | None
     done = Signal(object)
     failed = Signal(str)
+    #: The test was not started: the GPU cannot be told apart, or the guard is at shutdown.
+    refused = Signal(str)
 
     def __init__(self, runner: StressRunner, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -64,8 +67,11 @@ class StressWorker(QThread):
         runner.on_start = self.started_on.emit
 
     def run(self) -> None:
+        # The runner closes its own backend (its NVML session) however the run ends.
         try:
             result = self.runner.run()
+        except UserError as exc:
+            self.refused.emit(str(exc))
         except Exception as exc:  # a runner bug must reach the page, not vanish with the thread
             log.exception("stress run failed")
             self.failed.emit(f"{type(exc).__name__}: {exc}")
@@ -210,6 +216,7 @@ class StressPage(QWidget):
         self.worker.started_on.connect(self._on_started)
         self.worker.done.connect(self._on_done)
         self.worker.failed.connect(self._on_failed)
+        self.worker.refused.connect(self._on_refused)
         self._set_running(True)
         self.verdict_title.setText("Running…")
         self.verdict_text.setText(f"{config.workload} on {config.device}, {format_duration(config.duration_s)}")
@@ -303,6 +310,11 @@ class StressPage(QWidget):
     def _on_failed(self, message: str) -> None:
         self._finish_worker()
         self._show_message("The test failed", message)
+
+    def _on_refused(self, message: str) -> None:
+        self._finish_worker()
+        self.progress_bar.setFormat("Not started")
+        self._show_message("Cannot run the test", message[:1].upper() + message[1:])
 
     def _finish_worker(self) -> None:
         if self.worker is not None:

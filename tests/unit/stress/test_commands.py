@@ -11,7 +11,8 @@ import pytest
 
 from desktop.cli import main
 from desktop.history.store import HistoryStore
-from desktop.stress.commands import busy_only, parse_time, resolve_device, verdict_for_log
+from desktop.stress.commands import parse_time, resolve_device
+from desktop.stress.log_verdict import verdicts_for_log
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 
 
@@ -62,9 +63,9 @@ def test_log_verdict_skips_idle_minutes_and_finds_thermal_throttling() -> None:
     busy = backend.model.trace(0, 300.0, 900.0)
     time_s = np.concatenate([idle.time_s, busy.time_s])
     columns = {k: np.concatenate([idle.columns[k], busy.columns[k]]) for k in busy.columns}
-    kept_time, _kept = busy_only(time_s, columns)
-    assert kept_time[0] >= 300.0
-    verdict = verdict_for_log(time_s, columns)
+    (run,) = verdicts_for_log(time_s, columns)
+    assert run.start_s >= 300.0
+    verdict = run.verdict
     assert verdict.basis == "clock" and verdict.throttled and verdict.cause_family == "thermal"
 
 

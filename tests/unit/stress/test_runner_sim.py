@@ -69,14 +69,17 @@ def test_guard_stops_within_two_seconds_of_the_crossing() -> None:
     assert "temperature guard" in verdict.sentence
 
 
-def test_default_guard_is_slowdown_plus_offset() -> None:
+def test_default_guard_on_the_laptop_sits_just_above_its_max_operating_temperature() -> None:
     runner, backend, _seen = sim_runner(duration_s=1.0)
     info = backend.devices()[0]
-    assert guard_temperature(info, None) == info.temp_slowdown_c + 5.0  # type: ignore[operator]
+    # The simulated RTX 4090 Laptop: slowdown = max operating = 87 °C, shutdown 99 °C.
+    assert (info.temp_slowdown_c, info.temp_max_operating_c, info.temp_shutdown_c) == (87.0, 87.0, 99.0)
+    assert guard_temperature(info, None) == 90.0  # slowdown + 5 = 92, capped at max operating + 3
     assert guard_temperature(info, None, absolute_c=80.0) == 80.0
+    assert guard_temperature(info, None, absolute_c=95.0) == 90.0
     assert guard_temperature(info, 75.0, absolute_c=80.0) == 75.0
     runner.run()
-    assert runner.guard_c == 92.0
+    assert runner.guard_c == 90.0
 
 
 def test_cancel_stops_a_real_time_run_within_a_second() -> None:

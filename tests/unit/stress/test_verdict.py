@@ -164,14 +164,3 @@ def test_format_duration() -> None:
     assert format_duration(145) == "2 min 25 s"
     assert format_duration(120) == "2 min"
     assert format_duration(9.6) == "10 s"
-
-
-def test_clocks_held_far_below_max_all_run_count_as_throttled() -> None:
-    """A GPU stuck at 80 % of its max clock by the power cap from the first second never 'drops', yet is throttled."""
-    n = 300
-    time_s = np.arange(n, dtype=np.float64)
-    verdict = judge(RunTrace(time_s=time_s, throughput=np.full(n, 50.0), unit="TFLOP/s",
-                             sm_clock_mhz=np.full(n, 1632.0), sm_clock_max_mhz=2040.0,
-                             clock_event_reasons=np.full(n, 0x4)))
-    assert verdict.throttled and verdict.onset_s is None and verdict.cause == "power_cap"
-    assert verdict.sentence.startswith("Throttled all run: clocks held at 80 % of max by the power cap")

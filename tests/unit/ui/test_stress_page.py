@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pytestqt.qtbot import QtBot
@@ -17,13 +18,31 @@ from desktop.ui.theme import resolve
 
 #: 2 ms of real time per simulated second: the 10-minute test takes about a second or two.
 REAL_S_PER_S = 0.002
+#: The laptop's default guard: its max operating temperature (87 °C, where it is held as it
+#: throttles) + 3 °C, so the one-click test runs on into its thermal slowdown.
+DEFAULT_GUARD_C = 90.0
 
 
-def sim_runners() -> Callable[[StressConfig], StressRunner]:
+class CountingBackend(SimulatedBackend):
+    """The simulated laptop GPU, counting how often a run closes it (its NVML session, on real hardware)."""
+
+    opened = 0
+    closed = 0
+
+    def __init__(self) -> None:
+        super().__init__(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+        CountingBackend.opened += 1
+
+    def close(self) -> None:
+        CountingBackend.closed += 1
+        super().close()
+
+
+def sim_runners(guard_c: float | None = None) -> Callable[[StressConfig], StressRunner]:
     """The app's factory over the simulated laptop GPU, on one accelerated clock (later runs start later)."""
     clock = SimClock(real_s_per_s=REAL_S_PER_S)
-    return runner_factory(lambda: SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5),
-                          clock=clock)
+    make = runner_factory(CountingBackend, clock=clock)
+    return lambda config: make(replace(config, guard_c=guard_c))
 
 
 def _screenshot_dir(tmp_path: Path) -> Path:
@@ -45,9 +64,9 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     # Mid-run: past the thermal onset (about 2.5 simulated minutes in), the charts show the drop.
     qtbot.waitUntil(lambda: len(page._buffer) >= 300 or page.verdict is not None, timeout=60_000)
     assert page.progress_bar.value() > 0 and "left" in page.progress_bar.format()
-    # The device's own limits are drawn: the laptop's slowdown temperature and the guard 5 °C above it.
+    # The device's own limits are drawn: the laptop's slowdown temperature and the guard.
     limits = page.charts.plot("temperature_c")._limits
-    assert limits["slowdown"][0].value() == 87.0 and limits["guard"][0].value() == 92.0
+    assert limits["slowdown"][0].value() == 87.0 and limits["guard"][0].value() == DEFAULT_GUARD_C
     page.grab().save(str(shots / "stress-running.png"))
     with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
         pass
@@ -80,3 +99,29 @@ def test_cancel_stops_the_run_and_says_so(qtbot: QtBot) -> None:
     assert blocker.args[0].status == "aborted"
     assert page.verdict_title.text() == "Aborted"
     assert "torch" not in sys.modules  # the GUI process never imports torch
+
+
+def test_each_run_closes_its_backend_on_completion_cancel_and_refusal(qtbot: QtBot) -> None:
+    opened, closed = CountingBackend.opened, CountingBackend.closed
+    page = StressPage(resolve("dark"), sim_runners(guard_c=None), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    page.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
+    with qtbot.waitSignal(page.finished, timeout=60_000):
+        page.start()
+    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (1, 1)
+
+    page.start_sustained()
+    qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
+    with qtbot.waitSignal(page.finished, timeout=10_000):
+        page.cancel_button.click()
+    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (2, 2)
+
+    # A guard at the laptop's shutdown temperature is refused before any load; the backend still closes.
+    page.make_runner = sim_runners(guard_c=99.0)
+    page.start()
+    qtbot.waitUntil(lambda: page.worker is None, timeout=10_000)
+    assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (3, 3)
+    assert page.verdict_title.text() == "Cannot run the test"
+    assert "shutdown temperature" in page.verdict_text.text() and page.start_button.isEnabled()

@@ -1,0 +1,123 @@
+"""How much of each sample interval a GPU spent under each throttle cause, from NVML's counters or the reason bits.
+
+Pure numpy, for the verdict. NVML counts the time under each clock-event reason (the
+``clock_event_*_s`` GpuSample fields hold the seconds since the previous sample); a 1 Hz
+reason mask only says whether a reason was set at the instant of the sample, so it misses
+short episodes and overstates brief ones. Each cause uses its counter where the counter
+has a value and falls back to its bit sample by sample, so a driver that reports some
+counters and not others, or none (today's stored data), still works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.telemetry.model import ClockEventReason
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Causes, in the order they are reported; each maps to the reason bit that stands for it.
+CAUSE_BITS: dict[str, int] = {
+    "hw_thermal": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
+    "sw_thermal": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
+    "power_cap": int(ClockEventReason.SW_POWER_CAP),
+    "power_brake": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
+    "hw_slowdown": int(ClockEventReason.HW_SLOWDOWN),
+}
+#: GpuSample fields with NVML's exact seconds under a cause since the previous sample (None / NaN: unsupported).
+CAUSE_COUNTER_FIELDS: dict[str, str] = {
+    "power_cap": "clock_event_sw_power_cap_s",
+    "sw_thermal": "clock_event_sw_thermal_s",
+    "hw_thermal": "clock_event_hw_thermal_s",
+    "power_brake": "clock_event_hw_power_brake_s",
+}
+#: Causes that are throttling whenever they appear under load; the SW power cap alone is not
+#: (a GEMM at its power limit is the normal state of a datacenter GPU).
+SLOWDOWN_CAUSES: tuple[str, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
+CAUSE_LABELS: dict[str, str] = {
+    "hw_thermal": "HW thermal slowdown",
+    "sw_thermal": "SW thermal slowdown",
+    "power_cap": "power cap",
+    "power_brake": "power brake",
+    "hw_slowdown": "HW slowdown",
+    "unexplained": "unexplained slowdown",
+}
+#: The coarse cause family each detailed cause belongs to ("thermal", "power", ...).
+CAUSE_FAMILY: dict[str, str] = {
+    "hw_thermal": "thermal",
+    "sw_thermal": "thermal",
+    "power_cap": "power",
+    "power_brake": "power",
+    "hw_slowdown": "hw_slowdown",
+    "unexplained": "unexplained",
+}
+
+
+@dataclass(frozen=True)
+class CauseTimes:
+    """Per sample, the share (0-1) of the interval before it spent under each cause."""
+
+    fraction: dict[str, FloatArray]
+    #: "counters" when any cause came from NVML's counters, "samples" from reason bits only, "none" without either.
+    timing: str
+
+    def on(self, cause: str) -> BoolArray:
+        """Samples during which the cause was active at all."""
+        return self.fraction[cause] > 0.0
+
+    def seconds(self, cause: str, mask: BoolArray, interval_s: FloatArray) -> float:
+        return float(np.sum(self.fraction[cause][mask] * interval_s[mask]))
+
+    def share(self, cause: str, mask: BoolArray, interval_s: FloatArray) -> float:
+        """Share of the time in ``mask`` spent under ``cause``."""
+        total = float(np.sum(interval_s[mask]))
+        return self.seconds(cause, mask, interval_s) / total if total > 0 else 0.0
+
+
+def sample_intervals(time_s: FloatArray) -> FloatArray:
+    """Seconds each sample stands for: the gap since the previous one, capped at twice the usual step.
+
+    The cap keeps a hole in a log (the logger stopped) from counting as time under load.
+    """
+    n = time_s.shape[0]
+    if n < 2:
+        return np.ones(n)
+    gaps = np.diff(time_s)
+    step = float(np.median(gaps))
+    step = step if step > 0 else 1.0
+    intervals: FloatArray = np.minimum(np.concatenate([[step], np.where(gaps > 0, gaps, step)]), 2.0 * step)
+    return intervals
+
+
+def reason_bits(reasons: FloatArray | None, n: int) -> npt.NDArray[np.int64] | None:
+    """The reason masks as integers (unknown = 0), or None when the trace has none."""
+    if reasons is None or not np.isfinite(reasons).any():
+        return None
+    return np.where(np.isfinite(reasons), reasons, 0.0).astype(np.int64)[:n]
+
+
+def cause_times(reasons: FloatArray | None, counters: Mapping[str, FloatArray] | None,
+                interval_s: FloatArray) -> CauseTimes | None:
+    """The share of each interval under each cause; None when the trace has neither bits nor counters."""
+    n = interval_s.shape[0]
+    bits = reason_bits(reasons, n)
+    counters = counters or {}
+    used_counters = False
+    fraction: dict[str, FloatArray] = {}
+    for cause, bit in CAUSE_BITS.items():
+        from_bits = ((bits & bit) != 0).astype(np.float64) if bits is not None else np.zeros(n)
+        counted = counters.get(cause)
+        if counted is not None and np.isfinite(counted).any():
+            used_counters = True
+            exact = np.clip(np.asarray(counted, dtype=np.float64)[:n] / interval_s, 0.0, 1.0)
+            fraction[cause] = np.where(np.isfinite(exact), exact, from_bits)
+        else:
+            fraction[cause] = from_bits
+    if bits is None and not used_counters:
+        return None
+    return CauseTimes(fraction=fraction, timing="counters" if used_counters else "samples")

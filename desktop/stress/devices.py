@@ -1,0 +1,145 @@
+"""Which NVML GPU a ``cuda:N`` device is, and which precision it runs natively (pure: no torch, no NVML).
+
+CUDA numbers devices fastest first and honours CUDA_VISIBLE_DEVICES; NVML numbers them by
+PCI bus. So ``cuda:0`` is often not NVML GPU 0: the workload child reports its device's
+UUID and PCI address (read with torch, in the child only) and the runner finds the NVML
+GPU with the same UUID, else the same bus address. When neither matches, the test is
+refused: a guard watching the wrong GPU would let the loaded one overheat.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from desktop.errors import UserError
+from desktop.telemetry.model import GpuInfo
+
+_BUS_ID = re.compile(r"^\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*$")
+_UUID_PREFIXES = ("gpu-", "mig-")
+
+
+class DeviceMappingError(UserError):
+    """The CUDA device cannot be matched to a GPU that NVML reads: the test would watch the wrong GPU."""
+
+
+@dataclass(frozen=True)
+class CudaIdentity:
+    """What the workload child says about its CUDA device (the first record it writes)."""
+
+    index: int
+    count: int
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    name: str | None = None
+    visible_devices: str | None = None
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CudaIdentity:
+        def text(key: str) -> str | None:
+            value = record.get(key)
+            return str(value) if value not in (None, "") else None
+
+        return cls(index=int(record.get("index", 0)), count=int(record.get("count", 0)), uuid=text("uuid"),
+                   pci_bus_id=text("pci_bus_id"), name=text("name"), visible_devices=text("visible_devices"))
+
+    def as_record(self) -> dict[str, Any]:
+        return {"type": "device", "index": self.index, "count": self.count, "uuid": self.uuid,
+                "pci_bus_id": self.pci_bus_id, "name": self.name, "visible_devices": self.visible_devices}
+
+
+def nvml_uuid(raw: object) -> str | None:
+    """torch's ``"a1b2c3d4-..."`` (or NVML's ``"GPU-a1b2c3d4-..."``) as NVML writes it."""
+    text = str(raw).strip() if raw is not None else ""
+    if not text:
+        return None
+    lowered = text.lower()
+    for prefix in _UUID_PREFIXES:
+        if lowered.startswith(prefix):
+            return prefix.upper() + lowered[len(prefix):]
+    return "GPU-" + lowered
+
+
+def pci_bus_id(domain: int, bus: int, device: int) -> str:
+    """NVML's form of a PCI address (``nvmlPciInfo_t.busId``): ``"00000000:01:00.0"``."""
+    return f"{domain:08X}:{bus:02X}:{device:02X}.0"
+
+
+def bus_key(text: str | None) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of any common spelling: NVML's 8-digit domain, the legacy 4-digit one, or none."""
+    if not text:
+        return None
+    match = _BUS_ID.match(text)
+    if match is None:
+        return None
+    domain, bus, device = match.groups()
+    return int(domain or "0", 16), int(bus, 16), int(device, 16)
+
+
+def _uuid_key(text: str | None) -> str | None:
+    uuid = nvml_uuid(text)
+    if uuid is None:
+        return None
+    # Compare the hex digits only: the prefix differs between a MIG instance and its GPU.
+    return uuid.split("-", 1)[1]
+
+
+def cuda_index_problem(index: int, count: int, visible_devices: str | None = None) -> str | None:
+    """Why ``cuda:index`` cannot be used, or None: the index is checked against CUDA's count, not NVML's."""
+    if count <= 0:
+        return "CUDA sees no GPU here" + (f" (CUDA_VISIBLE_DEVICES={visible_devices!r})" if visible_devices is not None
+                                          else "")
+    if 0 <= index < count:
+        return None
+    visible = f", CUDA_VISIBLE_DEVICES={visible_devices!r}" if visible_devices is not None else ""
+    last = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0 only"
+    return f"there is no cuda:{index}: CUDA sees {count} GPU(s) ({last}{visible})"
+
+
+def map_cuda_device(identity: CudaIdentity, gpus: Sequence[GpuInfo]) -> GpuInfo:
+    """The NVML GPU that ``cuda:<identity.index>`` runs on; raises DeviceMappingError when none is certain."""
+    problem = cuda_index_problem(identity.index, identity.count, identity.visible_devices)
+    if problem:
+        raise DeviceMappingError(problem)
+    wanted_uuid = _uuid_key(identity.uuid)
+    if wanted_uuid is not None:
+        for info in gpus:
+            if _uuid_key(info.uuid) == wanted_uuid:
+                return info
+    wanted_bus = bus_key(identity.pci_bus_id)
+    if wanted_bus is not None:
+        for info in gpus:
+            if bus_key(info.pci_bus_id) == wanted_bus:
+                return info
+    if wanted_uuid is None and wanted_bus is None and identity.count == 1 and len(gpus) == 1:
+        # A torch too old to report either: one GPU to NVML and one to CUDA can only be the same one.
+        return gpus[0]
+    seen = ", ".join(f"{g.index}: {g.uuid or '?'} at {g.pci_bus_id or '?'}" for g in gpus) or "none"
+    raise DeviceMappingError(
+        f"cannot tell which GPU cuda:{identity.index} is ({identity.name or 'unnamed'}, "
+        f"UUID {identity.uuid or 'unknown'}, PCI {identity.pci_bus_id or 'unknown'}); NVML sees {seen}. "
+        "The temperature guard would watch the wrong GPU, so the test is not started")
+
+
+# --- precision ---------------------------------------------------------------------------
+
+
+def bf16_native(is_bf16_supported: Callable[..., bool], capability: tuple[int, int]) -> bool:
+    """Whether the device runs bf16 in hardware (Ampere, sm_80, and newer), not emulated through fp32.
+
+    ``is_bf16_supported(including_emulation=False)`` where torch has the argument (2.3+);
+    older torch answers True for emulated bf16 too, so decide by the capability there.
+    """
+    try:
+        return bool(is_bf16_supported(including_emulation=False))
+    except TypeError:
+        return capability[0] >= 8
+
+
+def default_dtype(device_type: str, bf16_is_native: bool) -> str:
+    """The fastest precision a stress test should use by default on this device."""
+    if device_type == "cuda":
+        return "bf16" if bf16_is_native else "fp16"
+    return "fp32"

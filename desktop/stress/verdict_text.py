@@ -1,0 +1,109 @@
+"""The verdict in words: the one plain sentence, durations, and the comparison with earlier runs.
+
+Kept apart from the judging (``verdict``) so each reads on its own; pure Python and numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from advisor.frame import StressResult
+from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
+
+if TYPE_CHECKING:
+    from desktop.stress.verdict import RunTrace, Verdict
+
+
+def format_duration(seconds: float) -> str:
+    """``145`` -> "2 min 25 s"."""
+    total = round(seconds)
+    minutes, secs = divmod(total, 60)
+    if minutes and secs:
+        return f"{minutes} min {secs} s"
+    return f"{minutes} min" if minutes else f"{secs} s"
+
+
+def _fmt(value: float, unit: str = "") -> str:
+    if unit == "MHz":
+        return f"{value:,.0f}"
+    if abs(value) < 10:
+        return f"{value:.3g}"
+    return f"{value:.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _pct(ratio: float) -> str:
+    """A share as a whole percentage, never above 100 (a ratio over 1 is noise or a wrong reference)."""
+    return f"{min(ratio, 1.0) * 100.0:.0f} %"
+
+
+def _of_max_clock(verdict: Verdict) -> str:
+    """ "91 % of the GPU's reported max (1,980 MHz)": which max, said every time."""
+    if verdict.clock_ratio is None or verdict.sm_clock_max_mhz is None:
+        return ""
+    which = "the highest clock in the log" if verdict.sm_clock_max_source == "log" else "the GPU's reported max"
+    return f"{_pct(verdict.clock_ratio)} of {which} ({verdict.sm_clock_max_mhz:,.0f} MHz)"
+
+
+def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> str:
+    """The sentence for a judged run: "Throttled after 3 min 40 s: HW thermal slowdown at 87 °C; ..." and the like."""
+    unit = f" {verdict.unit}" if verdict.unit else ""
+    label = CAUSE_LABELS.get(verdict.cause or "", "")
+    of_max = _of_max_clock(verdict)
+    clock = f"clock at {of_max}" if of_max else ""
+    if verdict.load_s < min_load_s:
+        text = (f"Load of {format_duration(verdict.load_s)}: too short for a sustained verdict (needs "
+                f"{format_duration(min_load_s)}); median {verdict.basis} {_fmt(verdict.sustained, verdict.unit)}{unit}")
+        text += f", {of_max}" if of_max and verdict.basis == "clock" else ""
+    else:
+        figures = (f"sustained {verdict.basis} {_pct(verdict.sustained_ratio)} of peak "
+                   f"({_fmt(verdict.sustained, verdict.unit)} vs {_fmt(verdict.peak, verdict.unit)}{unit})")
+        if verdict.onset_s is not None:
+            where = ""
+            if verdict.onset_temperature_c is not None and "thermal" in (verdict.cause or ""):
+                where = f" at {verdict.onset_temperature_c:.0f} °C"
+            if verdict.cause in ("power_cap", "power_brake") and trace.power_limit_w:
+                where = f" at the {trace.power_limit_w:.0f} W limit"
+            when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
+            text = f"Throttled {when}: {label}{where}; {figures}"
+            if verdict.cause in SLOWDOWN_CAUSES:
+                text += f"; {label} {_pct(verdict.cause_shares.get(verdict.cause or '', 0.0))} of the time under load"
+        elif verdict.throttled:
+            text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
+        elif verdict.power_limited:
+            limit = f"its {trace.power_limit_w:.0f} W power limit" if trace.power_limit_w else "its power limit"
+            text = (f"Held its speed at {limit}: {figures}; power cap active "
+                    f"{_pct(verdict.cause_shares.get('power_cap', 0.0))} of the time under load")
+            text += f"; {clock}" if clock else ""
+        else:
+            text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
+    if verdict.errors:
+        text = f"{verdict.errors} result error(s) in {verdict.checks} checks — the GPU computed wrong results. " + text
+    return text + "."
+
+
+def compare_with_history(verdict: Verdict, earlier: Sequence[StressResult], regression_pct: float = 5.0) -> Verdict:
+    """Add a comparison with earlier runs of the same workload on the same GPU (already filtered).
+
+    The baseline is the best sustained result among the last ten earlier runs without errors:
+    a machine that once held that speed can again, so a shortfall points at dust, fan mode or
+    driver rather than the silicon.
+    """
+    usable = [r for r in earlier[:10] if r.errors == 0 and r.sustained_throughput > 0 and r.unit == verdict.unit]
+    if not usable or not np.isfinite(verdict.sustained):
+        return verdict
+    base = max(usable, key=lambda r: r.sustained_throughput)
+    when = datetime.fromtimestamp(base.started_s, tz=UTC).astimezone()
+    date = f"{when.day} {when.strftime('%b')}"
+    delta_pct = (verdict.sustained / base.sustained_throughput - 1.0) * 100.0
+    if delta_pct <= -regression_pct:
+        text = f"{-delta_pct:.0f} % below your baseline from {date} — check dust, fan mode, driver"
+    elif delta_pct >= regression_pct:
+        text = f"{delta_pct:.0f} % above your baseline from {date}"
+    else:
+        text = f"within {abs(delta_pct):.0f} % of your baseline from {date}"
+    return replace(verdict, comparison=text)
