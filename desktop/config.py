@@ -13,12 +13,13 @@ import math
 import os
 import tempfile
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
 from advisor.thresholds import Thresholds as AdvisorSettings
-from desktop.paths import config_file
+from desktop.paths import config_file, ensure_private_dir
 
 Theme = Literal["system", "dark", "light"]
 
@@ -109,6 +110,26 @@ _RANGES: dict[str, tuple[float, float]] = {
 
 SettingsProblem = tuple[str, str]
 
+#: A settings file is a few hundred bytes; anything past this is not one (and is not read whole).
+MAX_FILE_BYTES = 1 << 20
+
+
+def _range_problem(key: str) -> str:
+    low, high = _RANGES.get(key, (0.0, math.inf))
+    return f"must be between {low:g} and {high:g}" if math.isfinite(high) else f"must be at least {low:g}"
+
+
+def _text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a text setting: bytes that were not UTF-8, or control characters
+    (a newline or ESC would end up in the TOML file, the terminal and the window as markup)."""
+    for char in value:
+        category = unicodedata.category(char)
+        if category == "Cs":  # a lone surrogate: load() decodes invalid UTF-8 bytes to these
+            return "is not valid UTF-8 text"
+        if category in ("Cc", "Cf"):
+            return f"must not contain control characters (U+{ord(char):04X})"
+    return None
+
 
 def _coerce(key: str, kind: Any, value: Any) -> tuple[Any, str | None]:
     """Convert a raw (TOML or text-field) value to ``kind``, or say why it cannot be."""
@@ -126,6 +147,8 @@ def _coerce(key: str, kind: Any, value: Any) -> tuple[Any, str | None]:
             return None, "must be a number"
         try:
             number = float(value)
+        except OverflowError:  # an integer too large for a float (a 400-digit number): out of any range
+            return None, _range_problem(key)
         except (TypeError, ValueError):
             return None, "must be a number"
         if not math.isfinite(number):
@@ -136,9 +159,11 @@ def _coerce(key: str, kind: Any, value: Any) -> tuple[Any, str | None]:
             number = int(number)
         low, high = _RANGES.get(key, (0.0, math.inf))
         if not low <= number <= high:
-            return None, f"must be between {low:g} and {high:g}" if math.isfinite(high) else f"must be at least {low:g}"
+            return None, _range_problem(key)
         return number, None
     if kind is str:
+        if isinstance(value, str) and (problem := _text_problem(value)) is not None:
+            return None, problem
         if not isinstance(value, str) or not value.strip():
             return None, "must not be empty"
         if len(value) > 16:
@@ -208,23 +233,46 @@ def load(path: Path | None = None) -> tuple[Settings, list[SettingsProblem]]:
     path = path or config_file()
     try:
         with path.open("rb") as handle:
-            data = tomllib.load(handle)
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         return Settings(), []
+    except OSError as exc:
+        return Settings(), [("file", f"cannot read {path}: {exc.strerror or exc}; using defaults")]
+    if len(raw) > MAX_FILE_BYTES:
+        return Settings(), [("file", f"{path} is too large for a settings file (over {MAX_FILE_BYTES >> 20} MiB); "
+                                     "using defaults")]
+    # Bytes that are not UTF-8 become lone surrogates: inside a value, that value alone is refused
+    # (``_text_problem``); anywhere else the parser refuses the file.
+    text = raw.decode("utf-8", "surrogateescape")
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return Settings(), [("file", f"{path} is not valid TOML ({exc}); using defaults")]
-    except OSError as exc:
-        return Settings(), [("file", f"cannot read {path}: {exc.strerror}; using defaults")]
+    except (ValueError, RecursionError) as exc:  # a number past Python's digit limit, arrays nested too deep
+        return Settings(), [("file", f"{path} cannot be read as settings ({exc}); using defaults")]
     return from_mapping(data)
 
 
 def _toml_value(value: Any) -> str:
+    """A TOML literal for any value a setting can hold, valid even for a string that ``validate``
+    would refuse (a Settings made in code): ``load`` then reports that value, not the whole file."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+    if isinstance(value, int):  # past ~1000 digits str() raises (and no setting allows it): load reports inf
+        return str(value) if value.bit_length() < 3000 else ("inf" if value > 0 else "-inf")
+    if isinstance(value, float):
+        return repr(value)  # inf, -inf and nan are TOML too
+    out = ['"']
+    for char in str(value):
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif unicodedata.category(char) == "Cc":
+            out.append(f"\\u{ord(char):04x}")
+        elif unicodedata.category(char) == "Cs":  # not encodable, not escapable in TOML
+            out.append("\ufffd")
+        else:
+            out.append(char)
+    return "".join(out) + '"'
 
 
 def dumps(settings: Settings) -> str:
@@ -238,7 +286,7 @@ def dumps(settings: Settings) -> str:
 def save(settings: Settings, path: Path | None = None) -> None:
     """Write atomically (temp file + rename): a crash leaves the old file or the new one."""
     path = path or config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)  # 0700 when created here; an existing folder keeps its mode
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

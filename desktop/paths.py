@@ -45,10 +45,25 @@ def demo_db_path() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) readable by the user only (0700)."""
-    path.mkdir(parents=True, exist_ok=True)
-    try:
-        path.chmod(0o700)
-    except OSError:  # e.g. a shared folder on Windows: permissions are not ours to set
-        pass
+    """Create ``path`` and any missing parents, each readable by the user only (0700).
+
+    A folder that already exists is never changed: ``--db /tmp/x.sqlite`` must not take the
+    sticky bit and everyone's access away from /tmp, nor a shared folder's group access."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.is_dir():
+        if probe.exists() or probe.is_symlink() or probe.parent == probe:
+            break  # a file or a dangling link in the way: mkdir below says so
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # made by someone else meanwhile: theirs, not ours to change
+            continue
+        try:
+            folder.chmod(0o700)  # mkdir's mode passes through the umask, which may have taken the owner's bits
+        except OSError:  # e.g. a shared folder on Windows: permissions are not ours to set
+            pass
+    path.mkdir(parents=True, exist_ok=True)  # raises the OSError that explains a file in the way
     return path

@@ -125,10 +125,14 @@ def _install_signals(stop: threading.Event) -> dict[int, Any]:
 
 def _start_exporter(listen: str) -> Any:
     try:
-        from desktop.exporter import start_exporter
+        from desktop.exporter import is_loopback, start_exporter
     except ImportError as exc:
         raise UserError(f"--prometheus is not available in this build ({exc})") from exc
-    return start_exporter(listen)
+    handle = start_exporter(listen)
+    if not is_loopback(handle.address):  # the same note `rigscope export --prometheus` gives
+        print(f"Note: {handle.address} is reachable from other machines; anyone who can reach it can read "
+              "these GPU metrics (there is no authentication).", file=sys.stderr, flush=True)
+    return handle
 
 
 def main(args: argparse.Namespace) -> int:

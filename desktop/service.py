@@ -17,12 +17,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from desktop.errors import UserError
+from desktop.paths import default_db_path
 
 UNIT_NAME = "rigscope-recorder.service"
 TASK_NAME = "Rigscope recorder"
@@ -62,23 +64,60 @@ class ServiceResult:
 
 
 def recorder_command(frozen: bool | None = None, executable: str | None = None,
-                     windows: bool = False) -> list[str]:
-    """The command line that runs the recorder with this very installation (venv, pipx or bundle)."""
+                     windows: bool = False, db_path: Path | None = None) -> list[str]:
+    """The command line that runs the recorder with this very installation (venv, pipx or bundle),
+    writing ``db_path`` when given (made absolute: the service starts in another folder)."""
     frozen = getattr(sys, "frozen", False) if frozen is None else frozen
     exe = executable or sys.executable
+    db = ["--db", os.path.abspath(Path(db_path).expanduser())] if db_path is not None else []
     if frozen:  # a PyInstaller bundle: the executable is rigscope itself
-        return [exe, "record"]
+        return [exe, "record", *db]
     if windows:  # pythonw: no console window flashing up at every logon
         pythonw = Path(exe).with_name("pythonw.exe")
         exe = str(pythonw) if pythonw.exists() else exe
-    return [exe, "-m", "desktop", "record"]
+    return [exe, "-m", "desktop", "record", *db]
+
+
+def unsayable(word: str, executable: bool = False) -> str | None:
+    """The character of ``word`` that a unit file (or a task's XML) cannot carry faithfully, named;
+    None when there is none. A line break would start a new directive (``systemd-analyze verify``
+    accepts the injected one); ``$$`` stays ``$$`` in the program's path, where systemd does no
+    variable expansion (systemd 252: "Command /a$$b/python is not executable"); quotes and
+    backslashes in that path are refused by systemd itself; bytes that are not UTF-8 cannot be
+    written at all. An argument may hold quotes, backslashes, ``$`` and ``%``: they are escaped."""
+    for char in word:
+        if char == "\n":
+            return r"a line break (\n)"
+        if char == "\r":
+            return r"a carriage return (\r)"
+        if unicodedata.category(char) == "Cc":
+            return f"a control character ({ascii(char)[1:-1]})"
+        if unicodedata.category(char) == "Cs":
+            return "bytes that are not valid UTF-8"
+        if executable and char == "$":
+            return "'$' (systemd would look for a program named with '$$')"
+        if executable and char in "\\\"'":  # systemd: "Executable name contains special characters"
+            return f"{char!r} (systemd refuses it in a program's path)"
+    return None
+
+
+def check_sayable(command: Sequence[str]) -> None:
+    """UserError naming the word and the character when ``command`` cannot be written into a service."""
+    for position, word in enumerate(command):
+        problem = unsayable(word, executable=position == 0)
+        if problem is not None:
+            what = "the program" if position == 0 else "the argument"
+            raise UserError(f"cannot make the recorder start at login: {what} {word!a} contains {problem}, "
+                            "which a service definition cannot carry; install Rigscope (or put the database) "
+                            "under a path without it")
 
 
 # --- Linux: systemd user unit ----------------------------------------------------------
 
 
 def _systemd_quote(arg: str) -> str:
-    """One ExecStart word: specifiers (%) and variables ($) escaped, quoted when it has blanks."""
+    """One ExecStart word: specifiers (%) and variables ($) escaped, quoted when it has blanks.
+    ``check_sayable`` has refused what cannot be quoted (control characters, ``$`` in the program)."""
     arg = arg.replace("%", "%%").replace("$", "$$")
     if any(c in arg for c in " \t\"'\\"):
         return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -86,7 +125,9 @@ def _systemd_quote(arg: str) -> str:
 
 
 def render_unit(command: Sequence[str]) -> str:
-    """The user unit's text (packaging/systemd/rigscope-recorder.service is this with /usr/bin/rigscope)."""
+    """The user unit's text (packaging/systemd/rigscope-recorder.service is this with /usr/bin/rigscope);
+    UserError when a word cannot be written into it."""
+    check_sayable(command)
     return (
         "[Unit]\n"
         "Description=Rigscope GPU telemetry recorder\n"
@@ -135,11 +176,12 @@ def _linux_status(runner: Runner) -> ServiceStatus:
     return ServiceStatus("systemd", installed, enabled, active, str(path), command)
 
 
-def _linux_install(runner: Runner) -> ServiceResult:
+def _linux_install(runner: Runner, db_path: Path) -> ServiceResult:
     path = unit_dir() / UNIT_NAME
+    text = render_unit(recorder_command(db_path=db_path))  # refuses before anything is written
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_unit(recorder_command()), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write the systemd unit {path}: {exc.strerror or exc}") from exc
     if not _systemctl_usable(runner):  # written but not enabled: starting at login is not in effect yet
@@ -230,8 +272,9 @@ def _windows_status(runner: Runner) -> ServiceStatus:
     return ServiceStatus("schtasks", True, "Disabled" not in text, "Running" in text, TASK_NAME, command)
 
 
-def _windows_install(runner: Runner) -> ServiceResult:
-    command = recorder_command(windows=True)
+def _windows_install(runner: Runner, db_path: Path) -> ServiceResult:
+    command = recorder_command(windows=True, db_path=db_path)
+    check_sayable(command)  # XML 1.0 cannot carry control characters either
     with tempfile.TemporaryDirectory(prefix="rigscope-task-") as tmp:
         xml_path = Path(tmp) / "task.xml"
         xml_path.write_text(task_xml(command, windows_user()), encoding="utf-16")  # what schtasks /XML reads
@@ -265,10 +308,15 @@ def _platform(system: str | None) -> str:
     raise UserError(f"starting the recorder at login is supported on Linux (systemd) and Windows, not {system}")
 
 
-def install(runner: Runner | None = None, system: str | None = None) -> ServiceResult:
-    """Make the recorder start at login (and now); UserError, saying what to do, where that did not happen."""
+def install(runner: Runner | None = None, system: str | None = None, db_path: Path | None = None) -> ServiceResult:
+    """Make the recorder start at login (and now); UserError, saying what to do, where that did not happen.
+
+    The service records to ``db_path`` (default: the data folder as this process sees it), written
+    into the service as an absolute ``--db``: the service manager's environment may lack the
+    RIGSCOPE_DATA_DIR or XDG_DATA_HOME of the shell that installed it."""
     run = runner or run_command
-    result = _linux_install(run) if _platform(system) == "linux" else _windows_install(run)
+    db = Path(db_path).expanduser() if db_path is not None else default_db_path()
+    result = _linux_install(run, db) if _platform(system) == "linux" else _windows_install(run, db)
     if not result.ok:
         raise UserError(result.message)
     return result
@@ -304,12 +352,15 @@ def _describe(state: ServiceStatus) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    """`rigscope service install|uninstall|status [--json]`."""
+    """`rigscope service install [--db PATH]|uninstall|status [--json]`."""
     if args.action == "status":
         state = status()
         print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
         return 0
-    result = install() if args.action == "install" else uninstall()  # UserError: the CLI prints it, exit 2
+    if args.action == "install":  # UserError: the CLI prints it, exit 2
+        result = install(db_path=Path(args.db) if getattr(args, "db", None) else None)
+    else:
+        result = uninstall()
     if args.json:
         print(json.dumps({"message": result.message, "status": asdict(result.status)}, indent=2))
     else:

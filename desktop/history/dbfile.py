@@ -1,26 +1,184 @@
-"""The database file itself: opening it for writing (pragmas, checks, migrations), moving a damaged
-file aside, and the explicit transactions every write goes through."""
+"""The database file itself: what may be opened or moved aside, opening it for writing (pragmas,
+checks, migrations), moving a damaged file aside, and the explicit transactions every write goes through.
+
+Rigscope touches only its own files. A file given as ``--db`` is a Rigscope database when its
+SQLite header carries ``APPLICATION_ID`` (every file since issue 12) or, for older files, when it
+holds Rigscope's tables; an empty file is a new database. Anything else (a text file, another
+program's SQLite database) is refused and left byte for byte alone, damaged or not. An existing
+file's permissions are never changed: a read-only database is refused with a message.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
+from desktop.errors import UserError
 from desktop.history import schema
+
+#: ``PRAGMA application_id`` of a Rigscope history database: "RgSc", big-endian at header offset 68.
+APPLICATION_ID = 0x52675363
+SQLITE_MAGIC = b"SQLite format 3\0"
+#: Tables every Rigscope schema version has had (since v1): how a file from before the marker is known.
+_OWN_TABLES = frozenset({"meta", "gpu_samples"})
+
+Kind = Literal["missing", "empty", "ours", "foreign", "unknown"]
+
+
+class NotOurDatabase(UserError):
+    """``path`` exists and is not a Rigscope history database: nothing may write, migrate or move it."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is not a Rigscope history database; refusing to touch it ({why}). "
+                         "Check the --db path")
+
+
+def check_target(path: Path) -> None:
+    """Refuse, before anything is created next to it, a path that cannot be a history database file:
+    a folder, a device or pipe, a file that is not SQLite, another program's SQLite database."""
+    try:
+        info = path.stat()
+    except OSError:
+        return  # missing (created later) or unreadable (opening says why)
+    if stat.S_ISDIR(info.st_mode):
+        raise UserError(f"{path} is a folder, not a database file; give a file name inside it, "
+                        f"e.g. --db {path / 'history.sqlite'}")
+    if not stat.S_ISREG(info.st_mode):
+        raise NotOurDatabase(path, "it is not a regular file")
+    kind = header_kind(path)
+    if kind == "foreign" or (kind == "unknown" and _tables_say(path) is False):
+        raise NotOurDatabase(path, _why_foreign(path))
+
+
+def _tables_say(path: Path) -> bool | None:
+    """For an SQLite file whose header does not say whose it is: True when its tables are Rigscope's,
+    False when they are another program's, None when it is empty or its table list cannot be read."""
+    if not _header_is_sane(_read_header(path) or b""):
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    if not names and version == 0:
+        return None
+    return names >= _OWN_TABLES
+
+
+def _read_header(path: Path) -> bytes | None:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(100)
+    except OSError:
+        return None
+
+
+def header_kind(path: Path) -> Kind:
+    """What the first 100 bytes say: "ours" (our application id), "foreign" (not SQLite, or another
+    program's application id), "empty" (0 bytes), "unknown" (SQLite whose header does not say whose:
+    a file from before the marker, or a header too damaged to read), "missing"."""
+    if not path.exists():
+        return "missing"
+    header = _read_header(path)
+    if header is None:
+        return "unknown"
+    if not header:
+        return "empty"
+    if not header.startswith(SQLITE_MAGIC):
+        return "foreign"
+    if not _header_is_sane(header):
+        return "unknown"
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return "ours"
+    return "unknown" if application_id == 0 else "foreign"
+
+
+def _header_is_sane(header: bytes) -> bool:
+    """The fixed fields of a SQLite header (https://www.sqlite.org/fileformat.html#the_database_header)."""
+    if len(header) < 100:
+        return False
+    page_size = int.from_bytes(header[16:18], "big")
+    valid_page = page_size == 1 or (512 <= page_size <= 32768 and page_size & (page_size - 1) == 0)
+    return valid_page and header[21:24] == b"\x40\x20\x20"
+
+
+def _why_foreign(path: Path) -> str:
+    header = _read_header(path) or b""
+    if not header.startswith(SQLITE_MAGIC):
+        return "it is not an SQLite file"
+    return "it is another program's SQLite database"
+
+
+def is_own_connection(conn: sqlite3.Connection) -> bool | None:
+    """True for a Rigscope database, False for another program's, None for an empty one (new)."""
+    application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if application_id == APPLICATION_ID:
+        return True
+    if application_id != 0:
+        return False
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not names and int(conn.execute("PRAGMA user_version").fetchone()[0]) == 0:
+        return None
+    return names >= _OWN_TABLES
+
+
+def may_move_aside(path: Path) -> bool:
+    """Whether a file SQLite called damaged is a damaged *Rigscope* database (so it may be moved aside).
+
+    The header decides when it can: our application id yes, another's or no SQLite magic no. A file
+    from before the marker (application id 0) is ours when its table list, if still readable, names
+    our tables, or else when its schema version is one Rigscope has written. A header too damaged
+    to read after the SQLite magic counts as ours: nothing else is left to tell by."""
+    kind = header_kind(path)
+    if kind in ("ours", "empty"):
+        return True
+    if kind != "unknown":
+        return False
+    header = _read_header(path) or b""
+    if not _header_is_sane(header):
+        return header.startswith(SQLITE_MAGIC)
+    tables = _tables_say(path)
+    if tables is None:  # the table list is gone too: the schema version is what is left
+        return 1 <= int.from_bytes(header[60:64], "big") <= schema.SCHEMA_VERSION
+    return tables
+
+
+def check_writable(path: Path) -> None:
+    """A database without write permission is refused, never chmod-ed: its owner made it read-only."""
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    # Root may write anything, so the mode bits are asked too: no write bit at all means "keep it".
+    if not os.access(path, os.W_OK) or not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise UserError(f"the history database {path} is read-only; Rigscope does not change a file's "
+                        f"permissions: make it writable (chmod u+w {path}) or choose another --db")
 
 
 def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
     """An autocommit connection in WAL mode at the latest schema; ``verify`` runs a quick_check first.
 
-    Raises sqlite3.DatabaseError for a damaged file (``codec.is_corruption`` tells which)."""
+    Raises sqlite3.DatabaseError for a damaged file (``codec.is_corruption`` tells which),
+    NotOurDatabase for another program's database and UserError for a read-only one."""
+    check_writable(path)
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
     try:
-        fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0 and not conn.execute(
-            "SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+        own = is_own_connection(conn)
+        if own is False:
+            raise NotOurDatabase(path, "it is another program's SQLite database")
+        fresh = own is None
         if fresh:  # must precede the first table
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -31,13 +189,11 @@ def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
             if result != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")
         schema.migrate(conn)
+        if int(conn.execute("PRAGMA application_id").fetchone()[0]) != APPLICATION_ID:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # new, or from before the marker
     except BaseException:
         conn.close()
         raise
-    try:
-        os.chmod(path, 0o600)
-    except OSError:
-        pass
     return conn
 
 

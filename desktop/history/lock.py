@@ -1,8 +1,9 @@
 """The single-writer lock of a history database: an OS file lock on ``<db>.lock``.
 
-The lock is an exclusive ``flock`` (Linux, macOS) or ``msvcrt.locking`` (Windows) on a
-side file, so it dies with its process: a recorder killed with SIGKILL never leaves a
-stale lock behind. The holder writes its pid, command and host into the file, so a
+The lock is named after the database's real path (symlinks resolved), so every name of one
+file meets one lock. It is an exclusive ``flock`` (Linux, macOS) or ``msvcrt.locking``
+(Windows) on a side file, so it dies with its process: a recorder killed with SIGKILL never
+leaves a stale lock behind. The holder writes its pid, command and host into the file, so a
 refused second writer can say who holds it.
 """
 
@@ -18,6 +19,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from desktop.errors import UserError
+from desktop.history.dbfile import check_target
 from desktop.paths import ensure_private_dir
 
 #: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
@@ -94,7 +96,9 @@ class WriterLock:
     """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
 
     def __init__(self, db_path: Path) -> None:
-        self.db_path = Path(db_path)
+        # Named after the file, not the name given: a symlink (or a symlinked folder) to the same
+        # database must meet the same lock, or two recorders would both write it.
+        self.db_path = Path(os.path.realpath(db_path))
         self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
         self._handle: IO[bytes] | None = None
 
@@ -105,6 +109,7 @@ class WriterLock:
     def acquire(self) -> None:
         if self._handle is not None:
             return
+        check_target(self.db_path)  # no lock file beside a folder, a text file or another program's database
         ensure_private_dir(self.lock_path.parent)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         handle = os.fdopen(fd, "r+b")

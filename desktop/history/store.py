@@ -1,11 +1,13 @@
 """HistoryStore: the SQLite history database (open, recover, write snapshots, read back).
 
-One process writes (guarded by ``desktop.history.lock.WriterLock``), any number read. The
-file lives in a 0700 folder with mode 0600; WAL and ``synchronous=NORMAL`` make a commit
-survive the process being killed. A file that SQLite calls corrupt is moved aside to
-``<name>.corrupt-<timestamp>`` (never deleted) and a fresh one is started; the caller
-reads ``recovered_from`` to tell the user. Range queries live in ``history.query``, bulk
-numpy writes in ``history.bulk``, stress runs in ``history.stress_runs``.
+One process writes (guarded by ``desktop.history.lock.WriterLock``), any number read. A new
+file is created with mode 0600 (in a 0700 folder when Rigscope creates the folder); an existing
+file or folder keeps its permissions. WAL and ``synchronous=NORMAL`` make a commit survive the
+process being killed. A Rigscope database that SQLite calls corrupt is moved aside to
+``<name>.corrupt-<timestamp>`` (never deleted) and a fresh one is started; the caller reads
+``recovered_from`` to tell the user. Any other file is refused (``dbfile.NotOurDatabase``).
+Range queries live in ``history.query``, bulk numpy writes in ``history.bulk``, stress runs in
+``history.stress_runs``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing import Any
 from advisor.frame import Event
 from desktop.errors import UserError
 from desktop.history import blocks, codec, schema
-from desktop.history.dbfile import Transaction, connect_rw, move_aside
+from desktop.history.dbfile import (
+    NotOurDatabase,
+    Transaction,
+    check_target,
+    connect_rw,
+    is_own_connection,
+    may_move_aside,
+    move_aside,
+)
 from desktop.history.query import QueryResult, Resolution, run_query
 from desktop.history.stress_runs import StressRunsMixin
 from desktop.history.writer import HistoryWriter, WriterStatus
@@ -48,6 +58,20 @@ def _throttle_labels(mask: int) -> str:
     return ", ".join(r.label for r in ClockEventReason.decode(mask & int(THROTTLE_REASONS)))
 
 
+def _create_private(path: Path) -> None:
+    """Create the empty database file, 0600. Only a file made here is chmod-ed (the umask may have
+    taken the owner's own bits); one that appeared meanwhile is someone else's and keeps its mode."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    try:
+        if hasattr(os, "fchmod"):  # POSIX
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 class HistoryStore(StressRunsMixin):
     """One open history database. Not thread-safe: use it from one thread (or via HistoryWriter)."""
 
@@ -69,13 +93,15 @@ class HistoryStore(StressRunsMixin):
     def open(cls, path: Path, *, readonly: bool = False, verify: bool = False) -> HistoryStore:
         """Open (creating or migrating as needed). ``verify`` also runs ``PRAGMA quick_check``
         (about a second per 100 MB): the long-lived writer does; short writes (a stress result) need not."""
-        path = Path(path)
+        # A symlink and the file it names are one database: one lock, one set of -wal/-shm files.
+        path = Path(os.path.realpath(path))
+        check_target(path)  # a folder, a device, a text file or another program's database: refused
         if readonly:
             return cls._open_readonly(path)
         try:
             ensure_private_dir(path.parent)
             if not path.exists():
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+                _create_private(path)
         except OSError as exc:
             raise UserError(f"cannot create the history database {path}: {exc.strerror or exc} "
                             "(a read-only file system, missing permission, or a file where a folder should be)"
@@ -86,6 +112,9 @@ class HistoryStore(StressRunsMixin):
         except sqlite3.DatabaseError as exc:
             if not codec.is_corruption(exc):
                 raise cls._as_user_error(path, exc) from exc
+            if not may_move_aside(path):  # only a damaged *Rigscope* database is ours to move
+                raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's"
+                                     ) from exc
             recovered = move_aside(path)
             log.info("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
             conn = connect_rw(path, verify)
@@ -95,12 +124,21 @@ class HistoryStore(StressRunsMixin):
     def _open_readonly(cls, path: Path) -> HistoryStore:
         if not path.exists():
             raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
                                    check_same_thread=False, timeout=10.0)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            own = is_own_connection(conn)
         except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if codec.is_corruption(exc) and not may_move_aside(path):
+                raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's") from exc
             raise cls._as_user_error(path, exc) from exc
+        if own is False:
+            conn.close()
+            raise NotOurDatabase(path, "it is another program's SQLite database")
         if version < schema.SCHEMA_VERSION:  # an older file nobody has opened for writing yet
             conn.close()
             cls.open(path).close()
@@ -257,8 +295,12 @@ class HistoryStore(StressRunsMixin):
         entry = self._gpu_cache[uuid]
         if entry[2] == state.value:
             return
-        kind = "gpu_lost" if state is DeviceState.LOST else "gpu_back"
-        self.add_event(time_s, kind, uuid, detail or "")
+        # Only losing a GPU and getting it back are events; a laptop GPU put to sleep by the
+        # driver (runtime PM) and woken again is normal running, not a fault.
+        if state is DeviceState.LOST:
+            self.add_event(time_s, "gpu_lost", uuid, detail or "")
+        elif entry[2] == DeviceState.LOST.value:
+            self.add_event(time_s, "gpu_back", uuid, detail or "")
         entry[2] = state.value
         self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry[0]))
 

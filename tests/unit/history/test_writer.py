@@ -128,7 +128,7 @@ def test_a_malformed_snapshot_does_not_kill_the_writer(tmp_path: Path, caplog: p
 
 def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    path.write_bytes(b"garbage" * 1000)
+    path.write_bytes(b"SQLite format 3\0" + b"garbage" * 1000)  # a damaged database, not any file (issue 12)
     with HistoryWriter(path) as writer:
         assert writer.recovered_from is not None and writer.recovered_from.exists()
 
