@@ -20,7 +20,7 @@ import bisect
 from dataclasses import dataclass
 
 from desktop.telemetry.model import HostSample
-from desktop.telemetry.simulated import Demand, simulated_host_sample
+from desktop.telemetry.simulated.load import Demand, simulated_host_sample
 
 WEEK_S = 7 * 86400
 _IDLE_DEMAND = Demand()

@@ -1,22 +1,20 @@
-"""Reading one GPU's static facts (names, limits, max clocks, thresholds, MIG) and its sleep state.
+"""Reading one GPU's static facts: names, limits, max clocks, temperature thresholds, MIG mode.
 
-Split from ``nvml.py`` because it runs once per device (or when asked) while that module's hot
-path runs every tick; it calls NVML only through the backend's error-mapping ``_call``.
+Apart from the per-tick reading because it runs once per device (and again when a GPU comes
+back); it calls NVML only through the gateway, under call keys of its own ("static.*").
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
-from desktop.telemetry.model import GpuInfo, MigInstance
-from desktop.telemetry.nvml_codes import MISSING, as_int, as_mib, as_number, as_text, field_number
-
-if TYPE_CHECKING:
-    from desktop.telemetry.nvml import NvmlBackend, _Device
+from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.nvml.device import NvmlDevice
+from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway
+from desktop.telemetry.nvml.values import as_int, as_mib, as_number, as_text, field_number
 
 _LAPTOP_NAME = re.compile(r"laptop|mobile|max-q", re.IGNORECASE)
 
@@ -29,10 +27,13 @@ _INT32: Final = 2**32
 #: A thermal limit outside this range is a misread, not a GPU: use the absolute thresholds instead.
 _PLAUSIBLE_LIMIT_C: Final = (30.0, 130.0)
 
-NVIDIA_PCI_VENDOR: Final = "0x10de"
-#: runtime_status values of a GPU the driver keeps asleep (runtime PM): "suspending" is on its way there.
-_ASLEEP_STATES: Final = frozenset({"suspended", "suspending"})
-ASLEEP_DETAIL: Final = "asleep: the driver has powered the GPU down (runtime power management); not polled"
+
+@dataclass(frozen=True, slots=True)
+class DriverVersions:
+    """What the whole NVML session reports, copied into every GpuInfo."""
+
+    driver: str | None = None
+    cuda: str | None = None
 
 
 def is_laptop_gpu(name: str) -> bool:
@@ -40,42 +41,41 @@ def is_laptop_gpu(name: str) -> bool:
     return bool(_LAPTOP_NAME.search(name))
 
 
-def _caller(backend: NvmlBackend, dev: _Device) -> Callable[..., Any]:
+def _caller(gateway: NvmlGateway, dev: NvmlDevice) -> Callable[..., Any]:
     def call(key: str, func: str, *args: Any, **kwargs: Any) -> Any:
-        return backend._call(dev, f"static.{key}", func, dev.handle, *args, **kwargs)
+        return gateway.device_call(dev.calls, f"static.{key}", func, dev.handle, *args, **kwargs)
 
     return call
 
 
-def read_bus_id(backend: NvmlBackend, dev: _Device) -> str | None:
+def read_bus_id(gateway: NvmlGateway, dev: NvmlDevice) -> str | None:
     """The GPU's PCI bus id as NVML writes it ("00000000:01:00.0")."""
-    pci = _caller(backend, dev)("pci", "nvmlDeviceGetPciInfo")
+    pci = _caller(gateway, dev)("pci", "nvmlDeviceGetPciInfo")
     if pci is MISSING:
         return None
     return as_text(getattr(pci, "busId", None)) or as_text(getattr(pci, "busIdLegacy", None))
 
 
-def read_identity(backend: NvmlBackend, dev: _Device) -> GpuInfo:
+def read_identity(gateway: NvmlGateway, dev: NvmlDevice, versions: DriverVersions) -> GpuInfo:
     """Who the GPU is (name, UUID, bus id), without the queries that need it awake."""
-    call = _caller(backend, dev)
+    call = _caller(gateway, dev)
     name = as_text(call("name", "nvmlDeviceGetName")) or f"GPU {dev.index}"
     uuid = as_text(call("uuid", "nvmlDeviceGetUUID")) or dev.info.uuid
-    return replace(dev.info, name=name, uuid=uuid, driver_version=backend.driver_version,
-                   cuda_version=backend.cuda_version, is_laptop=is_laptop_gpu(name), simulated=False)
+    return replace(dev.info, name=name, uuid=uuid, driver_version=versions.driver,
+                   cuda_version=versions.cuda, is_laptop=is_laptop_gpu(name), simulated=False)
 
 
-def read_info(backend: NvmlBackend, dev: _Device) -> GpuInfo:
+def read_info(gateway: NvmlGateway, dev: NvmlDevice, versions: DriverVersions) -> GpuInfo:
     """Every GpuInfo field NVML answers for ``dev`` (None where it does not)."""
-    nvml = backend._nvml
-    call = _caller(backend, dev)
+    call = _caller(gateway, dev)
 
     def watts(value: Any) -> float | None:
         number = as_number(value)
         return number / 1000.0 if number is not None else None
 
-    identity = read_identity(backend, dev)
+    identity = read_identity(gateway, dev, versions)
     name, uuid = identity.name, identity.uuid
-    version = getattr(nvml, "nvmlMemory_v2", None)
+    version = gateway.binding_attr("nvmlMemory_v2")
     memory = call("mem_v2", "nvmlDeviceGetMemoryInfo", version=version) if version is not None else MISSING
     if memory is MISSING:
         memory = call("mem_v1", "nvmlDeviceGetMemoryInfo")
@@ -89,15 +89,15 @@ def read_info(backend: NvmlBackend, dev: _Device) -> GpuInfo:
     if settable_answer is not MISSING:
         settable: bool | None = True
     else:
-        settable = False if "static.limit" in dev.unsupported else None
-    bus_id = dev.info.pci_bus_id or read_bus_id(backend, dev)
+        settable = False if dev.calls.is_unsupported("static.limit") else None
+    bus_id = dev.info.pci_bus_id or read_bus_id(gateway, dev)
     persistence = as_int(call("persistence", "nvmlDeviceGetPersistenceMode"))
-    enabled = backend._const("NVML_FEATURE_ENABLED", 1)
-    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(backend, call)
+    enabled = gateway.const("NVML_FEATURE_ENABLED", 1)
+    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, call)
     mig = call("mig", "nvmlDeviceGetMigMode")
     mig_enabled = None
     if isinstance(mig, (list, tuple)) and mig:
-        mig_enabled = as_int(mig[0]) == backend._const("NVML_DEVICE_MIG_ENABLE", 1)
+        mig_enabled = as_int(mig[0]) == gateway.const("NVML_DEVICE_MIG_ENABLE", 1)
     return GpuInfo(
         index=dev.index,
         uuid=uuid,
@@ -108,8 +108,8 @@ def read_info(backend: NvmlBackend, dev: _Device) -> GpuInfo:
         power_limit_min_w=limit_min_w,
         power_limit_max_w=limit_max_w,
         power_limit_settable=settable,
-        sm_clock_max_mhz=as_number(call("sm_max", "nvmlDeviceGetMaxClockInfo", backend._const("NVML_CLOCK_SM", 1))),
-        mem_clock_max_mhz=as_number(call("mem_max", "nvmlDeviceGetMaxClockInfo", backend._const("NVML_CLOCK_MEM", 2))),
+        sm_clock_max_mhz=as_number(call("sm_max", "nvmlDeviceGetMaxClockInfo", gateway.const("NVML_CLOCK_SM", 1))),
+        mem_clock_max_mhz=as_number(call("mem_max", "nvmlDeviceGetMaxClockInfo", gateway.const("NVML_CLOCK_MEM", 2))),
         temp_slowdown_c=slowdown_c,
         temp_shutdown_c=shutdown_c,
         temp_max_operating_c=max_operating_c,
@@ -117,8 +117,8 @@ def read_info(backend: NvmlBackend, dev: _Device) -> GpuInfo:
         pcie_gen_max=as_int(call("gen_max", "nvmlDeviceGetMaxPcieLinkGeneration")),
         pcie_width_max=as_int(call("width_max", "nvmlDeviceGetMaxPcieLinkWidth")),
         pci_bus_id=bus_id,
-        driver_version=backend.driver_version,
-        cuda_version=backend.cuda_version,
+        driver_version=versions.driver,
+        cuda_version=versions.cuda,
         vbios_version=as_text(call("vbios", "nvmlDeviceGetVbiosVersion")),
         persistence_mode=(persistence == enabled) if persistence is not None else None,
         mig_enabled=mig_enabled,
@@ -130,7 +130,7 @@ def read_info(backend: NvmlBackend, dev: _Device) -> GpuInfo:
 Thresholds = tuple[float | None, float | None, float | None, bool]
 
 
-def _thresholds(backend: NvmlBackend, call: Callable[..., Any]) -> Thresholds:
+def _thresholds(gateway: NvmlGateway, call: Callable[..., Any]) -> Thresholds:
     """(slowdown, shutdown, max operating) in absolute °C, and whether the GPU gave them as T.Limit offsets.
 
     Ada, Hopper and Blackwell give offsets from the thermal limit and the current distance to
@@ -141,7 +141,7 @@ def _thresholds(backend: NvmlBackend, call: Callable[..., Any]) -> Thresholds:
     margin = as_number(call("margin", "nvmlDeviceGetMarginTemperature"))
     offsets = _tlimit_offsets(call) if margin is not None else {}
     if margin is not None and (FIELD_TLIMIT_SLOWDOWN in offsets or FIELD_TLIMIT_SHUTDOWN in offsets):
-        sensor = backend._const("NVML_TEMPERATURE_GPU", 0)
+        sensor = gateway.const("NVML_TEMPERATURE_GPU", 0)
         current = as_number(call("temp_v", "nvmlDeviceGetTemperatureV", sensor))
         if current is None:
             current = as_number(call("temp", "nvmlDeviceGetTemperature", sensor))
@@ -157,7 +157,7 @@ def _thresholds(backend: NvmlBackend, call: Callable[..., Any]) -> Thresholds:
                     max_operating if max_operating is not None else limit_c, True)
 
     def threshold(key: str, name: str, default: int) -> float | None:
-        return as_number(call(key, "nvmlDeviceGetTemperatureThreshold", backend._const(name, default)))
+        return as_number(call(key, "nvmlDeviceGetTemperatureThreshold", gateway.const(name, default)))
 
     return (threshold("slowdown", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1),
             threshold("shutdown", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0),
@@ -179,78 +179,3 @@ def _tlimit_offsets(call: Callable[..., Any]) -> dict[int, float]:
             # Signed by nature (-7); a driver that types it unsigned gives 2^32 - 7.
             out[requested] = value - _INT32 if value >= _INT32 // 2 else value
     return out
-
-
-# --- MIG -------------------------------------------------------------------------------------------
-
-
-def read_mig_instances(backend: NvmlBackend, dev: _Device) -> list[MigInstance]:
-    """Each MIG instance of ``dev``: name, ids, memory and the pids using it (read now).
-
-    Asked through a scratch device so that an empty slot (NOT_FOUND) or a failing instance
-    query is not remembered against the parent's own calls.
-    """
-    from desktop.telemetry.nvml import _Device, _Lost  # the backend's own types; no cycle at run time
-
-    scratch = _Device(index=dev.index, handle=dev.handle, info=dev.info)
-
-    def call(key: str, func: str, *args: Any) -> Any:
-        return backend._call(scratch, key, func, *args)
-
-    out: list[MigInstance] = []
-    try:
-        count = as_int(call("count", "nvmlDeviceGetMaxMigDeviceCount", dev.handle)) or 0
-        for slot in range(count):
-            handle = call(f"{slot}.handle", "nvmlDeviceGetMigDeviceHandleByIndex", dev.handle, slot)
-            if handle is MISSING:
-                continue
-            memory = call(f"{slot}.memory", "nvmlDeviceGetMemoryInfo", handle)
-            # In the entry layout the driver writes (an R535 driver's differs from the binding's).
-            procs = backend._running_processes(scratch, f"{slot}.procs", "nvmlDeviceGetComputeRunningProcesses", handle)
-            pids = tuple(p.pid for p in procs or () if p.pid)
-            out.append(MigInstance(
-                index=slot,
-                uuid=as_text(call(f"{slot}.uuid", "nvmlDeviceGetUUID", handle)) or "",
-                name=as_text(call(f"{slot}.name", "nvmlDeviceGetName", handle)) or f"MIG {slot}",
-                gpu_instance_id=as_int(call(f"{slot}.gi", "nvmlDeviceGetGpuInstanceId", handle)),
-                compute_instance_id=as_int(call(f"{slot}.ci", "nvmlDeviceGetComputeInstanceId", handle)),
-                vram_total_mib=as_mib(getattr(memory, "total", None)) if memory is not MISSING else None,
-                vram_used_mib=as_mib(getattr(memory, "used", None)) if memory is not MISSING else None,
-                pids=pids,
-            ))
-    except _Lost:
-        pass  # the parent's next sample finds out and marks it lost
-    return out
-
-
-# --- runtime power management (Linux) -----------------------------------------------------------------
-
-
-def runtime_status_file(sysfs_root: Path | None, bus_id: str | None) -> Path | None:
-    """``<root>/bus/pci/devices/0000:01:00.0/power/runtime_status`` for an NVIDIA device there, else None.
-
-    sysfs names devices with a 4-hex-digit, lower-case domain where NVML writes 8 digits. The
-    vendor check keeps a test's fake bus id (or a stale one) from reading another device's state.
-    """
-    if sysfs_root is None or not bus_id:
-        return None
-    parts = bus_id.strip().lower().split(":")
-    if len(parts) != 3:
-        return None
-    try:
-        domain = int(parts[0], 16)
-    except ValueError:
-        return None
-    device = sysfs_root / "bus" / "pci" / "devices" / f"{domain:04x}:{parts[1]}:{parts[2]}"
-    try:
-        vendor = (device / "vendor").read_text().strip().lower()
-    except OSError:
-        return None  # no such device there (Windows, a container without /sys): never asleep
-    return device / "power" / "runtime_status" if vendor == NVIDIA_PCI_VENDOR else None
-
-
-def is_asleep(status_file: Path) -> bool:
-    try:
-        return status_file.read_text().strip() in _ASLEEP_STATES
-    except OSError:
-        return False

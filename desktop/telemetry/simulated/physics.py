@@ -1,43 +1,28 @@
-"""A simulated GPU with a thermal/power model, for machines without an NVIDIA driver.
+"""The thermal/power model of the simulated GPUs, independent of where time and load come from.
 
-Physics, per GPU, advanced in steps of at most one second:
+Per GPU, advanced in steps of at most one second:
   power  P = P_idle + L * (P_demand - P_idle) * (f / f_max)^3    (dynamic power ~ f·V², V ~ f)
   clock  f = f_max * thermal_cap, cut further so that P <= limit  (SwPowerCap bit)
   temp   dT/dt = (T_ambient + R·P - T) / tau                     (first-order response)
   thermal_cap falls while T >= T_slowdown and recovers below it  (SW/HW thermal bits)
-It is deterministic for a seed and the times passed to ``sample``, so tests can run a
-simulated week in a second. The load comes from a scenario (``ManualLoad`` for the stress
-test, ``WeekScenario`` for demo history).
+It is deterministic for a seed and the times passed in, so tests can run a simulated week in
+a second; ``trace`` simulates a stretch in bulk as numpy columns.
 """
 
 from __future__ import annotations
 
-import getpass
 import math
 import random
-import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from desktop.paths import resource_path
-from desktop.telemetry.model import (
-    GPU_METRIC_NAMES,
-    ClockEventReason,
-    DeviceState,
-    GpuInfo,
-    GpuProcess,
-    GpuReading,
-    GpuSample,
-    HostSample,
-    SourceInfo,
-)
+from desktop.telemetry.model import ClockEventReason, GpuSample
+from desktop.telemetry.simulated.load import Demand, Scenario
+from desktop.telemetry.simulated.profiles import AMBIENT_C, GpuProfile
 
-DEFAULT_PROFILE = "rtx4090-laptop"
-AMBIENT_C = 25.0
 _MAX_STEP_S = 1.0
 #: Beyond this gap the simulator does not integrate second by second: it settles instead.
 _MAX_CATCHUP_S = 6 * 3600.0
@@ -46,91 +31,6 @@ _IDLE = int(ClockEventReason.GPU_IDLE)
 _POWER_CAP = int(ClockEventReason.SW_POWER_CAP)
 _SW_THERMAL = int(ClockEventReason.SW_THERMAL_SLOWDOWN)
 _HW_THERMAL = int(ClockEventReason.HW_THERMAL_SLOWDOWN)
-
-
-@dataclass(frozen=True, slots=True)
-class GpuProfile:
-    """A simulated GPU model, read from ``resources/gpu_profiles.toml``."""
-
-    key: str
-    name: str
-    vram_total_mib: float
-    power_limit_w: float
-    power_limit_min_w: float
-    power_limit_max_w: float
-    power_limit_settable: bool
-    power_idle_w: float
-    power_demand_w: float
-    sm_clock_max_mhz: float
-    sm_clock_idle_mhz: float
-    mem_clock_max_mhz: float
-    mem_clock_idle_mhz: float
-    temp_slowdown_c: float
-    temp_shutdown_c: float
-    temp_max_operating_c: float
-    thermal_r_c_per_w: float
-    thermal_tau_s: float
-    pcie_gen_max: int
-    pcie_width_max: int
-    peak_bf16_tflops: float
-    has_fan_reading: bool
-    is_laptop: bool
-
-    def steady_state_temp_c(self, power_w: float, ambient_c: float = AMBIENT_C) -> float:
-        return ambient_c + self.thermal_r_c_per_w * power_w
-
-
-def load_profiles() -> dict[str, GpuProfile]:
-    """Every profile in the shipped table, by key (e.g. ``rtx4090-laptop``)."""
-    with resource_path("gpu_profiles.toml").open("rb") as handle:
-        table = tomllib.load(handle)["profiles"]
-    return {key: GpuProfile(key=key, **values) for key, values in table.items()}
-
-
-def parse_profile_list(spec: str | None) -> list[GpuProfile]:
-    """``"rtx4090-laptop,rtx4090"`` -> profiles; raises ValueError naming the known keys."""
-    profiles = load_profiles()
-    keys = [k.strip() for k in (spec or DEFAULT_PROFILE).split(",") if k.strip()] or [DEFAULT_PROFILE]
-    unknown = [k for k in keys if k not in profiles]
-    if unknown:
-        raise ValueError(f"unknown simulated GPU profile {', '.join(unknown)!r}; known: {', '.join(sorted(profiles))}")
-    return [profiles[k] for k in keys]
-
-
-# --- scenarios ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Demand:
-    """What the workload asks of one GPU at one instant."""
-
-    load: float = 0.0  # 0..1, share of time kernels run at full intensity
-    vram_mib: float = 0.0  # memory held by processes
-    mem_util: float = 0.3  # memory-controller busy share relative to load
-    pcie_kib_s: float = 0.0
-    processes: tuple[tuple[int, str, float], ...] = ()  # (pid, name, vram_mib)
-
-
-class Scenario(Protocol):
-    def demand(self, gpu_index: int, time_s: float) -> Demand: ...
-
-
-@dataclass
-class ManualLoad:
-    """A load set by hand (the stress runner drives the simulator through this)."""
-
-    loads: dict[int, Demand] = field(default_factory=dict)
-
-    def set(self, gpu_index: int, load: float, vram_mib: float = 0.0, name: str = "rigscope-stress",
-            pid: int = 0) -> None:
-        procs = ((pid, name, vram_mib),) if load > 0 or vram_mib > 0 else ()
-        self.loads[gpu_index] = Demand(load=max(0.0, min(1.0, load)), vram_mib=vram_mib, mem_util=0.5, processes=procs)
-
-    def demand(self, gpu_index: int, time_s: float) -> Demand:
-        return self.loads.get(gpu_index, Demand())
-
-
-# --- the GPU model ------------------------------------------------------------------------
 
 
 @dataclass
@@ -381,117 +281,3 @@ class Trace:
     time_s: npt.NDArray[np.float64]
     columns: dict[str, npt.NDArray[np.float64]]
     throughput_tflops: npt.NDArray[np.float64]
-
-
-def profile_info(profile: GpuProfile, index: int) -> GpuInfo:
-    return GpuInfo(
-        index=index,
-        uuid=f"GPU-SIM{index:02d}-{profile.key}",
-        name=f"{profile.name} (simulated)",
-        vram_total_mib=profile.vram_total_mib,
-        power_limit_enforced_w=profile.power_limit_w,
-        power_limit_default_w=profile.power_limit_w,
-        power_limit_min_w=profile.power_limit_min_w,
-        power_limit_max_w=profile.power_limit_max_w,
-        power_limit_settable=profile.power_limit_settable,
-        sm_clock_max_mhz=profile.sm_clock_max_mhz,
-        mem_clock_max_mhz=profile.mem_clock_max_mhz,
-        temp_slowdown_c=profile.temp_slowdown_c,
-        temp_shutdown_c=profile.temp_shutdown_c,
-        temp_max_operating_c=profile.temp_max_operating_c,
-        # The real cards modelled give T.Limit offsets; the values above are their absolute form.
-        temp_thresholds_relative=True,
-        pcie_gen_max=profile.pcie_gen_max,
-        pcie_width_max=profile.pcie_width_max,
-        pci_bus_id=f"00000000:{index + 1:02X}:00.0",
-        driver_version="simulated",
-        cuda_version=None,
-        vbios_version=None,
-        persistence_mode=None,
-        is_laptop=profile.is_laptop,
-        simulated=True,
-    )
-
-
-class SimulatedBackend:
-    """The GpuBackend over ``SimulatedGpuModel``: same contract as the NVML backend."""
-
-    def __init__(self, profiles: Sequence[GpuProfile], scenario: Scenario | None = None, seed: int = 0,
-                 reason: str | None = None, user: str | None = None) -> None:
-        self.scenario: Scenario = scenario if scenario is not None else ManualLoad()
-        self.model = SimulatedGpuModel(profiles, self.scenario, seed=seed)
-        self._infos = [profile_info(p, i) for i, p in enumerate(profiles)]
-        names = ", ".join(p.key for p in profiles)
-        self._source = SourceInfo(kind="simulated", detail=f"simulated GPU ({names})", fallback_reason=reason)
-        self._user = user if user is not None else _current_user()
-
-    @property
-    def source(self) -> SourceInfo:
-        return self._source
-
-    @property
-    def manual(self) -> ManualLoad | None:
-        """The hand-set load, when the scenario is one (the stress runner drives it)."""
-        return self.scenario if isinstance(self.scenario, ManualLoad) else None
-
-    def devices(self) -> list[GpuInfo]:
-        return list(self._infos)
-
-    def sample(self, now_s: float) -> list[GpuReading]:
-        self.model.advance(now_s)
-        readings = []
-        for info in self._infos:
-            if self.model.is_lost(info.index):
-                readings.append(GpuReading(info, DeviceState.LOST, None, "GPU is lost (simulated)"))
-            else:
-                readings.append(GpuReading(info, DeviceState.OK, self.model.reading(info.index)))
-        return readings
-
-    def processes(self) -> list[GpuProcess]:
-        out = []
-        for info in self._infos:
-            if self.model.is_lost(info.index):
-                continue
-            for pid, name, vram in self.model.processes(info.index):
-                out.append(GpuProcess(pid=pid, gpu_index=info.index, name=name, user=self._user,
-                                      vram_mib=vram, kind="compute", own=True))
-        return out
-
-    def supported_metrics(self, index: int) -> dict[str, bool]:
-        # From the profile, not from a reading: a reading takes the counters' interval with it.
-        has_fan = self.model.profiles[index].has_fan_reading
-        return {name: has_fan or name != "fan_pct" for name in GPU_METRIC_NAMES}
-
-    def reinit(self) -> None:
-        for info in self._infos:
-            self.model.set_lost(info.index, False)
-
-    def close(self) -> None:
-        pass
-
-
-def _current_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (containers)
-        return "user"
-
-
-def simulated_host_sample(cpu_pct: float, on_ac_power: bool = True, cores: int = 16,
-                          ram_total_mib: float = 32768.0, ram_used_mib: float = 12000.0) -> HostSample:
-    """A host reading for demo history, where the real host cannot stand in for the past."""
-    return HostSample(
-        cpu_pct=cpu_pct,
-        cpu_per_core_pct=tuple(cpu_pct for _ in range(cores)),
-        cpu_freq_mhz=4200.0 if cpu_pct > 20 else 2400.0,
-        ram_used_mib=ram_used_mib,
-        ram_total_mib=ram_total_mib,
-        swap_used_mib=0.0,
-        swap_total_mib=8192.0,
-        load_1m=cpu_pct / 100.0 * cores,
-        load_5m=cpu_pct / 100.0 * cores,
-        load_15m=cpu_pct / 100.0 * cores,
-        cpu_temp_c=45.0 + cpu_pct * 0.4,
-        battery_pct=80.0,
-        on_ac_power=on_ac_power,
-    )

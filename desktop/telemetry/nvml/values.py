@@ -1,7 +1,7 @@
-"""NVML facts without pynvml: return-code classes, field ids, metric sources and value decoding.
+"""NVML facts without pynvml: field ids, the calls behind each metric, and decoding of answers.
 
-Kept apart from ``nvml.py`` (the calls) so the rules for reading NVML answers are pure and
-small; nothing here touches a driver.
+Kept apart from the gateway (the calls) and the readers so the rules for reading NVML answers
+are pure and small; nothing here touches a driver.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Collection
 from typing import Any, Final
 
 from desktop.telemetry.model import GPU_METRIC_NAMES
+from desktop.telemetry.nvml.gateway import MISSING
 
 MIB: Final = 1024.0 * 1024.0
 
@@ -22,7 +23,7 @@ FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
 # SW power cap kept its perf-policy id (NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP =
 # NVML_FI_DEV_PERF_POLICY_POWER = 74); SW/HW thermal and HW power brake are 269-271 in the nvml.h
 # of nvidia-ml-py 13.x (an earlier header had them at 251-253, ids 13.x gives to power smoothing,
-# hence the plausibility check in nvml.py). Drivers before the "Clocks Event Reasons Counters"
+# hence the plausibility check in nvml/reading.py). Drivers before the "Clocks Event Reasons Counters"
 # (575) answer only the perf-policy fields 74-81, in ns like nvmlDeviceGetViolationStatus; of those,
 # PERF_POLICY_THERMAL (75) is the SW thermal counter under its older id. HW thermal and power brake
 # have no perf-policy counterpart.
@@ -56,35 +57,6 @@ def tick_fields(unsupported: Collection[str]) -> list[int]:
     return out
 
 
-# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
-MISSING_CODES: Final = frozenset({
-    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
-    3,  # NOT_SUPPORTED
-    4,  # NO_PERMISSION
-    6,  # NOT_FOUND
-    8,  # INSUFFICIENT_POWER
-    13,  # FUNCTION_NOT_FOUND: the driver predates the call
-    14,  # CORRUPTED_INFOROM
-    21,  # NO_DATA
-    22,  # VGPU_ECC_NOT_SUPPORTED
-    24,  # FREQ_NOT_SUPPORTED
-    25,  # ARGUMENT_VERSION_MISMATCH
-    26,  # DEPRECATED
-    30,  # RESET_TYPE_NOT_SUPPORTED
-})
-TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
-#: Codes that cost the whole GPU (LOST until its handle comes back); every other error costs only
-#: the metric asked for (UNKNOWN 999, OPERATING_SYSTEM 17, IRQ_ISSUE 11 on a failing sensor).
-LOST_CODES: Final = frozenset({
-    15,  # GPU_IS_LOST: fell off the bus
-    16,  # RESET_REQUIRED: nothing reads until the GPU is reset
-    28,  # GPU_NOT_FOUND
-    1,  # UNINITIALIZED: the NVML session is gone (renewed by reinit when every GPU is lost)
-    9,  # DRIVER_NOT_LOADED
-    18,  # LIB_RM_VERSION_MISMATCH: the driver was upgraded underneath
-})
-FUNCTION_NOT_FOUND: Final = 13
-
 #: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
 METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
     "utilization_gpu_pct": ("util",),
@@ -106,26 +78,6 @@ METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
     **{name: tuple(f"field:{fid}" for fid in ids) for name, ids in COUNTER_FIELDS.items()},
 }
 assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
-
-
-class _Missing:
-    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
-
-
-MISSING: Final = _Missing()
-
-
-def reason_for_init_error(code: int | None, text: str) -> str:
-    if code == 12:
-        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
-                "loaded. Install the NVIDIA driver to read a real GPU.")
-    if code == 9:
-        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
-    if code == 4:
-        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
-    if code == 18:
-        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
-    return f"NVML could not start: {text}"
 
 
 # --- value helpers -------------------------------------------------------------------------

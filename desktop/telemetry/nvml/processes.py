@@ -13,22 +13,28 @@ with our own:
 - ``_v3`` otherwise: 24 bytes; no ``_v3`` (R470): ``_v2``, 24 bytes; neither: the unversioned
   call, 16 bytes.
 
-Only ``desktop/telemetry/nvml*.py`` import this; it calls NVML through the module it is handed.
+It calls NVML only through the gateway (the binding's wrappers, or the driver's C symbols).
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
-from types import ModuleType
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from desktop.telemetry.nvml_codes import FUNCTION_NOT_FOUND
+from desktop.telemetry.model import GpuProcess, ProcessKind
+from desktop.telemetry.nvml.device import NvmlDevice
+from desktop.telemetry.nvml.gateway import MISSING, CallMemory, NvmlGateway
+from desktop.telemetry.nvml.values import as_int, as_mib
 
 _SUCCESS: Final = 0
 _INSUFFICIENT_SIZE: Final = 7
 _NO_INSTANCE: Final = 0xFFFFFFFF  # gpuInstanceId / computeInstanceId outside MIG
 _NOT_AVAILABLE_ULL: Final = 0xFFFFFFFFFFFFFFFF  # usedGpuMemory under Windows WDDM
+_PROCESS_CALLS: Final[tuple[tuple[ProcessKind, str, str], ...]] = (
+    ("compute", "procs_compute", "nvmlDeviceGetComputeRunningProcesses"),
+    ("graphics", "procs_graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+)
 
 
 class _EntryV1(ctypes.Structure):
@@ -63,21 +69,9 @@ class RunningProcess:
     compute_instance_id: int | None
 
 
-def detect_layout(nvml: ModuleType) -> ProcessCallLayout | None:
-    """The layout of this driver's process calls; None when ``nvml`` hands out no C symbols (a fake)."""
-    lookup = getattr(nvml, "_nvmlGetFunctionPointer", None)
-    error_type = getattr(nvml, "NVMLError", None)
-    if not callable(lookup) or not (isinstance(error_type, type) and issubclass(error_type, BaseException)):
-        return None
-
-    def exports(symbol: str) -> bool | None:
-        try:
-            lookup(symbol)
-        except error_type as exc:
-            # FUNCTION_NOT_FOUND: the driver lacks it; anything else (not initialised): cannot tell.
-            return False if getattr(exc, "value", None) == FUNCTION_NOT_FOUND else None
-        return True
-
+def detect_layout(gateway: NvmlGateway) -> ProcessCallLayout | None:
+    """The layout of this driver's process calls; None when the binding hands out no C symbols (a fake)."""
+    exports = gateway.exports
     has_v3 = exports("nvmlDeviceGetComputeRunningProcesses_v3")
     if has_v3 is None:
         return None
@@ -90,7 +84,7 @@ def detect_layout(nvml: ModuleType) -> ProcessCallLayout | None:
     return ProcessCallLayout("", _EntryV1)
 
 
-def binding_function(nvml: ModuleType, layout: ProcessCallLayout | None, func: str) -> str | None:
+def binding_function(gateway: NvmlGateway, layout: ProcessCallLayout | None, func: str) -> str | None:
     """The binding's own function for ``func`` when its entry type is the one the driver writes; None: it is not.
 
     The binding is used wherever it is right (its wrappers are what every test double models);
@@ -104,27 +98,28 @@ def binding_function(nvml: ModuleType, layout: ProcessCallLayout | None, func: s
         name, struct = func + "_v2", "c_nvmlProcessInfo_v2_t"
     else:
         return None
-    entry = getattr(nvml, struct, None)
+    entry = gateway.binding_attr(struct)
     fits = (isinstance(entry, type) and issubclass(entry, ctypes.Structure)
             and ctypes.sizeof(entry) == layout.entry_bytes)
-    return name if fits and callable(getattr(nvml, name, None)) else None
+    return name if fits and callable(gateway.binding_attr(name)) else None
 
 
-def running_processes(nvml: ModuleType, layout: ProcessCallLayout, func: str, handle: Any) -> list[RunningProcess]:
-    """``func`` ("nvmlDeviceGetComputeRunningProcesses", …) for ``handle``; raises ``nvml.NVMLError`` like pynvml."""
-    fn = nvml._nvmlGetFunctionPointer(func + layout.suffix)
+def c_running_processes(gateway: NvmlGateway, layout: ProcessCallLayout, func: str,
+                        handle: Any) -> list[RunningProcess]:
+    """``func`` ("nvmlDeviceGetComputeRunningProcesses", …) for ``handle`` through its C symbol; raises NVMLError."""
+    fn = gateway.c_function(func + layout.suffix)
     count = ctypes.c_uint(0)
     ret = fn(handle, ctypes.byref(count), None)
     if ret == _SUCCESS:
         return []
     if ret != _INSUFFICIENT_SIZE:
-        raise nvml.NVMLError(ret)
+        raise gateway.error(ret)
     # Room for processes that start between the two calls (pynvml does the same).
     count.value = count.value * 2 + 5
     entries = (layout.entry * count.value)()
     ret = fn(handle, ctypes.byref(count), entries)
     if ret != _SUCCESS:
-        raise nvml.NVMLError(ret)
+        raise gateway.error(ret)
     out = []
     for entry in entries[: count.value]:
         used = int(entry.usedGpuMemory)
@@ -137,3 +132,52 @@ def running_processes(nvml: ModuleType, layout: ProcessCallLayout, func: str, ha
             compute_instance_id=None if compute_instance == _NO_INSTANCE else compute_instance,
         ))
     return out
+
+
+def running_processes(gateway: NvmlGateway, memory: CallMemory, key: str, func: str,
+                      handle: Any) -> list[RunningProcess] | None:
+    """One process call (``func`` without its _vN) for ``handle``; None when it gave no list.
+
+    Read in the entry layout this driver writes: through the binding where its entry type
+    agrees, else through the C symbol with our own type, so a binding built for another driver
+    branch cannot garble the list.
+    """
+    # A few symbol look-ups (cached by pynvml when found), no driver call: cheap at the
+    # process period, and right again after a driver reload.
+    layout = detect_layout(gateway)
+    binding = binding_function(gateway, layout, func)
+    if binding is not None or layout is None:
+        found = gateway.device_call(memory, key, binding or func, handle)
+        if found is MISSING:
+            return None
+        out = []
+        for entry in found:
+            pid = as_int(getattr(entry, "pid", None))
+            if pid is not None:
+                out.append(RunningProcess(pid, as_int(getattr(entry, "usedGpuMemory", None)),
+                                          as_int(getattr(entry, "gpuInstanceId", None)),
+                                          as_int(getattr(entry, "computeInstanceId", None))))
+        return out
+    listed = gateway.guarded(memory, key, func + layout.suffix,
+                             lambda: c_running_processes(gateway, layout, func, handle))
+    return None if listed is MISSING else listed
+
+
+def device_processes(gateway: NvmlGateway, dev: NvmlDevice) -> list[GpuProcess]:
+    """The compute and graphics processes on ``dev``, one entry per pid."""
+    merged: dict[int, GpuProcess] = {}
+    for kind, key, func in _PROCESS_CALLS:
+        found = running_processes(gateway, dev.calls, key, func, dev.handle)
+        if found is None:
+            continue
+        for entry in found:
+            pid = entry.pid
+            vram = as_mib(entry.used_bytes)
+            seen = merged.get(pid)
+            if seen is None:
+                merged[pid] = GpuProcess(pid=pid, gpu_index=dev.index, name=f"pid {pid}", vram_mib=vram, kind=kind)
+            else:
+                both: ProcessKind = "mixed" if seen.kind != kind else seen.kind
+                best = max((v for v in (seen.vram_mib, vram) if v is not None), default=None)
+                merged[pid] = replace(seen, kind=both, vram_mib=best)
+    return list(merged.values())

@@ -1,0 +1,40 @@
+"""One NVML GPU's record: its handle, static info, what its calls taught, and the state kept between reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.nvml.gateway import CallMemory
+
+
+@dataclass(slots=True)
+class NvmlDevice:
+    """A GPU as the backend tracks it; ``handle`` is None while it is lost."""
+
+    index: int
+    handle: Any
+    info: GpuInfo
+    lost_detail: str | None = None
+    #: Call keys (and "field:N") this device answered NotSupported & co., and the ones failing.
+    calls: CallMemory = field(init=False)
+    #: Slow metrics last read (mem clock, fan, pstate, link, PCIe throughput fallback).
+    slow: dict[str, float | int | None] = field(default_factory=dict)
+    slow_at_s: float | None = None
+    slow_count: int = 0
+    #: (time_s, tx_bytes, rx_bytes) of the previous PCIe counter reading.
+    pcie_prev: tuple[float, float, float] | None = None
+    #: Per clock-event counter metric: (field id, value ns, time_s) of the previous sample.
+    counters_prev: dict[str, tuple[int, float, float | None]] = field(default_factory=dict)
+    #: The GPU's sysfs runtime_status file (resolved once; None: nothing to look at).
+    sleep_file: Path | None = None
+    sleep_file_resolved: bool = False
+    #: The GPU slept when it was opened: its static info is read when it wakes.
+    info_pending: bool = False
+    #: A bogus power reading was logged for this GPU (said once, the reading is n/a every time).
+    bogus_power_logged: bool = False
+
+    def __post_init__(self) -> None:
+        self.calls = CallMemory(label=f"GPU {self.index}")

@@ -1,0 +1,373 @@
+"""The one door to pynvml: start and stop NVML once, make calls, and sort their errors.
+
+The only module that imports ``pynvml`` (lazily, so a machine without the bindings still starts
+and tests hand in a fake module). ``NvmlGateway`` starts NVML once under its lock and shuts it
+down at interpreter exit; ``call`` and ``device_call`` turn a call's error into ``MISSING``
+(NotSupported & co.: remembered per device in a ``CallMemory`` and never asked again; a failing
+sensor: asked again after ``FAILED_RETRY_S``) or into ``NvmlLost`` (the GPU itself is gone). It
+also remembers the functions this driver or binding lacks, and hands out the C symbols that the
+process-list code calls directly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Final
+
+from desktop.telemetry.backend import BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+#: A query that failed with an error that is neither "not supported" nor "lost" (UNKNOWN: a
+#: sensor nvidia-smi shows as ERR!, OPERATING_SYSTEM, IRQ_ISSUE, a string that does not decode)
+#: leaves that metric n/a and is asked again only after this long.
+FAILED_RETRY_S: Final = 300.0
+
+# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
+MISSING_CODES: Final = frozenset({
+    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
+    3,  # NOT_SUPPORTED
+    4,  # NO_PERMISSION
+    6,  # NOT_FOUND
+    8,  # INSUFFICIENT_POWER
+    13,  # FUNCTION_NOT_FOUND: the driver predates the call
+    14,  # CORRUPTED_INFOROM
+    21,  # NO_DATA
+    22,  # VGPU_ECC_NOT_SUPPORTED
+    24,  # FREQ_NOT_SUPPORTED
+    25,  # ARGUMENT_VERSION_MISMATCH
+    26,  # DEPRECATED
+    30,  # RESET_TYPE_NOT_SUPPORTED
+})
+TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
+#: Codes that cost the whole GPU (LOST until its handle comes back); every other error costs only
+#: the metric asked for (UNKNOWN 999, OPERATING_SYSTEM 17, IRQ_ISSUE 11 on a failing sensor).
+LOST_CODES: Final = frozenset({
+    15,  # GPU_IS_LOST: fell off the bus
+    16,  # RESET_REQUIRED: nothing reads until the GPU is reset
+    28,  # GPU_NOT_FOUND
+    1,  # UNINITIALIZED: the NVML session is gone (renewed by reinit when every GPU is lost)
+    9,  # DRIVER_NOT_LOADED
+    18,  # LIB_RM_VERSION_MISMATCH: the driver was upgraded underneath
+})
+FUNCTION_NOT_FOUND: Final = 13
+
+
+class _Missing:
+    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
+
+
+MISSING: Final = _Missing()
+
+
+class NvmlLost(Exception):
+    """A fatal per-device NVML error: the device is LOST until its handle is got again."""
+
+
+class _NoSuchError(Exception):
+    """Stands in for ``NVMLError`` when handed a module without it (never raised)."""
+
+
+def reason_for_init_error(code: int | None, text: str) -> str:
+    """Why NVML cannot be used here, in the user's words."""
+    if code == 12:
+        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
+                "loaded. Install the NVIDIA driver to read a real GPU.")
+    if code == 9:
+        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
+    if code == 4:
+        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
+    if code == 18:
+        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
+    return f"NVML could not start: {text}"
+
+
+def load_module() -> ModuleType:
+    """The real ``pynvml``; ``BackendUnavailable`` when the bindings are not installed."""
+    try:
+        # Imported here, not at module level: a machine without the bindings still starts
+        # (on the simulated GPU), and tests hand in a fake module instead.
+        import pynvml
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "The NVML Python bindings are missing (pip package nvidia-ml-py, module pynvml): "
+            f"{exc}") from exc
+    module: ModuleType = pynvml
+    return module
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The NVML return code an exception carries (``NVMLError.value``), if any."""
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+@dataclass(slots=True)
+class CallMemory:
+    """What one device's calls have taught so far, by call key ("fan", "field:185", ...).
+
+    Kept per device (a GPU that lacks a fan says nothing about its neighbour) and read and
+    written through ``NvmlGateway``: keys that answered NotSupported & co. are never asked
+    again; keys that failed otherwise rest for ``FAILED_RETRY_S``.
+    """
+
+    #: How log lines name the device ("GPU 0").
+    label: str
+    unsupported: set[str] = field(default_factory=set)
+    #: Keys that failed with neither "missing" nor "lost": (monotonic time, message).
+    failed: dict[str, tuple[float, str]] = field(default_factory=dict)
+    #: Queries answered, and errors met, in the current read: a read where all failed is a lost GPU.
+    answered: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def begin_read(self) -> None:
+        self.answered, self.errors = 0, []
+
+    def every_query_failed(self) -> bool:
+        return bool(self.errors) and not self.answered
+
+    def is_unsupported(self, key: str) -> bool:
+        return key in self.unsupported
+
+    def mark_unsupported(self, *keys: str) -> None:
+        self.unsupported.update(keys)
+
+    def forget_unsupported(self, key: str | None = None) -> None:
+        """Ask ``key`` (every key when None) again."""
+        if key is None:
+            self.unsupported.clear()
+        else:
+            self.unsupported.discard(key)
+
+    def failure(self, key: str) -> str | None:
+        """The message of the last failure of ``key`` while it is remembered."""
+        entry = self.failed.get(key)
+        return entry[1] if entry is not None else None
+
+
+class NvmlGateway:
+    """pynvml behind one lock: started once, shut down once, every call's error sorted."""
+
+    def __init__(self, module: ModuleType, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._nvml = module
+        self._monotonic = monotonic
+        error_type = getattr(module, "NVMLError", None)
+        self._error_type: type[BaseException] = (
+            error_type if isinstance(error_type, type) and issubclass(error_type, BaseException) else _NoSuchError)
+        #: Held by whoever talks to NVML (the backend holds it for a whole read), so that the
+        #: shutdown at interpreter exit never runs in the middle of one.
+        self.lock = threading.RLock()
+        self._initialized = False
+        self._closed = False
+        self._unknown_functions: set[str] = set()
+
+    # --- the NVML session -----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def start(self) -> None:
+        """``nvmlInit`` once; ``BackendUnavailable`` says why NVML cannot start."""
+        with self.lock:
+            if self._initialized:
+                return
+            try:
+                self._nvml.nvmlInit()
+            except Exception as exc:
+                # Any failure here (NVMLError, a broken ctypes load, AttributeError on a stub
+                # module) means "no NVML"; the user sees the reason, never a traceback.
+                raise BackendUnavailable(
+                    reason_for_init_error(error_code(exc), str(exc) or type(exc).__name__)) from exc
+            self._initialized = True
+            atexit.register(self.shutdown)
+
+    def device_count(self) -> int:
+        """How many GPUs NVML sees; ``BackendUnavailable`` when it cannot say."""
+        try:
+            return int(self._nvml.nvmlDeviceGetCount())
+        except Exception as exc:
+            raise BackendUnavailable(reason_for_init_error(error_code(exc), str(exc))) from exc
+
+    def shutdown(self) -> None:
+        """``nvmlShutdown`` (once); also runs at interpreter exit."""
+        with self.lock:
+            if self._closed or not self._initialized:
+                self._closed = True
+                return
+            self._closed = True
+            atexit.unregister(self.shutdown)
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception as exc:  # shutting down: nothing useful to do with an error
+                log.debug("nvmlShutdown failed: %s", exc)
+
+    def restart(self) -> None:
+        """Renew a session that may be stale (every GPU lost: a driver reload, a reset)."""
+        with self.lock:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception as exc:
+                log.debug("nvmlShutdown before re-init failed: %s", exc)
+            self._initialized = False
+            try:
+                self._nvml.nvmlInit()
+            except Exception as exc:
+                log.warning("NVML could not be restarted: %s", exc)
+                return
+            self._initialized = True
+
+    # --- what the binding offers --------------------------------------------------------
+
+    def const(self, name: str, default: int) -> int:
+        """An NVML constant (``NVML_CLOCK_SM``, ...): the binding's value, else the ABI's ``default``."""
+        value = getattr(self._nvml, name, default)
+        return value if isinstance(value, int) else default
+
+    def binding_attr(self, name: str) -> Any:
+        """A binding object that is not a call (``nvmlMemory_v2``, a ctypes struct), or None."""
+        return getattr(self._nvml, name, None)
+
+    @property
+    def unknown_functions(self) -> frozenset[str]:
+        """NVML functions this pynvml/driver lacks (for `doctor`)."""
+        return frozenset(self._unknown_functions)
+
+    # --- calls ------------------------------------------------------------------------
+
+    def call(self, func: str, *args: Any, **kwargs: Any) -> Any:
+        """A system-wide call (no device): its value, or MISSING whatever went wrong."""
+        try:
+            return self._invoke(None, func, func, args, kwargs)
+        except NvmlLost:
+            return MISSING
+
+    def skips(self, memory: CallMemory, key: str) -> bool:
+        """True when ``key`` is not asked now: unsupported, or failed less than FAILED_RETRY_S ago."""
+        if key in memory.unsupported:
+            return True
+        entry = memory.failed.get(key)
+        return entry is not None and 0.0 <= self._monotonic() - entry[0] < FAILED_RETRY_S
+
+    def device_call(self, memory: CallMemory, key: str, func: str, *args: Any, **kwargs: Any) -> Any:
+        """One call for a device: its value, or MISSING; raises ``NvmlLost`` for a fatal per-device error."""
+        if self.skips(memory, key):
+            return MISSING
+        return self._invoke(memory, key, func, args, kwargs)
+
+    def field_answered(self, memory: CallMemory, field_id: int, code: int) -> bool:
+        """True when a field-values entry answered (return ``code`` 0); else its error is filed as a call's."""
+        key = f"field:{field_id}"
+        if code == 0:
+            memory.failed.pop(key, None)
+            return True
+        if code in MISSING_CODES:
+            memory.unsupported.add(key)
+        elif code in LOST_CODES:
+            raise NvmlLost(f"field {field_id} answered NVML error {code}")
+        elif code not in TRANSIENT_CODES:
+            self._note_failed(memory, key, f"NVML error {code} (field {field_id})")
+        return False
+
+    def _invoke(self, memory: CallMemory | None, key: str, func: str, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+        fn = getattr(self._nvml, func, None)
+        if fn is None:
+            self._note_unknown(func, memory, key)
+            return MISSING
+        try:
+            value = fn(*args, **kwargs)
+        except self._error_type as exc:
+            return self._failure(memory, key, func, str(exc) or type(exc).__name__, exc)
+        except (NotImplementedError, AttributeError) as exc:
+            # pynvml raises NVMLLibraryMismatchError (not an NVMLError) for an unversioned
+            # call the driver lacks; an AttributeError means a binding without the symbol.
+            self._note_unknown(func, memory, key)
+            log.debug("%s unavailable: %s", func, exc)
+            return MISSING
+        except Exception as exc:
+            if type(exc).__name__ == "NVMLLibraryMismatchError":
+                self._note_unknown(func, memory, key)
+                return MISSING
+            # A binding fault (a string that does not decode, a garbled struct), or an NVMLError
+            # of a module whose class could not be matched: judged by its code where it has one.
+            return self._failure(memory, key, func, f"{type(exc).__name__}: {exc}", exc)
+        if memory is not None:
+            memory.answered += 1
+            if memory.failed.pop(key, None) is not None:
+                log.info("%s: %s answers again", memory.label, func)
+        return value
+
+    def guarded(self, memory: CallMemory, key: str, func: str, run: Callable[[], Any]) -> Any:
+        """``run()`` (a call made without the binding's wrapper), with its NVMLError sorted as a call's."""
+        if self.skips(memory, key):
+            return MISSING
+        try:
+            value = run()
+        except self._error_type as exc:
+            return self._failure(memory, key, func, str(exc) or type(exc).__name__, exc)
+        memory.failed.pop(key, None)
+        return value
+
+    def _failure(self, memory: CallMemory | None, key: str, func: str, text: str, exc: BaseException) -> Any:
+        """MISSING for an error that costs only this metric; raises ``NvmlLost`` for one that costs the GPU."""
+        code = error_code(exc)
+        if code == FUNCTION_NOT_FOUND:
+            self._note_unknown(func, None, key)
+        if code in MISSING_CODES:
+            if memory is not None:
+                memory.unsupported.add(key)
+            return MISSING
+        if code in TRANSIENT_CODES:
+            return MISSING
+        if code in LOST_CODES:
+            raise NvmlLost(f"{text} ({func})") from exc
+        if memory is None:  # a system-wide call: its value is simply unknown
+            log.debug("%s failed: %s", func, text)
+            return MISSING
+        self._note_failed(memory, key, f"{text} ({func})")
+        return MISSING
+
+    def _note_failed(self, memory: CallMemory, key: str, message: str) -> None:
+        if key not in memory.failed:
+            log.warning("%s: %s; that metric is n/a, asked again in %.0f s", memory.label, message, FAILED_RETRY_S)
+        memory.failed[key] = (self._monotonic(), message)
+        memory.errors.append(message)
+
+    def _note_unknown(self, func: str, memory: CallMemory | None, key: str) -> None:
+        if memory is not None:
+            memory.unsupported.add(key)
+        if func not in self._unknown_functions:
+            self._unknown_functions.add(func)
+            # INFO, not WARNING: most have an older stand-in, and `doctor` lists the rest.
+            log.info("NVML function %s is not available here (older driver or bindings): "
+                     "using its older stand-in, or leaving its metric n/a", func)
+
+    # --- C symbols (the process lists) ---------------------------------------------------
+
+    def exports(self, symbol: str) -> bool | None:
+        """Whether the driver exports C ``symbol``; None when it cannot be told (a fake, NVML not started)."""
+        lookup = getattr(self._nvml, "_nvmlGetFunctionPointer", None)
+        if not callable(lookup) or self._error_type is _NoSuchError:
+            return None
+        try:
+            lookup(symbol)
+        except self._error_type as exc:
+            # FUNCTION_NOT_FOUND: the driver lacks it; anything else (not initialised): cannot tell.
+            return False if error_code(exc) == FUNCTION_NOT_FOUND else None
+        return True
+
+    def c_function(self, symbol: str) -> Callable[..., int]:
+        """The driver's C function ``symbol`` (raises NVMLError like pynvml when it has none)."""
+        function: Callable[..., int] = self._nvml._nvmlGetFunctionPointer(symbol)
+        return function
+
+    def error(self, code: int) -> BaseException:
+        """The binding's own NVMLError for a C function's return ``code`` (for ``guarded`` to sort)."""
+        return self._error_type(code)

@@ -1,0 +1,35 @@
+"""A simulated GPU with a thermal/power model, for machines without an NVIDIA driver.
+
+The load comes from a scenario (``ManualLoad`` for the stress test, ``scenarios.WeekScenario``
+for demo history). Inside: ``profiles`` (the simulated cards), ``load`` (demand and scenarios),
+``physics`` (the model) and ``backend`` (the GpuBackend over it); their public names are
+gathered here.
+"""
+
+from desktop.telemetry.simulated.backend import SimulatedBackend
+from desktop.telemetry.simulated.load import Demand, ManualLoad, Scenario, simulated_host_sample
+from desktop.telemetry.simulated.physics import SimulatedGpuModel, Trace
+from desktop.telemetry.simulated.profiles import (
+    AMBIENT_C,
+    DEFAULT_PROFILE,
+    GpuProfile,
+    load_profiles,
+    parse_profile_list,
+    profile_info,
+)
+
+__all__ = [
+    "AMBIENT_C",
+    "DEFAULT_PROFILE",
+    "Demand",
+    "GpuProfile",
+    "ManualLoad",
+    "Scenario",
+    "SimulatedBackend",
+    "SimulatedGpuModel",
+    "Trace",
+    "load_profiles",
+    "parse_profile_list",
+    "profile_info",
+    "simulated_host_sample",
+]
