@@ -8,14 +8,15 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history import codec
+from desktop.history.db import HistoryDb
+from desktop.history.rollup import note_written
 from desktop.history.schema import GPU_SCALES
-from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, GpuProcess, HostSample
 
 _CHUNK_ROWS = 50_000
 
 
-def write_gpu_columns(store: HistoryStore, info: GpuInfo, time_s: npt.ArrayLike,
+def write_gpu_columns(store: HistoryDb, info: GpuInfo, time_s: npt.ArrayLike,
                       columns: Mapping[str, npt.ArrayLike], *, chunk_rows: int = _CHUNK_ROWS) -> int:
     """Insert one GPU's samples (float columns named like GpuSample fields, NaN = missing).
 
@@ -47,7 +48,7 @@ def write_gpu_columns(store: HistoryStore, info: GpuInfo, time_s: npt.ArrayLike,
             store.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?), "
                                "first_seen_s = min(coalesce(first_seen_s, ?), ?) WHERE id = ?",
                                (float(times[hi - 1]), float(times[lo]), float(times[lo]), gid))
-            store.note_written(float(times[lo:hi].min()))
+            note_written(store, float(times[lo:hi].min()))
     return inserted
 
 
@@ -67,22 +68,18 @@ def _rows(gpu_id: int, time_s: np.ndarray, scaled: list[np.ndarray]) -> list[lis
     return objects.tolist()  # type: ignore[no-any-return]
 
 
-def write_host_samples(store: HistoryStore, samples: Sequence[tuple[float, HostSample]]) -> None:
+def write_host_samples(store: HistoryDb, samples: Sequence[tuple[float, HostSample]]) -> None:
     if not samples:
         return
-    from desktop.history.store import INSERT_HOST
-
     with store.transaction():
-        store.conn.executemany(INSERT_HOST, (codec.host_row(t, h) for t, h in samples))
-        store.note_written(min(t for t, _ in samples))
+        store.conn.executemany(codec.INSERT_HOST, (codec.host_row(t, h) for t, h in samples))
+        note_written(store, min(t for t, _ in samples))
 
 
-def write_process_samples(store: HistoryStore, samples: Sequence[tuple[float, str, GpuProcess]]) -> None:
+def write_process_samples(store: HistoryDb, samples: Sequence[tuple[float, str, GpuProcess]]) -> None:
     """(time_s, gpu uuid, process) rows; the GPUs must be stored already."""
     if not samples:
         return
-    from desktop.history.store import INSERT_PROC
-
     with store.transaction():
         rows = []
         for time_s, uuid, proc in samples:
@@ -91,5 +88,5 @@ def write_process_samples(store: HistoryStore, samples: Sequence[tuple[float, st
                 raise ValueError(f"unknown GPU {uuid}")
             user_id = store.string_id(proc.user) if proc.user is not None else None
             rows.append(codec.process_row(codec.to_ms(time_s), gid, proc, store.string_id(proc.name), user_id))
-        store.conn.executemany(INSERT_PROC, rows)
-        store.note_written(min(t for t, _, _ in samples))
+        store.conn.executemany(codec.INSERT_PROC, rows)
+        note_written(store, min(t for t, _, _ in samples))

@@ -94,6 +94,14 @@ def host_sample_from_row(row: Sequence[Any]) -> HostSample:
 
 HOST_COLUMNS = ", ".join((*_HOST_FIELDS, "cpu_per_core"))
 
+#: The INSERTs the rows above are made for (a row already stored at the same key is kept).
+INSERT_GPU = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(GPU_SCALES)}) "
+              f"VALUES ({', '.join('?' * (2 + len(GPU_SCALES)))})")
+INSERT_HOST = (f"INSERT OR IGNORE INTO host_samples (ts, {HOST_COLUMNS}) "
+               f"VALUES ({', '.join('?' * (2 + len(HOST_SCALES)))})")
+INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib, kind, cpu_pct, "
+               "started_ms, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
 
 def process_row(ts_ms: int, gpu_id: int, proc: GpuProcess, name_id: int, user_id: int | None) -> tuple[Any, ...]:
     return (ts_ms, gpu_id, proc.pid, name_id, user_id, scaled(proc.vram_mib, 10), PROCESS_KINDS.index(proc.kind),

@@ -13,11 +13,11 @@ import sys
 import numpy as np
 
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
-from desktop.history import blocks, codec, rollup_math
-from desktop.history.codec import fetch_columns
+from desktop.history import blocks, codec, stress_runs
+from desktop.history.db import HistoryDb
+from desktop.history.host_query import host_rows
 from desktop.history.query import Resolution, gpu_rows
-from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES, REASON_BITS
-from desktop.history.store import HistoryStore
+from desktop.history.schema import REASON_BITS
 from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 
 #: What a GpuSeries is made of, as query names (reading only these saves a third of the columns).
@@ -49,7 +49,7 @@ def gpu_meta(info: GpuInfo) -> GpuMeta:
     )
 
 
-def _gpu_series(store: HistoryStore, info: GpuInfo, start_s: float, end_s: float,
+def _gpu_series(store: HistoryDb, info: GpuInfo, start_s: float, end_s: float,
                 resolution: Resolution) -> GpuSeries | None:
     gpu_id = store.gpu_id(info.uuid)
     if gpu_id is None:
@@ -82,45 +82,7 @@ def _gpu_series(store: HistoryStore, info: GpuInfo, start_s: float, end_s: float
     )
 
 
-def read_host_raw(store: HistoryStore, start_s: float, end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    arr = fetch_columns(store.conn, ["ts", *HOST_ROLLUP_METRICS], "host_samples WHERE ts >= ? AND ts < ?",
-                        (codec.to_ms(start_s), codec.to_ms(end_s)), "ts", not_null=("ts",))
-    time_s = arr[:, 0] / 1000.0
-    cols = {m: arr[:, i + 1] / HOST_SCALES[m] for i, m in enumerate(HOST_ROLLUP_METRICS)}
-    cols["dur_s"] = rollup_math.row_durations(time_s)
-    return time_s, cols
-
-
-def read_host_rollup(store: HistoryStore, table: str, start_s: float,
-                     end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Host rollup rows (``host_minute`` / ``host_hour``) in [start_s, end_s), unscaled, with ``dur_s``."""
-    names = rollup_math.HOST_ROLLUP_COLUMNS
-    arr = blocks.fetch(store, table, ["ts", *names], int(np.floor(start_s)), int(np.ceil(end_s)))
-    cols = {("dur_s" if n == "dur_ds" else n): arr[:, i + 1] / rollup_math.host_scale("dur_s" if n == "dur_ds" else n)
-            for i, n in enumerate(names)}
-    return arr[:, 0].copy(), cols
-
-
-def host_rows(store: HistoryStore, start_s: float, end_s: float,
-              resolution: Resolution) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    if resolution == "raw":
-        return read_host_raw(store, start_s, end_s)
-    table = "host_minute" if resolution == "minute" else "host_hour"
-    bucket_s = 60 if resolution == "minute" else 3600
-    start_s = float(np.floor(start_s / bucket_s) * bucket_s)
-    time_s, cols = read_host_rollup(store, table, start_s, end_s)
-    until = float(store.meta("rollup_minute_until") or "-inf")
-    tail_start = max(start_s, until, float(time_s[-1]) + bucket_s if len(time_s) else start_s)
-    if tail_start < end_s:
-        rt, raw = read_host_raw(store, tail_start, end_s)
-        if len(rt):
-            bt, bc = rollup_math.aggregate(rt, raw, bucket_s)
-            time_s = np.concatenate([time_s, bt])
-            cols = {k: np.concatenate([v, bc[k]]) for k, v in cols.items()}
-    return time_s, cols
-
-
-def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:
+def _host_series(store: HistoryDb, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:
     time_s, cols = host_rows(store, start_s, end_s, resolution)
     if len(time_s) == 0:
         return None
@@ -129,7 +91,7 @@ def _host_series(store: HistoryStore, start_s: float, end_s: float, resolution: 
                       on_ac_power=cols["on_ac_power"], battery_pct=cols["battery_pct"])
 
 
-def _processes(store: HistoryStore, start_s: float, end_s: float,
+def _processes(store: HistoryDb, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
     # Rows in primary-key order (ts, gpu, pid), whole days from their blocks: a week is ~100,000 rows.
     arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
@@ -164,14 +126,14 @@ def _processes(store: HistoryStore, start_s: float, end_s: float,
     )
 
 
-def load_frame(store: HistoryStore, start_s: float, end_s: float, *, platform: str = sys.platform,
+def load_frame(store: HistoryDb, start_s: float, end_s: float, *, platform: str = sys.platform,
                demo: bool = False) -> HistoryFrame:
     """Everything the advisor may look at in [start_s, end_s)."""
     resolution: Resolution = "minute" if end_s - start_s > RAW_SPAN_LIMIT_S else "raw"
     infos = store.gpus()
     series = [s for s in (_gpu_series(store, info, start_s, end_s, resolution) for info in infos) if s is not None]
     index_of_gpu = {gid: info.index for info in infos if (gid := store.gpu_id(info.uuid)) is not None}
-    stress = [r for r in store.stress_runs() if r.started_s < end_s]
+    stress = [r for r in stress_runs.runs(store) if r.started_s < end_s]
     return HistoryFrame(
         start_s=start_s,
         end_s=end_s,

@@ -23,7 +23,7 @@ from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES
 
 if TYPE_CHECKING:
-    from desktop.history.store import HistoryStore
+    from desktop.history.db import HistoryDb
 
 FloatArray = npt.NDArray[np.float64]
 Resolution = Literal["raw", "minute", "hour"]
@@ -55,7 +55,7 @@ class QueryResult:
         return int(self.time_s.shape[0])
 
 
-def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
+def read_raw(store: HistoryDb, gpu_id: int, start_s: float, end_s: float,
              metrics: Sequence[str] = GPU_METRIC_NAMES) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Raw ``metrics`` of one GPU in [start_s, end_s), unscaled; the other metrics come back all-NaN."""
     wanted = [m for m in GPU_METRIC_NAMES if m in metrics]
@@ -67,21 +67,21 @@ def read_raw(store: HistoryStore, gpu_id: int, start_s: float, end_s: float,
     return time_s, {m: out.get(m, missing) for m in GPU_METRIC_NAMES}
 
 
-def read_rollup(store: HistoryStore, table: str, gpu_id: int, start_s: float, end_s: float, *,
+def read_rollup(store: HistoryDb, table: str, gpu_id: int, start_s: float, end_s: float, *,
                 names: Sequence[str] = rollup_math.ROLLUP_COLUMNS) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Rollup rows in [start_s, end_s), unscaled, named as ``rollup_math`` names them."""
     arr = blocks.fetch(store, table, ["ts", *names], int(np.floor(start_s)), int(np.ceil(end_s)), gpu_id=gpu_id)
     return arr[:, 0].copy(), rollup_math.unscale({n: arr[:, i + 1] for i, n in enumerate(names)})
 
 
-def _oldest(store: HistoryStore, table: str, gpu_id: int) -> float | None:
+def _oldest(store: HistoryDb, table: str, gpu_id: int) -> float | None:
     row = store.conn.execute(f"SELECT min(ts) FROM {table} WHERE gpu = ?", (gpu_id,)).fetchone()
     if row[0] is None:
         return None
     return float(row[0]) / (1000.0 if table == "gpu_samples" else 1.0)
 
 
-def _available(store: HistoryStore, gpu_id: int, resolution: str, start_s: float) -> bool:
+def _available(store: HistoryDb, gpu_id: int, resolution: str, start_s: float) -> bool:
     """Whether ``resolution`` has data reaching back to ``start_s`` (or as far as anything does)."""
     order = ["gpu_samples", "gpu_minute", "gpu_hour"]
     table = order[["raw", "minute", "hour"].index(resolution)]
@@ -94,7 +94,7 @@ def _available(store: HistoryStore, gpu_id: int, resolution: str, start_s: float
     return not coarser or oldest <= min(coarser) + 3600.0
 
 
-def choose_resolution(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, max_points: int) -> Resolution:
+def choose_resolution(store: HistoryDb, gpu_id: int, start_s: float, end_s: float, max_points: int) -> Resolution:
     span = max(0.0, end_s - start_s)
     candidates: tuple[Resolution, ...] = ("raw", "minute")
     for res in candidates:
@@ -134,7 +134,7 @@ def _rollup_needs(metrics: Sequence[str]) -> list[str]:
     return [c for c in rollup_math.ROLLUP_COLUMNS if c in needs]
 
 
-def gpu_rows(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, resolution: Resolution, *,
+def gpu_rows(store: HistoryDb, gpu_id: int, start_s: float, end_s: float, resolution: Resolution, *,
              metrics: Sequence[str] | None = None) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Columns (``rollup_math`` names) at ``resolution``, all of them or enough for query names ``metrics``."""
     raw_metrics = GPU_METRIC_NAMES if metrics is None else tuple(_raw_needs(metrics))
@@ -161,7 +161,7 @@ def gpu_rows(store: HistoryStore, gpu_id: int, start_s: float, end_s: float, res
     return time_s, cols
 
 
-def run_query(store: HistoryStore, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float, *,
+def run_query(store: HistoryDb, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float, *,
               max_points: int = 2000, resolution: Resolution | None = None) -> QueryResult:
     unknown = [m for m in metrics if m not in QUERYABLE]
     if unknown:

@@ -1,13 +1,16 @@
-"""HistoryStore: the SQLite history database (open, recover, write snapshots, read back).
+"""HistoryStore: the SQLite history database as the rest of Rigscope uses it (open, recover, write
+snapshots, read back).
 
-One process writes (guarded by ``desktop.history.lock.WriterLock``), any number read. A new
-file is created with mode 0600 (in a 0700 folder when Rigscope creates the folder); an existing
-file or folder keeps its permissions. WAL and ``synchronous=NORMAL`` make a commit survive the
-process being killed. A Rigscope database that SQLite calls corrupt is moved aside to
-``<name>.corrupt-<timestamp>`` (never deleted) and a fresh one is started; the caller reads
-``recovered_from`` to tell the user. Any other file is refused (``dbfile.NotOurDatabase``).
-Range queries live in ``history.query``, bulk numpy writes in ``history.bulk``, stress runs in
-``history.stress_runs``.
+One process writes (guarded by ``desktop.history.lock.WriterLock``, through
+``desktop.history.writer.HistoryWriter``), any number read. A new file is created with mode 0600
+(in a 0700 folder when Rigscope creates the folder); an existing file or folder keeps its
+permissions. WAL and ``synchronous=NORMAL`` make a commit survive the process being killed. A
+Rigscope database that SQLite calls corrupt is moved aside to ``<name>.corrupt-<timestamp>``
+(never deleted) and a fresh one is started; the caller reads ``recovered_from`` to tell the user.
+Any other file is refused (``dbfile.NotOurDatabase``). The store is a ``db.HistoryDb`` (the
+connection, GPU and string lookups, events) plus opening and snapshot writing; range queries live
+in ``history.query``, rollups in ``history.rollup``, bulk numpy writes in ``history.bulk``, stress
+runs in ``history.stress_runs``.
 """
 
 from __future__ import annotations
@@ -17,15 +20,17 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from advisor.frame import Event
+import numpy as np
+import numpy.typing as npt
+
+from advisor.frame import StressResult
 from desktop.errors import UserError
-from desktop.history import blocks, codec, schema
+from desktop.history import codec, rollup, schema, stress_runs
+from desktop.history.db import HistoryDb
 from desktop.history.dbfile import (
     NotOurDatabase,
-    Transaction,
     check_target,
     connect_rw,
     is_own_connection,
@@ -33,22 +38,12 @@ from desktop.history.dbfile import (
     move_aside,
 )
 from desktop.history.query import QueryResult, Resolution, run_query
-from desktop.history.stress_runs import StressRunsMixin
-from desktop.history.writer import HistoryWriter, WriterStatus
 from desktop.paths import ensure_private_dir
-from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, DeviceState, GpuInfo, Snapshot
+from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, DeviceState, Snapshot
 
-__all__ = ["HistoryStore", "HistoryWriter", "QueryResult", "WriterStatus"]
+__all__ = ["HistoryStore", "QueryResult"]
 
 log = logging.getLogger(__name__)
-
-INSERT_GPU = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(schema.GPU_SCALES)}) "
-               f"VALUES ({', '.join('?' * (2 + len(schema.GPU_SCALES)))})")
-INSERT_HOST = (f"INSERT OR IGNORE INTO host_samples (ts, {codec.HOST_COLUMNS}) "
-                f"VALUES ({', '.join('?' * (2 + len(schema.HOST_SCALES)))})")
-INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib, kind, cpu_pct, "
-                "started_ms, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
 
 #: Seconds without any throttle reason that end a throttle episode.
 THROTTLE_END_GAP_S = 30.0
@@ -72,20 +67,13 @@ def _create_private(path: Path) -> None:
         os.close(fd)
 
 
-class HistoryStore(StressRunsMixin):
+class HistoryStore(HistoryDb):
     """One open history database. Not thread-safe: use it from one thread (or via HistoryWriter)."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool, recovered_from: Path | None) -> None:
-        self.conn = conn
-        self.path = path
-        self.readonly = readonly
-        #: Where a corrupt file found at ``path`` was moved to, when that happened at open.
-        self.recovered_from = recovered_from
-        # uuid -> [id, info, state, throttle mask]; the writer compares new readings with it.
-        self._gpu_cache: dict[str, list[Any]] = {}
-        self._strings: dict[str, int] = {}
+        # uuid -> when the current calm stretch of an open throttle episode began.
         self._unthrottled_since: dict[str, float] = {}
-        self._load_gpus()
+        super().__init__(conn, path, readonly, recovered_from)
 
     # --- opening ---------------------------------------------------------------------
 
@@ -153,16 +141,6 @@ class HistoryStore(StressRunsMixin):
         reason = codec.environment_problem(exc) or str(exc)
         return UserError(f"cannot open the history database {path}: {reason}")
 
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> HistoryStore:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     @property
     def db(self) -> Any:
         """The same connection as a ``sqlite_utils.Database`` (introspection, counts), imported on first use."""
@@ -170,76 +148,7 @@ class HistoryStore(StressRunsMixin):
 
         return sqlite_utils.Database(self.conn)
 
-    # --- metadata ----------------------------------------------------------------------
-
-    def meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
-    @property
-    def is_demo(self) -> bool:
-        """True for the database `rigscope demo` writes (everything in it is simulated)."""
-        return self.meta("demo") == "1"
-
-    def _load_gpus(self) -> None:
-        for gid, uuid, info_json, state, mask in self.conn.execute(
-                "SELECT id, uuid, info_json, state, throttle_mask FROM gpus"):
-            self._gpu_cache[uuid] = [gid, codec.info_from_json(info_json), state, mask]
-
-    def gpus(self) -> list[GpuInfo]:
-        self._gpu_cache.clear()
-        self._load_gpus()
-        return sorted((entry[1] for entry in self._gpu_cache.values()), key=lambda i: (i.index, i.uuid))
-
-    def gpu_id(self, uuid: str) -> int | None:
-        entry = self._gpu_cache.get(uuid)
-        if entry is None:
-            self._load_gpus()
-            entry = self._gpu_cache.get(uuid)
-        return int(entry[0]) if entry else None
-
-    def gpu_uuid_of_id(self) -> dict[int, str]:
-        return {int(e[0]): uuid for uuid, e in self._gpu_cache.items()}
-
     # --- writing -----------------------------------------------------------------------
-
-    def ensure_gpu(self, info: GpuInfo, time_s: float) -> int:
-        """The row id for ``info.uuid``, inserting or updating its static info (emits change events)."""
-        entry = self._gpu_cache.get(info.uuid)
-        if entry is not None and (entry[1] is info or entry[1] == info):
-            return int(entry[0])
-        info_json = codec.info_to_json(info)
-        if entry is None:
-            cur = self.conn.execute(
-                "INSERT INTO gpus (uuid, idx, name, info_json, first_seen_s, last_seen_s) VALUES (?, ?, ?, ?, ?, ?)",
-                (info.uuid, info.index, info.name, info_json, time_s, time_s))
-            gid = int(cur.lastrowid or 0)
-            self._gpu_cache[info.uuid] = [gid, info, "ok", 0]
-            return gid
-        old: GpuInfo = entry[1]
-        if old != info:
-            if old.driver_version and info.driver_version and old.driver_version != info.driver_version:
-                self.add_event(time_s, "driver_change", info.uuid, f"{old.driver_version} -> {info.driver_version}")
-            if old.vbios_version and info.vbios_version and old.vbios_version != info.vbios_version:
-                self.add_event(time_s, "vbios_change", info.uuid, f"{old.vbios_version} -> {info.vbios_version}")
-            self.conn.execute("UPDATE gpus SET idx = ?, name = ?, info_json = ? WHERE id = ?",
-                              (info.index, info.name, info_json, entry[0]))
-            entry[1] = info
-        return int(entry[0])
-
-    def string_id(self, text: str) -> int:
-        sid = self._strings.get(text)
-        if sid is None:
-            self.conn.execute("INSERT OR IGNORE INTO strings (text) VALUES (?)", (text,))
-            sid = int(self.conn.execute("SELECT id FROM strings WHERE text = ?", (text,)).fetchone()[0])
-            self._strings[text] = sid
-        return sid
-
-    def string_table(self) -> dict[int, str]:
-        return {int(i): t for i, t in self.conn.execute("SELECT id, text FROM strings")}
 
     def write_snapshots(self, snapshots: Sequence[Snapshot]) -> None:
         """Write a batch of snapshots in one transaction (samples, host, processes, state events)."""
@@ -275,34 +184,26 @@ class HistoryStore(StressRunsMixin):
                     user_id = self.string_id(proc.user) if proc.user is not None else None
                     proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
                                                        user_id))
-        self.conn.executemany(INSERT_GPU, gpu_rows)
-        self.conn.executemany(INSERT_HOST, host_rows)
-        self.conn.executemany(INSERT_PROC, proc_rows)
+        self.conn.executemany(codec.INSERT_GPU, gpu_rows)
+        self.conn.executemany(codec.INSERT_HOST, host_rows)
+        self.conn.executemany(codec.INSERT_PROC, proc_rows)
         for gid, last in seen.items():
             self.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?) WHERE id = ?",
                               (last, gid))
-        self.note_written(min(s.time_s for s in snapshots))
-
-    def note_written(self, earliest_s: float) -> None:
-        """Rows at ``earliest_s`` arrived: rollups already past it must be recomputed from there."""
-        for key, bucket_s in (("rollup_minute_until", 60), ("rollup_hour_until", 3600)):
-            until = self.meta(key)
-            if until is not None and earliest_s < float(until):
-                self.set_meta(key, repr(float(earliest_s // bucket_s * bucket_s)))
-        blocks.invalidate(self, earliest_s)
+        rollup.note_written(self, min(s.time_s for s in snapshots))
 
     def _track_state(self, uuid: str, time_s: float, state: DeviceState, detail: str | None) -> None:
         entry = self._gpu_cache[uuid]
-        if entry[2] == state.value:
+        if entry.state == state.value:
             return
         # Only losing a GPU and getting it back are events; a laptop GPU put to sleep by the
         # driver (runtime PM) and woken again is normal running, not a fault.
         if state is DeviceState.LOST:
             self.add_event(time_s, "gpu_lost", uuid, detail or "")
-        elif entry[2] == DeviceState.LOST.value:
+        elif entry.state == DeviceState.LOST.value:
             self.add_event(time_s, "gpu_back", uuid, detail or "")
-        entry[2] = state.value
-        self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry[0]))
+        entry.state = state.value
+        self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry.id))
 
     def _track_throttle(self, uuid: str, time_s: float, reasons: int | None) -> None:
         """throttle_start / throttle_end events, one pair per episode: an episode ends only after
@@ -310,14 +211,14 @@ class HistoryStore(StressRunsMixin):
         seconds is one episode (the end is stamped at the first sample without a reason)."""
         entry = self._gpu_cache[uuid]
         mask = (reasons or 0) & int(THROTTLE_REASONS)
-        episode = int(entry[3])
+        episode = entry.throttle_mask
         if mask:
             self._unthrottled_since.pop(uuid, None)
             if not episode:
                 self.add_event(time_s, "throttle_start", uuid, _throttle_labels(mask))
             if mask | episode != episode:
-                entry[3] = mask | episode
-                self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (entry[3], entry[0]))
+                entry.throttle_mask = mask | episode
+                self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (entry.throttle_mask, entry.id))
             return
         if not episode:
             return
@@ -325,22 +226,12 @@ class HistoryStore(StressRunsMixin):
         if time_s - since >= THROTTLE_END_GAP_S:
             self.add_event(since, "throttle_end", uuid, _throttle_labels(episode))
             del self._unthrottled_since[uuid]
-            entry[3] = 0
-            self.conn.execute("UPDATE gpus SET throttle_mask = 0 WHERE id = ?", (entry[0],))
-
-    def add_event(self, time_s: float, kind: str, gpu_uuid: str | None, detail: str = "") -> None:
-        self.conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, ?, ?, ?)",
-                          (time_s, kind, gpu_uuid, detail))
-
-    def transaction(self) -> Transaction:
-        return Transaction(self.conn, self._reset_caches)
+            entry.throttle_mask = 0
+            self.conn.execute("UPDATE gpus SET throttle_mask = 0 WHERE id = ?", (entry.id,))
 
     def _reset_caches(self) -> None:
-        """After a rollback the caches may name rows that were never committed."""
-        self._gpu_cache.clear()
-        self._strings.clear()
         self._unthrottled_since.clear()
-        self._load_gpus()
+        super()._reset_caches()
 
     # --- reading -----------------------------------------------------------------------
 
@@ -353,15 +244,24 @@ class HistoryStore(StressRunsMixin):
         power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``."""
         return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points, resolution=resolution)
 
-    def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Event]:
-        """Events in [start_s, end_s), oldest first, optionally of some kinds only."""
-        sql = "SELECT ts, kind, gpu_uuid, detail FROM events WHERE ts >= ? AND ts < ?"
-        params: list[Any] = [start_s, end_s]
-        if kinds is not None:
-            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
-            params += list(kinds)
-        rows = self.conn.execute(sql + " ORDER BY ts, id", params).fetchall()
-        return [Event(time_s=t, kind=k, gpu_uuid=u, detail=d) for t, k, u, d in rows]
+    def stress_runs(self, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
+        """Stored stress runs, newest first, optionally for one GPU and/or one workload."""
+        return stress_runs.runs(self, gpu_uuid, workload)
+
+    def stress_points(self, run_id: int) -> tuple[npt.NDArray[np.float64], dict[str, npt.NDArray[np.float64]]]:
+        """(time_s, columns) of a stress run; empty arrays when it has none."""
+        return stress_runs.points(self, run_id)
+
+    def stress_run_extra(self, run_id: int) -> str:
+        return stress_runs.run_extra(self, run_id)
+
+    def add_stress_run(self, result: StressResult, extra_json: str = "") -> int:
+        """Store a finished stress run; returns its new run_id (``result.run_id`` is ignored)."""
+        return stress_runs.add_run(self, result, extra_json)
+
+    def add_stress_points(self, run_id: int, time_s: npt.ArrayLike, columns: dict[str, npt.ArrayLike]) -> None:
+        """A stress run's series (throughput, clocks, temperature, ...), replacing any stored before."""
+        stress_runs.add_points(self, run_id, time_s, columns)
 
     def time_range(self) -> tuple[float, float] | None:
         """(first, last) sample time over raw and rolled-up GPU data, or None when empty."""

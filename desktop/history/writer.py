@@ -7,7 +7,9 @@ sorted into three kinds: a full disk (keep sampling, say so once, keep the newes
 environment problem (read-only file system, permissions: a clear message, retried the
 same way), and anything else (a bug: logged with its traceback, that batch dropped).
 The first two are logged at INFO only: ``status`` is how the owner (the recorder, the
-window) learns of them and tells the user once.
+window) learns of them and tells the user once. Rollups and retention are the owner's: it
+hands in ``maintain`` (what to run, with the retention it wants), and the writer thread runs
+it every ``maintenance_period_s``.
 """
 
 from __future__ import annotations
@@ -23,19 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from desktop.config import RetentionSettings
 from desktop.history import codec
 from desktop.history.lock import WriterLock
+from desktop.history.store import HistoryStore
 
 if TYPE_CHECKING:
-    from desktop.history.store import HistoryStore
     from desktop.telemetry.model import Snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: How often the writer thread rolls up and applies retention by itself.
+#: How often the writer thread runs the owner's ``maintain`` (rollups, retention).
 MAINTENANCE_PERIOD_S = 300.0
+#: ``maintain(store, now_s)``: e.g. ``lambda store, now_s: rollup.maintain(store, retention, now_s)``.
+Maintenance = Callable[[HistoryStore, float], object]
 #: Six hours at 1 Hz (~1-1.5 KB per snapshot, so ~30 MB): what is kept in memory while the disk is full.
 DEFAULT_MAX_BUFFER = 6 * 3600
 
@@ -61,14 +64,15 @@ class HistoryWriter:
 
     def __init__(self, store_path: Path, flush_interval_s: float = 5.0, max_buffer: int = DEFAULT_MAX_BUFFER,
                  *, lock: bool = True, maintenance_period_s: float | None = MAINTENANCE_PERIOD_S,
-                 retention: RetentionSettings | None = None, clock: Callable[[], float] = time.time) -> None:
-        """``maintenance_period_s``: run rollups and retention that often on the writer thread (None: the
-        owner does, as the recorder does on its own clock); ``retention`` None = the user's settings;
-        ``clock`` is "now" for rollups and retention (tests pass a fixed one)."""
+                 maintain: Maintenance | None = None, clock: Callable[[], float] = time.time) -> None:
+        """``maintain``: rollups and retention, run every ``maintenance_period_s`` on the writer thread
+        (None, or a period of None: never; the owner schedules them itself, as the recorder does on its
+        own clock); ``clock`` is the "now" handed to it (tests pass a fixed one)."""
         self.store_path = Path(store_path)
         self._clock = clock
-        self.maintenance_period_s = maintenance_period_s
-        self.retention = retention
+        self.maintenance_period_s = maintenance_period_s if maintain is not None else None
+        #: The owner's rollups and retention (None: the writer runs none).
+        self.maintenance = maintain
         self.flush_interval_s = flush_interval_s
         self.max_buffer = max(1, max_buffer)
         self._lock = WriterLock(self.store_path) if lock else None
@@ -94,8 +98,6 @@ class HistoryWriter:
 
     def start(self) -> None:
         """Take the lock (DatabaseBusy if another process writes), open the store, start the thread."""
-        from desktop.history.store import HistoryStore
-
         if self._thread is not None:
             return
         if self._lock is not None:
@@ -214,13 +216,9 @@ class HistoryWriter:
                 return
 
     def _maintain(self) -> None:
-        from desktop import config
-        from desktop.history.rollup import maintain
-
-        assert self._store is not None
-        retention = self.retention or config.load()[0].retention  # picks up changes made in Settings
+        assert self._store is not None and self.maintenance is not None
         try:
-            maintain(self._store, retention, self._clock())
+            self.maintenance(self._store, self._clock())
         except Exception as exc:  # logged; the writer thread goes on writing
             if not (isinstance(exc, sqlite3.Error) and self._note_failure(exc)):
                 log.exception("history: rollups or retention failed")

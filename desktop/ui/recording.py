@@ -8,15 +8,31 @@ bar; if the database cannot be opened at all, the window still works live, unrec
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from desktop.config import RetentionSettings
 from desktop.telemetry.model import Snapshot
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["recording", "reading", "off"]
+
+
+@dataclass
+class SettingsMaintenance:
+    """The writer's periodic rollups and retention, with the retention the Settings page applied last.
+
+    ``retention`` is replaced on the GUI thread and read on the writer thread: one reference, so
+    each pass sees either the old settings or the new ones, never a mix."""
+
+    run: Callable[[Any, RetentionSettings, float], None]
+    retention: RetentionSettings
+
+    def __call__(self, store: Any, now_s: float) -> None:
+        self.run(store, self.retention, now_s)
 
 
 @dataclass
@@ -28,6 +44,8 @@ class Recording:
     writer: Any | None = None
     store: Any | None = None
     events: list[tuple[float, str, str]] = field(default_factory=list)
+    #: What the writer runs every few minutes (None when not recording).
+    maintenance: SettingsMaintenance | None = None
 
     @property
     def label(self) -> str:
@@ -38,6 +56,11 @@ class Recording:
         """Called on the sampler thread for every snapshot."""
         if self.writer is not None:
             self.writer.submit(snap)
+
+    def set_retention(self, retention: RetentionSettings) -> None:
+        """Settings applied a retention: the writer's next rollup and retention pass uses it."""
+        if self.maintenance is not None:
+            self.maintenance.retention = retention
 
     def add_event(self, time_s: float, kind: str, message: str, gpu_uuid: str | None = None) -> None:
         """Record an alert or state change; kept in memory too, for the window's own list."""
@@ -60,17 +83,23 @@ class Recording:
         self.writer = self.store = None
 
 
-def open_recording(db_path: Path, record: bool = True) -> Recording:
-    """Start a HistoryWriter (it takes the single-writer lock), or fall back to reading, or to nothing."""
+def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None) -> Recording:
+    """Start a HistoryWriter (it takes the single-writer lock), or fall back to reading, or to nothing.
+
+    ``retention`` (default: the defaults) is what the writer's rollup and retention passes keep
+    until ``Recording.set_retention`` says otherwise."""
     try:
         from desktop.history.lock import DatabaseBusy, describe_holder
-        from desktop.history.store import HistoryStore, HistoryWriter
+        from desktop.history.rollup import maintain
+        from desktop.history.store import HistoryStore
+        from desktop.history.writer import HistoryWriter
     except ImportError as exc:
         return Recording("off", f"history storage is not available ({exc})")
     writer: Any | None = None
     busy: str | None = None
+    maintenance = SettingsMaintenance(maintain, retention or RetentionSettings())
     if record:
-        candidate = HistoryWriter(db_path)
+        candidate = HistoryWriter(db_path, maintain=maintenance)
         try:
             candidate.start()
             writer = candidate
@@ -85,7 +114,7 @@ def open_recording(db_path: Path, record: bool = True) -> Recording:
     except Exception as exc:  # the live view works without history fill
         log.warning("cannot read history from %s: %s", db_path, exc)
     if writer is not None:
-        return Recording("recording", f"writing to {db_path}", writer=writer, store=store)
+        return Recording("recording", f"writing to {db_path}", writer=writer, store=store, maintenance=maintenance)
     if busy is not None:
         if store is None:
             return Recording("off", f"the database is written by {busy} and cannot be read here")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from desktop.history.lock import DatabaseBusy
-from desktop.history.store import HistoryStore, HistoryWriter
+from desktop.history.store import HistoryStore
+from desktop.history.writer import HistoryWriter
 from tests.unit.history.helpers import snapshot
 
 T0 = 1_790_000_000.0
@@ -135,11 +136,13 @@ def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None
 
 def test_the_writer_rolls_up_and_applies_retention_by_itself(tmp_path: Path) -> None:
     from desktop.config import RetentionSettings
+    from desktop.history.rollup import maintain
 
     now = 1_790_000_000.0  # a fixed instant, handed to the writer as its clock
     path = tmp_path / "h.sqlite"
+    retention = RetentionSettings(raw_days=1, minute_days=2)
     writer = HistoryWriter(path, flush_interval_s=3600, maintenance_period_s=1e-9,
-                           retention=RetentionSettings(raw_days=1, minute_days=2), clock=lambda: now)
+                           maintain=lambda store, now_s: maintain(store, retention, now_s), clock=lambda: now)
     with writer:
         for i in range(0, 3 * 86400, 600):  # three days, every ten minutes
             writer.submit(snapshot(now - 3 * 86400 + i))
