@@ -28,6 +28,7 @@ from advisor.stats import busy_seconds, energy_kwh, nanmax
 from desktop import config
 from desktop.errors import UserError
 from desktop.paths import config_dir, default_db_path, demo_db_path, resource_path
+from desktop.safetext import printable
 
 PRICES_FILE = "cloud_prices.csv"
 SPECS_FILE = "gpu_specs.csv"
@@ -191,6 +192,9 @@ def local_time(time_s: float, fmt: str = "%a %d %b %H:%M") -> str:
 
 
 def format_advice(advice: Advice) -> str:
+    """The advice for a terminal. Process and GPU names are quoted in it, and another user names a
+    process: every line goes through ``printable`` (no escape sequence, no bidi override, no
+    line break smuggled in a name), so the lines are built without newlines of their own."""
     frame = advice.frame
     lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
              f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({len(frame.gpus)} GPU(s))"
@@ -201,9 +205,9 @@ def format_advice(advice: Advice) -> str:
         lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
                      f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
     if not advice.recommendations:
-        lines.append("\nNo recommendations: nothing in this history crossed a threshold.")
+        lines += ["", "No recommendations: nothing in this history crossed a threshold."]
     for rec in advice.recommendations:
-        lines.append(f"\n[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})")
+        lines += ["", f"[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})"]
         lines.extend(f"  - {e.text()}" for e in rec.evidence)
         lines.append(f"  Action: {rec.action}")
         if rec.time_ranges:
@@ -211,16 +215,16 @@ def format_advice(advice: Advice) -> str:
                               for a, b in rec.time_ranges[:3])
             lines.append(f"  When: {spans}")
     for cost in advice.costs:
-        lines.append(f"\nCosts, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
-                     f"{cost.owned_month:,.2f} {advice.currency}/month "
-                     f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})")
+        lines += ["", f"Costs, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
+                      f"{cost.owned_month:,.2f} {advice.currency}/month "
+                      f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})"]
         for option in cost.options[:3]:
             be = option.break_even_busy_hours_month
             lines.append(f"  {option.offer.gpu_model} at {option.offer.provider}: {option.relative_speed:.2f}x speed, "
                          f"{option.on_demand_month:,.2f} USD/month on demand"
                          + (f", break-even at {be:.0f} busy h/month" if be is not None else ""))
         lines.extend(f"  note: {n}" for n in cost.notes)
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def advise_main(args: argparse.Namespace) -> int:

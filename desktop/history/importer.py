@@ -1,8 +1,17 @@
-"""Import parsed nvidia-smi logs into the history store, matching GPUs it already knows."""
+"""Import parsed nvidia-smi logs into the history store, matching GPUs it already knows.
+
+A GPU is matched by uuid when the log has one, else by PCI bus id (a log from this machine).
+A log with neither carries only ``index``, which says nothing about which machine it came
+from: index 0 of a laptop and index 0 of a cloud box must not become one GPU. Such GPUs are
+filed under a machine name, the log's file name unless ``--machine NAME`` gives one (so logs
+of one machine, rotated daily, can be filed together), as uuid ``NVSMI-<machine>-index:<n>``.
+Re-importing the same file therefore adds nothing, as for any log.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from desktop.history.bulk import write_gpu_columns
@@ -13,30 +22,59 @@ from desktop.telemetry.model import GpuInfo
 _GPU_INFO_FIELDS = {f.name for f in dataclasses.fields(GpuInfo)}
 
 
-def resolve_gpu(store: HistoryStore, key: str, facts: dict[str, Any]) -> GpuInfo:
-    """The stored GPU this log's ``key`` is (by uuid, then PCI bus id), else a new GpuInfo from the log."""
-    known = store.gpus()
-    uuid = facts.get("uuid")
-    bus = facts.get("pci_bus_id")
-    for info in known:
-        if uuid and info.uuid == uuid:
-            return info
-    if not uuid and bus:
-        for info in known:
-            if info.pci_bus_id and info.pci_bus_id.lower() == str(bus).lower():
-                return info
-    values = {k: v for k, v in facts.items() if k in _GPU_INFO_FIELDS}
-    values["uuid"] = uuid or f"NVSMI-{key}"
-    values.setdefault("index", 0)
-    values.setdefault("name", "GPU (from an nvidia-smi log)")
-    return GpuInfo(**values)
+def needs_machine(result: ImportResult) -> bool:
+    """True when some GPU of the log is known by its index only."""
+    return any(key.startswith("index:") for key in result.series)
 
 
-def import_result(store: HistoryStore, result: ImportResult) -> int:
-    """Write every GPU series of ``result``; returns (and records in it) the rows newly stored."""
+def machine_of(result: ImportResult, machine: str | None) -> str:
+    """The machine name index-only GPUs of ``result`` are filed under."""
+    return machine or Path(result.source).stem or "log"
+
+
+class KnownGpus:
+    """The store's GPUs, read once per import (a lookup per log GPU, not a reload: 2,000 GPUs stay linear)."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        self.by_uuid: dict[str, GpuInfo] = {}
+        self.by_bus: dict[str, GpuInfo] = {}
+        for info in store.gpus():
+            self.add(info)
+
+    def add(self, info: GpuInfo) -> None:
+        self.by_uuid.setdefault(info.uuid, info)
+        if info.pci_bus_id:
+            self.by_bus.setdefault(info.pci_bus_id.lower(), info)
+
+    def resolve(self, key: str, facts: dict[str, Any], machine: str) -> GpuInfo:
+        """The stored GPU this log's ``key`` is (by uuid, then PCI bus id), else a new GpuInfo from the log."""
+        uuid = facts.get("uuid")
+        bus = facts.get("pci_bus_id")
+        if uuid and uuid in self.by_uuid:
+            return self.by_uuid[uuid]
+        if not uuid and bus and str(bus).lower() in self.by_bus:
+            return self.by_bus[str(bus).lower()]
+        values = {k: v for k, v in facts.items() if k in _GPU_INFO_FIELDS}
+        if not uuid:
+            uuid = f"NVSMI-{machine}-{key}" if key.startswith("index:") else f"NVSMI-{key}"
+            if uuid in self.by_uuid:  # the same file (or machine) imported before
+                return self.by_uuid[uuid]
+        values["uuid"] = uuid
+        values.setdefault("index", 0)
+        values.setdefault("name", "GPU (from an nvidia-smi log)")
+        return GpuInfo(**values)
+
+
+def import_result(store: HistoryStore, result: ImportResult, *, machine: str | None = None) -> int:
+    """Write every GPU series of ``result``; returns (and records in it) the rows newly stored.
+
+    ``machine`` names the machine index-only GPUs are filed under (default: the log's file name)."""
+    known = KnownGpus(store)
+    name = machine_of(result, machine)
     imported = 0
     for key, (time_s, columns) in result.series.items():
-        info = resolve_gpu(store, key, result.info.get(key, {}))
+        info = known.resolve(key, result.info.get(key, {}), name)
         imported += write_gpu_columns(store, info, time_s, columns)
+        known.add(info)
     result.imported = imported
     return imported

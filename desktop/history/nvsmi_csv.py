@@ -6,8 +6,10 @@ are missing values; clock-event reasons come as hex masks
 (``clocks_event_reasons.active``, or the older ``clocks_throttle_reasons.active``) or as
 per-reason Active / Not Active columns. GPUs are told apart by uuid, else pci.bus_id,
 else index. A line that cannot be read is skipped with its number and the reason;
-it never stops the rest. ``parse_nvsmi_csv`` needs no database; ``import_files`` in
-``history.importer`` writes the result into the store.
+it never stops the rest. A sample outside 1990-01-01 .. now + 1 day (a clock that was
+wrong, a hand-edited log) is such a line: year 0 or 9999 in the history would break every
+reader of it. ``history.logfile`` reads the file (encodings, a cap on a line's length).
+``parse_nvsmi_csv`` needs no database; ``history.importer`` writes the result into the store.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from desktop.history.logfile import MAX_LINE_BYTES, LogLines, Unreadable
+from desktop.telemetry.model import ClockEventReason
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -77,15 +82,15 @@ INFO_FIELDS: dict[str, str] = {
 }
 #: Per-reason columns (after ``clocks_event_reasons.`` or ``clocks_throttle_reasons.``) -> bit.
 REASON_FIELDS: dict[str, int] = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-    "display_clock_setting": 0x100,
+    "gpu_idle": int(ClockEventReason.GPU_IDLE),
+    "applications_clocks_setting": int(ClockEventReason.APPLICATIONS_CLOCKS_SETTING),
+    "sw_power_cap": int(ClockEventReason.SW_POWER_CAP),
+    "hw_slowdown": int(ClockEventReason.HW_SLOWDOWN),
+    "sync_boost": int(ClockEventReason.SYNC_BOOST),
+    "sw_thermal_slowdown": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
+    "hw_thermal_slowdown": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
+    "hw_power_brake_slowdown": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
+    "display_clock_setting": int(ClockEventReason.DISPLAY_CLOCK_SETTING),
 }
 _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
@@ -96,6 +101,9 @@ _UNITS = frozenset(("", "%", "w", "mw", "kw", "mib", "gib", "kib", "mb", "gb", "
 _STAMP = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})[ T](\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
 #: Beyond this a value is garbage (and would not fit the store's integer columns).
 _LARGEST = 1e15
+#: The sane span of a sample's time: nothing was logged by nvidia-smi before 1990; the end is now + 1 day.
+EARLIEST_S = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
+_LATEST_AFTER_NOW_S = 86400.0
 _MISSING = frozenset(("", "n/a", "not supported", "unknown", "unknown error", "insufficient permissions",
                       "gpu is lost", "requested functionality has been deprecated"))
 
@@ -145,11 +153,22 @@ def parse_number(text: str) -> float | None:
 class _Clock:
     """nvidia-smi timestamps are local time; mktime once per hour keeps a long log fast."""
 
-    def __init__(self) -> None:
+    def __init__(self, now_s: float) -> None:
         self._hours: dict[tuple[int, int, int, int], float] = {}
+        self._latest_s = now_s + _LATEST_AFTER_NOW_S
+
+    def _outside(self, text: str) -> BadValue:
+        first = datetime.fromtimestamp(EARLIEST_S, UTC).date().isoformat()
+        last = datetime.fromtimestamp(self._latest_s, UTC).date().isoformat()
+        return BadValue(f"timestamp {text!r} is outside {first} .. {last} (a wrong clock?)")
 
     def parse(self, text: str) -> float:
-        text = text.strip()
+        time_s = self._parse(text.strip())
+        if not EARLIEST_S <= time_s <= self._latest_s:
+            raise self._outside(text.strip())
+        return time_s
+
+    def _parse(self, text: str) -> float:
         match = _STAMP.match(text)
         if match:
             y, mo, d, h, mi = (int(match.group(i)) for i in range(1, 6))
@@ -158,6 +177,12 @@ class _Clock:
             if base is None:
                 if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23):
                     raise BadValue(f"bad timestamp {text!r}")
+                if not 1990 <= y <= 9998:
+                    raise self._outside(text)
+                try:
+                    datetime(y, mo, d)
+                except ValueError:  # mktime would quietly make 2024/02/30 into 1 March
+                    raise BadValue(f"bad timestamp {text!r}: no such date") from None
                 try:
                     base = time.mktime((y, mo, d, h, 0, 0, 0, 0, -1))
                 except (OverflowError, ValueError):
@@ -174,7 +199,10 @@ class _Clock:
                 stamp = datetime.strptime(text, "%a %b %d %H:%M:%S %Y")
             except ValueError:
                 raise BadValue(f"bad timestamp {text!r}") from None
-        return stamp.timestamp()
+        try:
+            return stamp.timestamp()
+        except (OverflowError, OSError, ValueError):  # year 1 in a zone east of UTC, and the like
+            raise self._outside(text) from None
 
 
 @dataclass
@@ -233,16 +261,32 @@ def _split(line: str) -> list[str]:
     return line.split(",")
 
 
-def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[int], None] | None = None) -> None:
-    """Parse nvidia-smi CSV ``lines`` into ``result`` (several calls may share one result)."""
+def _consumed(lines: Iterable[str], chars: int) -> int:
+    """Bytes read so far: the reader's count for a file, characters for a list of lines."""
+    return lines.bytes_read if isinstance(lines, LogLines) else chars
+
+
+def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[int], None] | None = None,
+                *, now_s: float | None = None) -> None:
+    """Parse nvidia-smi CSV ``lines`` into ``result`` (several calls may share one result).
+
+    ``now_s`` ends the sane span of sample times (now + 1 day); tests pass a fixed instant."""
     layout: _Layout | None = None
-    clock = _Clock()
+    clock = _Clock(time.time() if now_s is None else now_s)
     logs: dict[str, _GpuLog] = {}
-    consumed = 0
+    chars = 0
     for line_no, raw_line in enumerate(lines, start=1):
-        consumed += len(raw_line) + 1
+        chars += len(raw_line) + 1
         if progress is not None and line_no % 4096 == 0:
-            progress(consumed)
+            progress(_consumed(lines, chars))
+        if isinstance(raw_line, Unreadable):
+            result.skipped.append((line_no, str(raw_line)))
+            if raw_line.fatal:
+                break
+            continue
+        if len(raw_line) > MAX_LINE_BYTES:  # lines handed over as a list: the file reader caps its own
+            result.skipped.append((line_no, f"longer than {MAX_LINE_BYTES // 1024} KiB: not an nvidia-smi line"))
+            continue
         line = raw_line.strip().lstrip("\ufeff")
         if not line or line.startswith("#"):
             continue
@@ -309,7 +353,7 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
                 column.append(np.nan)
         result.rows += 1
     if progress is not None:
-        progress(consumed)
+        progress(_consumed(lines, chars))
     _merge(result, logs)
 
 
@@ -331,16 +375,16 @@ def _merge(result: ImportResult, logs: dict[str, _GpuLog]) -> None:
 
 
 def parse_nvsmi_csv(path_or_lines: str | Path | Iterable[str],
-                    progress: Callable[[int], None] | None = None) -> ImportResult:
-    """Parse one log (a path, or its lines) without touching any database."""
+                    progress: Callable[[int], None] | None = None, *, now_s: float | None = None) -> ImportResult:
+    """Parse one log (a path, or its lines) without touching any database; ``now_s`` as in ``parse_lines``."""
     result = ImportResult()
     if isinstance(path_or_lines, (str, Path)) and not (isinstance(path_or_lines, str) and "\n" in path_or_lines):
         path = Path(path_or_lines)
         result.source = str(path)
-        with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
-            parse_lines(handle, result, progress)
+        with path.open("rb") as handle:
+            parse_lines(LogLines(handle), result, progress, now_s=now_s)
     elif isinstance(path_or_lines, str):
-        parse_lines(path_or_lines.splitlines(), result, progress)
+        parse_lines(path_or_lines.splitlines(), result, progress, now_s=now_s)
     else:
-        parse_lines(path_or_lines, result, progress)
+        parse_lines(path_or_lines, result, progress, now_s=now_s)
     return result

@@ -15,6 +15,7 @@ from desktop.telemetry.model import (
     HostSample,
     format_value,
 )
+from desktop.ui.text import plain
 from desktop.ui.theme import Theme
 
 _TILES = (
@@ -73,7 +74,7 @@ class GpuCard(QFrame):
         layout.setContentsMargins(10, 8, 10, 8)
         layout.setSpacing(4)
         head = QHBoxLayout()
-        self.name_label = QLabel(f"GPU {info.index} · {info.name}")
+        self.name_label = plain(QLabel(f"GPU {info.index} · {info.name}"))  # a GPU name from a log or a fake driver
         font = self.name_label.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         font.setBold(True)

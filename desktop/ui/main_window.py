@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import SourceInfo
+from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
 
 SIDEBAR_WIDTH_PX = 150
@@ -119,8 +120,9 @@ class MainWindow(QMainWindow):
         layout.addWidget(right, 1)
         self.setCentralWidget(central)
 
-        self.source_label = QLabel("Source: starting")
-        self.recording_label = QLabel("Recording: starting")
+        # The source names the driver and GPUs, the recording line the database path: shown verbatim.
+        self.source_label = plain(QLabel("Source: starting"))
+        self.recording_label = plain(QLabel("Recording: starting"))
         self.statusBar().addWidget(self.source_label, 1)
         self.statusBar().addPermanentWidget(self.recording_label)
 
@@ -213,11 +215,11 @@ class MainWindow(QMainWindow):
         else:
             text = f"Source: NVIDIA driver (NVML) — {source.detail}"
         self.source_label.setText(text)
-        self.source_label.setToolTip(source.detail)
+        self.source_label.setToolTip(plain_tooltip(source.detail))
 
     def set_recording(self, text: str, tooltip: str = "") -> None:
         self.recording_label.setText(text)
-        self.recording_label.setToolTip(tooltip)
+        self.recording_label.setToolTip(plain_tooltip(tooltip))
 
     def show_banner(self, text: str, level: str = "warning") -> None:
         self.banner.show_message(text, level, self.theme)

@@ -1,4 +1,8 @@
-"""The processes page: who holds GPU memory, sortable and filterable; end your own process after asking."""
+"""The processes page: who holds GPU memory, sortable and filterable; end your own process after asking.
+
+Process names and users are chosen by whoever runs the process: every place they are shown
+is plain text (``desktop.ui.text``), a name like ``<img src=...>`` stays those characters.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import GpuProcess, Snapshot
+from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
 
 COLUMNS = ("PID", "Name", "User", "GPU", "VRAM (MiB)", "CPU (%)", "Running for")
@@ -99,7 +104,7 @@ class ProcessModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
             mine = "" if proc.own else " — not yours: cannot be ended here"
-            return f"{proc.name} (pid {proc.pid}, {proc.kind}){mine}"
+            return plain_tooltip(f"{proc.name} (pid {proc.pid}, {proc.kind}){mine}")
         return None
 
     def process(self, row: int) -> GpuProcess:
@@ -144,7 +149,7 @@ class ProcessesPage(QWidget):
         self.end_button.setEnabled(False)
         self.end_button.setToolTip("Ends the selected process after asking; only your own processes")
         self.end_button.clicked.connect(self.end_selected)
-        self.message = QLabel("")
+        self.message = plain(QLabel(""))  # "Asked <name> ... to end"
         self.summary = QLabel("")
         top = QHBoxLayout()
         top.addWidget(self.summary)
@@ -194,13 +199,21 @@ class ProcessesPage(QWidget):
         proc = self.selected()
         self.end_button.setEnabled(proc is not None and proc.own and self._end_process is not None)
 
-    def _ask(self, proc: GpuProcess) -> bool:
-        answer = QMessageBox.question(
+    def confirm_box(self, proc: GpuProcess) -> QMessageBox:
+        """The "End process?" question for ``proc`` (not yet shown)."""
+        return plain_message_box(
             self, "End process?",
             f"End {proc.name} (pid {proc.pid})? It holds {proc.vram_mib or 0:,.0f} MiB on GPU {proc.gpu_index}.\n"
-            "Unsaved work in that process is lost.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel)
-        return answer == QMessageBox.StandardButton.Yes
+            "Unsaved work in that process is lost.", icon=QMessageBox.Icon.Question,
+            buttons=QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            default=QMessageBox.StandardButton.Cancel)
+
+    def _ask(self, proc: GpuProcess) -> bool:
+        box = self.confirm_box(proc)
+        try:
+            return box.exec() == QMessageBox.StandardButton.Yes
+        finally:
+            box.deleteLater()
 
     def end_selected(self) -> None:
         proc = self.selected()

@@ -7,6 +7,7 @@ PNG bytes and needs a Qt application object (``ensure_app``), not a display.
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import sys
@@ -19,6 +20,8 @@ import pyqtgraph.exporters
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
+
+from desktop.safetext import neutralise_bidi
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -56,7 +59,8 @@ def _layout(width_px: int, height_px: int) -> pg.GraphicsLayoutWidget:
 
 
 def _style(plot: pg.PlotItem, title: str, y_label: str) -> None:
-    plot.setTitle(title, color=FOREGROUND, size="10pt")
+    # pyqtgraph renders a title as HTML, and titles name GPUs (an imported log names its own)
+    plot.setTitle(neutralise_bidi(html.escape(title)), color=FOREGROUND, size="10pt")
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(FOREGROUND))

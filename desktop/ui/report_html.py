@@ -1,8 +1,9 @@
 """The weekly report as HTML (for the browser and, through QTextDocument, for the PDF).
 
 Everything that comes from the machine or the user (process and GPU names, recommendation
-texts that quote them, notes) passes through ``html.escape``: a process may be named
-``<script>alert(1)</script>``. The markup stays within what Qt's rich text understands
+texts that quote them, notes) passes through ``e``: ``html.escape`` (a process may be named
+``<script>alert(1)</script>``) and ``neutralise_bidi`` (``invoice\u202egpj.exe`` must not
+read as ``invoiceexe.jpg``). The markup stays within what Qt's rich text understands
 (tables, inline styles, ``page-break-before``), so the PDF is rendered from the same HTML.
 """
 
@@ -16,6 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from advisor.profile import KIND_LABELS, KINDS
+from desktop.safetext import neutralise_bidi
 
 if TYPE_CHECKING:
     from desktop.ui.reports import ReportData
@@ -33,7 +35,7 @@ th { background: #eef1f5; } td.num { text-align: right; }
 
 
 def e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return neutralise_bidi(escape(str(value), quote=True))
 
 
 def num(value: float | None, digits: int = 1, unit: str = "") -> str:
@@ -65,8 +67,8 @@ def _gpu_section(data: ReportData) -> str:
     s = data.summary
     cur = e(s.currency)
     parts = ["<h2>GPUs</h2>"]
-    headers = ["", *[f"GPU {g.index}: {g.name}" + (" (simulated)" if g.simulated and "simulated" not in g.name else "")
-                     for g in s.gpus]]
+    headers = ["", *[data.labels.get(g.uuid, f"GPU {g.index} ({g.name})")
+                     + (" (simulated)" if g.simulated and "simulated" not in g.name else "") for g in s.gpus]]
     rows: list[tuple[str, Callable[..., str]]] = [
         ("Busy", lambda g: num(g.busy_hours, 1, "h")),
         ("Mean utilization while busy", lambda g: num(g.mean_util_busy_pct, 0, "%")),
@@ -84,7 +86,7 @@ def _gpu_section(data: ReportData) -> str:
     for g in s.gpus:
         reasons = "; ".join(f"{e(KIND_LABELS[k])}: {e(g.profile.reasons[k])}" for k in (*KINDS, "idle")
                             if k in g.profile.reasons)
-        parts.append(f"<p class=\"muted\">GPU {g.index}: {reasons}</p>")
+        parts.append(f"<p class=\"muted\">{e(data.labels.get(g.uuid, f'GPU {g.index}'))}: {reasons}</p>")
     return "".join(parts)
 
 

@@ -2,19 +2,22 @@
 
 The advisor supplies the numbers (``advisor.summary``, ``desktop.advice``); this module adds
 the week selection in local time, the charts (pyqtgraph exported offscreen to PNG, so no
-display is needed) and the four renderings.
+display is needed) and the four renderings. A GPU is a card, not a slot: series, charts and
+labels are keyed on its uuid, so a card swapped in slot 0 mid-week gets its own charts and a
+label that says which ("GPU 0 (RTX 4090)", plus the uuid where slot and name are shared).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import io
 import json
 import math
+import os
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -26,7 +29,9 @@ from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
 from desktop import config
 from desktop.advice import Advice, advice_json, compute_advice, json_safe, open_history, recommendation_dict
+from desktop.csvsafe import CsvWriter
 from desktop.errors import UserError
+from desktop.safetext import printable
 
 WEEK_S = 7 * 86400.0
 FORMATS = ("html", "pdf", "json", "csv")
@@ -65,9 +70,23 @@ class ReportData:
     generated_s: float
     #: chart key -> caption, in display order (the PNGs are rendered from ``series``).
     chart_captions: dict[str, str] = field(default_factory=dict)
-    #: Hourly means per GPU for the charts: {gpu index: {"time_s"| metric: array}}.
-    series: dict[int, dict[str, FloatArray]] = field(default_factory=dict)
+    #: Hourly means per GPU for the charts: {gpu uuid: {"time_s"| metric: array}}.
+    series: dict[str, dict[str, FloatArray]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: gpu uuid -> how the report names it ("GPU 0 (NVIDIA GeForce RTX 4090)").
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:
+    """(index, uuid, name) -> {uuid: "GPU 0 (name)"}; cards that share slot and name also show their uuid."""
+    shared = Counter((index, name) for index, _, name in gpus)
+    return {uuid: f"GPU {index} ({name})" + (f" [{uuid}]" if shared[(index, name)] > 1 else "")
+            for index, uuid, name in gpus}
+
+
+def chart_key(kind: str, position: int) -> str:
+    """``util-0``: charts are numbered by the GPU's place in the report (a uuid is no safe resource name)."""
+    return f"{kind}-{position}"
 
 
 def week_bounds(label: str, tz: tzinfo) -> tuple[float, float]:
@@ -110,17 +129,19 @@ def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: c
     advice = compute_advice(frame, settings, offers, specs)
     summary = weekly_summary(frame, tz=tz, previous=previous, recommendations=advice.recommendations,
                              price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency)
+    labels = gpu_labels([(g.meta.index, g.meta.uuid, g.meta.name) for g in frame.gpus])
     captions: dict[str, str] = {}
-    series: dict[int, dict[str, FloatArray]] = {}
-    for gpu in frame.gpus:
-        i = gpu.meta.index
-        series[i] = hourly(gpu, frame.start_s, frame.end_s)
-        captions[f"util-{i}"] = f"GPU {i}: utilization (hourly mean)"
-        captions[f"temp-{i}"] = f"GPU {i}: temperature (hourly mean) and slowdown temperature"
-        captions[f"power-{i}"] = f"GPU {i}: power (hourly mean) and power limit"
-        captions[f"heat-{i}"] = f"GPU {i}: utilization by weekday and hour"
-        captions[f"daily-{i}"] = f"GPU {i}: busy hours per day"
-    return ReportData(label, summary, advice, time.time() if now_s is None else now_s, captions, series, notes)
+    series: dict[str, dict[str, FloatArray]] = {}
+    for n, gpu in enumerate(frame.gpus):
+        name = labels[gpu.meta.uuid]
+        series[gpu.meta.uuid] = hourly(gpu, frame.start_s, frame.end_s)
+        captions[chart_key("util", n)] = f"{name}: utilization (hourly mean)"
+        captions[chart_key("temp", n)] = f"{name}: temperature (hourly mean) and slowdown temperature"
+        captions[chart_key("power", n)] = f"{name}: power (hourly mean) and power limit"
+        captions[chart_key("heat", n)] = f"{name}: utilization by weekday and hour"
+        captions[chart_key("daily", n)] = f"{name}: busy hours per day"
+    return ReportData(label, summary, advice, time.time() if now_s is None else now_s, captions, series, notes,
+                      labels)
 
 
 def render_charts(data: ReportData) -> dict[str, bytes]:
@@ -129,22 +150,23 @@ def render_charts(data: ReportData) -> dict[str, bytes]:
 
     rc.ensure_app()
     pngs: dict[str, bytes] = {}
-    metas = {g.meta.index: g.meta for g in data.advice.frame.gpus}
-    for week in data.summary.gpus:
-        i = week.index
-        s = data.series[i]
-        meta = metas[i]
-        pngs[f"util-{i}"] = rc.time_chart_png(s["time_s"], [("utilization", s["utilization_gpu_pct"])],
-                                              title=f"GPU {i} utilization", y_label="%", y_range=(0, 100))
-        pngs[f"temp-{i}"] = rc.time_chart_png(
-            s["time_s"], [("temperature", s["temperature_c"])], title=f"GPU {i} temperature", y_label="°C",
+    metas = {g.meta.uuid: g.meta for g in data.advice.frame.gpus}
+    for n, week in enumerate(data.summary.gpus):
+        s = data.series[week.uuid]
+        meta = metas[week.uuid]
+        name = data.labels.get(week.uuid, f"GPU {week.index}")
+        pngs[chart_key("util", n)] = rc.time_chart_png(
+            s["time_s"], [("utilization", s["utilization_gpu_pct"])], title=f"{name} utilization", y_label="%",
+            y_range=(0, 100))
+        pngs[chart_key("temp", n)] = rc.time_chart_png(
+            s["time_s"], [("temperature", s["temperature_c"])], title=f"{name} temperature", y_label="°C",
             limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None)
-        pngs[f"power-{i}"] = rc.time_chart_png(
-            s["time_s"], [("power", s["power_w"])], title=f"GPU {i} power", y_label="W",
+        pngs[chart_key("power", n)] = rc.time_chart_png(
+            s["time_s"], [("power", s["power_w"])], title=f"{name} power", y_label="W",
             limit=(meta.power_limit_w, "power limit") if meta.power_limit_w else None)
-        pngs[f"heat-{i}"] = rc.heatmap_png(week.heatmap_pct, title=f"GPU {i}: mean utilization, local time")
-        pngs[f"daily-{i}"] = rc.bar_chart_png(WEEKDAYS, week.daily_busy_hours, title=f"GPU {i}: busy hours per day",
-                                              y_label="h")
+        pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time")
+        pngs[chart_key("daily", n)] = rc.bar_chart_png(WEEKDAYS, week.daily_busy_hours,
+                                                       title=f"{name}: busy hours per day", y_label="h")
     return pngs
 
 
@@ -185,39 +207,35 @@ def to_json(data: ReportData) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-def _cell(value: Any) -> Any:
-    """Keep a spreadsheet from reading a process name such as ``=cmd|...`` as a formula."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value
-    if isinstance(value, float) and not math.isfinite(value):
-        return ""
-    return value
-
-
 def to_csv(data: ReportData) -> str:
-    """Long format: section, gpu, item, value, unit (one figure a line, easy to pivot)."""
+    """Long format: section, gpu, item, value, unit (one figure a line, easy to pivot).
+
+    The gpu column is the index; where a slot held two cards it is "index (uuid)". Cells go
+    through ``desktop.csvsafe`` (a process may be named ``=cmd|...``)."""
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = CsvWriter(out)
     w.writerow(["section", "gpu", "item", "value", "unit"])
+    slots = Counter(g.index for g in data.summary.gpus)
 
     def row(*cells: Any) -> None:
-        w.writerow([_cell(c) for c in cells])
+        w.writerow(cells)
 
     for g in data.summary.gpus:
-        row("gpu", g.index, "name", g.name, "")
-        row("gpu", g.index, "busy", round(g.busy_hours, 3), "h")
-        row("gpu", g.index, "mean utilization while busy", round(g.mean_util_busy_pct, 2), "%")
-        row("gpu", g.index, "energy", round(g.energy_kwh, 4), "kWh")
-        row("gpu", g.index, "energy cost", round(g.energy_cost, 4), data.summary.currency)
-        row("gpu", g.index, "peak temperature", g.peak_temp_c, "°C")
-        row("gpu", g.index, "p95 temperature", g.p95_temp_c, "°C")
+        gpu: int | str = g.index if slots[g.index] == 1 else f"{g.index} ({g.uuid})"
+        row("gpu", gpu, "name", g.name, "")
+        row("gpu", gpu, "busy", round(g.busy_hours, 3), "h")
+        row("gpu", gpu, "mean utilization while busy", round(g.mean_util_busy_pct, 2), "%")
+        row("gpu", gpu, "energy", round(g.energy_kwh, 4), "kWh")
+        row("gpu", gpu, "energy cost", round(g.energy_cost, 4), data.summary.currency)
+        row("gpu", gpu, "peak temperature", g.peak_temp_c, "°C")
+        row("gpu", gpu, "p95 temperature", g.p95_temp_c, "°C")
         for cause, minutes in g.throttle_minutes.items():
-            row("gpu", g.index, f"throttled: {cause}", round(minutes, 2), "min")
-        row("gpu", g.index, "VRAM peak", g.vram_peak_mib, "MiB")
-        row("gpu", g.index, "VRAM above 90 %", round(g.vram_above_90_minutes, 2), "min")
+            row("gpu", gpu, f"throttled: {cause}", round(minutes, 2), "min")
+        row("gpu", gpu, "VRAM peak", g.vram_peak_mib, "MiB")
+        row("gpu", gpu, "VRAM above 90 %", round(g.vram_above_90_minutes, 2), "min")
         for d, day in enumerate(WEEKDAYS):
             for h, value in enumerate(g.heatmap_pct[d]):
-                row("heatmap", g.index, f"{day} {h:02d}:00", round(value, 2) if math.isfinite(value) else "", "%")
+                row("heatmap", gpu, f"{day} {h:02d}:00", round(value, 2) if math.isfinite(value) else "", "%")
     for p in data.summary.top_processes:
         row("process", p.gpu_index, p.name, round(p.gpu_hours, 3), "GPU-h")
     for c in data.summary.changes:
@@ -258,9 +276,22 @@ def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[
     return label, frame, previous, notes
 
 
+def check_output(path: Path) -> None:
+    """Say why a report cannot be written to ``path`` before rendering it: Qt's PDF writer fails
+    silently (a folder given as the file, a folder that does not exist), and rendering takes seconds."""
+    if path.is_dir():
+        raise UserError(f"cannot write {printable(path)}: it is a folder; give a file name such as "
+                        f"{printable(path / 'report.pdf')}")
+    if not path.parent.is_dir():
+        raise UserError(f"cannot write {printable(path)}: the folder {printable(path.parent)} does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"cannot write {printable(path)}: no permission to write there")
+
+
 def main(args: argparse.Namespace) -> int:
     fmt = args.format
     output = Path(args.output).expanduser()
+    check_output(output)
     settings, problems = config.load()
     for key, message in problems:
         print(f"settings: {key}: {message}", file=sys.stderr)
@@ -282,10 +313,11 @@ def main(args: argparse.Namespace) -> int:
                 output.write_text(to_html(data, pngs), encoding="utf-8")
             else:
                 pages = write_pdf(data, pngs, output)
-                if not output.exists() or output.stat().st_size == 0:
-                    raise UserError(f"could not write the PDF to {output}")
+                if not output.is_file() or output.stat().st_size == 0:
+                    raise UserError(f"could not write the PDF to {printable(output)} (Qt's PDF writer gave no file: "
+                                    "a full disk, or the file is open in another program?)")
                 print(f"{pages} page(s)")
     except OSError as exc:
-        raise UserError(f"cannot write {output}: {exc.strerror}") from exc
-    print(f"wrote {output} ({label}, {fmt})")
+        raise UserError(f"cannot write {printable(output)}: {exc.strerror or exc}") from exc
+    print(f"wrote {printable(output)} ({label}, {fmt})")
     return 0
