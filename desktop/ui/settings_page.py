@@ -3,7 +3,10 @@
 Saving is all-or-nothing: ``desktop.config.validate`` checks every field first; when one is
 wrong nothing is written and each problem shows next to its field. Start at login calls
 ``desktop.service`` (when that module exists) before the file is written, so a failure
-there leaves the old settings untouched as well.
+there leaves the old settings untouched as well. That call runs ``systemctl`` (or
+``schtasks``), which can take seconds, so it runs on a worker thread (``background.Loader``):
+the page says it is changing start at login, its buttons wait, and the file is written when
+the service manager has answered.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from desktop import config
 from desktop.config import Settings
+from desktop.ui.background import Loader
 from desktop.ui.theme import Theme
 
 log = logging.getLogger(__name__)
@@ -78,6 +82,15 @@ GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
 )
 
 
+def _change_service(service: Callable[[bool], None], enable: bool) -> str:
+    """Turn start at login on or off (worker thread); why it failed, or "" when it took effect."""
+    try:
+        service(enable)
+    except Exception as exc:  # systemd/Task Scheduler refused: the page says why and changes nothing
+        return str(exc)
+    return ""
+
+
 def _get(settings: Settings, key: str) -> Any:
     section, name = key.split(".")
     return getattr(getattr(settings, section), name)
@@ -108,6 +121,7 @@ class SettingsPage(QWidget):
         self.theme = theme
         self.path = path
         self._service = service if service is not None else _default_service()
+        self.service_loader = Loader(self, name="service")
         self.editors: dict[str, QLineEdit | QCheckBox | QComboBox] = {}
         self.errors: dict[str, QLabel] = {}
 
@@ -207,8 +221,19 @@ class SettingsPage(QWidget):
         if unplaced:
             self.status.setText("; ".join(unplaced))
 
-    def save(self) -> bool:
-        """Validate everything, then apply start-at-login, then write the file; all or nothing."""
+    @property
+    def busy(self) -> bool:
+        """Start at login is being changed (the save finishes when it has been)."""
+        return self.service_loader.busy
+
+    def save(self) -> bool | None:
+        """Validate everything, then apply start-at-login, then write the file; all or nothing.
+
+        True: saved. False: not saved (the problems are shown). None: start at login is being
+        changed on a worker thread first; ``applied`` or the problem beside the field follows.
+        """
+        if self.busy:
+            return None
         new, problems = config.validate(self.mapping(), self.settings)
         if new is None:
             self._show_problems(problems)
@@ -216,16 +241,37 @@ class SettingsPage(QWidget):
             self.status.setStyleSheet(f"color: {self.theme.bad};")
             return False
         if new.startup.start_at_login != self.settings.startup.start_at_login:
-            if self._service is None:
+            service = self._service
+            if service is None:
                 self._show_problems([("startup.start_at_login", "the recorder service is not available in this build")])
                 self.status.setText("Not saved")
                 return False
-            try:
-                self._service(new.startup.start_at_login)
-            except Exception as exc:  # systemd/Task Scheduler refused: say why, change nothing
-                self._show_problems([("startup.start_at_login", f"could not change: {exc}")])
-                self.status.setText("Not saved")
-                return False
+            enable = new.startup.start_at_login
+            self._set_busy(True)
+            self.status.setText("Turning start at login " + ("on…" if enable else "off…"))
+            self.status.setStyleSheet(f"color: {self.theme.muted};")
+            self.service_loader.run(lambda: _change_service(service, enable),
+                                    lambda refused: self._service_done(new, refused), self._service_failed)
+            return None
+        return self._write(new)
+
+    def _service_done(self, new: Settings, refused: str) -> None:
+        if refused:
+            self._service_failed(refused)
+            return
+        self._set_busy(False)
+        self._write(new)
+
+    def _service_failed(self, error: str) -> None:
+        self._set_busy(False)
+        self._show_problems([("startup.start_at_login", f"could not change: {error}")])
+        self.status.setText("Not saved")
+
+    def _set_busy(self, busy: bool) -> None:
+        for button in (self.save_button, self.revert_button):
+            button.setEnabled(not busy)
+
+    def _write(self, new: Settings) -> bool:
         try:
             config.save(new, self.path)
         except OSError as exc:
@@ -238,6 +284,10 @@ class SettingsPage(QWidget):
         self.status.setStyleSheet(f"color: {self.theme.muted};")
         self.applied.emit(new)
         return True
+
+    def wait(self, timeout_s: float) -> bool:
+        """Let a start-at-login change in flight end; True when none is left."""
+        return self.service_loader.wait(timeout_s)
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme

@@ -2,9 +2,11 @@
 
 The runner runs on a worker QThread (it blocks); its progress callback crosses to the GUI
 by a queued signal. The torch work happens in the runner's child process: nothing here
-imports torch or the workloads. Dependencies come in explicitly: ``make_runner(config)``
-builds a ``StressRunner`` (the app gives it the sampler and clock; tests an accelerated
-simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
+imports torch or the workloads. The history database is read and written off the GUI thread
+too (``background.Loader``): the table of earlier runs, and judging a finished run against
+them and storing it (``stress_work.finish_run``). Dependencies come in explicitly:
+``make_runner(config)`` builds a ``StressRunner`` (the app gives it the sampler and clock; tests
+an accelerated simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, Qt, QThread, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -32,13 +34,14 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.frame import StressResult
-from desktop.errors import UserError
-from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_run
 from desktop.stress.report import run_html, run_json
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
-from desktop.stress.verdict import Verdict, format_duration
+from desktop.stress.verdict import Verdict
+from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.model import GpuInfo
+from desktop.ui.background import Loader
 from desktop.ui.charts import PlotColumn, RingBuffer
+from desktop.ui.stress_work import FinishedRun, StressWorker, finish_run, list_runs
 from desktop.ui.theme import Theme
 
 log = logging.getLogger(__name__)
@@ -47,39 +50,8 @@ PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10
 WORKLOADS = ("gemm", "bandwidth", "train", "infer")
 PRECISIONS = ("default", "bf16", "fp16", "tf32", "fp32")
 _LIVE = ("throughput", "sm_clock_mhz", "temperature_c", "power_w")
-
-
-class StressWorker(QThread):
-    """Runs one ``StressRunner`` off the GUI thread; ``progress`` and ``done`` are queued to the GUI."""
-
-    progress = Signal(object)
-    started_on = Signal(object, object)  # GpuInfo | None, guard °C | None
-    done = Signal(object)
-    failed = Signal(str)
-    #: The test was not started: the GPU cannot be told apart, or the guard is at shutdown.
-    refused = Signal(str)
-
-    def __init__(self, runner: StressRunner, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("rigscope-stress")
-        self.runner = runner
-        runner.on_progress = self.progress.emit
-        runner.on_start = self.started_on.emit
-
-    def run(self) -> None:
-        # The runner closes its own backend (its NVML session) however the run ends.
-        try:
-            result = self.runner.run()
-        except UserError as exc:
-            self.refused.emit(str(exc))
-        except Exception as exc:  # a runner bug must reach the page, not vanish with the thread
-            log.exception("stress run failed")
-            self.failed.emit(f"{type(exc).__name__}: {exc}")
-        else:
-            self.done.emit(result)
-
-    def cancel(self) -> None:
-        self.runner.cancel()
+#: How long quitting waits for a run being stored.
+SHUTDOWN_WAIT_S = 5.0
 
 
 class StressPage(QWidget):
@@ -88,11 +60,16 @@ class StressPage(QWidget):
     finished = Signal(object)  # the Verdict, once judged and saved
 
     def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
-                 db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None) -> None:
+                 db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
+                 read_runs: Callable[[Path | None], list[StressResult]] = list_runs,
+                 judge_and_store: Callable[[Path | None, RunResult], FinishedRun] = finish_run) -> None:
         super().__init__(parent)
         self.theme = theme
         self.make_runner = make_runner
         self.db_path = db_path
+        #: The database side, called on worker threads (tests pass slow or failing ones).
+        self.read_runs = read_runs
+        self.judge_and_store = judge_and_store
         self.device = device
         self.worker: StressWorker | None = None
         self.result: RunResult | None = None
@@ -100,11 +77,14 @@ class StressPage(QWidget):
         self.run_id: int | None = None
         self.earlier: list[StressResult] = []
         self._buffer = RingBuffer(4000, _LIVE)
+        #: Reads the table of earlier runs; ``judging`` judges and stores a finished run.
+        self.runs_loader = Loader(self, name="stress-runs")
+        self.judging = Loader(self, name="stress-judge")
         self._build()
         self._set_running(False)
         if device == "sim":
             self.workload.setToolTip("The simulated GPU models GEMM throughput only")
-        self._refresh_table()
+        self.refresh_table()
 
     # --- layout -------------------------------------------------------------------------
     def _build(self) -> None:
@@ -178,6 +158,9 @@ class StressPage(QWidget):
         layout.addWidget(self.verdict_card)
         self._paint_card(None)
 
+        self.runs_title = QLabel("Earlier runs")
+        self.runs_title.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.runs_title)
         self.table = QTableWidget(0, 6)
         self.table.setHorizontalHeaderLabels(["Started", "Workload", "Device", "Sustained", "Peak", "Verdict"])
         self.table.horizontalHeader().setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
@@ -226,7 +209,8 @@ class StressPage(QWidget):
 
     @property
     def running(self) -> bool:
-        return self.worker is not None and self.worker.isRunning()
+        """A test runs, or the last one is being judged and stored."""
+        return (self.worker is not None and self.worker.isRunning()) or self.judging.busy
 
     def cancel(self) -> None:
         if self.worker is not None:
@@ -241,10 +225,11 @@ class StressPage(QWidget):
             button.setToolTip(message)
 
     def shutdown(self) -> None:
-        """Stop a running test and wait for it (the app calls this on quit)."""
+        """Stop a running test and wait for it, and for a run being stored (the app calls this on quit)."""
         if self.worker is not None:
             self.worker.cancel()
             self.worker.wait(5000)
+        self.judging.wait(SHUTDOWN_WAIT_S)
 
     def _set_running(self, running: bool) -> None:
         for widget in (self.one_click, self.start_button, self.precision, *self.presets.buttons()):
@@ -290,22 +275,32 @@ class StressPage(QWidget):
         self.charts.set_x_range(start, max(start + p.duration_s, p.time_s))
 
     def _on_done(self, result: RunResult) -> None:
-        self._finish_worker()
+        self._finish_worker(idle=False)  # busy until judged and stored
         self.result = result
-        uuid, _name, _driver = gpu_identity(result)
-        self.earlier = self._load_earlier(uuid, result.config.workload)
-        verdict = judge_run(result, self.earlier)
-        self.verdict = verdict
-        if self.db_path is not None and result.time_s.size:
-            try:
-                self.run_id = save_run(self.db_path, result, verdict)
-            except Exception as exc:  # the verdict still shows when the history cannot take it
-                log.warning("stress run not saved: %s", exc)
+        self.progress_bar.setFormat("Judging and saving the run…")
+        db_path, judge_and_store = self.db_path, self.judge_and_store
+        self.judging.run(lambda: judge_and_store(db_path, result), self._on_judged, self._on_judge_failed)
+
+    def _on_judged(self, done: FinishedRun) -> None:
+        result = self.result
+        assert result is not None
+        self.earlier = done.earlier
+        self.verdict = done.verdict
+        self.run_id = done.run_id
+        self._set_running(False)
         self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
         self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
-        self._show_verdict(verdict)
-        self._refresh_table()
-        self.finished.emit(verdict)
+        self._show_verdict(done.verdict)
+        if done.runs_error:
+            self._runs_failed(done.runs_error)
+        else:
+            self._show_runs(done.runs)
+        self.finished.emit(done.verdict)
+
+    def _on_judge_failed(self, message: str) -> None:
+        self._set_running(False)
+        self.progress_bar.setFormat("Not judged")
+        self._show_message("The run could not be judged", message)
 
     def _on_failed(self, message: str) -> None:
         self._finish_worker()
@@ -316,12 +311,13 @@ class StressPage(QWidget):
         self.progress_bar.setFormat("Not started")
         self._show_message("Cannot run the test", message[:1].upper() + message[1:])
 
-    def _finish_worker(self) -> None:
+    def _finish_worker(self, idle: bool = True) -> None:
         if self.worker is not None:
             self.worker.wait(5000)
             self.worker.deleteLater()
             self.worker = None
-        self._set_running(False)
+        if idle:
+            self._set_running(False)
 
     # --- verdict and history -------------------------------------------------------------
     def _show_verdict(self, verdict: Verdict) -> None:
@@ -346,25 +342,27 @@ class StressPage(QWidget):
         self.verdict_card.setStyleSheet(f"#verdictCard {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
                                         f" border-radius: 3px; }}")
 
-    def _load_earlier(self, uuid: str, workload: str) -> list[StressResult]:
+    def refresh_table(self) -> None:
+        """Read the stored runs on a worker thread; the table shows them when they arrive."""
         if self.db_path is None:
-            return []
-        try:
-            return load_earlier(self.db_path, uuid, workload)
-        except Exception as exc:  # a missing or locked history must not hide the verdict
-            log.warning("earlier stress runs unavailable: %s", exc)
-            return []
+            self._show_runs([])
+            return
+        self.runs_title.setText("Earlier runs: reading…")
+        db_path, read_runs = self.db_path, self.read_runs
+        self.runs_loader.run(lambda: read_runs(db_path), self._show_runs, self._runs_failed)
 
-    def _refresh_table(self) -> None:
-        runs: Sequence[StressResult] = []
-        if self.db_path is not None and self.db_path.exists():
-            try:
-                from desktop.history.store import HistoryStore
+    @property
+    def loading(self) -> bool:
+        """The table of earlier runs is being read."""
+        return self.runs_loader.busy
 
-                with HistoryStore.open(self.db_path, readonly=True) as store:
-                    runs = store.stress_runs()[:50]
-            except Exception as exc:  # the table is a convenience; never let it break the page
-                log.warning("cannot list stress runs: %s", exc)
+    def _runs_failed(self, error: str) -> None:
+        # The table is a convenience; never let it break the page.
+        log.warning("cannot list stress runs: %s", error)
+        self.runs_title.setText(f"Earlier runs: could not be read ({error})")
+
+    def _show_runs(self, runs: Sequence[StressResult]) -> None:
+        self.runs_title.setText("Earlier runs")
         self.table.setRowCount(len(runs))
         for row, run in enumerate(runs):
             when = datetime.fromtimestamp(run.started_s).strftime("%Y-%m-%d %H:%M")

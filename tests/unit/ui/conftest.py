@@ -1,8 +1,10 @@
-"""UI test fixtures: fail a test that leaves a QThread or QTimer running; build the app on a simulated GPU."""
+"""UI test fixtures: fail a test that leaves a QThread, a background job or a QTimer running; build the app
+on a simulated GPU."""
 
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,12 @@ from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from desktop.ui.app import RigscopeApp
+from desktop.ui.background import running_jobs
 from desktop.ui.recording import Recording
+
+#: A background job (history read, advice, service change) may still finish after its test's last
+#: assertion; one still running after this long is stuck, e.g. on an event the test never set.
+JOB_GRACE_S = 5.0
 
 _HARMLESS_QT_WARNINGS = (
     "This plugin does not support propagateSizeHints",
@@ -50,10 +57,17 @@ def _running(obj: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
-    """Fail a test that leaves a QThread or an active QTimer behind (after its widgets closed)."""
+    """Fail a test that leaves a QThread, a background job (``desktop.ui.background.Loader``) or an
+    active QTimer behind (after its widgets closed)."""
     before = {id(o) for o in gc.get_objects() if isinstance(o, QThread | QTimer)}
+    jobs_before = set(running_jobs())
     yield
+    deadline = time.monotonic() + JOB_GRACE_S
+    while set(running_jobs()) - jobs_before and time.monotonic() < deadline:
+        qapp.processEvents()
+        time.sleep(0.005)
     qapp.processEvents()
+    jobs = sorted(set(running_jobs()) - jobs_before)
     still = [o for o in gc.get_objects() if isinstance(o, QThread | QTimer) and id(o) not in before and _running(o)]
     names = [_describe(o) for o in still]
     for obj in still:  # stop them so that one leak does not cascade into every later test
@@ -63,6 +77,14 @@ def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
         else:
             obj.stop()
     assert not still, f"test left Qt threads/timers running: {names}"
+    assert not jobs, f"test left background jobs running: {jobs}"
+
+
+def gui_stays_responsive(qtbot: Any) -> None:
+    """The GUI thread still runs its event loop: a timer started now fires (while a test holds a job)."""
+    fired: list[bool] = []
+    QTimer.singleShot(10, lambda: fired.append(True))
+    qtbot.waitUntil(lambda: bool(fired), timeout=2000)
 
 
 class FakeClock:

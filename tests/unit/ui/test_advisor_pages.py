@@ -15,7 +15,8 @@ from desktop import config
 from desktop.advice import Advice, compute_advice
 from desktop.config import CostSettings
 from desktop.ui.advisor_history import HistoryPage
-from desktop.ui.advisor_pages import AdviceState, AdvisorPage, CostsPage
+from desktop.ui.advisor_page import AdviceState, AdvisorPage
+from desktop.ui.costs_page import CostsPage
 from desktop.ui.reports import build_report
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 from tests.unit.advisor.test_demo_week import EXPECTED, EXPECTED_DESKTOP

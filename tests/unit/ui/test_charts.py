@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from desktop.ui.charts import PlotColumn, RingBuffer
-from desktop.ui.dashboard import LANE_REASONS, lane_rows, lane_segments
+from desktop.ui.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
 from desktop.ui.theme import DARK, LIGHT
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 from desktop import config
 from desktop.config import Settings
 from desktop.ui.settings_page import SettingsPage
 from desktop.ui.theme import LIGHT
+from tests.unit.ui.conftest import gui_stays_responsive
 
 
 def make_page(qtbot, tmp_path, service=None, settings=None):
@@ -67,14 +70,18 @@ def test_start_at_login_calls_the_service_and_a_failure_saves_nothing(qtbot, tmp
     page, calls = make_page(qtbot, tmp_path, service=refuse)
     page.editors["startup.start_at_login"].setChecked(True)
     page.editors["alerts.temperature_c"].setText("80")
-    assert page.save() is False
+    with qtbot.assertNotEmitted(page.applied):
+        assert page.save() is None  # systemctl runs on a worker thread
+        qtbot.waitUntil(lambda: not page.busy)
     assert calls == [True]
     assert "systemctl is not available" in page.errors["startup.start_at_login"].text()
+    assert page.status.text() == "Not saved"
     assert not (tmp_path / "settings.toml").exists()
 
     page2, calls2 = make_page(qtbot, tmp_path)
     page2.editors["startup.start_at_login"].setChecked(True)
-    assert page2.save() is True
+    with qtbot.waitSignal(page2.applied):
+        assert page2.save() is None
     assert calls2 == [True]
     assert config.load(tmp_path / "settings.toml")[0].startup.start_at_login is True
 
@@ -100,3 +107,27 @@ def test_saved_settings_reach_the_running_app(make_app):
     assert h.app.sampler.process_period_s == 10.0
     assert h.app.alerts.settings.temperature_c == 70.0
     assert h.app.theme.name == "dark"
+
+
+def test_start_at_login_is_changed_off_the_gui_thread(qtbot, tmp_path):
+    release = threading.Event()
+
+    def slow_systemctl(enable: bool) -> None:
+        assert release.wait(10)
+
+    page, calls = make_page(qtbot, tmp_path, service=slow_systemctl)
+    page.editors["startup.start_at_login"].setChecked(True)
+    try:
+        assert page.save() is None
+        assert page.busy and page.status.text() == "Turning start at login on…"
+        assert not page.save_button.isEnabled() and not page.revert_button.isEnabled()
+        assert page.save() is None  # a second click while it runs changes nothing
+        gui_stays_responsive(qtbot)
+        assert not (tmp_path / "settings.toml").exists()  # nothing written before the service answered
+    finally:
+        release.set()
+    with qtbot.waitSignal(page.applied) as signal:
+        pass
+    assert signal.args[0].startup.start_at_login is True and calls == [True]
+    assert page.status.text() == "Saved." and page.save_button.isEnabled()
+    assert config.load(tmp_path / "settings.toml")[0].startup.start_at_login is True

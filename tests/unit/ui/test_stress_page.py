@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
-from desktop.stress.runner import SimClock, StressConfig, StressRunner, runner_factory
+from advisor.frame import StressResult
+from desktop.stress.runner import RunResult, SimClock, StressConfig, StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.stress_page import StressPage
+from desktop.ui.stress_work import FinishedRun, finish_run
 from desktop.ui.theme import resolve
+from tests.unit.ui.conftest import gui_stays_responsive
 
 #: 2 ms of real time per simulated second: the 10-minute test takes about a second or two.
 REAL_S_PER_S = 0.002
@@ -125,3 +129,83 @@ def test_each_run_closes_its_backend_on_completion_cancel_and_refusal(qtbot: QtB
     assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (3, 3)
     assert page.verdict_title.text() == "Cannot run the test"
     assert "shutdown temperature" in page.verdict_text.text() and page.start_button.isEnabled()
+
+
+def _run(run_id: int) -> StressResult:
+    return StressResult(run_id=run_id, started_s=1_790_000_000.0 + run_id, ended_s=1_790_000_600.0 + run_id,
+                        gpu_uuid="GPU-x", gpu_name="sim", workload="gemm", dtype="fp32", unit="TFLOP/s",
+                        peak_throughput=50.0, sustained_throughput=40.0, throttled=True, errors=0,
+                        driver_version=None, summary=f"run {run_id}", device="sim")
+
+
+def test_the_table_of_earlier_runs_is_read_off_the_gui_thread(qtbot: QtBot, tmp_path: Path) -> None:
+    release = threading.Event()
+
+    def slow_runs(db_path: Path | None) -> list[StressResult]:
+        assert db_path == tmp_path / "history.sqlite"
+        assert release.wait(10)
+        return [_run(2), _run(1)]
+
+    page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", read_runs=slow_runs)
+    qtbot.addWidget(page)
+    try:
+        assert page.loading and page.runs_title.text() == "Earlier runs: reading…"
+        gui_stays_responsive(qtbot)
+        assert page.table.rowCount() == 0
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: not page.loading)
+    assert page.runs_title.text() == "Earlier runs" and page.table.rowCount() == 2
+    assert page.table.item(0, 5).text() == "run 2"
+
+
+def test_a_table_that_cannot_be_read_says_so(qtbot: QtBot, tmp_path: Path) -> None:
+    def locked(db_path: Path | None) -> list[StressResult]:
+        raise OSError("database is locked")
+
+    page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", read_runs=locked)
+    qtbot.addWidget(page)
+    qtbot.waitUntil(lambda: not page.loading)
+    assert page.runs_title.text() == "Earlier runs: could not be read (OSError: database is locked)"
+    assert page.start_button.isEnabled()
+
+
+def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tmp_path: Path) -> None:
+    release = threading.Event()
+
+    def slow_judge(db_path: Path | None, result: RunResult) -> FinishedRun:
+        assert release.wait(10)
+        return finish_run(db_path, result)
+
+    page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", device="sim",
+                      judge_and_store=slow_judge)
+    qtbot.addWidget(page)
+    page.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
+    try:
+        page.start()
+        qtbot.waitUntil(lambda: page.worker is None, timeout=60_000)  # the run is over, its judging held
+        assert page.running and page.judging.busy and not page.start_button.isEnabled()
+        assert page.progress_bar.format() == "Judging and saving the run…"
+        gui_stays_responsive(qtbot)
+    finally:
+        release.set()
+    with qtbot.waitSignal(page.finished, timeout=10_000) as blocker:
+        pass
+    assert blocker.args[0] is page.verdict and page.run_id is not None
+    assert page.table.rowCount() == 1 and not page.running and page.start_button.isEnabled()
+    assert page.progress_bar.format() == "Done"
+
+
+def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot) -> None:
+    def broken(db_path: Path | None, result: RunResult) -> FinishedRun:
+        raise ValueError("no samples")
+
+    page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim", judge_and_store=broken)
+    qtbot.addWidget(page)
+    page.presets.button(0).setChecked(True)
+    with qtbot.assertNotEmitted(page.finished, wait=100):
+        page.start()
+        qtbot.waitUntil(lambda: page.worker is None and not page.running, timeout=60_000)
+    assert page.verdict_title.text() == "The run could not be judged"
+    assert page.verdict_text.text() == "ValueError: no samples"
+    assert page.start_button.isEnabled() and page.verdict is None

@@ -1,0 +1,159 @@
+"""The Costs page: own vs rent, from the busy hours and energy the history measured.
+
+Inputs (purchase price, amortisation, electricity price) are settings too: ``costs_changed``
+carries them for the app to save. The comparison table and the break-even chart are
+recomputed as the inputs change. Wiring (app.py)::
+
+    window.add_page("costs", "Costs", CostsPage(source.advice, settings.costs, theme))
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+)
+
+from advisor.costs import CostComparison, CostInputs, break_even_curve, compare
+from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, usage_of
+from desktop.config import CostSettings
+from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
+from desktop.ui.theme import DARK, Theme
+
+
+class CostsPage(AdvicePage):
+    """Own vs rent: inputs, the comparison table and the break-even chart, recomputed as inputs change."""
+
+    LOADING_TEXT = "Reading the busy hours and energy from the history..."
+
+    costs_changed = Signal(object)  # CostSettings, for the app to save
+
+    HEADERS = ("cloud GPU", "provider", "speed", "hours/month", "on demand/month", "spot/month",
+               "break-even busy h/month", "price source")
+
+    def __init__(self, source: AdviceSource, costs: CostSettings, theme: Theme = DARK,
+                 offers: list[Any] | None = None, specs: list[Any] | None = None) -> None:
+        super().__init__(source)
+        self.theme = theme
+        self.offers = load_cloud_offers() if offers is None else offers
+        self.specs = load_gpu_specs() if specs is None else specs
+        self.comparison: CostComparison | None = None
+        self.currency = costs.currency
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.gpu_combo = QComboBox()
+        self.price = QDoubleSpinBox(maximum=10_000_000.0, decimals=0, singleStep=100.0, value=costs.purchase_price)
+        self.months = QSpinBox(minimum=1, maximum=240, value=costs.amortisation_months)
+        self.kwh_price = QDoubleSpinBox(maximum=10.0, decimals=3, singleStep=0.01,
+                                        value=costs.electricity_price_per_kwh)
+        form.addRow("GPU", self.gpu_combo)
+        form.addRow(f"Purchase price ({costs.currency})", self.price)
+        form.addRow("Amortisation (months)", self.months)
+        form.addRow(f"Electricity ({costs.currency}/kWh)", self.kwh_price)
+        layout.addLayout(form)
+        self.summary = plain_label("")
+        layout.addWidget(self.summary)
+        self.table = QTableWidget(0, len(self.HEADERS))
+        self.table.setHorizontalHeaderLabels(list(self.HEADERS))
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.table, 1)
+        self.chart = pg.PlotWidget()
+        self.chart.setBackground(theme.plot_background)
+        self.chart.setLabel("bottom", "busy hours per month")
+        self.chart.setLabel("left", f"cost per month ({costs.currency} / USD)")
+        self.chart.addLegend(offset=(10, 5))
+        self.chart.setMinimumHeight(240)
+        layout.addWidget(self.chart, 1)
+        self.notes = plain_label("")
+        layout.addWidget(self.notes)
+        for box in (self.price, self.months, self.kwh_price):
+            box.valueChanged.connect(self._inputs_changed)
+        self.gpu_combo.currentIndexChanged.connect(lambda _: self.recompute())
+
+    def show_status(self, text: str) -> None:
+        self.summary.setText(text)
+
+    def set_advice(self, advice: Advice | None) -> None:
+        self.advice = advice
+        self.gpu_combo.blockSignals(True)
+        self.gpu_combo.clear()
+        for gpu in advice.frame.gpus if advice else ():
+            self.gpu_combo.addItem(f"GPU {gpu.meta.index}: {gpu.meta.name}", gpu.meta.index)
+        self.gpu_combo.blockSignals(False)
+        self.recompute()
+
+    def apply_theme(self, theme: Theme) -> None:
+        """Redraw the chart in the new theme's colours (the owned line uses the text colour)."""
+        self.theme = theme
+        self.chart.setBackground(theme.plot_background)
+        self.recompute()
+
+    def settings(self) -> CostSettings:
+        return CostSettings(electricity_price_per_kwh=self.kwh_price.value(), currency=self.currency,
+                            purchase_price=self.price.value(), amortisation_months=self.months.value())
+
+    def _inputs_changed(self) -> None:
+        self.costs_changed.emit(self.settings())
+        self.recompute()
+
+    def recompute(self) -> None:
+        advice = self.advice
+        index = self.gpu_combo.currentData()
+        gpu = advice.frame.gpu(int(index)) if advice is not None and index is not None else None
+        self.table.setRowCount(0)
+        self.chart.clear()
+        if advice is None or gpu is None:
+            self.summary.setText("No history yet: costs are computed from the hours your GPU was busy.")
+            self.comparison = None
+            return
+        s = self.settings()
+        inputs = CostInputs(s.purchase_price, s.amortisation_months, s.electricity_price_per_kwh, s.currency)
+        c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu.meta.index), inputs,
+                    offers=self.offers, specs=self.specs)
+        self.comparison = c
+        self.summary.setText(
+            f"{c.busy_hours_month:.0f} busy hours/month and {c.energy_kwh_month:.1f} kWh/month measured. Owned: "
+            f"{c.owned_month:,.2f} {s.currency}/month (amortisation {c.owned_fixed_month:,.2f} + electricity "
+            f"{c.owned_energy_month:,.2f}).")
+        for o in c.options:
+            row = self.table.rowCount()
+            self.table.insertRow(row)
+            cells = (o.offer.gpu_model, o.offer.provider, f"{o.relative_speed:.2f}x", f"{o.cloud_hours_month:.1f}",
+                     f"{o.on_demand_month:,.2f}", f"{o.spot_month:,.2f}" if o.spot_month is not None else "-",
+                     f"{o.break_even_busy_hours_month:.0f}" if o.break_even_busy_hours_month is not None else "never",
+                     f"{o.offer.source}, {o.offer.date}")
+            for col, text in enumerate(cells):
+                self.table.setItem(row, col, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        self.chart.addLegend(offset=(10, 5))
+        if c.options:
+            hours, owned, _ = break_even_curve(c, c.options[0])
+            self.chart.plot(hours, owned, pen=pg.mkPen(self.theme.text, width=2), name="owned")
+            for i, option in enumerate(c.options[:3]):
+                _, _, rented = break_even_curve(c, option)
+                self.chart.plot(hours, rented, pen=pg.mkPen(self.theme.series[i], width=2),
+                                name=f"{option.offer.gpu_model} at {option.offer.provider}")
+            self.chart.addItem(pg.InfiniteLine(c.busy_hours_month, angle=90, label="you",
+                                               pen=pg.mkPen(self.theme.muted, style=Qt.PenStyle.DashLine)))
+        bigger = c.bigger_option
+        notes = list(c.notes)
+        if bigger is not None:
+            notes.insert(0, f"For jobs this GPU cannot hold: {bigger.gpu_model} ({bigger.vram_gb:.0f} GB) at "
+                            f"{bigger.provider}, ${bigger.on_demand_usd_h:.2f}/h on demand.")
+        self.notes.setText("\n".join(notes))
+
+
+def with_costs(settings: Any, costs: CostSettings) -> Any:
+    """``settings`` with the Costs page's inputs (for the app's ``costs_changed`` handler)."""
+    return replace(settings, costs=costs)
