@@ -75,7 +75,7 @@ class GpuSeries:
     clock_event_reasons: IntArray
     #: Seconds within each row spent under each single reason bit, keyed by bit value
     #: (e.g. 0x40); for raw rows it is ``duration_s`` where the bit is set. The keys are
-    #: ints (bit values), not names: decode with the telemetry ClockEventReason.
+    #: ints (bit values), not names: decode with advisor.clock_events.ClockEventReason.
     reason_seconds: dict[int, FloatArray] = field(default_factory=dict)
     #: Seconds within each row under a reason as the driver counted them (NVML's per-reason
     #: counters: exact, where sampled bits miss episodes between samples), keyed by bit value
@@ -146,6 +146,8 @@ class StressResult:
     driver_version: str | None
     summary: str
     device: str = ""  # cuda:0 | cpu | sim
+    #: Stopped before its time (cancelled, the temperature guard, a crash): never a baseline.
+    aborted: bool = False
 
 
 @dataclass(frozen=True)

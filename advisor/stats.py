@@ -12,21 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, ClockEventReason, bits
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, ProcessSamples
 
-#: Clock-event reason bits (NVML), kept here so the advisor needs nothing from the telemetry layer.
-REASON_SW_POWER_CAP = 0x4
-REASON_HW_SLOWDOWN = 0x8
-REASON_SW_THERMAL = 0x20
-REASON_HW_THERMAL = 0x40
-REASON_HW_POWER_BRAKE = 0x80
-THERMAL_BITS = (REASON_SW_THERMAL, REASON_HW_THERMAL)
-POWER_BITS = (REASON_SW_POWER_CAP, REASON_HW_POWER_BRAKE)
-#: The causes shown in summaries, in the order a user reads them.
+#: The causes shown in summaries, in the order a user reads them, each with its reason bits.
 THROTTLE_CAUSES: tuple[tuple[str, tuple[int, ...]], ...] = (
-    ("thermal", THERMAL_BITS),
-    ("power cap", POWER_BITS),
-    ("HW slowdown", (REASON_HW_SLOWDOWN,)),
+    ("thermal", bits(THERMAL_REASONS)),
+    ("power cap", bits(POWER_REASONS)),
+    ("HW slowdown", bits(ClockEventReason.HW_SLOWDOWN)),
 )
 
 #: Busy stretches closer than this are one interval (a checkpoint pause is not the end of a job).

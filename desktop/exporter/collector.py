@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
+from advisor.clock_events import SINGLE_REASONS
 from desktop import __version__
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading, Snapshot
 
@@ -83,9 +84,7 @@ INFO_GAUGES: tuple[tuple[str, str, str], ...] = (
 )
 
 #: The clock-event reasons exported, as (reason, label value).
-REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple(
-    (r, (r.name or hex(r.value)).lower()) for r in ClockEventReason if r.value and not r.value & (r.value - 1)
-)
+REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple((r, (r.name or hex(r.value)).lower()) for r in SINGLE_REASONS)
 
 
 @dataclass

@@ -13,7 +13,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GPU_METRIC_NAMES, ClockEventReason
+from advisor.clock_events import SINGLE_REASONS
+from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GPU_METRIC_NAMES
 
 #: Multiply a GpuSample value by this before storing it as an integer.
 GPU_SCALES: Final[dict[str, int]] = {
@@ -72,9 +73,7 @@ MINMAX_METRICS: Final[tuple[str, ...]] = (
 MEAN_METRICS: Final[tuple[str, ...]] = tuple(
     m for m in GPU_METRIC_NAMES if m not in ("energy_mj", "clock_event_reasons", *COUNTER_METRICS)
 )
-REASON_BITS: Final[tuple[int, ...]] = tuple(
-    int(r) for r in ClockEventReason if r.value and r.value & (r.value - 1) == 0
-)
+REASON_BITS: Final[tuple[int, ...]] = tuple(int(r) for r in SINGLE_REASONS)
 #: Rollup host metrics (time-weighted means).
 HOST_ROLLUP_METRICS: Final[tuple[str, ...]] = ("cpu_pct", "ram_used_mib", "ram_total_mib", "on_ac_power", "battery_pct")
 #: Scale of on_ac_power in host rollups (a share of time, so more than 0/1).

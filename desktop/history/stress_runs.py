@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,7 +43,7 @@ def add_points(db: HistoryDb, run_id: int, time_s: npt.ArrayLike, columns: dict[
 
 def runs(db: HistoryDb, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
     """Stored runs, newest first, optionally for one GPU and/or one workload."""
-    sql = f"SELECT run_id, {', '.join(_FIELDS)} FROM stress_runs WHERE 1"
+    sql = f"SELECT run_id, {', '.join(_FIELDS)}, extra_json FROM stress_runs WHERE 1"
     params: list[Any] = []
     if gpu_uuid is not None:
         sql += " AND gpu_uuid = ?"
@@ -52,10 +53,23 @@ def runs(db: HistoryDb, gpu_uuid: str | None = None, workload: str | None = None
         params.append(workload)
     out = []
     for row in db.conn.execute(sql + " ORDER BY started_s DESC, run_id DESC", params):
-        data = dict(zip(("run_id", *_FIELDS), row, strict=True))
+        data = dict(zip(("run_id", *_FIELDS), row[:-1], strict=True))
         data["throttled"] = bool(data["throttled"])
-        out.append(StressResult(**data))
+        out.append(StressResult(**data, aborted=_aborted(row[-1])))
     return out
+
+
+def _aborted(extra_json: str) -> bool:
+    """Whether the run stopped early, from the status the runner saved ("completed" or why not).
+
+    Runs saved without one (imported, or from before the status was kept) count as complete.
+    """
+    try:
+        extra = json.loads(extra_json) if extra_json else {}
+    except ValueError:
+        return False
+    status = extra.get("status") if isinstance(extra, dict) else None
+    return isinstance(status, str) and status != "completed"
 
 
 def points(db: HistoryDb, run_id: int) -> tuple[FloatArray, dict[str, FloatArray]]:

@@ -16,44 +16,36 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from desktop.telemetry.model import ClockEventReason
+from advisor.clock_events import CLOCK_EVENT_COUNTERS, ClockEventReason
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-# Causes, in the order they are reported; each maps to the reason bit that stands for it.
-CAUSE_BITS: dict[str, int] = {
-    "hw_thermal": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
-    "sw_thermal": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
-    "power_cap": int(ClockEventReason.SW_POWER_CAP),
-    "power_brake": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
-    "hw_slowdown": int(ClockEventReason.HW_SLOWDOWN),
+#: The verdict's causes, in the order they are reported, each with the reason that stands for it.
+CAUSE_REASONS: dict[str, ClockEventReason] = {
+    "hw_thermal": ClockEventReason.HW_THERMAL_SLOWDOWN,
+    "sw_thermal": ClockEventReason.SW_THERMAL_SLOWDOWN,
+    "power_cap": ClockEventReason.SW_POWER_CAP,
+    "power_brake": ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,
+    "hw_slowdown": ClockEventReason.HW_SLOWDOWN,
 }
+CAUSE_BITS: dict[str, int] = {cause: int(reason) for cause, reason in CAUSE_REASONS.items()}
 #: GpuSample fields with NVML's exact seconds under a cause since the previous sample (None / NaN: unsupported).
 CAUSE_COUNTER_FIELDS: dict[str, str] = {
-    "power_cap": "clock_event_sw_power_cap_s",
-    "sw_thermal": "clock_event_sw_thermal_s",
-    "hw_thermal": "clock_event_hw_thermal_s",
-    "power_brake": "clock_event_hw_power_brake_s",
+    cause: name for name, counted in CLOCK_EVENT_COUNTERS for cause, reason in CAUSE_REASONS.items()
+    if reason == counted
 }
 #: Causes that are throttling whenever they appear under load; the SW power cap alone is not
 #: (a GEMM at its power limit is the normal state of a datacenter GPU).
 SLOWDOWN_CAUSES: tuple[str, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
+#: "Unexplained": slow under load with no reason set; not a reason bit, so it is named here.
 CAUSE_LABELS: dict[str, str] = {
-    "hw_thermal": "HW thermal slowdown",
-    "sw_thermal": "SW thermal slowdown",
-    "power_cap": "power cap",
-    "power_brake": "power brake",
-    "hw_slowdown": "HW slowdown",
+    **{cause: reason.phrase for cause, reason in CAUSE_REASONS.items()},
     "unexplained": "unexplained slowdown",
 }
 #: The coarse cause family each detailed cause belongs to ("thermal", "power", ...).
 CAUSE_FAMILY: dict[str, str] = {
-    "hw_thermal": "thermal",
-    "sw_thermal": "thermal",
-    "power_cap": "power",
-    "power_brake": "power",
-    "hw_slowdown": "hw_slowdown",
+    **{cause: reason.family or cause for cause, reason in CAUSE_REASONS.items()},
     "unexplained": "unexplained",
 }
 

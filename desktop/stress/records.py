@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
 from desktop.stress.runner import RunResult
-from desktop.stress.verdict import Verdict, compare_with_history, judge
+from desktop.stress.verdict import Verdict, judge
+from desktop.stress.verdict_text import compare_with_baseline
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +41,11 @@ def to_stress_result(result: RunResult, verdict: Verdict, run_id: int = 0) -> St
         workload=result.config.workload, dtype=result.dtype, unit=result.unit or verdict.unit,
         peak_throughput=_finite(verdict.peak), sustained_throughput=_finite(verdict.sustained),
         throttled=verdict.throttled, errors=result.errors, driver_version=driver, summary=verdict.sentence,
-        device=result.config.device)
+        device=result.config.device, aborted=result.aborted)
 
 
 def _finite(value: float) -> float:
     return float(value) if np.isfinite(value) else 0.0
-
-
-def same_kind(earlier: list[StressResult], current: StressResult) -> list[StressResult]:
-    """Earlier runs that measure the same thing: same workload, precision and device kind."""
-    return [r for r in earlier if r.workload == current.workload and r.dtype == current.dtype
-            and r.device == current.device and r.started_s <= current.started_s]
 
 
 def extra_json(result: RunResult, verdict: Verdict) -> str:
@@ -59,14 +55,17 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
 
 
 def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regression_pct: float = 5.0) -> Verdict:
-    """The verdict for a run, compared with ``earlier`` runs (any; filtered here)."""
+    """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
     verdict = judge(result.trace())
     if result.aborted:
         verdict = replace(verdict, status="errors" if result.errors else "aborted",
                           sentence=f"Aborted ({result.message}). {verdict.sentence}")
     if earlier:
         current = to_stress_result(result, verdict)
-        verdict = compare_with_history(verdict, same_kind(earlier, current), regression_pct)
+        # The verdict's unit, not the workload's: a run judged on its clock has no throughput to compare.
+        baseline = pick_baseline(earlier, current.workload, current.dtype, current.gpu_uuid, unit=verdict.unit,
+                                 before_s=current.started_s)
+        verdict = compare_with_baseline(verdict, baseline, regression_pct)
     return verdict
 
 

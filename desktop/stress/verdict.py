@@ -16,27 +16,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from advisor.clock_events import ClockEventReason
 from desktop.stress.causes import (
     CAUSE_BITS,
-    CAUSE_COUNTER_FIELDS,
     CAUSE_FAMILY,
-    CAUSE_LABELS,
     SLOWDOWN_CAUSES,
     CauseTimes,
     cause_times,
     reason_bits,
     sample_intervals,
 )
-from desktop.stress.verdict_text import compare_with_history, format_duration, sentence_for
-from desktop.telemetry.model import ClockEventReason
+from desktop.stress.verdict_model import RunTrace, Verdict
+from desktop.stress.verdict_text import sentence_for
 
-__all__ = ["CAUSE_BITS", "CAUSE_COUNTER_FIELDS", "CAUSE_FAMILY", "CAUSE_LABELS", "RunTrace", "Verdict",
-           "compare_with_history", "format_duration", "judge", "rolling_median"]
+# The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well.
+__all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_SUSTAINED_S", "POWER_LIMITED_SHARE", "REFERENCE_SMOOTH_S",
+           "REFERENCE_WINDOW_S", "SLOWDOWN_MIN_SHARE", "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge",
+           "rolling_median"]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -59,80 +60,6 @@ SLOWDOWN_MIN_SHARE = 0.02
 POWER_LIMITED_SHARE = 0.2
 #: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
 MIN_SUSTAINED_S = 60.0
-
-
-@dataclass(frozen=True)
-class RunTrace:
-    """What the verdict reads: per-sample arrays (NaN = unknown) plus the GPU's limits."""
-
-    time_s: FloatArray
-    throughput: FloatArray | None = None
-    unit: str = ""
-    sm_clock_mhz: FloatArray | None = None
-    temperature_c: FloatArray | None = None
-    power_w: FloatArray | None = None
-    clock_event_reasons: FloatArray | None = None
-    utilization_gpu_pct: FloatArray | None = None
-    #: cause (a key of CAUSE_COUNTER_FIELDS) -> NVML's exact seconds under it since the previous sample.
-    cause_time_s: Mapping[str, FloatArray] | None = None
-    sm_clock_max_mhz: float | None = None
-    #: Where the max clock came from: "reported" (the GPU's) or "log" (the highest clock in the log).
-    sm_clock_max_source: str = "reported"
-    power_limit_w: float | None = None
-    temp_slowdown_c: float | None = None
-    errors: int = 0
-    checks: int = 0
-
-    @classmethod
-    def from_columns(cls, time_s: FloatArray, columns: Mapping[str, FloatArray], **kwargs: object) -> RunTrace:
-        """From arrays named like GpuSample fields (history, nvidia-smi import, simulator, stress runner)."""
-
-        def col(name: str) -> FloatArray | None:
-            values = columns.get(name)
-            return None if values is None else np.asarray(values, dtype=np.float64)
-
-        counters = {cause: np.asarray(columns[name], dtype=np.float64)
-                    for cause, name in CAUSE_COUNTER_FIELDS.items() if columns.get(name) is not None}
-        return cls(time_s=np.asarray(time_s, dtype=np.float64), sm_clock_mhz=col("sm_clock_mhz"),
-                   temperature_c=col("temperature_c"), power_w=col("power_w"),
-                   clock_event_reasons=col("clock_event_reasons"), utilization_gpu_pct=col("utilization_gpu_pct"),
-                   cause_time_s=counters or None, **kwargs)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The answer: throttled or not, since when, by how much, why — and one plain sentence."""
-
-    status: str  # passed | throttled | errors | aborted | no_data | too_short
-    throttled: bool
-    onset_s: float | None
-    peak: float
-    sustained: float
-    sustained_ratio: float
-    unit: str
-    basis: str  # "throughput" | "clock"
-    clock_ratio: float | None  # sustained SM clock / sm_clock_max_mhz (information, not a verdict)
-    cause: str | None  # a key of CAUSE_LABELS
-    cause_family: str | None
-    onset_temperature_c: float | None
-    #: Share of the load time under each cause (and "unexplained": slow with no reason).
-    cause_shares: dict[str, float] = field(default_factory=dict)
-    errors: int = 0
-    checks: int = 0
-    duration_s: float = 0.0
-    sentence: str = ""
-    comparison: str = ""
-    #: Seconds under load (samples judged), and under each cause while loaded.
-    load_s: float = 0.0
-    cause_seconds: dict[str, float] = field(default_factory=dict)
-    #: "counters" (NVML's exact time under each reason), "samples" (1 Hz reason bits) or "none".
-    cause_timing: str = "none"
-    power_limited: bool = False
-    sm_clock_max_mhz: float | None = None
-    sm_clock_max_source: str | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
 
 
 def rolling_median(values: FloatArray, window: int) -> FloatArray:

@@ -1,22 +1,20 @@
-"""The verdict in words: the one plain sentence, durations, and the comparison with earlier runs.
+"""The verdict in words: the one plain sentence, durations, and the comparison with the baseline run.
 
 Kept apart from the judging (``verdict``) so each reads on its own; pure Python and numpy.
+Which earlier run is the baseline is the advisor's ``pick_baseline``, shared with its
+regression rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from advisor.frame import StressResult
 from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
-
-if TYPE_CHECKING:
-    from desktop.stress.verdict import RunTrace, Verdict
+from desktop.stress.verdict_model import RunTrace, Verdict
 
 
 def format_duration(seconds: float) -> str:
@@ -64,9 +62,9 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
                    f"({_fmt(verdict.sustained, verdict.unit)} vs {_fmt(verdict.peak, verdict.unit)}{unit})")
         if verdict.onset_s is not None:
             where = ""
-            if verdict.onset_temperature_c is not None and "thermal" in (verdict.cause or ""):
+            if verdict.onset_temperature_c is not None and verdict.cause_family == "thermal":
                 where = f" at {verdict.onset_temperature_c:.0f} °C"
-            if verdict.cause in ("power_cap", "power_brake") and trace.power_limit_w:
+            if verdict.cause_family == "power" and trace.power_limit_w:
                 where = f" at the {trace.power_limit_w:.0f} W limit"
             when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
             text = f"Throttled {when}: {label}{where}; {figures}"
@@ -86,20 +84,13 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
     return text + "."
 
 
-def compare_with_history(verdict: Verdict, earlier: Sequence[StressResult], regression_pct: float = 5.0) -> Verdict:
-    """Add a comparison with earlier runs of the same workload on the same GPU (already filtered).
-
-    The baseline is the best sustained result among the last ten earlier runs without errors:
-    a machine that once held that speed can again, so a shortfall points at dust, fan mode or
-    driver rather than the silicon.
-    """
-    usable = [r for r in earlier[:10] if r.errors == 0 and r.sustained_throughput > 0 and r.unit == verdict.unit]
-    if not usable or not np.isfinite(verdict.sustained):
+def compare_with_baseline(verdict: Verdict, baseline: StressResult | None, regression_pct: float = 5.0) -> Verdict:
+    """Add the comparison with the baseline run (``advisor.baseline.pick_baseline``); unchanged without one."""
+    if baseline is None or baseline.sustained_throughput <= 0 or not np.isfinite(verdict.sustained):
         return verdict
-    base = max(usable, key=lambda r: r.sustained_throughput)
-    when = datetime.fromtimestamp(base.started_s, tz=UTC).astimezone()
+    when = datetime.fromtimestamp(baseline.started_s, tz=UTC).astimezone()
     date = f"{when.day} {when.strftime('%b')}"
-    delta_pct = (verdict.sustained / base.sustained_throughput - 1.0) * 100.0
+    delta_pct = (verdict.sustained / baseline.sustained_throughput - 1.0) * 100.0
     if delta_pct <= -regression_pct:
         text = f"{-delta_pct:.0f} % below your baseline from {date} — check dust, fan mode, driver"
     elif delta_pct >= regression_pct:

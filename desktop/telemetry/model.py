@@ -12,62 +12,19 @@ import enum
 from dataclasses import dataclass, field, fields
 from typing import Final, Literal
 
-
-class ClockEventReason(enum.IntFlag):
-    """NVML clock-event ("throttle") reasons; the raw mask is stored, decoded here only."""
-
-    NONE = 0
-    GPU_IDLE = 0x1
-    APPLICATIONS_CLOCKS_SETTING = 0x2
-    SW_POWER_CAP = 0x4
-    HW_SLOWDOWN = 0x8
-    SYNC_BOOST = 0x10
-    SW_THERMAL_SLOWDOWN = 0x20
-    HW_THERMAL_SLOWDOWN = 0x40
-    HW_POWER_BRAKE_SLOWDOWN = 0x80
-    DISPLAY_CLOCK_SETTING = 0x100
-    BOARD_LIMIT = 0x200
-    RELIABILITY = 0x400
-
-    @classmethod
-    def decode(cls, mask: int | None) -> list[ClockEventReason]:
-        """The single reasons set in ``mask`` (unknown bits are ignored)."""
-        if not mask:
-            return []
-        return [reason for reason in _SINGLE_REASONS if mask & reason]
-
-    @property
-    def label(self) -> str:
-        """A short human label, e.g. "HW thermal"."""
-        return _REASON_LABELS.get(self, self.name or hex(int(self)))
-
-
-_SINGLE_REASONS: Final = tuple(r for r in ClockEventReason if r.value and r.value & (r.value - 1) == 0)
-
-_REASON_LABELS: Final[dict[ClockEventReason, str]] = {
-    ClockEventReason.GPU_IDLE: "GPU idle",
-    ClockEventReason.APPLICATIONS_CLOCKS_SETTING: "App clocks",
-    ClockEventReason.SW_POWER_CAP: "Power cap",
-    ClockEventReason.HW_SLOWDOWN: "HW slowdown",
-    ClockEventReason.SYNC_BOOST: "Sync boost",
-    ClockEventReason.SW_THERMAL_SLOWDOWN: "SW thermal",
-    ClockEventReason.HW_THERMAL_SLOWDOWN: "HW thermal",
-    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: "Power brake",
-    ClockEventReason.DISPLAY_CLOCK_SETTING: "Display clock",
-    ClockEventReason.BOARD_LIMIT: "Board limit",
-    ClockEventReason.RELIABILITY: "Reliability",
-}
-
-#: Reasons that mean "the GPU is being slowed against the user's will" (not idle/app/display).
-THROTTLE_REASONS: Final = (
-    ClockEventReason.SW_POWER_CAP
-    | ClockEventReason.HW_SLOWDOWN
-    | ClockEventReason.SW_THERMAL_SLOWDOWN
-    | ClockEventReason.HW_THERMAL_SLOWDOWN
-    | ClockEventReason.HW_POWER_BRAKE_SLOWDOWN
+# The clock-event vocabulary lives in one pure module that the advisor shares; re-exported here.
+from advisor.clock_events import (
+    CLOCK_EVENT_COUNTERS,
+    POWER_REASONS,
+    THERMAL_REASONS,
+    THROTTLE_REASONS,
+    ClockEventReason,
 )
-THERMAL_REASONS: Final = ClockEventReason.SW_THERMAL_SLOWDOWN | ClockEventReason.HW_THERMAL_SLOWDOWN
-POWER_REASONS: Final = ClockEventReason.SW_POWER_CAP | ClockEventReason.HW_POWER_BRAKE_SLOWDOWN
+
+__all__ = ["CLOCK_EVENT_COUNTERS", "GPU_METRIC_NAMES", "METRICS", "METRICS_BY_NAME", "POWER_REASONS",
+           "THERMAL_REASONS", "THROTTLE_REASONS", "ClockEventReason", "DeviceState", "GpuInfo", "GpuProcess",
+           "GpuReading", "GpuSample", "HostSample", "Metric", "MigInstance", "ProcessKind", "Snapshot",
+           "SourceInfo", "SourceKind", "format_value"]
 
 
 class DeviceState(enum.Enum):
@@ -291,18 +248,12 @@ METRICS: Final[tuple[Metric, ...]] = (
            "Seconds under HW power brake slowdown since the previous sample (NVML's counter)"),
 )
 
-#: The per-cause time counters, each with the clock-event reason bit it counts.
-CLOCK_EVENT_COUNTERS: Final[tuple[tuple[str, ClockEventReason], ...]] = (
-    ("clock_event_sw_power_cap_s", ClockEventReason.SW_POWER_CAP),
-    ("clock_event_sw_thermal_s", ClockEventReason.SW_THERMAL_SLOWDOWN),
-    ("clock_event_hw_thermal_s", ClockEventReason.HW_THERMAL_SLOWDOWN),
-    ("clock_event_hw_power_brake_s", ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
-)
-
 METRICS_BY_NAME: Final[dict[str, Metric]] = {m.name: m for m in METRICS}
 
 #: GpuSample field names in registry order (the database column order too).
 GPU_METRIC_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in METRICS)
+
+assert all(name in METRICS_BY_NAME for name, _ in CLOCK_EVENT_COUNTERS), "a clock-event counter is not a metric"
 
 assert tuple(f.name for f in fields(GpuSample)) == GPU_METRIC_NAMES, "registry and GpuSample disagree"
 

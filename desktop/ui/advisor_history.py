@@ -1,12 +1,12 @@
-"""The History page (week picker, the weekly summary with its charts and heatmap, export) and the
-history reader behind the Advisor, Costs and History pages.
+"""The History page: a week picker, the weekly summary with its charts and heatmap, and export.
 
-Their screenshots come from the running app: `make screenshots` (desktop/ui/screenshots.py).
+The week's data comes from ``desktop.reporting`` (``HistorySource.report``, on a worker thread);
+this page draws the charts and shows the report's HTML. Its screenshot comes from the running
+app: `make screenshots` (desktop/ui/screenshots.py).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,18 +15,18 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QImage, QTextDocument
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from desktop.advice import Advice
+from desktop.reporting import ReportData
 from desktop.ui.background import Loader
 
 
 class HistoryPage(QWidget):
     """A week picker, the weekly summary with its charts and heatmap (the report's HTML), and export."""
 
-    def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], Any]) -> None:
+    def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], ReportData]) -> None:
         super().__init__()
         self.weeks_source = weeks
         self.report_source = report
-        self.data: Any = None
+        self.data: ReportData | None = None
         self.pngs: dict[str, bytes] = {}
         self.loader = Loader(self)
         layout = QVBoxLayout(self)
@@ -108,19 +108,20 @@ class HistoryPage(QWidget):
 
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
-        from desktop.ui import reports
+        from desktop.reporting import to_csv, to_json
+        from desktop.ui.reports import to_html, write_pdf
 
         if self.data is None:
             return
         suffix = path.suffix.lower()
         if suffix == ".pdf":
-            reports.write_pdf(self.data, self.pngs, path)
+            write_pdf(self.data, self.pngs, path)
         elif suffix == ".json":
-            path.write_text(reports.to_json(self.data), encoding="utf-8")
+            path.write_text(to_json(self.data), encoding="utf-8")
         elif suffix == ".csv":
-            path.write_text(reports.to_csv(self.data), encoding="utf-8")
+            path.write_text(to_csv(self.data), encoding="utf-8")
         else:
-            path.write_text(reports.to_html(self.data, self.pngs), encoding="utf-8")
+            path.write_text(to_html(self.data, self.pngs), encoding="utf-8")
 
     def _export_dialog(self) -> None:
         if self.data is None:
@@ -129,58 +130,3 @@ class HistoryPage(QWidget):
                                               "HTML (*.html);;PDF (*.pdf);;JSON (*.json);;CSV (*.csv)")
         if name:
             self.export(Path(name))
-
-
-class HistorySource:
-    """Reads the history database on demand for the three pages (read-only; the recorder may be writing)."""
-
-    def __init__(self, db_path: Path, settings: Any, days: float = 7.0) -> None:
-        self.db_path = db_path
-        self.settings = settings
-        self.days = days
-
-    def advice(self) -> Advice | None:
-        from desktop.advice import compute_advice, load_recent_frame, open_history
-        from desktop.errors import UserError
-
-        try:
-            store = open_history(str(self.db_path))
-            try:
-                frame = load_recent_frame(store, self.days)
-            finally:
-                store.close()
-        except UserError:
-            return None
-        return compute_advice(frame, self.settings)
-
-    def weeks(self) -> list[str]:
-        from desktop.advice import open_history
-        from desktop.errors import UserError
-        from desktop.ui.reports import SystemLocalTime, week_label
-
-        try:
-            store = open_history(str(self.db_path))
-        except UserError:
-            return []
-        with store:
-            span = store.time_range()
-        if span is None:
-            return []
-        tz = SystemLocalTime()
-        labels: list[str] = []
-        t = max(span[0], span[1] - 3600.0)  # as the report's default: a lone sample does not make a week
-        while t >= span[0] - 7 * 86400 and len(labels) < 520:
-            label = week_label(max(t, span[0]), tz)
-            if label not in labels:
-                labels.append(label)
-            t -= 7 * 86400.0
-        return labels
-
-    def report(self, label: str) -> Any:
-        from desktop.advice import open_history
-        from desktop.ui.reports import SystemLocalTime, build_report, load_week
-
-        tz = SystemLocalTime()
-        with open_history(str(self.db_path)) as store:
-            label, frame, previous, notes = load_week(store, label, tz, time.time())
-        return build_report(frame, previous, self.settings, tz, label, notes=notes)

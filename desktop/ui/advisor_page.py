@@ -3,7 +3,7 @@
 Dismissed and snoozed recommendations are remembered in ``advisor-state.json`` in the config
 folder (``AdviceState``). Wiring (app.py)::
 
-    source = HistorySource(db_path, settings)  # desktop.ui.advisor_history
+    source = HistorySource(db_path, settings)  # desktop.reporting
     window.add_page("advisor", "Advisor", AdvisorPage(source.advice, AdviceState.default(), theme))
 """
 

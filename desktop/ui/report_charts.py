@@ -21,6 +21,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
+from advisor.summary import WEEKDAYS
 from desktop.safetext import neutralise_bidi
 
 FloatArray = npt.NDArray[np.float64]
@@ -28,7 +29,6 @@ FloatArray = npt.NDArray[np.float64]
 PALETTE = ("#2f6fdf", "#e0672b", "#2a9d5b", "#b0359b", "#c9a227", "#5d6d7e")
 BACKGROUND = "#ffffff"
 FOREGROUND = "#222222"
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def ensure_app() -> QApplication:

@@ -20,7 +20,7 @@ from advisor.profile import KIND_LABELS, KINDS
 from desktop.safetext import neutralise_bidi
 
 if TYPE_CHECKING:
-    from desktop.ui.reports import ReportData
+    from desktop.reporting import ReportData
 
 SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#d68910", "info": "#2e86c1"}
 _CSS = """

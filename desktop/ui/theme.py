@@ -13,6 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from desktop.telemetry.model import ClockEventReason
+
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with the common colour
 #: vision deficiencies. Yellow is kept for the light-on-dark case only.
 OKABE_ITO = {
@@ -86,12 +88,12 @@ LIGHT = Theme(
 )
 
 #: Throttle-cause lane colours: thermal causes warm, power causes cool, the rest neutral.
-REASON_COLOURS = {
-    "Power cap": OKABE_ITO["sky"],
-    "Power brake": OKABE_ITO["blue"],
-    "SW thermal": OKABE_ITO["orange"],
-    "HW thermal": OKABE_ITO["vermillion"],
-    "HW slowdown": OKABE_ITO["purple"],
+REASON_COLOURS: dict[ClockEventReason, str] = {
+    ClockEventReason.SW_POWER_CAP: OKABE_ITO["sky"],
+    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: OKABE_ITO["blue"],
+    ClockEventReason.SW_THERMAL_SLOWDOWN: OKABE_ITO["orange"],
+    ClockEventReason.HW_THERMAL_SLOWDOWN: OKABE_ITO["vermillion"],
+    ClockEventReason.HW_SLOWDOWN: OKABE_ITO["purple"],
 }
 
 

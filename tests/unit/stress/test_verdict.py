@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
-from desktop.stress.verdict import RunTrace, compare_with_history, format_duration, judge, rolling_median
+from desktop.stress.verdict import RunTrace, Verdict, judge, rolling_median
+from desktop.stress.verdict_text import compare_with_baseline, format_duration
 from desktop.telemetry.model import THERMAL_REASONS
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, Trace, parse_profile_list
 
@@ -139,6 +141,11 @@ def _earlier(sustained: float, started_s: float, errors: int = 0) -> StressResul
                         workload="gemm", dtype="bf16", unit="TFLOP/s", peak_throughput=sustained,
                         sustained_throughput=sustained, throttled=False, errors=errors, driver_version=None,
                         summary="", device="cuda:0")
+
+
+def compare_with_history(verdict: Verdict, earlier: list[StressResult]) -> Verdict:
+    """The comparison as the stress run makes it (records.judge_run): the shared baseline, then the words."""
+    return compare_with_baseline(verdict, pick_baseline(earlier, "gemm", "bf16", "GPU-1", unit=verdict.unit))
 
 
 def test_comparison_with_the_baseline_names_its_date() -> None:

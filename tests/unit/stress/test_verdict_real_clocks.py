@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from desktop.history.nvsmi_csv import parse_nvsmi_csv
-from desktop.stress.verdict import CAUSE_COUNTER_FIELDS, RunTrace, judge
+from desktop.stress.causes import CAUSE_COUNTER_FIELDS
+from desktop.stress.verdict import RunTrace, judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

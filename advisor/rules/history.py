@@ -1,12 +1,13 @@
-"""Advice rules about processes, configuration and stress-test history (the rest live in rules.py)."""
+"""Advice rules about processes, configuration and stress-test history (the GPU-metric rules live in gpu.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from advisor import actions
+from advisor.baseline import pick_baseline, usable
 from advisor.frame import ProcessSamples, StressResult
-from advisor.rules import IDLE_UTIL_PCT, Evidence, Recommendation, RuleContext, Severity
+from advisor.rules import actions
+from advisor.rules.base import IDLE_UTIL_PCT, Evidence, Recommendation, RuleContext, Severity
 from advisor.stats import intervals_from_mask, values_at
 
 
@@ -102,19 +103,22 @@ def driver_change(ctx: RuleContext) -> list[Recommendation]:
 
 
 def stress_regression(ctx: RuleContext) -> list[Recommendation]:
-    """The latest stress result of a kind is below the first one (its baseline) by more than the threshold."""
+    """The latest stress result of a kind is below its baseline by more than the threshold.
+
+    The baseline is the verdict's (``advisor.baseline.pick_baseline``): the best of the last ten
+    usable runs before the latest of the same workload, dtype and GPU.
+    """
     out = []
     groups: dict[tuple[str, str, str, str], list[StressResult]] = {}
     for result in ctx.frame.stress_results:
-        if result.errors or result.sustained_throughput <= 0:
-            continue
-        groups.setdefault((result.gpu_uuid, result.workload, result.dtype, result.unit), []).append(result)
+        if usable(result):
+            groups.setdefault((result.gpu_uuid, result.workload, result.dtype, result.unit), []).append(result)
     by_uuid = {g.meta.uuid: g for g in ctx.frame.gpus}
     for (uuid, workload, dtype, unit), results in groups.items():
-        if len(results) < 2:
+        latest = max(results, key=lambda r: (r.started_s, r.run_id))
+        baseline = pick_baseline(results, workload, dtype, uuid, unit=unit, before_s=latest.started_s)
+        if baseline is None:
             continue
-        results.sort(key=lambda r: r.started_s)
-        baseline, latest = results[0], results[-1]
         drop_pct = (1.0 - latest.sustained_throughput / baseline.sustained_throughput) * 100.0
         if drop_pct < ctx.thresholds.stress_regression_pct:
             continue

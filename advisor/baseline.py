@@ -1,0 +1,38 @@
+"""The stress baseline: which earlier run a result is measured against, one rule for the verdict and the advisor.
+
+A machine that once held a speed can again, so the baseline is the best sustained result
+among the most recent runs of the same workload and precision on the same GPU; a shortfall
+against it points at dust, fan mode or driver rather than the silicon. Runs with result
+errors, aborted runs and runs without a sustained figure never count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from advisor.frame import StressResult
+
+#: The baseline is the best of this many most recent usable runs.
+BASELINE_RUNS = 10
+
+
+def usable(run: StressResult) -> bool:
+    """A run that measured something: finished, no result errors, a positive sustained throughput."""
+    return (not run.aborted and run.errors == 0 and math.isfinite(run.sustained_throughput)
+            and run.sustained_throughput > 0)
+
+
+def pick_baseline(runs: Iterable[StressResult], workload: str, dtype: str, device_uuid: str, *,
+                  unit: str | None = None, before_s: float | None = None,
+                  last: int = BASELINE_RUNS) -> StressResult | None:
+    """The best sustained of the ``last`` most recent usable runs of ``workload`` in ``dtype`` on ``device_uuid``.
+
+    ``unit`` (when given) must match too; ``before_s`` keeps only runs started before it (the
+    run being judged and anything later are not its own baseline). None when no run qualifies.
+    """
+    candidates = [r for r in runs if r.workload == workload and r.dtype == dtype and r.gpu_uuid == device_uuid
+                  and (unit is None or r.unit == unit) and (before_s is None or r.started_s < before_s)
+                  and usable(r)]
+    candidates.sort(key=lambda r: (r.started_s, r.run_id), reverse=True)
+    return max(candidates[:last], key=lambda r: r.sustained_throughput, default=None)

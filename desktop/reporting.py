@@ -1,0 +1,272 @@
+"""The weekly report's data, without Qt: the week in local time, its summary and advice, JSON and CSV.
+
+The advisor supplies the numbers (``advisor.summary``, ``desktop.advice``); this module picks
+the week (ISO weeks in local time, DST included), builds the ``ReportData`` every format
+renders, and writes the JSON and CSV; ``desktop.ui.reports`` draws the charts and renders
+HTML and PDF from the same data. ``HistorySource`` reads the history for the Advisor, Costs
+and History pages (on their worker threads). A GPU is a card, not a slot: series, charts and
+labels are keyed on its uuid, so a card swapped in slot 0 mid-week gets its own charts and a
+label that says which ("GPU 0 (RTX 4090)", plus the uuid where slot and name are shared).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advisor.frame import FloatArray, GpuSeries, HistoryFrame
+from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
+from desktop import config
+from desktop.advice import (
+    Advice,
+    advice_json,
+    compute_advice,
+    json_safe,
+    load_recent_frame,
+    open_history,
+    recommendation_dict,
+)
+from desktop.csvsafe import CsvWriter
+from desktop.errors import UserError
+
+WEEK_S = 7 * 86400.0
+
+
+class SystemLocalTime(tzinfo):
+    """The operating system's local time zone, DST included (``datetime.astimezone()`` fixes one offset)."""
+
+    def _offset_at(self, epoch_s: float) -> timedelta:
+        return timedelta(seconds=time.localtime(epoch_s).tm_gmtoff)
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        if dt is None:
+            return self._offset_at(time.time())
+        return self._offset_at(time.mktime(dt.replace(tzinfo=None).timetuple()))
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def tzname(self, dt: datetime | None) -> str:
+        return time.strftime("%Z")
+
+    def fromutc(self, dt: datetime) -> datetime:
+        epoch = (dt.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()
+        return dt + self._offset_at(epoch)
+
+    def __str__(self) -> str:
+        return f"local time, {time.strftime('%Z')}"
+
+
+@dataclass(frozen=True)
+class ReportData:
+    week_label: str
+    summary: WeeklySummary
+    advice: Advice
+    generated_s: float
+    #: chart key -> caption, in display order (the PNGs are rendered from ``series``).
+    chart_captions: dict[str, str] = field(default_factory=dict)
+    #: Hourly means per GPU for the charts: {gpu uuid: {"time_s"| metric: array}}.
+    series: dict[str, dict[str, FloatArray]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    #: gpu uuid -> how the report names it ("GPU 0 (NVIDIA GeForce RTX 4090)").
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:
+    """(index, uuid, name) -> {uuid: "GPU 0 (name)"}; cards that share slot and name also show their uuid."""
+    shared = Counter((index, name) for index, _, name in gpus)
+    return {uuid: f"GPU {index} ({name})" + (f" [{uuid}]" if shared[(index, name)] > 1 else "")
+            for index, uuid, name in gpus}
+
+
+def chart_key(kind: str, position: int) -> str:
+    """``util-0``: charts are numbered by the GPU's place in the report (a uuid is no safe resource name)."""
+    return f"{kind}-{position}"
+
+
+def week_bounds(label: str, tz: tzinfo) -> tuple[float, float]:
+    """``2026-W48`` -> Monday 00:00 to the next Monday 00:00, local time, as epoch seconds."""
+    try:
+        year_text, week_text = label.upper().split("-W")
+        monday = datetime.fromisocalendar(int(year_text), int(week_text), 1)
+    except ValueError:
+        raise UserError(f"--week {label!r}: expected an ISO week such as 2026-W48") from None
+    start = monday.replace(tzinfo=tz).timestamp()
+    end = (monday + timedelta(days=7)).replace(tzinfo=tz).timestamp()
+    return start, end
+
+
+def week_label(time_s: float, tz: tzinfo) -> str:
+    year, week, _ = datetime.fromtimestamp(time_s, tz).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def hourly(gpu: GpuSeries, start_s: float, end_s: float) -> dict[str, FloatArray]:
+    """Hourly time-weighted means of the charted metrics (NaN for hours with no data)."""
+    edges = np.arange(start_s, end_s + 1.0, 3600.0)
+    centre = edges[:-1] + 1800.0
+    out: dict[str, FloatArray] = {"time_s": centre}
+    bins = np.clip(np.searchsorted(edges, gpu.time_s, side="right") - 1, 0, len(centre) - 1)
+    inside = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
+    for metric in ("utilization_gpu_pct", "temperature_c", "power_w", "vram_used_mib"):
+        values: FloatArray = getattr(gpu, metric)
+        ok = inside & np.isfinite(values)
+        weight = np.bincount(bins[ok], weights=gpu.duration_s[ok], minlength=len(centre))
+        total = np.bincount(bins[ok], weights=(values * gpu.duration_s)[ok], minlength=len(centre))
+        out[metric] = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+    return out
+
+
+def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: config.Settings, tz: tzinfo,
+                 label: str, *, now_s: float | None = None, notes: tuple[str, ...] = (),
+                 offers: list[Any] | None = None, specs: list[Any] | None = None) -> ReportData:
+    """The report's data from frames (no database, no Qt): what every format renders."""
+    advice = compute_advice(frame, settings, offers, specs)
+    summary = weekly_summary(frame, tz=tz, previous=previous, recommendations=advice.recommendations,
+                             price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency)
+    labels = gpu_labels([(g.meta.index, g.meta.uuid, g.meta.name) for g in frame.gpus])
+    captions: dict[str, str] = {}
+    series: dict[str, dict[str, FloatArray]] = {}
+    for n, gpu in enumerate(frame.gpus):
+        name = labels[gpu.meta.uuid]
+        series[gpu.meta.uuid] = hourly(gpu, frame.start_s, frame.end_s)
+        captions[chart_key("util", n)] = f"{name}: utilization (hourly mean)"
+        captions[chart_key("temp", n)] = f"{name}: temperature (hourly mean) and slowdown temperature"
+        captions[chart_key("power", n)] = f"{name}: power (hourly mean) and power limit"
+        captions[chart_key("heat", n)] = f"{name}: utilization by weekday and hour"
+        captions[chart_key("daily", n)] = f"{name}: busy hours per day"
+    return ReportData(label, summary, advice, time.time() if now_s is None else now_s, captions, series, notes,
+                      labels)
+
+
+def to_json(data: ReportData) -> str:
+    summary = dataclasses.asdict(data.summary)
+    summary["recommendations"] = [recommendation_dict(r) for r in data.summary.recommendations]
+    payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
+               "summary": json_safe(summary), "advice": advice_json(data.advice)}
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def to_csv(data: ReportData) -> str:
+    """Long format: section, gpu, item, value, unit (one figure a line, easy to pivot).
+
+    The gpu column is the index; where a slot held two cards it is "index (uuid)". Cells go
+    through ``desktop.csvsafe`` (a process may be named ``=cmd|...``)."""
+    out = io.StringIO()
+    w = CsvWriter(out)
+    w.writerow(["section", "gpu", "item", "value", "unit"])
+    slots = Counter(g.index for g in data.summary.gpus)
+
+    def row(*cells: Any) -> None:
+        w.writerow(cells)
+
+    for g in data.summary.gpus:
+        gpu: int | str = g.index if slots[g.index] == 1 else f"{g.index} ({g.uuid})"
+        row("gpu", gpu, "name", g.name, "")
+        row("gpu", gpu, "busy", round(g.busy_hours, 3), "h")
+        row("gpu", gpu, "mean utilization while busy", round(g.mean_util_busy_pct, 2), "%")
+        row("gpu", gpu, "energy", round(g.energy_kwh, 4), "kWh")
+        row("gpu", gpu, "energy cost", round(g.energy_cost, 4), data.summary.currency)
+        row("gpu", gpu, "peak temperature", g.peak_temp_c, "°C")
+        row("gpu", gpu, "p95 temperature", g.p95_temp_c, "°C")
+        for cause, minutes in g.throttle_minutes.items():
+            row("gpu", gpu, f"throttled: {cause}", round(minutes, 2), "min")
+        row("gpu", gpu, "VRAM peak", g.vram_peak_mib, "MiB")
+        row("gpu", gpu, "VRAM above 90 %", round(g.vram_above_90_minutes, 2), "min")
+        for d, day in enumerate(WEEKDAYS):
+            for h, value in enumerate(g.heatmap_pct[d]):
+                row("heatmap", gpu, f"{day} {h:02d}:00", round(value, 2) if math.isfinite(value) else "", "%")
+    for p in data.summary.top_processes:
+        row("process", p.gpu_index, p.name, round(p.gpu_hours, 3), "GPU-h")
+    for c in data.summary.changes:
+        row("change", c.gpu_index, c.label, round(c.delta, 3), c.unit)
+    for r in data.summary.recommendations:
+        row("recommendation", "" if r.gpu_index is None else r.gpu_index, f"{r.severity}: {r.title}", r.rule_id, "")
+    for cost in data.advice.costs:
+        row("cost", cost.gpu_name, "owned per month", round(cost.owned_month, 2), data.advice.currency)
+        for o in cost.options:
+            row("cost", cost.gpu_name, f"{o.offer.gpu_model} at {o.offer.provider}, on demand per month",
+                round(o.on_demand_month, 2), "USD")
+    return out.getvalue()
+
+
+def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[str, HistoryFrame,
+                                                                                 HistoryFrame | None, tuple[str, ...]]:
+    """The frames for ``label`` (default: the last full week, or the newest week with data) and the week before."""
+    from desktop.history.frames import load_frame
+
+    notes: tuple[str, ...] = ()
+    span = store.time_range()
+    if label is None:
+        label = week_label(now_s - WEEK_S, tz)
+        start, end = week_bounds(label, tz)
+        if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
+            # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
+            label = week_label(max(span[0], span[1] - 3600.0), tz)
+            notes = (f"The last full week has no history; this is the newest week with data ({label}).",)
+    start, end = week_bounds(label, tz)
+    if span is None or span[1] <= start or span[0] >= end:
+        raise UserError(f"no history recorded in {label}"
+                        + (f" (the history covers {week_label(span[0], tz)} to {week_label(span[1] - 1, tz)})"
+                           if span else ""))
+    frame = load_frame(store, start, end, platform=sys.platform)
+    previous = load_frame(store, start - WEEK_S, start, platform=sys.platform) if span[0] < start else None
+    if previous is not None and not previous.gpus:
+        previous = None
+    return label, frame, previous, notes
+
+
+class HistorySource:
+    """Reads the history database on demand for the three pages (read-only; the recorder may be writing)."""
+
+    def __init__(self, db_path: Path, settings: config.Settings, days: float = 7.0) -> None:
+        self.db_path = db_path
+        self.settings = settings
+        self.days = days
+
+    def advice(self) -> Advice | None:
+        try:
+            store = open_history(str(self.db_path))
+            try:
+                frame = load_recent_frame(store, self.days)
+            finally:
+                store.close()
+        except UserError:
+            return None
+        return compute_advice(frame, self.settings)
+
+    def weeks(self) -> list[str]:
+        try:
+            store = open_history(str(self.db_path))
+        except UserError:
+            return []
+        with store:
+            span = store.time_range()
+        if span is None:
+            return []
+        tz = SystemLocalTime()
+        labels: list[str] = []
+        t = max(span[0], span[1] - 3600.0)  # as the report's default: a lone sample does not make a week
+        while t >= span[0] - WEEK_S and len(labels) < 520:
+            label = week_label(max(t, span[0]), tz)
+            if label not in labels:
+                labels.append(label)
+            t -= WEEK_S
+        return labels
+
+    def report(self, label: str) -> ReportData:
+        tz = SystemLocalTime()
+        with open_history(str(self.db_path)) as store:
+            label, frame, previous, notes = load_week(store, label, tz, time.time())
+        return build_report(frame, previous, self.settings, tz, label, notes=notes)
