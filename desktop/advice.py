@@ -1,4 +1,4 @@
-"""`rigscope advise`, and the glue the GUI and reports use: settings, price tables and history into advice.
+"""The glue the GUI, reports and `rigscope advise` use: settings, price tables and history into advice.
 
 The advisor itself is pure; this module does the I/O around it: it reads the cloud price and
 GPU spec tables (a copy named ``cloud_prices.csv`` / ``gpu_specs.csv`` in the config folder
@@ -8,27 +8,23 @@ the frame.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
-import json
 import math
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.frame import HistoryFrame
-from advisor.profile import INFERENCE, KIND_LABELS, KINDS, WorkloadProfile, gpu_profile, workload_profiles
+from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, run_rules
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from desktop import config
 from desktop.errors import UserError
-from desktop.paths import config_dir, default_db_path, demo_db_path, resource_path
-from desktop.safetext import printable
+from desktop.paths import config_dir, demo_db_path, resource_path
 
 PRICES_FILE = "cloud_prices.csv"
 SPECS_FILE = "gpu_specs.csv"
@@ -132,11 +128,11 @@ def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[
     return Advice(frame, tuple(recs), workload_profiles(frame), costs, settings.costs.currency)
 
 
-def open_history(db: str | None) -> Any:
-    """The history store at ``db`` (default: the user's), read-only; a clear UserError when there is none."""
+def open_history(db: str | Path) -> Any:
+    """The history store at ``db``, read-only; a clear UserError when there is none."""
     from desktop.history.store import HistoryStore
 
-    path = Path(db).expanduser() if db else default_db_path()
+    path = Path(db)
     if not path.exists():
         hint = f"`rigscope demo` writes a simulated week you can try it on: then `--db {demo_db_path()}`"
         raise UserError(f"no history at {path}: record some with `rigscope record` (or keep the window open); "
@@ -185,62 +181,3 @@ def advice_json(advice: Advice) -> dict[str, Any]:
         "costs": [json_safe(dataclasses.asdict(c)) for c in advice.costs],
         "currency": advice.currency,
     }
-
-
-def local_time(time_s: float, fmt: str = "%a %d %b %H:%M") -> str:
-    return datetime.fromtimestamp(time_s).strftime(fmt)
-
-
-def format_advice(advice: Advice) -> str:
-    """The advice for a terminal. Process and GPU names are quoted in it, and another user names a
-    process: every line goes through ``printable`` (no escape sequence, no bidi override, no
-    line break smuggled in a name), so the lines are built without newlines of their own."""
-    frame = advice.frame
-    lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
-             f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({len(frame.gpus)} GPU(s))"
-             + ("  [demo data: a simulated week]" if frame.demo else "")]
-    names = {g.meta.index: g.meta.name for g in frame.gpus}
-    for prof in advice.profiles:
-        shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
-        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
-                     f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
-    if not advice.recommendations:
-        lines += ["", "No recommendations: nothing in this history crossed a threshold."]
-    for rec in advice.recommendations:
-        lines += ["", f"[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})"]
-        lines.extend(f"  - {e.text()}" for e in rec.evidence)
-        lines.append(f"  Action: {rec.action}")
-        if rec.time_ranges:
-            spans = ", ".join(f"{local_time(a)} - {local_time(b, '%H:%M')} ({(b - a) / 3600:.1f} h)"
-                              for a, b in rec.time_ranges[:3])
-            lines.append(f"  When: {spans}")
-    for cost in advice.costs:
-        lines += ["", f"Costs, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
-                      f"{cost.owned_month:,.2f} {advice.currency}/month "
-                      f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})"]
-        for option in cost.options[:3]:
-            be = option.break_even_busy_hours_month
-            lines.append(f"  {option.offer.gpu_model} at {option.offer.provider}: {option.relative_speed:.2f}x speed, "
-                         f"{option.on_demand_month:,.2f} USD/month on demand"
-                         + (f", break-even at {be:.0f} busy h/month" if be is not None else ""))
-        lines.extend(f"  note: {n}" for n in cost.notes)
-    return "\n".join(printable(line) for line in lines)
-
-
-def advise_main(args: argparse.Namespace) -> int:
-    if args.days <= 0:
-        raise UserError("--days must be positive")
-    settings, problems = config.load()
-    for key, message in problems:
-        print(f"settings: {key}: {message}", file=sys.stderr)
-    store = open_history(args.db)
-    try:
-        frame = load_recent_frame(store, args.days, getattr(args, "now_s", None))
-    finally:
-        store.close()
-    advice = compute_advice(frame, settings)
-    if args.json:
-        print(json.dumps(advice_json(advice), indent=2))
-    else:
-        print(format_advice(advice))
-    return 0

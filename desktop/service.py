@@ -1,8 +1,9 @@
 """Start the recorder at login: a systemd user unit on Linux, a logon task on Windows (`rigscope service`).
 
 ``install()``, ``uninstall()`` and ``status()`` are what the settings dialog's "start at login"
-checkbox calls; ``install``/``uninstall`` raise ``UserError`` saying what to do when the change
-did not take effect (so the dialog keeps the old value and shows why); ``main`` is the CLI.
+checkbox calls, and `rigscope service` (desktop/cli/service.py); ``install``/``uninstall`` raise
+``UserError`` saying what to do when the change did not take effect (so the dialog keeps the
+old value and shows why).
 Every external command goes through a ``runner`` argument (``subprocess.run`` by default) so
 tests check the commands without running them, and ``RIGSCOPE_SYSTEMD_USER_DIR`` overrides
 where the unit file is written.
@@ -10,8 +11,6 @@ where the unit file is written.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ import sys
 import tempfile
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -334,35 +333,3 @@ def uninstall(runner: Runner | None = None, system: str | None = None) -> Servic
 def status(runner: Runner | None = None, system: str | None = None) -> ServiceStatus:
     run = runner or run_command
     return _linux_status(run) if _platform(system) == "linux" else _windows_status(run)
-
-
-def _describe(state: ServiceStatus) -> str:
-    def word(flag: bool | None, yes: str, no: str) -> str:
-        return "unknown" if flag is None else (yes if flag else no)
-
-    lines = [
-        f"{'installed' if state.installed else 'not installed'} ({state.manager}: {state.location})",
-        f"starts at login: {word(state.enabled, 'yes', 'no')}",
-        f"running: {word(state.active, 'yes', 'no')}",
-        f"command: {subprocess.list2cmdline(state.command)}",
-    ]
-    if state.detail:
-        lines.append(f"note: {state.detail}")
-    return "\n".join(lines)
-
-
-def main(args: argparse.Namespace) -> int:
-    """`rigscope service install [--db PATH]|uninstall|status [--json]`."""
-    if args.action == "status":
-        state = status()
-        print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
-        return 0
-    if args.action == "install":  # UserError: the CLI prints it, exit 2
-        result = install(db_path=Path(args.db) if getattr(args, "db", None) else None)
-    else:
-        result = uninstall()
-    if args.json:
-        print(json.dumps({"message": result.message, "status": asdict(result.status)}, indent=2))
-    else:
-        print(result.message)
-    return 0

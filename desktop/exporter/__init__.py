@@ -1,8 +1,8 @@
 """The Prometheus endpoint: dcgm-exporter-compatible GPU series plus ``rigscope_*`` extras, from Snapshots.
 
 The exporter never talks to a backend: it is fed ``Snapshot``s, either by the recorder
-(``rigscope record --prometheus``) or by its own sampler loop (``rigscope export
---prometheus``, :func:`serve_main`). The recorder's API::
+(``rigscope record --prometheus``) or by its own sampler loop (``rigscope serve``, which
+desktop/cli/serve.py runs with :func:`run_loop`). The recorder's API::
 
     handle = start_exporter("127.0.0.1:9835", hostname=None)  # UserError when the port is taken
     handle.update(snapshot)                # after every Sampler.tick(), from any thread
@@ -36,13 +36,10 @@ the other GPUs' stay (its clock-event counters resume when it comes back).
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import logging
 import socket
-import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +56,7 @@ from desktop.exporter.collector import (
     RecorderHealth,
     SnapshotCollector,
 )
+from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
 
 if TYPE_CHECKING:
@@ -79,7 +77,6 @@ __all__ = [
     "parse_listen",
     "read_last_stress",
     "run_loop",
-    "serve_main",
     "start_exporter",
 ]
 
@@ -224,45 +221,6 @@ def load_last_stress(db: str | Path | None) -> StressResult | None:
 
 def run_loop(tick: Callable[[], Snapshot], handle: ExporterHandle, interval_s: float, stop: threading.Event,
              max_ticks: int | None = None) -> int:
-    """Feed ``handle`` from ``tick()`` every ``interval_s`` until ``stop`` is set; returns the ticks done."""
-    done = 0
-    next_at = time.monotonic()
-    while not stop.is_set() and (max_ticks is None or done < max_ticks):
-        handle.update(tick())
-        done += 1
-        next_at += interval_s
-        stop.wait(max(0.0, next_at - time.monotonic()))
-    return done
-
-
-def serve_main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """``rigscope export --prometheus``: sample the GPUs and serve them until Ctrl+C."""
-    from desktop import config
-    from desktop.paths import default_db_path
-    from desktop.telemetry.sampler import Sampler, open_gpu_backend
-
-    interval_s = args.interval if args.interval is not None else config.load()[0].sampling.interval_s
-    if not 0.1 <= interval_s <= 3600:
-        raise UserError(f"--interval {interval_s}: choose between 0.1 and 3600 seconds")
-    try:
-        backend = open_gpu_backend(args.simulate)
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    # No host backend (CPU and memory are node_exporter's job), and no process polling after the
-    # first tick: process lists are NVML's slowest call and nothing here exports them.
-    sampler = Sampler(backend, None, process_period_s=float("inf"))
-    try:
-        with start_exporter(args.listen) as handle:
-            handle.follow_stress_runs(Path(args.db) if getattr(args, "db", None) else default_db_path())
-            note = " (simulated GPU)" if backend.source.simulated else ""
-            print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", flush=True)
-            if not is_loopback(handle.address):
-                print(f"Note: {handle.address} is reachable from other machines; anyone who can reach it can read "
-                      "these GPU metrics (there is no authentication).", file=sys.stderr, flush=True)
-            try:
-                run_loop(sampler.tick, handle, interval_s, stop or threading.Event())
-            except KeyboardInterrupt:
-                pass
-    finally:
-        sampler.close()
-    return 0
+    """Feed ``handle`` from ``tick()`` every ``interval_s`` (a late tick skips the slots it missed)
+    until ``stop`` is set; returns the ticks done."""
+    return run_every(interval_s, lambda: handle.update(tick()), stop, max_ticks=max_ticks)

@@ -9,12 +9,11 @@ a page, add one line to ``_add_pages``::
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -24,13 +23,11 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop import config
 from desktop.config import Settings
-from desktop.errors import UserError
 from desktop.paths import config_dir, default_db_path, ensure_private_dir
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
-from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend, open_host_backend
+from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
-from desktop.ui import platform_check
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
@@ -41,7 +38,8 @@ from desktop.ui.tray import Tray, app_icon
 from desktop.ui.worker import SamplerThread
 
 if TYPE_CHECKING:
-    from desktop.ui.advisor_history import HistoryPage, HistorySource
+    from desktop.reporting import HistorySource
+    from desktop.ui.advisor_history import HistoryPage
     from desktop.ui.settings_page import SettingsPage
     from desktop.ui.stress_page import StressPage
 
@@ -120,7 +118,7 @@ class RigscopeApp(QObject):
     def history_source(self) -> HistorySource:
         """The history reader behind the Advisor, Costs and History pages (one, shared)."""
         if self._history_source is None:
-            from desktop.ui.advisor_history import HistorySource
+            from desktop.reporting import HistorySource
 
             self._history_source = HistorySource(self.db_path, self.settings)
         return self._history_source
@@ -155,13 +153,13 @@ class RigscopeApp(QObject):
         return page
 
     def _build_advisor_page(self) -> QWidget:
-        from desktop.ui.advisor_pages import AdviceState, AdvisorPage
+        from desktop.ui.advisor_page import AdviceState, AdvisorPage
 
         state = AdviceState(config_dir() / "advisor-state.json")
         return AdvisorPage(self.history_source.advice, state, self.theme)
 
     def _build_costs_page(self) -> QWidget:
-        from desktop.ui.advisor_pages import CostsPage
+        from desktop.ui.costs_page import CostsPage
 
         page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
         page.costs_changed.connect(self.save_costs)
@@ -232,6 +230,7 @@ class RigscopeApp(QObject):
         if self._history_source is not None:  # thresholds and prices for the next advice
             self._history_source.settings = settings
         self.alerts.update_settings(settings.alerts)
+        self.recording.set_retention(settings.retention)  # the writer's next rollup/retention pass
         self.sampling.set_interval(settings.sampling.interval_s)
         self.sampler.process_period_s = settings.sampling.process_interval_s
         theme = resolve(settings.appearance.theme)
@@ -254,7 +253,7 @@ class RigscopeApp(QObject):
             self.signal_timer.stop()
         if self.window.is_built("stress"):
             self.stress.shutdown()
-        self.dashboard.timer.stop()
+        self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
         self.recording.close()
         self.tray.close()
         self.window.close_to_tray = False
@@ -262,27 +261,17 @@ class RigscopeApp(QObject):
         self.sampler.close()
 
 
-def main(args: argparse.Namespace) -> int:
-    """`rigscope` / `rigscope gui`: open the window (args.simulate, args.db)."""
-    # Qt aborts the process when its platform plugin cannot load; say what to install instead.
-    if (problem := platform_check.xcb_problem()) is not None:
-        raise UserError(problem)
-    try:
-        backend = open_gpu_backend(getattr(args, "simulate", None))
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    settings, problems = config.load()
-    for key, message in problems:
-        log.warning("settings: %s: %s", key, message)
-    sampler = Sampler(backend, open_host_backend(), process_period_s=settings.sampling.process_interval_s)
-    db = Path(args.db) if getattr(args, "db", None) else default_db_path()
+def run_window(sampler: Sampler, settings: Settings, db: Path,
+               problems: Sequence[tuple[str, str]] = ()) -> int:
+    """Open the window on ``sampler``, recording to ``db``, until the user quits (`rigscope gui`,
+    wired in desktop/cli/gui.py); ``problems`` in the settings are shown in a banner."""
     ensure_private_dir(db.parent)  # 0700 when created here; an existing folder keeps its mode
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qt_app, QApplication)
     qt_app.setApplicationName("Rigscope")
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
-    recording = open_recording(db)
+    recording = open_recording(db, retention=settings.retention)
     app = RigscopeApp(qt_app, sampler, settings, recording, end_process=end_process, db_path=db)
     if problems:
         app.window.show_banner("Some settings were invalid and defaults are used: "

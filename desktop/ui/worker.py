@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
 
 log = logging.getLogger(__name__)
@@ -43,22 +43,22 @@ class SamplerThread(QThread):
         self._interval_s = interval_s
 
     def run(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                snap = self._tick()
-                if self._on_snapshot is not None:
-                    self._on_snapshot(snap)
-            except Exception as exc:  # a backend bug must not kill sampling silently
-                log.exception("sampling failed")
-                self.failed.emit(f"{type(exc).__name__}: {exc}")
-            else:
-                self.ticks += 1
-                self.snapshot.emit(snap)
-            next_at += self._interval_s
-            now = time.monotonic()
-            next_at = max(next_at, now)  # fell behind (machine slept): do not burst to catch up
-            self._stop.wait(next_at - now)
+        # A Python loop on this thread, not a QTimer: a tick may block in the driver, and the
+        # GUI thread's timers must not wait for it. The interval is read before each wait, so
+        # Settings can change it while sampling runs.
+        run_every(lambda: self._interval_s, self._tick_once, self._stop)
+
+    def _tick_once(self) -> None:
+        try:
+            snap = self._tick()
+            if self._on_snapshot is not None:
+                self._on_snapshot(snap)
+        except Exception as exc:  # a backend bug must not kill sampling silently
+            log.exception("sampling failed")
+            self.failed.emit(f"{type(exc).__name__}: {exc}")
+        else:
+            self.ticks += 1
+            self.snapshot.emit(snap)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop and join; safe to call twice or before ``start``."""

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.frame import StressResult
 from desktop import exporter
-from desktop.cli import build_parser
+from desktop.cli import build_parser, serve
 from desktop.errors import UserError
 from desktop.exporter import SnapshotCollector, parse_listen, start_exporter
 from desktop.history.store import HistoryStore
@@ -251,8 +251,8 @@ def test_parse_listen_rejects_with_a_clear_message(text: str) -> None:
 
 def test_binds_loopback_unless_told() -> None:
     assert parse_listen(exporter.DEFAULT_LISTEN)[0] == "127.0.0.1"
-    for command in ("export", "record"):
-        args = build_parser().parse_args([command, "--prometheus"])
+    for argv in (["export", "--prometheus"], ["record", "--prometheus"], ["serve"]):
+        args = build_parser().parse_args(argv)
         assert parse_listen(args.listen)[0] == "127.0.0.1"
     with start_exporter("0") as handle:
         assert handle._server.server_address[0] == "127.0.0.1"  # type: ignore[attr-defined]
@@ -278,7 +278,7 @@ def test_port_in_use_is_a_clear_user_error() -> None:
             start_exporter(f"127.0.0.1:{port}")
 
 
-def test_serve_main_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     handles: list[exporter.ExporterHandle] = []
     started = threading.Event()
     real_start = exporter.start_exporter
@@ -292,7 +292,7 @@ def test_serve_main_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.M
     stop = threading.Event()
     args = argparse.Namespace(listen="127.0.0.1:0", interval=0.1, simulate="", db=None)
     result: list[int] = []
-    thread = threading.Thread(target=lambda: result.append(exporter.serve_main(args, stop)))
+    thread = threading.Thread(target=lambda: result.append(serve.main(args, stop)))
     thread.start()
     try:
         assert started.wait(10.0)
@@ -326,10 +326,10 @@ def test_last_stress_is_read_from_the_history_at_start(tmp_path: Path) -> None:
     (0.0, "", "--interval"),
     (1.0, "no-such-gpu", "no-such-gpu"),
 ])
-def test_serve_main_user_mistakes(interval: float, simulate: str, message: str) -> None:
+def test_serve_user_mistakes(interval: float, simulate: str, message: str) -> None:
     args = argparse.Namespace(listen="127.0.0.1:0", interval=interval, simulate=simulate, db=None)
     with pytest.raises(UserError, match=message):
-        exporter.serve_main(args, threading.Event())
+        serve.main(args, threading.Event())
 
 
 def test_handle_follows_new_stress_runs(tmp_path: Path) -> None:

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from desktop import cli, config
-from desktop.advice import compute_advice, format_advice
+from desktop.advice import compute_advice
 from desktop.cli import sample
+from desktop.cli.advise import format_advice
+from desktop.cli.doctor import render as render_doctor
 from desktop.csvsafe import CsvWriter, safe_cell
 from desktop.safetext import neutralise_bidi, printable
-from desktop.telemetry import doctor
+from desktop.telemetry.doctor import collect
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from tests.unit.advisor.demo_frame import TWO_GPUS, demo_week_frame
 from tests.unit.history.helpers import FULL_PROCESS, snapshot
@@ -79,11 +81,11 @@ def test_sample_and_doctor_print_no_escape_sequence() -> None:
     assert "pwned" in text and _clean(text)
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"))
     try:
-        report = doctor.collect(backend)
+        report = collect(backend)
     finally:
         backend.close()
     report["gpus"][0]["name"] = NASTY
-    text = doctor.render(report)
+    text = render_doctor(report)
     assert "pwned" in text and _clean(text)
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from desktop.cli import main
+from desktop.cli.stress import resolve_device
 from desktop.history.store import HistoryStore
-from desktop.stress.commands import parse_time, resolve_device
 from desktop.stress.log_verdict import verdicts_for_log
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 
@@ -67,14 +67,6 @@ def test_log_verdict_skips_idle_minutes_and_finds_thermal_throttling() -> None:
     assert run.start_s >= 300.0
     verdict = run.verdict
     assert verdict.basis == "clock" and verdict.throttled and verdict.cause_family == "thermal"
-
-
-def test_parse_time_relative_and_iso() -> None:
-    now = 1_800_000_000.0
-    assert parse_time("-2h", now) == now - 7200
-    assert parse_time("2026-11-02T12:00:00+00:00", now) == 1_793_620_800.0
-    with pytest.raises(Exception, match="cannot read the time"):
-        parse_time("yesterday-ish", now)
 
 
 def _nvsmi_log(path: Path) -> float:

@@ -224,7 +224,7 @@ class RealLooking(ClosingBackend):
 
 
 def _fake_child(monkeypatch: pytest.MonkeyPatch, device: dict[str, Any], seconds: float) -> None:
-    from desktop.stress import commands
+    from desktop.cli import stress as commands
 
     monkeypatch.setattr(commands, "open_gpu_backend", RealLooking)
     monkeypatch.setattr(StressRunner, "child_command",

@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from desktop.cli import gui
 from desktop.errors import UserError
 from desktop.ui import app as app_module
 
@@ -30,7 +31,7 @@ def test_gui_main_opens_records_and_quits(qapp, tmp_path, monkeypatch):
     monkeypatch.setattr(app_module.RigscopeApp, "start", start)
     quit_on_close = qapp.quitOnLastWindowClosed()
     try:
-        code = app_module.main(argparse.Namespace(simulate="", db=str(tmp_path / "h.sqlite")))
+        code = gui.main(argparse.Namespace(simulate="", db=str(tmp_path / "h.sqlite")))
     finally:
         qapp.setQuitOnLastWindowClosed(quit_on_close)
     assert code == 0
@@ -45,4 +46,4 @@ def test_gui_main_opens_records_and_quits(qapp, tmp_path, monkeypatch):
 
 def test_an_unknown_simulated_profile_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="unknown simulated GPU profile"):
-        app_module.main(argparse.Namespace(simulate="gtx-nope", db=str(tmp_path / "h.sqlite")))
+        gui.main(argparse.Namespace(simulate="gtx-nope", db=str(tmp_path / "h.sqlite")))

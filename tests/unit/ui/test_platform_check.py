@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from desktop.cli import gui
 from desktop.errors import UserError
-from desktop.ui import app as app_module
 from desktop.ui import platform_check
 from desktop.ui.platform_check import (
     DEBIAN_PACKAGES,
@@ -153,9 +153,9 @@ def test_gui_stops_with_the_message_before_opening_a_gpu_or_a_window(tmp_path, m
     def no_backend(_simulate: object) -> None:
         raise AssertionError("opened the GPU before checking the platform")
 
-    monkeypatch.setattr(app_module, "open_gpu_backend", no_backend)
+    monkeypatch.setattr(gui, "open_backend", no_backend)
     with pytest.raises(UserError, match=r"apt-get install libxcb-cursor0") as raised:
-        app_module.main(argparse.Namespace(simulate="", db=str(tmp_path / "h.sqlite")))
+        gui.main(argparse.Namespace(simulate="", db=str(tmp_path / "h.sqlite")))
     assert raised.value.exit_code == 2
     assert not (tmp_path / "h.sqlite").exists()
 

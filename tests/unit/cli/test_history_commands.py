@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from desktop import cli
-from desktop.history.commands import parse_time
 from desktop.history.store import HistoryStore
 from desktop.paths import demo_db_path
 from tests.unit.history.helpers import snapshot
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "history" / "data"
 
 
 def test_demo_writes_a_labelled_database_and_refuses_real_history(tmp_path: Path,
@@ -76,25 +75,12 @@ def test_export_csv_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "no samples between" in capsys.readouterr().err
 
 
-def test_relative_times_work_as_separate_arguments() -> None:
-    assert cli._attach_relative_times(["export", "--from", "-7d", "--to", "now", "-o", "x"]) == [
-        "export", "--from=-7d", "--to", "now", "-o", "x"]
-
-
-def test_parse_time_relative_and_absolute() -> None:
-    assert parse_time("-7d", 1000_000.0) == 1000_000.0 - 7 * 86400
-    assert parse_time("-30m", 5000.0) == 3200.0
-    assert parse_time("now", 42.0) == 42.0
-    assert parse_time("1970-01-02T00:00:00+00:00", 0.0) == 86400.0
-
-
-def test_export_prometheus_is_handed_to_the_exporter(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_prometheus_is_handed_to_serve(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    import desktop.exporter
-    from desktop.history.commands import export_main
+    from desktop.cli import export, serve
 
     seen: list[argparse.Namespace] = []
-    monkeypatch.setattr(desktop.exporter, "serve_main", lambda args: seen.append(args) or 7)
+    monkeypatch.setattr(serve, "main", lambda args: seen.append(args) or 7)
     args = argparse.Namespace(prometheus=True, listen="127.0.0.1:0")
-    assert export_main(args) == 7 and seen == [args]
+    assert export.main(args) == 7 and seen == [args]

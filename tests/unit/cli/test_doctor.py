@@ -10,7 +10,7 @@ import sys
 import pynvml
 import pytest
 
-from desktop.telemetry import doctor
+from desktop.cli import doctor
 from desktop.telemetry.model import GPU_METRIC_NAMES
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, ada_desktop_gpu, desktop_gpu, hopper_mig_gpu
 

@@ -1,0 +1,209 @@
+"""The `rigscope` command: no subcommand opens the window; subcommands do the same headless.
+
+One module per subcommand (``desktop/cli/<name>.py``, ``import_`` for `import`), each with a
+``main(args) -> int``; the table below names them and they are imported only when run, so
+`rigscope --version` and the GUI start do not pay for torch, sqlite or Qt they do not use.
+What they share is in ``common.py``. Conventions: every command that reads or writes history
+takes ``--db PATH``; every command that prints results takes ``--json``; ``args.now_s`` is
+"now" for every default that depends on the date. A ``UserError`` prints its message and
+exits 2. Nothing outside this package imports it: it is the top layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from desktop import __version__
+from desktop.cli.common import TIME_HELP, attach_relative_times, drop_stdout
+from desktop.errors import UserError
+
+Handler = Callable[[argparse.Namespace], int]
+
+#: subcommand -> the module under desktop.cli that runs it (its ``main(args)``).
+COMMANDS: dict[str, str] = {
+    "gui": "gui",
+    "doctor": "doctor",
+    "sample": "sample",
+    "record": "record",
+    "import": "import_",
+    "export": "export",
+    "serve": "serve",
+    "demo": "demo",
+    "stress": "stress",
+    "analyze": "analyze",
+    "advise": "advise",
+    "report": "report",
+    "service": "service",
+}
+
+DEFAULT_LISTEN = "127.0.0.1:9835"
+
+
+def _db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="PATH", help="history database (default: the one in your data folder)")
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _simulate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--simulate", nargs="?", const="", default=None, metavar="PROFILES",
+                   help="use the simulated GPU (optionally profiles, e.g. rtx4090-laptop,rtx4090)")
+
+
+def _interval(p: argparse.ArgumentParser, default: float | None = None) -> None:
+    shown = f"{default:g}" if default is not None else "the sampling interval in Settings"
+    p.add_argument("--interval", type=float, default=default, metavar="S",
+                   help=f"seconds between samples (default: {shown})")
+
+
+def _listen(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
+                   help=f"Prometheus listen address (default {DEFAULT_LISTEN}; 0.0.0.0:PORT for every interface)")
+
+
+def _range(p: argparse.ArgumentParser, default_from: str) -> None:
+    p.add_argument("--from", dest="from_", metavar="TIME", help=f"start: {TIME_HELP}; default: {default_from}")
+    p.add_argument("--to", metavar="TIME", help="end, in the same forms; default: now")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rigscope",
+        description="Watch, stress-test and get advice for your GPU workstation. "
+        "With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"rigscope {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text)
+
+    p = add("gui", "open the window (the default)")
+    _simulate(p)
+    _db(p)
+
+    p = add("doctor", "check the driver, GPUs and supported metrics")
+    _json(p)
+    _simulate(p)
+
+    p = add("sample", "print live readings as a table or JSON lines")
+    _json(p)
+    _simulate(p)
+    _interval(p, 1.0)
+    p.add_argument("--count", type=int, default=0, metavar="N", help="stop after N samples (default: run until Ctrl+C)")
+
+    p = add("record", "record telemetry to the history database (headless)")
+    _interval(p)
+    _simulate(p)
+    _db(p)
+    p.add_argument("--prometheus", action="store_true", help="also serve Prometheus metrics")
+    _listen(p)
+
+    p = add("import", "import nvidia-smi CSV logs into the history")
+    p.add_argument("files", nargs="+", metavar="FILE", help="nvidia-smi --query-gpu=... --format=csv logs")
+    p.add_argument("--machine", metavar="NAME",
+                   help="for logs without uuid or pci.bus_id: the machine they come from (default: each file's name)")
+    _db(p)
+    _json(p)
+
+    p = add("export", "export samples as CSV/JSON lines, or serve Prometheus metrics with --prometheus")
+    _range(p, "24 h ago")
+    p.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="output format (default csv)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    p.add_argument("--prometheus", action="store_true",
+                   help="serve live metrics for Prometheus instead (the same as `rigscope serve`)")
+    _listen(p)
+    _interval(p)
+    _simulate(p)
+    _db(p)
+
+    p = add("serve", "serve live GPU metrics for Prometheus (dcgm-exporter names) until Ctrl+C")
+    _listen(p)
+    _interval(p)
+    _simulate(p)
+    p.add_argument("--db", metavar="PATH",
+                   help="history database the last stress verdict is read from (default: the one in your data folder)")
+
+    p = add("demo", "write a simulated week into a separate demo database")
+    p.add_argument("--days", type=float, default=7.0, help="how many days of history to simulate (default 7)")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same history")
+    p.add_argument("--gpus", default="rtx4090-laptop", metavar="PROFILES",
+                   help="simulated GPU profiles, comma-separated (default rtx4090-laptop)")
+    _db(p)
+    _json(p)
+
+    p = add("stress", "run a sustained-load test and give a throttle verdict")
+    p.add_argument("--minutes", type=float, default=None, metavar="M", help="duration (fractions allowed; default 10)")
+    p.add_argument("--workload", choices=("gemm", "bandwidth", "train", "infer"), default="gemm",
+                   help="what to run (default gemm)")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "tf32", "fp32"), default=None,
+                   help="GEMM precision (default: the fastest the device supports)")
+    p.add_argument("--device", default=None, metavar="DEV", help="cuda:0 | cpu | sim (default: cuda:0, else sim)")
+    p.add_argument("--guard-c", type=float, default=None, metavar="C", help="stop above this GPU temperature")
+    _db(p)
+    _json(p)
+
+    p = add("analyze", "throttle verdict for an nvidia-smi log or a stored time range")
+    p.add_argument("file", nargs="?", metavar="FILE", help="nvidia-smi CSV log (omit to use --from/--to)")
+    _range(p, "1 h ago")
+    p.add_argument("--gpu", type=int, default=None, metavar="INDEX",
+                   help="judge only this GPU (its index in the history, or its place in the log)")
+    _db(p)
+    _json(p)
+
+    p = add("advise", "recommendations from your logged history")
+    p.add_argument("--days", type=float, default=7.0, help="how much history to look at (default 7)")
+    _db(p)
+    _json(p)
+
+    p = add("report", "write the weekly summary as HTML, PDF, JSON or CSV")
+    p.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last full week)")
+    p.add_argument("--format", choices=("html", "pdf", "json", "csv"), default="html",
+                   help="output format (default html)")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the file to write")
+    _db(p)
+
+    p = add("service", "install the recorder to start at login (systemd user unit / logon task)")
+    p.add_argument("action", choices=("install", "uninstall", "status"), help="what to do")
+    p.add_argument("--db", metavar="PATH",
+                   help="install: the history database the recorder writes (default: the one in your data folder)")
+    _json(p)
+    return parser
+
+
+def handler(command: str) -> Handler:
+    """The ``main`` of ``command``'s module, imported now."""
+    module = importlib.import_module(f"{__name__}.{COMMANDS[command]}")
+    return cast(Handler, module.main)
+
+
+def main(argv: Sequence[str] | None = None, *, now_s: float | None = None) -> int:
+    """Run one command. ``now_s`` is "now" for every default that depends on it (the last full
+    week, the last 24 h): tests pass a fixed instant so their expectations hold on any date."""
+    parser = build_parser()
+    given = attach_relative_times(argv if argv is not None else sys.argv[1:])
+    args = parser.parse_args(given)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None:
+        args = parser.parse_args(["gui", *given])
+    args.now_s = time.time() if now_s is None else now_s
+    try:
+        return handler(args.command)(args)
+    except UserError as exc:
+        print(f"rigscope {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `rigscope sample | head`: the reader has all it wanted
+        drop_stdout()
+        return 0

@@ -1,0 +1,70 @@
+"""`rigscope advise`: recommendations, workload profiles and costs from the logged history, for a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+
+from advisor.profile import KIND_LABELS, KINDS
+from desktop.advice import Advice, advice_json, compute_advice, load_recent_frame, open_history
+from desktop.cli.common import db_path, load_settings
+from desktop.errors import UserError
+from desktop.safetext import printable
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.days <= 0:
+        raise UserError("--days must be positive")
+    settings, _problems = load_settings()
+    store = open_history(db_path(args))
+    try:
+        frame = load_recent_frame(store, args.days, args.now_s)
+    finally:
+        store.close()
+    advice = compute_advice(frame, settings)
+    if args.json:
+        print(json.dumps(advice_json(advice), indent=2))
+    else:
+        print(format_advice(advice))
+    return 0
+
+
+def local_time(time_s: float, fmt: str = "%a %d %b %H:%M") -> str:
+    return datetime.fromtimestamp(time_s).strftime(fmt)
+
+
+def format_advice(advice: Advice) -> str:
+    """The advice for a terminal. Process and GPU names are quoted in it, and another user names a
+    process: every line goes through ``printable`` (no escape sequence, no bidi override, no
+    line break smuggled in a name), so the lines are built without newlines of their own."""
+    frame = advice.frame
+    lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
+             f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({len(frame.gpus)} GPU(s))"
+             + ("  [demo data: a simulated week]" if frame.demo else "")]
+    names = {g.meta.index: g.meta.name for g in frame.gpus}
+    for prof in advice.profiles:
+        shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
+        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
+                     f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
+    if not advice.recommendations:
+        lines += ["", "No recommendations: nothing in this history crossed a threshold."]
+    for rec in advice.recommendations:
+        lines += ["", f"[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})"]
+        lines.extend(f"  - {e.text()}" for e in rec.evidence)
+        lines.append(f"  Action: {rec.action}")
+        if rec.time_ranges:
+            spans = ", ".join(f"{local_time(a)} - {local_time(b, '%H:%M')} ({(b - a) / 3600:.1f} h)"
+                              for a, b in rec.time_ranges[:3])
+            lines.append(f"  When: {spans}")
+    for cost in advice.costs:
+        lines += ["", f"Costs, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
+                      f"{cost.owned_month:,.2f} {advice.currency}/month "
+                      f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})"]
+        for option in cost.options[:3]:
+            be = option.break_even_busy_hours_month
+            lines.append(f"  {option.offer.gpu_model} at {option.offer.provider}: {option.relative_speed:.2f}x speed, "
+                         f"{option.on_demand_month:,.2f} USD/month on demand"
+                         + (f", break-even at {be:.0f} busy h/month" if be is not None else ""))
+        lines.extend(f"  note: {n}" for n in cost.notes)
+    return "\n".join(printable(line) for line in lines)

@@ -1,0 +1,115 @@
+"""`rigscope analyze`: the throttle verdict for an nvidia-smi log, or for a stored time range."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from desktop.cli.common import db_path, time_range
+from desktop.errors import UserError
+from desktop.stress.causes import CAUSE_COUNTER_FIELDS
+from desktop.stress.log_verdict import RunVerdict, verdicts_for_log
+from desktop.stress.verdict import LOAD_UTIL_PCT
+from desktop.stress.verdict_text import format_duration
+
+
+def main(args: argparse.Namespace) -> int:
+    results = _analyze_file(Path(args.file), args.gpu) if args.file else _analyze_stored(args)
+    if args.json:
+        none: list[RunVerdict | None] = [None]  # a GPU with no load still gets its entry
+        rows = [_run_json(label, run) for label, runs in results for run in (runs or none)]
+        print(json.dumps(rows, default=str, indent=2))
+    else:
+        for label, runs in results:
+            print("\n".join(_run_lines(label, runs)))
+    return 1 if any(run.verdict.throttled for _label, runs in results for run in runs) else 0
+
+
+_NO_LOAD = (f"No load in the log (GPU utilization never at or above {LOAD_UTIL_PCT:.0f} % for a few samples); "
+            "nothing to judge.")
+
+
+def _run_lines(label: str, runs: list[RunVerdict]) -> list[str]:
+    """One line per run: "GPU 0 NVIDIA H800, run 2 of 3 (10:07:00, 4 min): Held its speed ..."."""
+    if not runs:
+        return [f"{label}: {_NO_LOAD}"]
+    if len(runs) == 1:
+        return [f"{label}: {runs[0].verdict.sentence}"]
+    starts = [datetime.fromtimestamp(run.start_s) for run in runs]
+    # The date only when the runs do not all fall on one day.
+    pattern = "%H:%M:%S" if len({s.date() for s in starts}) == 1 else "%Y-%m-%d %H:%M:%S"
+    return [f"{label}, run {run.run} of {run.runs} ({start.strftime(pattern)}, "
+            f"{format_duration(run.end_s - run.start_s)}): {run.verdict.sentence}"
+            for run, start in zip(runs, starts, strict=True)]
+
+
+def _run_json(label: str, run: RunVerdict | None) -> dict[str, Any]:
+    if run is None:
+        return {"gpu": label, "run": None, "runs": 0, "status": "no_load", "throttled": False,
+                "sentence": _NO_LOAD}
+    return {"gpu": label, "run": run.run, "runs": run.runs, "start_s": run.start_s, "end_s": run.end_s,
+            **run.verdict.as_dict()}
+
+
+def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdict]]]:
+    if not path.exists():
+        raise UserError(f"no such file: {path}")
+    from desktop.history.nvsmi_csv import parse_nvsmi_csv
+
+    imported = parse_nvsmi_csv(path)
+    series = dict(imported.series)
+    if not series:
+        raise UserError(f"{path} holds no GPU samples (is it `nvidia-smi --query-gpu=... --format=csv` output?)")
+    keys = sorted(series)
+    if gpu is not None:
+        if gpu >= len(keys):
+            raise UserError(f"the log has {len(keys)} GPU(s); --gpu {gpu} is not one of them")
+        keys = [keys[gpu]]
+    out = []
+    for key in keys:
+        time_s, columns = series[key]
+        info = imported.info.get(key, {})
+        label = f"GPU {info['index']} {info.get('name', '')}".strip() if "index" in info else str(key)
+        out.append((label, verdicts_for_log(np.asarray(time_s), dict(columns),
+                                            sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
+                                            power_limit_w=_number(info.get("power_limit_enforced_w")))))
+    return out
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
+
+
+def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict]]]:
+    from desktop.history.query import QUERYABLE
+    from desktop.history.store import HistoryStore
+
+    path = db_path(args)
+    if not path.exists():
+        raise UserError(f"no history at {path}: record some first, or pass an nvidia-smi log FILE")
+    start, end = time_range(args, 3600.0)
+    store = HistoryStore.open(path, readonly=True)
+    try:
+        gpus = store.gpus()
+        if args.gpu is not None:
+            gpus = [g for g in gpus if g.index == args.gpu]
+            if not gpus:
+                raise UserError(f"the history has no GPU {args.gpu}")
+        metrics = ["utilization_gpu_pct", "sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons"]
+        # NVML's exact time under each throttle cause, where this history stores it.
+        metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
+        out = []
+        for info in gpus:
+            rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
+            out.append((f"GPU {info.index} {info.name}",
+                        verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
+                                         power_limit_w=info.power_limit_enforced_w,
+                                         temp_slowdown_c=info.temp_slowdown_c)))
+        return out
+    finally:
+        store.close()

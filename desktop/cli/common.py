@@ -1,0 +1,195 @@
+"""What every `rigscope` subcommand shares, in one copy: the database path, times and ranges,
+opening the GPU backend, settings problems, the progress bar, text tables and standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from desktop import config
+from desktop.errors import UserError
+from desktop.paths import default_db_path, demo_db_path
+from desktop.safetext import printable
+from desktop.telemetry.backend import GpuBackend
+
+if TYPE_CHECKING:
+    from desktop.exporter import ExporterHandle
+
+# --- the history database -------------------------------------------------------------------
+
+
+def db_path(args: argparse.Namespace, demo: bool = False) -> Path:
+    """``--db`` with ``~`` expanded, else the default database (the demo one for ``demo``)."""
+    given = getattr(args, "db", None)
+    if given:
+        return Path(given).expanduser()
+    return demo_db_path() if demo else default_db_path()
+
+
+# --- times and ranges -----------------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+#: Times a range may name: the epoch to the last day every local time zone can still print.
+EARLIEST_S = 0.0
+LATEST_S = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+TIME_HELP = "ISO date/time (2026-11-20, 2026-11-20T14:00), 'now', or relative: -90s, -15m, -24h, -7d, -1w"
+
+
+def parse_time(text: str, now_s: float) -> float:
+    """``-90s``, ``-15m``, ``-24h``, ``-7d``, ``-1w``, ``now``, an ISO date or date-time (local time
+    unless it says otherwise), as epoch seconds; a UserError saying the accepted forms otherwise."""
+    text = text.strip()
+    if text.lower() == "now":
+        return now_s
+    match = _RELATIVE.match(text.lower())
+    if match:
+        return _clamp(now_s - float(match.group(1)) * _UNIT_S[match.group(2)])
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise UserError(f"cannot read the time {printable(text)!r}: use an ISO date/time (2026-11-20 or "
+                        "2026-11-20T14:00) or a relative time such as -7d, -24h, -30m") from None
+    try:
+        return _clamp(stamp.timestamp())
+    except (OverflowError, OSError, ValueError):  # year 1 in a zone east of UTC, and the like
+        return EARLIEST_S if stamp.year < 1970 else LATEST_S
+
+
+def _clamp(time_s: float) -> float:
+    """``-1000000d`` means "everything": a far time is the edge of what can be stored and printed."""
+    return min(max(time_s, EARLIEST_S), LATEST_S)
+
+
+def time_range(args: argparse.Namespace, default_span_s: float) -> tuple[float, float]:
+    """``--from``/``--to`` as (start_s, end_s): by default the ``default_span_s`` before "now"
+    (``args.now_s``) up to now; a UserError when the end is not after the start."""
+    now_s = args.now_s
+    start_s = parse_time(args.from_, now_s) if args.from_ else now_s - default_span_s
+    end_s = parse_time(args.to, now_s) if args.to else now_s
+    if end_s <= start_s:
+        raise UserError("--to must be after --from")
+    return start_s, end_s
+
+
+def attach_relative_times(argv: Iterable[str]) -> list[str]:
+    """``--from -7d`` -> ``--from=-7d``: argparse would take ``-7d`` for an option."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1] in ("--from", "--to") and len(token) > 1 and token[0] == "-" and token[1].isdigit():
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def iso_local(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s).astimezone().isoformat(timespec="seconds")
+
+
+# --- the GPU backend and settings -----------------------------------------------------------
+
+
+def open_backend(simulate: str | None) -> GpuBackend:
+    """The GPU backend for ``--simulate`` (None: NVML, or the simulated GPU when NVML cannot start);
+    an unknown simulated profile is the user's mistake, said in one line."""
+    from desktop.telemetry.sampler import open_gpu_backend
+
+    try:
+        return open_gpu_backend(simulate)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def load_settings() -> tuple[config.Settings, list[config.SettingsProblem]]:
+    """The settings, each problem in them said on standard error as ``settings: key: message``
+    (the defaults are used for what is wrong)."""
+    settings, problems = config.load()
+    for key, message in problems:
+        print(f"settings: {key}: {message}", file=sys.stderr)
+    return settings, problems
+
+
+def start_prometheus(listen: str) -> ExporterHandle:
+    """The Prometheus endpoint on ``listen`` (`serve`, `record --prometheus`), with a note on standard
+    error when other machines can reach it: there is no authentication."""
+    try:
+        from desktop.exporter import is_loopback, start_exporter
+    except ImportError as exc:
+        raise UserError(f"Prometheus metrics are not available in this build ({exc})") from exc
+    handle = start_exporter(listen)
+    if not is_loopback(handle.address):
+        print(f"Note: {handle.address} is reachable from other machines; anyone who can reach it can read "
+              "these GPU metrics (there is no authentication).", file=sys.stderr, flush=True)
+    return handle
+
+
+# --- the terminal ---------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """One redrawn line on standard error, drawn only on a terminal: ``label [####------]  42.0%``
+    and an optional detail after it. ``update(done)`` redraws at most ten times a second (and
+    always at the end); ``close`` ends the line."""
+
+    def __init__(self, total: float, label: str = "", stream: TextIO | None = None, width: int = 30) -> None:
+        self.total = total if total > 0 else 1.0
+        self.label = label
+        # sys.stderr when called, not when this module was imported (it may have been replaced since).
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._drawn_at: float | None = None
+        self._drawn_chars = 0
+
+    def update(self, done: float, detail: str = "") -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self._drawn_at is not None and now - self._drawn_at < 0.1 and done < self.total:
+            return
+        self._drawn_at = now
+        share = min(1.0, max(0.0, done / self.total))
+        filled = int(share * self.width)
+        line = (f"{self.label} " if self.label else "") + f"[{'#' * filled}{'-' * (self.width - filled)}] " \
+            f"{share * 100:5.1f}%" + (f"  {detail}" if detail else "")
+        # Blank what a longer earlier line left behind (the detail changes length).
+        self.stream.write("\r" + line + " " * max(0, self._drawn_chars - len(line)))
+        self.stream.flush()
+        self._drawn_chars = len(line)
+
+    def close(self) -> None:
+        if self._drawn_chars:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn_chars = 0
+
+
+def text_table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
+    """Rows of cells as left-aligned columns (the first row is the header).
+
+    Cells hold GPU and process names (another user names a process): each goes through
+    ``printable``, so no escape sequence or bidi override reaches the terminal."""
+    rows = [tuple(printable(cell) for cell in row) for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
+
+
+def drop_stdout() -> None:
+    """Point standard output at the null device after its reader went away (``| head``) or it
+    failed (``/dev/full``): Python's flush at exit must not fail, and print, again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real descriptor (a test's capture, a closed stdout)
+        pass

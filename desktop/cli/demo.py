@@ -1,0 +1,33 @@
+"""`rigscope demo`: a simulated week in a separate database, clearly labelled as demo data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from desktop.cli.common import db_path
+from desktop.errors import UserError
+
+
+def main(args: argparse.Namespace) -> int:
+    from desktop.history.demo import write_demo
+    from desktop.telemetry.simulated import parse_profile_list
+
+    try:
+        profiles = parse_profile_list(args.gpus)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    path = db_path(args, demo=True)
+    summary = write_demo(path, profiles, days=float(args.days), seed=int(args.seed))
+    if args.json:
+        print(json.dumps({"db": str(summary.path), "demo": True, "start_s": summary.start_s, "end_s": summary.end_s,
+                          "gpus": summary.gpus, "rows": summary.counts, "seconds": round(summary.seconds, 2)},
+                         indent=2))
+    else:
+        days = (summary.end_s - summary.start_s) / 86400.0
+        print(f"Demo history written to {summary.path} (clearly labelled as demo data): {days:g} days, "
+              f"{len(summary.gpus)} simulated GPU(s) ({', '.join(summary.gpus)}), "
+              f"{summary.counts['gpu_samples']:,} GPU samples, {summary.counts['events']:,} events, "
+              f"in {summary.seconds:.1f} s.")
+        print(f"Open it with: rigscope --db {summary.path}    or    rigscope advise --db {summary.path}")
+    return 0

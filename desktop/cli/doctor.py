@@ -1,0 +1,114 @@
+"""`rigscope doctor`: what Rigscope can read on this machine, what it cannot, and what it falls back to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from desktop.cli.common import open_backend, text_table
+from desktop.telemetry.doctor import collect
+from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME
+
+
+def main(args: argparse.Namespace) -> int:
+    backend = open_backend(args.simulate)
+    try:
+        report = collect(backend, simulate_requested=args.simulate is not None)
+    finally:
+        backend.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+    return 0
+
+
+def _yes_no(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.0f}"
+    return str(value)
+
+
+def _threshold(gpu: dict[str, Any], key: str) -> str:
+    """An absolute threshold, marked where the GPU gave it relative to its thermal limit."""
+    text = _yes_no(gpu[key])
+    return f"{text} (from T.Limit)" if gpu[key] is not None and gpu["temp_thresholds_relative"] else text
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = ["Rigscope doctor", ""]
+    fallback = report["fallback"]
+    summary: list[tuple[str, ...]] = [
+        ("source", report["source"]["detail"]),
+        ("driver", _yes_no(report["driver_version"])),
+        ("CUDA (driver)", _yes_no(report["cuda_version"])),
+        ("NVML library", _yes_no(report["nvml_library_version"])),
+        ("nvidia-ml-py", _yes_no(report["nvml_bindings_version"])),
+        ("platform", f"{report['platform']}, Python {report['python']}"),
+    ]
+    lines += [text_table(summary), ""]
+    if fallback["active"]:
+        lines += [f"FALLBACK: using the {fallback['uses']}", f"  why: {fallback['reason']}", ""]
+    elif fallback["reason"]:
+        lines += [f"WARNING: {fallback['reason']}", ""]
+    gpus = report["gpus"]
+    if gpus:
+        header = ("", *(f"GPU {g['index']}" for g in gpus))
+        rows: list[tuple[str, ...]] = [header]
+        rows.append(("name", *(g["name"] for g in gpus)))
+        rows.append(("state", *(g["state"] + (f" ({g['state_detail']})" if g["state_detail"] else "") for g in gpus)))
+        rows.append(("VRAM MiB", *(_yes_no(g["vram_total_mib"]) for g in gpus)))
+        rows.append(("laptop", *(_yes_no(g["laptop"]) for g in gpus)))
+        rows.append(("persistence mode", *(_yes_no(g["persistence_mode"]) for g in gpus)))
+        rows.append(("power limit W", *(_yes_no(g["power_limit_w"]) for g in gpus)))
+        rows.append(("limit settable", *(_yes_no(g["power_limit_settable"]) for g in gpus)))
+        rows.append(("PCI bus", *(g["pci_bus_id"] or "n/a" for g in gpus)))
+        rows.append(("temperature °C", *(_yes_no(g["temperature_c"]) for g in gpus)))
+        rows.append(("slowdown °C", *(_threshold(g, "temp_slowdown_c") for g in gpus)))
+        rows.append(("headroom to slowdown °C", *(_yes_no(g["slowdown_headroom_c"]) for g in gpus)))
+        rows.append(("max operating °C", *(_threshold(g, "temp_max_operating_c") for g in gpus)))
+        rows.append(("shutdown °C", *(_threshold(g, "temp_shutdown_c") for g in gpus)))
+        rows.append(("MIG", *(_yes_no(g["mig_enabled"]) for g in gpus)))
+        lines += ["GPUs", text_table(rows), "", "Supported metrics"]
+        metric_rows: list[tuple[str, ...]] = [header]
+        for name in GPU_METRIC_NAMES:
+            metric = METRICS_BY_NAME[name]
+            label = f"{metric.label} ({metric.unit})" if metric.unit and metric.unit != "mask" else metric.label
+            # A failing sensor is "ERR!" as nvidia-smi writes it: supported, but erring now.
+            metric_rows.append((label, *("ERR!" if name in g["metric_errors"] else "yes" if g["metrics"][name]
+                                         else "no" for g in gpus)))
+        lines += [text_table(metric_rows), ""]
+        for g in gpus:
+            for name, error in g["metric_errors"].items():
+                lines.append(f"GPU {g['index']} {METRICS_BY_NAME[name].label}: {error} (asked again later)")
+            if g["mig_instances"]:
+                lines.append(f"GPU {g['index']} MIG instances")
+                mig_rows: list[tuple[str, ...]] = [("", "name", "UUID", "GI/CI", "VRAM MiB used / total", "PIDs")]
+                for m in g["mig_instances"]:
+                    mig_rows.append((str(m["index"]), m["name"], m["uuid"] or "n/a",
+                                     f"{_yes_no(m['gpu_instance_id'])}/{_yes_no(m['compute_instance_id'])}",
+                                     f"{_yes_no(m['vram_used_mib'])} / {_yes_no(m['vram_total_mib'])}",
+                                     ", ".join(str(p) for p in m["pids"]) or "none"))
+                lines.append(text_table(mig_rows))
+        if any(g["metric_errors"] or g["mig_instances"] for g in gpus):
+            lines.append("")
+    perms = report["permissions"]
+    lines.append("Permissions")
+    perm_rows: list[tuple[str, ...]] = []
+    for node in perms.get("device_nodes", []):
+        access = ("read" if node["readable"] else "") + ("/write" if node["writable"] else "")
+        perm_rows.append((node["path"], access.strip("/") or "no access"))
+    if "device_nodes_note" in perms:
+        perm_rows.append(("/dev/nvidia*", perms["device_nodes_note"]))
+    perm_rows.append(("administrator", _yes_no(perms["administrator"])))
+    for change in perms["power_limit"]:
+        perm_rows.append((f"change GPU {change['gpu']} power limit", change["power_limit_change"]))
+    lines.append(text_table(perm_rows))
+    if report["unknown_nvml_functions"]:
+        lines += ["", "NVML functions missing in this driver: " + ", ".join(report["unknown_nvml_functions"])]
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""`rigscope export`: raw samples as CSV or JSON lines, to a file or standard output
+(or, with --prometheus, what `rigscope serve` does).
+
+A closed or full standard output (``| head``, ``>&-``, ``/dev/full``) ends it cleanly: quietly
+for a reader that went away, in one line and exit 2 for a write that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from desktop.cli.common import db_path, drop_stdout, iso_local, time_range
+from desktop.errors import UserError
+from desktop.history.export import write_export
+from desktop.safetext import printable
+
+
+def main(args: argparse.Namespace) -> int:
+    if getattr(args, "prometheus", False):
+        from desktop.cli import serve
+
+        return serve.main(args)
+    from desktop.history.store import HistoryStore
+
+    start, end = time_range(args, 86400.0)
+    path = db_path(args)
+    with HistoryStore.open(path, readonly=True) as store:
+        if args.output:
+            out_path = Path(args.output).expanduser()
+            try:
+                with out_path.open("w", encoding="utf-8", newline="") as handle:
+                    rows = write_export(store, start, end, args.format, handle)
+            except OSError as exc:
+                raise UserError(f"cannot write {printable(out_path)}: {exc.strerror or exc}") from exc
+            print(f"wrote {rows:,} samples to {printable(out_path)}", file=sys.stderr)
+        else:
+            written = _export_to_stdout(store, start, end, args.format)
+            if written is None:
+                return 0
+            rows = written
+        if rows == 0:
+            span = store.time_range()
+            hint = "the database holds no samples yet" if span is None else (
+                "raw samples are kept for the retention period (Settings); older history is kept only as "
+                "minute and hour aggregates")
+            print(f"no samples between {iso_local(start)} and {iso_local(end)}: {hint}", file=sys.stderr)
+    return 0
+
+
+def _export_to_stdout(store: Any, start_s: float, end_s: float, fmt: str) -> int | None:
+    """The rows written, or None when the reader went away (``| head``): that is a normal end."""
+    out = sys.stdout
+    if out is None:  # started with standard output closed (``>&-``)
+        raise UserError("standard output is closed: give -o FILE to write the export to a file")
+    try:
+        rows = write_export(store, start_s, end_s, fmt, out)
+        out.flush()
+    except BrokenPipeError:
+        drop_stdout()
+        return None
+    except OSError as exc:  # /dev/full, a disk that filled, a closed descriptor
+        drop_stdout()
+        raise UserError(f"cannot write to standard output: {exc.strerror or exc}") from exc
+    return rows

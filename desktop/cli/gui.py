@@ -1,0 +1,23 @@
+"""`rigscope` / `rigscope gui`: open the window (the window itself is desktop/ui)."""
+
+from __future__ import annotations
+
+import argparse
+
+from desktop.cli.common import db_path, load_settings, open_backend
+from desktop.errors import UserError
+from desktop.telemetry.sampler import Sampler, open_host_backend
+
+
+def main(args: argparse.Namespace) -> int:
+    from desktop.ui import platform_check
+
+    # Qt aborts the process when its platform plugin cannot load; say what to install instead.
+    if (problem := platform_check.xcb_problem()) is not None:
+        raise UserError(problem)
+    backend = open_backend(getattr(args, "simulate", None))
+    settings, problems = load_settings()
+    sampler = Sampler(backend, open_host_backend(), process_period_s=settings.sampling.process_interval_s)
+    from desktop.ui.app import run_window
+
+    return run_window(sampler, settings, db_path(args), problems)

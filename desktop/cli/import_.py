@@ -1,0 +1,122 @@
+"""`rigscope import`: nvidia-smi CSV logs into the history.
+
+What the environment does to it (a read-only database or folder, a full disk) is a one-line
+message and exit 2, never a traceback; an import that fails half-way keeps what it committed
+(each chunk is a transaction) and a rerun adds the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desktop.cli.common import ProgressBar, db_path
+from desktop.errors import UserError
+from desktop.safetext import printable
+
+if TYPE_CHECKING:
+    from desktop.history.nvsmi_csv import ImportResult
+
+_PROGRESS_MIN_BYTES = 4 << 20
+_SKIPS_SHOWN = 20
+
+
+def main(args: argparse.Namespace) -> int:
+    from desktop.history.importer import import_result
+    from desktop.history.lock import WriterLock
+    from desktop.history.nvsmi_csv import parse_nvsmi_csv
+    from desktop.history.rollup import run_rollups
+    from desktop.history.store import HistoryStore
+
+    path = db_path(args)
+    machine = getattr(args, "machine", None)
+    reports: list[dict[str, Any]] = []
+    failed = False
+    try:
+        with WriterLock(path), HistoryStore.open(path) as store:
+            if store.recovered_from is not None:
+                print(f"note: the history database was damaged and was moved to {printable(store.recovered_from)}",
+                      file=sys.stderr)
+            for name in args.files:
+                file = Path(name).expanduser()
+                try:
+                    size = file.stat().st_size
+                    bar = ProgressBar(size, f"reading {printable(file.name)}") if size >= _PROGRESS_MIN_BYTES else None
+                    try:
+                        result = parse_nvsmi_csv(file, progress=bar.update if bar else None, now_s=args.now_s)
+                    finally:
+                        if bar:
+                            bar.close()
+                except OSError as exc:
+                    failed = True
+                    reports.append({"file": str(file), "error": f"cannot read: {exc.strerror or exc}"})
+                    continue
+                imported = import_result(store, result, machine=machine) if result.series else 0
+                reports.append(_import_report(file, result, imported, machine))
+            run_rollups(store, args.now_s)
+    except sqlite3.Error as exc:
+        reason = _environment_problem(exc)
+        if reason is None:
+            raise  # a bug, not the environment: the traceback is wanted
+        raise UserError(f"cannot import into {printable(path)}: {reason}{_KEPT}") from exc
+    except OSError as exc:  # the lock file in a folder that cannot be written, a full disk
+        raise UserError(f"cannot import into {printable(path)}: {exc.strerror or exc}"
+                        f"{' (' + printable(exc.filename) + ')' if exc.filename else ''}{_KEPT}") from exc
+    if args.json:
+        print(json.dumps({"db": str(path), "files": reports}, indent=2))
+    else:
+        for report in reports:
+            _print_import(report)
+    return 1 if failed else 0
+
+
+_KEPT = "; rows already written are kept, and running the import again adds only the rest"
+
+
+def _environment_problem(exc: sqlite3.Error) -> str | None:
+    """The user's words for a database error the environment caused; None for a bug."""
+    from desktop.history import codec
+
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_FULL") or "database or disk is full" in str(exc).lower():
+        return "the disk is full (or the database reached its size limit)"
+    return codec.environment_problem(exc)
+
+
+def _import_report(file: Path, result: ImportResult, imported: int, machine: str | None) -> dict[str, Any]:
+    from desktop.history.importer import machine_of, needs_machine
+
+    report: dict[str, Any] = {
+        "file": str(file),
+        "rows": result.rows,
+        "imported": imported,
+        "gpus": sorted(result.series),
+        "skipped": [{"line": line, "reason": reason} for line, reason in result.skipped],
+    }
+    if needs_machine(result):
+        report["machine"] = machine_of(result, machine)
+    return report
+
+
+def _print_import(report: dict[str, Any]) -> None:
+    """The report in lines; every name in it comes from outside, so each line goes through ``printable``."""
+    lines: list[str] = []
+    if "error" in report:
+        lines.append(f"{report['file']}: {report['error']}")
+    else:
+        skipped = report["skipped"]
+        lines.append(f"{report['file']}: {report['imported']:,} rows imported from {len(report['gpus'])} GPU(s), "
+                     f"{report['rows'] - report['imported']:,} already stored or repeated, "
+                     f"{len(skipped):,} lines skipped")
+        if "machine" in report:
+            lines.append(f"  no uuid or pci.bus_id in this log: its GPUs are filed as machine {report['machine']!r}, "
+                         "apart from every other log's (--machine NAME files logs of one machine together)")
+        lines.extend(f"  line {item['line']}: {item['reason']}" for item in skipped[:_SKIPS_SHOWN])
+        if len(skipped) > _SKIPS_SHOWN:
+            lines.append(f"  ... and {len(skipped) - _SKIPS_SHOWN:,} more (use --json for all)")
+    for line in lines:
+        print(printable(line))

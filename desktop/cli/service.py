@@ -1,0 +1,41 @@
+"""`rigscope service install [--db PATH] | uninstall | status [--json]`: the recorder at login."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from dataclasses import asdict
+
+from desktop import service
+from desktop.cli.common import db_path
+from desktop.service import ServiceStatus
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.action == "status":
+        state = service.status()
+        print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
+        return 0
+    # A change that did not take effect is a UserError: the dispatcher prints it, exit 2.
+    result = service.install(db_path=db_path(args)) if args.action == "install" else service.uninstall()
+    if args.json:
+        print(json.dumps({"message": result.message, "status": asdict(result.status)}, indent=2))
+    else:
+        print(result.message)
+    return 0
+
+
+def _describe(state: ServiceStatus) -> str:
+    def word(flag: bool | None, yes: str, no: str) -> str:
+        return "unknown" if flag is None else (yes if flag else no)
+
+    lines = [
+        f"{'installed' if state.installed else 'not installed'} ({state.manager}: {state.location})",
+        f"starts at login: {word(state.enabled, 'yes', 'no')}",
+        f"running: {word(state.active, 'yes', 'no')}",
+        f"command: {subprocess.list2cmdline(state.command)}",
+    ]
+    if state.detail:
+        lines.append(f"note: {state.detail}")
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""`rigscope stress`: the sustained-load test and its throttle verdict from a terminal.
+
+Exit codes: 0 passed, 1 throttled, 2 usage error, 3 result errors found, 4 aborted
+(temperature guard, Ctrl+C, or the workload crashed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from desktop.cli.common import ProgressBar, db_path, load_settings
+from desktop.errors import UserError
+from desktop.stress.records import exit_code, gpu_identity, judge_run, load_earlier, save_run
+from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
+from desktop.stress.verdict_model import Verdict
+from desktop.stress.verdict_text import format_duration
+from desktop.telemetry.sampler import Sampler, open_gpu_backend
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+_CUDA = re.compile(r"^cuda(:\d+)?$")
+
+
+def resolve_device(requested: str | None) -> tuple[str, str | None]:
+    """(device, note): cuda:0 when an NVIDIA GPU answers, else the simulated GPU, said out loud."""
+    if requested:
+        if requested not in ("cpu", "sim") and not _CUDA.match(requested):
+            raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim")
+        return (requested if requested != "cuda" else "cuda:0"), None
+    backend = open_gpu_backend()
+    try:
+        simulated = backend.source.simulated
+        reason = backend.source.fallback_reason
+    finally:
+        backend.close()
+    if simulated:
+        return "sim", (f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
+                       "use --device cpu for a real CPU run")
+    return "cuda:0", None
+
+
+def _need_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --device sim")
+
+
+def build_runner(args: argparse.Namespace, device: str, on_progress: Any) -> StressRunner:
+    settings, _problems = load_settings()
+    minutes = args.minutes if args.minutes is not None else settings.stress.default_minutes
+    if not minutes or minutes <= 0 or not np.isfinite(minutes):
+        raise UserError("--minutes must be a positive number (fractions allowed, e.g. 0.5)")
+    if device == "cpu" and args.dtype == "tf32":
+        raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
+    sampler: Sampler | None = None
+    if device == "sim":
+        if args.workload != "gemm":
+            raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --device sim")
+        sampler = Sampler(SimulatedBackend(parse_profile_list(None)))
+    elif device.startswith("cuda"):
+        _need_torch()
+        backend = open_gpu_backend()
+        if backend.source.simulated:
+            backend.close()
+            raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); try --device cpu or sim")
+        # Which NVML GPU cuda:N is (and whether CUDA has an N) only the workload child can say:
+        # the runner maps it from the child's first record, and refuses when it cannot.
+        sampler = Sampler(backend)
+    else:
+        _need_torch()
+    stress = settings.stress
+    config = StressConfig(workload=args.workload, device=device, dtype=args.dtype, duration_s=minutes * 60.0,
+                          guard_c=args.guard_c, guard_offset_c=stress.guard_offset_c,
+                          guard_absolute_c=stress.guard_temperature_c)
+    return StressRunner(config, sampler, on_progress=on_progress)
+
+
+def _progress_line(bar: ProgressBar) -> Callable[[Progress], None]:
+    """The runner's progress as the bar: time left, live throughput, temperature and clock."""
+    def show(p: Progress) -> None:
+        parts = [f"{format_duration(p.remaining_s)} left"]
+        if p.phase == "starting":
+            parts.append("starting the workload…")
+        if p.throughput is not None:
+            parts.append(f"{p.throughput:.3g} {p.unit}")
+        if p.temperature_c is not None:
+            parts.append(f"{p.temperature_c:.0f} °C")
+        if p.sm_clock_mhz is not None:
+            parts.append(f"{p.sm_clock_mhz:.0f} MHz")
+        if p.errors:
+            parts.append(f"{p.errors} ERRORS")
+        share = min(1.0, p.elapsed_s / p.duration_s) if p.duration_s else 0.0
+        bar.update(share, "  ".join(parts))
+    return show
+
+
+def main(args: argparse.Namespace) -> int:
+    device, note = resolve_device(args.device)
+    if note and not args.json:
+        print(note, file=sys.stderr)
+    bar = ProgressBar(1.0, width=24)
+    runner = build_runner(args, device, _progress_line(bar))
+    previous = signal.signal(signal.SIGINT, _cancel_handler(runner))
+    try:
+        result = runner.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        bar.close()
+        if runner.sampler is not None:
+            runner.sampler.close()
+    path = db_path(args)
+    uuid, _name, _driver = gpu_identity(result)
+    earlier = _safe_earlier(path, uuid, result.config.workload)
+    verdict = judge_run(result, earlier)
+    run_id = _safe_save(path, result, verdict)
+    code = exit_code(result, verdict)
+    if args.json:
+        print(json.dumps(_json_report(result, verdict, run_id, code, note), default=str, indent=2))
+    else:
+        print(_text_report(result, verdict, run_id))
+    return code
+
+
+def _cancel_handler(runner: StressRunner) -> Any:
+    def handle(_signum: int, _frame: FrameType | None) -> None:
+        runner.cancel()
+    return handle
+
+
+def _safe_earlier(path: Path, uuid: str, workload: str) -> list[Any]:
+    try:
+        return load_earlier(path, uuid, workload)
+    except (UserError, ImportError, AttributeError, OSError) as exc:
+        print(f"rigscope stress: cannot read earlier runs from {path}: {exc}", file=sys.stderr)
+        return []
+
+
+def _safe_save(path: Path, result: RunResult, verdict: Verdict) -> int | None:
+    if result.time_s.shape[0] == 0:
+        return None
+    try:
+        return save_run(path, result, verdict)
+    except (UserError, ImportError, AttributeError, OSError) as exc:
+        # The verdict is still worth printing when the history cannot take it.
+        print(f"rigscope stress: the run was not saved to {path}: {exc}", file=sys.stderr)
+        return None
+
+
+def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str:
+    _uuid, name, _driver = gpu_identity(result)
+    lines = [f"{result.config.workload} ({result.dtype or 'default'}) on {name} [{result.config.device}], "
+             f"{format_duration(result.ended_s - result.started_s)}", verdict.sentence]
+    if verdict.comparison:
+        lines.append(verdict.comparison[0].upper() + verdict.comparison[1:] + ".")
+    if result.checks:
+        lines.append(f"Result checks: {result.checks}, errors: {result.errors}.")
+    latency = {k: v for k, v in result.extra.items() if k.endswith("_ms")}
+    if latency:
+        lines.append("Latency: " + ", ".join(f"{k[:-3]} {v:.2f} ms" for k, v in sorted(latency.items())))
+    if run_id is not None:
+        lines.append(f"Saved as run {run_id}.")
+    return "\n".join(lines)
+
+
+def _json_report(result: RunResult, verdict: Verdict, run_id: int | None, code: int,
+                 note: str | None) -> dict[str, Any]:
+    uuid, name, driver = gpu_identity(result)
+    return {"exit_code": code, "run_id": run_id, "status": result.status, "message": result.message,
+            "note": note, "workload": result.config.workload, "dtype": result.dtype, "device": result.config.device,
+            "gpu": {"uuid": uuid, "name": name, "driver": driver,
+                    "nvml_index": result.gpu.index if result.gpu is not None else None},
+            "started_s": result.started_s,
+            "ended_s": result.ended_s, "errors": result.errors, "checks": result.checks,
+            "extra": result.extra, "verdict": verdict.as_dict()}
