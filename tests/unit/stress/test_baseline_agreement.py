@@ -14,18 +14,10 @@ from advisor.rules import run_rules
 from desktop.stress.records import judge_run, load_earlier, save_run, to_stress_result
 from desktop.stress.runner import RunResult, StressConfig
 from desktop.telemetry.model import GpuInfo
+from tests.unit.advisor.test_baseline import DAY_S, T0, run
 
-T0 = 1_793_620_800.0  # 2026-11-02 12:00 UTC
-DAY_S = 86400.0
-
-
-def earlier_run(run_id: int, days_ago: float, sustained: float, **changes: object) -> StressResult:
-    start = T0 - days_ago * DAY_S
-    result = StressResult(run_id=run_id, started_s=start, ended_s=start + 600, gpu_uuid="GPU-A", gpu_name="RTX",
-                          workload="gemm", dtype="bf16", unit="TFLOP/s", peak_throughput=sustained,
-                          sustained_throughput=sustained, throttled=False, errors=0, driver_version="560.35",
-                          summary="", device="cuda:0")
-    return dataclasses.replace(result, **changes)
+# The same crafted runs as the advisor's own baseline test.
+earlier_run = run
 
 
 def crafted_history() -> list[StressResult]:
