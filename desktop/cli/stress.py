@@ -1,7 +1,8 @@
 """`rigscope stress`: the sustained-load test and its throttle verdict from a terminal.
 
-Exit codes: 0 passed, 1 throttled, 2 usage error, 3 result errors found, 4 aborted
-(temperature guard, Ctrl+C, or the workload crashed).
+Exit codes: 0 passed, 1 throttled, 2 usage error (or another run holds the device), 3 result
+errors found, 4 aborted (temperature guard, Ctrl+C or SIGTERM, or the workload crashed), 6 the
+verdict was printed but the run could not be saved to the history database.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib.util
 import json
 import re
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,16 @@ import numpy as np
 
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
-from desktop.stress.records import exit_code, gpu_identity, judge_run, load_earlier, save_run
+from desktop.history.lock import DeviceLock
+from desktop.stress.records import (
+    exit_code,
+    gpu_identity,
+    judge_run,
+    load_earlier,
+    one_line,
+    save_failure_reason,
+    save_run,
+)
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
 from desktop.stress.verdict_model import Verdict
 from desktop.stress.verdict_text import format_duration
@@ -29,6 +40,10 @@ from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
 _CUDA = re.compile(r"^cuda(:\d+)?$")
+#: The run finished and its verdict was printed, but the history database could not store it.
+EXIT_NOT_SAVED = 6
+#: Signals that stop a run as Ctrl+C does: the child is stopped and the run stored as aborted.
+_STOP_SIGNALS = (signal.SIGINT,) if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
 
 
 def resolve_device(requested: str | None) -> tuple[str, str | None]:
@@ -107,13 +122,29 @@ def main(args: argparse.Namespace) -> int:
     device, note = resolve_device(args.device)
     if note and not args.json:
         print(note, file=sys.stderr)
+    # One run per device: a second would measure the first's load (and both would become baselines).
+    lock = DeviceLock(device)
+    try:
+        lock.acquire()
+    except OSError as exc:  # an unwritable data folder: run, but say no lock guards it
+        print(f"rigscope stress: cannot create the device lock {lock.lock_path} ({exc.strerror or exc}); "
+              "another run on this device would not be refused", file=sys.stderr)
+    try:
+        return _run(args, device, note)
+    finally:
+        lock.release()
+
+
+def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
     bar = ProgressBar(1.0, width=24)
     runner = build_runner(args, device, _progress_line(bar))
-    previous = signal.signal(signal.SIGINT, _cancel_handler(runner))
+    handler = _cancel_handler(runner)
+    previous = {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
     try:
         result = runner.run()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
         bar.close()
         if runner.sampler is not None:
             runner.sampler.close()
@@ -121,12 +152,19 @@ def main(args: argparse.Namespace) -> int:
     uuid, _name, _driver = gpu_identity(result)
     earlier = _safe_earlier(path, uuid, result.config.workload)
     verdict = judge_run(result, earlier)
-    run_id = _safe_save(path, result, verdict)
+    run_id, save_error = _safe_save(path, result, verdict)
     code = exit_code(result, verdict)
-    if args.json:
-        print(json.dumps(_json_report(result, verdict, run_id, code, note), default=str, indent=2))
-    else:
-        print(_text_report(result, verdict, run_id))
+    if save_error is not None and code != 3:  # wrong results still take precedence
+        code = EXIT_NOT_SAVED
+    try:
+        if args.json:
+            report = _json_report(result, verdict, run_id, code, note, save_error=save_error)
+            print(json.dumps(report, default=str, indent=2))
+        else:
+            print(_text_report(result, verdict, run_id))
+    finally:
+        if save_error is not None:
+            print(f"rigscope stress: the run was not saved to {path}: {save_error}", file=sys.stderr)
     return code
 
 
@@ -139,20 +177,19 @@ def _cancel_handler(runner: StressRunner) -> Any:
 def _safe_earlier(path: Path, uuid: str, workload: str) -> list[Any]:
     try:
         return load_earlier(path, uuid, workload)
-    except (UserError, ImportError, AttributeError, OSError) as exc:
-        print(f"rigscope stress: cannot read earlier runs from {path}: {exc}", file=sys.stderr)
+    except (UserError, ImportError, AttributeError, OSError, sqlite3.Error) as exc:
+        print(f"rigscope stress: cannot read earlier runs from {path}: {one_line(str(exc))}", file=sys.stderr)
         return []
 
 
-def _safe_save(path: Path, result: RunResult, verdict: Verdict) -> int | None:
+def _safe_save(path: Path, result: RunResult, verdict: Verdict) -> tuple[int | None, str | None]:
+    """(run id, None) once stored; (None, why) when the history cannot take it; (None, None): no samples."""
     if result.time_s.shape[0] == 0:
-        return None
+        return None, None
     try:
-        return save_run(path, result, verdict)
-    except (UserError, ImportError, AttributeError, OSError) as exc:
-        # The verdict is still worth printing when the history cannot take it.
-        print(f"rigscope stress: the run was not saved to {path}: {exc}", file=sys.stderr)
-        return None
+        return save_run(path, result, verdict), None
+    except Exception as exc:  # any failure to store: the verdict is still printed, and this says why
+        return None, save_failure_reason(exc)
 
 
 def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str:
@@ -172,9 +209,10 @@ def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str
 
 
 def _json_report(result: RunResult, verdict: Verdict, run_id: int | None, code: int,
-                 note: str | None) -> dict[str, Any]:
+                 note: str | None, *, save_error: str | None = None) -> dict[str, Any]:
     uuid, name, driver = gpu_identity(result)
-    return {"exit_code": code, "run_id": run_id, "status": result.status, "message": result.message,
+    return {"exit_code": code, "run_id": run_id, "saved": run_id is not None, "save_error": save_error,
+            "status": result.status, "message": result.message,
             "note": note, "workload": result.config.workload, "dtype": result.dtype, "device": result.config.device,
             "gpu": {"uuid": uuid, "name": name, "driver": driver,
                     "nvml_index": result.gpu.index if result.gpu is not None else None},

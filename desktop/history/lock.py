@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -20,7 +21,7 @@ from typing import IO, Any
 
 from desktop.errors import UserError
 from desktop.history.dbfile import check_target
-from desktop.paths import ensure_private_dir
+from desktop.paths import data_dir, ensure_private_dir
 
 #: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
 _WIN_LOCK_OFFSET = 1 << 20
@@ -92,6 +93,32 @@ def read_holder(lock_path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _take(lock_path: Path) -> IO[bytes] | None:
+    """Lock ``lock_path`` (created 0600) and write this process into it; None when another holds it."""
+    ensure_private_dir(lock_path.parent)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    handle = os.fdopen(fd, "r+b")
+    if not _try_lock(handle):
+        handle.close()
+        return None
+    holder = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300], "host": socket.gethostname(),
+              "since_s": time.time()}
+    handle.seek(0)
+    handle.write(json.dumps(holder).encode() + b"\n")
+    # A NUL ends the text: whatever longer text an earlier holder left after it is ignored
+    # (truncating would run into the locked byte on Windows).
+    handle.write(b"\0")
+    handle.flush()
+    return handle
+
+
+def _release(handle: IO[bytes]) -> None:
+    try:
+        _unlock(handle)
+    finally:
+        handle.close()
+
+
 class WriterLock:
     """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
 
@@ -110,32 +137,68 @@ class WriterLock:
         if self._handle is not None:
             return
         check_target(self.db_path)  # no lock file beside a folder, a text file or another program's database
-        ensure_private_dir(self.lock_path.parent)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        handle = os.fdopen(fd, "r+b")
-        if not _try_lock(handle):
-            handle.close()
+        handle = _take(self.lock_path)
+        if handle is None:
             raise DatabaseBusy(self.db_path, read_holder(self.lock_path))
-        holder = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300], "host": socket.gethostname(),
-                  "since_s": time.time()}
-        handle.seek(0)
-        handle.write(json.dumps(holder).encode() + b"\n")
-        # A NUL ends the text: whatever longer text an earlier holder left after it is ignored
-        # (truncating would run into the locked byte on Windows).
-        handle.write(b"\0")
-        handle.flush()
         self._handle = handle
 
     def release(self) -> None:
         handle, self._handle = self._handle, None
-        if handle is None:
-            return
-        try:
-            _unlock(handle)
-        finally:
-            handle.close()
+        if handle is not None:
+            _release(handle)
 
     def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+class DeviceBusy(UserError):
+    """Another stress test runs on this device; ``holder`` is what it wrote about itself."""
+
+    def __init__(self, device: str, holder: dict[str, Any] | None) -> None:
+        self.device = device
+        self.holder = holder or {}
+        super().__init__(f"a stress test is already running on {device} in {describe_holder(self.holder)}; "
+                         "wait for it to finish (or stop it) first: two runs on one device would measure "
+                         "each other")
+
+
+class DeviceLock:
+    """One stress test per device at a time: an OS file lock ``stress-<device>.lock`` in the data folder.
+
+    Keyed by the device as given (``cuda:0``, ``cpu``, ``sim``): it is taken before the workload
+    starts, when which NVML GPU ``cuda:N`` is cannot be known yet. Like the writer lock it dies
+    with its process.
+    """
+
+    def __init__(self, device: str, folder: Path | None = None) -> None:
+        self.device = device
+        key = re.sub(r"[^A-Za-z0-9_.-]", "-", device) or "device"
+        self.lock_path = (folder if folder is not None else data_dir()) / f"stress-{key}.lock"
+        self._handle: IO[bytes] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def acquire(self) -> None:
+        if self._handle is not None:
+            return
+        handle = _take(self.lock_path)
+        if handle is None:
+            raise DeviceBusy(self.device, read_holder(self.lock_path))
+        self._handle = handle
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            _release(handle)
+
+    def __enter__(self) -> DeviceLock:
         self.acquire()
         return self
 

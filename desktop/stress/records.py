@@ -8,6 +8,7 @@ waits up to its busy timeout rather than failing).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import platform
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
+from desktop.errors import UserError
 from desktop.stress.runner import RunResult
 from desktop.stress.verdict import Verdict, judge
 from desktop.stress.verdict_text import compare_with_baseline
@@ -98,8 +100,25 @@ def save_run(db_path: Path, result: RunResult, verdict: Verdict) -> int:
         store.close()
 
 
+def save_failure_reason(exc: BaseException) -> str:
+    """Why ``save_run`` failed, in one line: a read-only database and a full disk said plainly."""
+    text = one_line(str(exc)) or type(exc).__name__
+    lowered = text.lower()
+    code = getattr(exc, "errno", None)
+    if "readonly" in lowered or "read-only" in lowered or code == errno.EROFS:
+        return f"the database is read-only ({text})"
+    if "disk is full" in lowered or "no space left" in lowered or code == errno.ENOSPC:
+        return f"the disk is full ({text})"
+    return text if isinstance(exc, UserError) else f"{type(exc).__name__}: {text}"
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def exit_code(result: RunResult, verdict: Verdict) -> int:
-    """0 passed, 1 throttled, 3 result errors, 4 aborted (guard, cancel, crash). 2 is a usage error."""
+    """0 passed, 1 throttled, 3 result errors, 4 aborted (guard, cancel, crash). 2 is a usage error;
+    the CLI exits 6 when the verdict was printed but the run could not be saved (3 still wins)."""
     if result.errors or verdict.errors:
         return 3
     if result.aborted:

@@ -123,6 +123,7 @@ class StressPage(QWidget):
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("Ready")
         self.live_label = QLabel("")
+        self.live_label.setTextFormat(Qt.TextFormat.PlainText)  # it may show a database path
         status.addWidget(self.progress_bar, 2)
         status.addWidget(self.live_label, 3)
         layout.addLayout(status)
@@ -204,6 +205,7 @@ class StressPage(QWidget):
         self.verdict_title.setText("Running…")
         self.verdict_text.setText(f"{config.workload} on {config.device}, {format_duration(config.duration_s)}")
         self.comparison_text.setText("")
+        self.live_label.setText("")
         self._paint_card(None)
         self.worker.start()
 
@@ -291,6 +293,8 @@ class StressPage(QWidget):
         self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
         self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
         self._show_verdict(done.verdict)
+        if done.save_error:  # the verdict stays; the page says it is not in the history
+            self.live_label.setText(done.save_error)
         if done.runs_error:
             self._runs_failed(done.runs_error)
         else:

@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from advisor.frame import StressResult
 from desktop.errors import UserError
-from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_run
+from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_failure_reason, save_run
 from desktop.stress.runner import RunResult, StressRunner
 from desktop.stress.verdict import Verdict
 
@@ -57,6 +57,8 @@ class FinishedRun:
     runs: list[StressResult]
     #: Why the table could not be read ("" when it was).
     runs_error: str = ""
+    #: Why the run could not be stored ("" when it was, or when there was nothing to store).
+    save_error: str = ""
 
 
 def finish_run(db_path: Path | None, result: RunResult) -> FinishedRun:
@@ -65,16 +67,18 @@ def finish_run(db_path: Path | None, result: RunResult) -> FinishedRun:
     earlier = _load_earlier(db_path, uuid, result.config.workload)
     verdict = judge_run(result, earlier)
     run_id = None
+    save_error = ""
     if db_path is not None and result.time_s.size:
         try:
             run_id = save_run(db_path, result, verdict)
         except Exception as exc:  # the verdict still shows when the history cannot take it
-            log.warning("stress run not saved: %s", exc)
+            save_error = f"Not saved to {db_path}: {save_failure_reason(exc)}"
+            log.warning("stress run not saved: %s", save_error)
     try:
-        return FinishedRun(verdict, earlier, run_id, list_runs(db_path))
+        return FinishedRun(verdict, earlier, run_id, list_runs(db_path), save_error=save_error)
     except Exception as exc:  # the table is a convenience; the verdict still shows
         log.warning("cannot list stress runs: %s", exc)
-        return FinishedRun(verdict, earlier, run_id, [], f"{type(exc).__name__}: {exc}")
+        return FinishedRun(verdict, earlier, run_id, [], f"{type(exc).__name__}: {exc}", save_error)
 
 
 class StressWorker(QThread):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
@@ -209,3 +210,25 @@ def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot) -> None:
     assert page.verdict_title.text() == "The run could not be judged"
     assert page.verdict_text.text() == "ValueError: no samples"
     assert page.start_button.isEnabled() and page.verdict is None
+
+
+def test_a_run_that_cannot_be_saved_keeps_its_verdict_and_says_so(qtbot: QtBot, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from desktop.history.store import HistoryStore
+
+    def full(*_args: object, **_kwargs: object) -> int:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(HistoryStore, "add_stress_run", full)
+    db = tmp_path / "history.sqlite"
+    page = StressPage(resolve("dark"), sim_runners(), db_path=db, device="sim")
+    qtbot.addWidget(page)
+    page.presets.button(0).setChecked(True)
+    with qtbot.waitSignal(page.finished, timeout=60_000) as blocker:
+        page.start()
+    assert blocker.args[0] is page.verdict and page.verdict is not None and page.run_id is None
+    assert page.verdict_text.text() == page.verdict.sentence
+    assert page.live_label.text().startswith(f"Not saved to {db}") and "disk is full" in page.live_label.text()
+    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
