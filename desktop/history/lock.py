@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from desktop.errors import UserError
 from desktop.history.dbfile import check_target
@@ -119,27 +119,31 @@ def _release(handle: IO[bytes]) -> None:
         handle.close()
 
 
-class WriterLock:
-    """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
+class _FileLock:
+    """An OS file lock held while the object is: acquire/release or ``with``; it dies with its process."""
 
-    def __init__(self, db_path: Path) -> None:
-        # Named after the file, not the name given: a symlink (or a symlinked folder) to the same
-        # database must meet the same lock, or two recorders would both write it.
-        self.db_path = Path(os.path.realpath(db_path))
-        self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
+    def __init__(self, lock_path: Path) -> None:
+        self.lock_path = lock_path
         self._handle: IO[bytes] | None = None
 
     @property
     def held(self) -> bool:
         return self._handle is not None
 
+    def _busy(self) -> UserError:
+        """The error that says who holds the lock (read from the lock file)."""
+        raise NotImplementedError
+
+    def _check(self) -> None:
+        """Refuse before any lock file is made (nothing to check by default)."""
+
     def acquire(self) -> None:
         if self._handle is not None:
             return
-        check_target(self.db_path)  # no lock file beside a folder, a text file or another program's database
+        self._check()
         handle = _take(self.lock_path)
         if handle is None:
-            raise DatabaseBusy(self.db_path, read_holder(self.lock_path))
+            raise self._busy()
         self._handle = handle
 
     def release(self) -> None:
@@ -147,13 +151,29 @@ class WriterLock:
         if handle is not None:
             _release(handle)
 
-    def __enter__(self) -> WriterLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+class WriterLock(_FileLock):
+    """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
+
+    def __init__(self, db_path: Path) -> None:
+        # Named after the file, not the name given: a symlink (or a symlinked folder) to the same
+        # database must meet the same lock, or two recorders would both write it.
+        self.db_path = Path(os.path.realpath(db_path))
+        super().__init__(self.db_path.with_name(self.db_path.name + ".lock"))
+
+    def _check(self) -> None:
+        check_target(self.db_path)  # no lock file beside a folder, a text file or another program's database
+
+    def _busy(self) -> UserError:
+        return DatabaseBusy(self.db_path, read_holder(self.lock_path))
 
 
 class DeviceBusy(UserError):
@@ -167,7 +187,7 @@ class DeviceBusy(UserError):
                          "each other")
 
 
-class DeviceLock:
+class DeviceLock(_FileLock):
     """One stress test per device at a time: an OS file lock ``stress-<device>.lock`` in the data folder.
 
     Keyed by the device as given (``cuda:0``, ``cpu``, ``sim``): it is taken before the workload
@@ -178,30 +198,7 @@ class DeviceLock:
     def __init__(self, device: str, folder: Path | None = None) -> None:
         self.device = device
         key = re.sub(r"[^A-Za-z0-9_.-]", "-", device) or "device"
-        self.lock_path = (folder if folder is not None else data_dir()) / f"stress-{key}.lock"
-        self._handle: IO[bytes] | None = None
+        super().__init__((folder if folder is not None else data_dir()) / f"stress-{key}.lock")
 
-    @property
-    def held(self) -> bool:
-        return self._handle is not None
-
-    def acquire(self) -> None:
-        if self._handle is not None:
-            return
-        handle = _take(self.lock_path)
-        if handle is None:
-            raise DeviceBusy(self.device, read_holder(self.lock_path))
-        self._handle = handle
-
-    def release(self) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            _release(handle)
-
-    def __enter__(self) -> DeviceLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
+    def _busy(self) -> UserError:
+        return DeviceBusy(self.device, read_holder(self.lock_path))
