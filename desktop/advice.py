@@ -13,15 +13,18 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.frame import HistoryFrame
 from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, run_rules
 from advisor.stats import busy_seconds, energy_kwh, nanmax
+from advisor.thresholds import Thresholds
 from desktop import config
 from desktop.errors import UserError
 from desktop.paths import config_dir, demo_db_path, resource_path
@@ -100,6 +103,51 @@ class Advice:
     profiles: tuple[WorkloadProfile, ...]
     costs: tuple[CostComparison, ...]
     currency: str
+    #: The thresholds the rules ran with: ``min_busy_hours`` is also how much history advice needs.
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def recorded_s(self) -> float:
+        """How much history the advice is judged from: the recorded time of the best-covered GPU."""
+        return max((float(np.nansum(g.duration_s)) for g in self.frame.gpus), default=0.0)
+
+    @property
+    def busy_s(self) -> float:
+        """The busy time of the busiest GPU in the history."""
+        return max((float(busy_seconds(g, self.frame.processes).sum()) for g in self.frame.gpus), default=0.0)
+
+    @property
+    def needed_s(self) -> float:
+        """The GPU load the rules need before they judge (``[advisor] min_busy_hours``): the one minimum."""
+        return self.thresholds.min_busy_hours * 3600.0
+
+    def shortfall(self) -> str | None:
+        """None when the history holds enough load to judge, else a sentence with what it has and needs."""
+        needed, busy, recorded = self.needed_s, self.busy_s, self.recorded_s
+        if recorded > 0 and busy >= needed:
+            return None
+        need = f"Advice needs at least {span_text(needed)} of recording with the GPU busy"
+        if recorded <= 0:
+            return f"{need}; this history has no samples yet."
+        if recorded < needed:
+            return f"{need}; you have {span_text(recorded)} of recording."
+        return f"{need}; you have {span_text(recorded)} of recording, {span_text(busy)} of it busy."
+
+
+def span_text(seconds: float) -> str:
+    """How much history, in plain words: "45 seconds", "5 minutes", "1.5 hours", "6.0 days"."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        value, unit = round(seconds), "second"
+    elif seconds < 90 * 60:
+        value, unit = round(seconds / 60), "minute"
+    elif seconds < 48 * 3600:
+        hours = seconds / 3600
+        return f"{hours:.0f} hours" if hours.is_integer() else f"{hours:.1f} hours"
+    else:
+        days = seconds / 86400
+        return f"{days:.0f} days" if days.is_integer() else f"{days:.1f} days"
+    return f"{value} {unit}" + ("" if value == 1 else "s")
 
 
 def usage_of(frame: HistoryFrame, index: int) -> Usage:
@@ -125,7 +173,7 @@ def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[
     inputs = cost_inputs_from(settings.costs)
     costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index), inputs,
                           offers=offers, specs=specs) for g in frame.gpus)
-    return Advice(frame, tuple(recs), workload_profiles(frame), costs, settings.costs.currency)
+    return Advice(frame, tuple(recs), workload_profiles(frame), costs, settings.costs.currency, settings.advisor)
 
 
 def open_history(db: str | Path) -> Any:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from desktop import __version__
-from desktop.cli.common import TIME_HELP, attach_relative_times, drop_stdout
+from desktop.cli.common import TIME_HELP, attach_relative_times, check_db_arg, drop_stdout
 from desktop.errors import UserError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rigscope",
         description="Watch, stress-test and get advice for your GPU workstation. "
-        "With no command, opens the window.",
+        "With no command, opens the window: `rigscope [--simulate[=PROFILES]] [--db PATH]` is `rigscope gui ...`.",
     )
     parser.add_argument("--version", action="version", version=f"rigscope {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("export", "export samples as CSV/JSON lines, or serve Prometheus metrics with --prometheus")
     _range(p, "24 h ago")
     p.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="output format (default csv)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write here instead of standard output (- is standard output too)")
     p.add_argument("--prometheus", action="store_true",
                    help="serve live metrics for Prometheus instead (the same as `rigscope serve`)")
     _listen(p)
@@ -134,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="history database the last stress verdict is read from (default: the one in your data folder)")
 
     p = add("demo", "write a simulated week into a separate demo database")
-    p.add_argument("--days", type=float, default=7.0, help="how many days of history to simulate (default 7)")
+    p.add_argument("--days", type=float, default=7.0,
+                   help="how many days of history to simulate, 0.01 to 366 (default 7)")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same history")
     p.add_argument("--gpus", default="rtx4090-laptop", metavar="PROFILES",
                    help="simulated GPU profiles, comma-separated (default rtx4090-laptop)")
@@ -167,9 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("report", "write the weekly summary as HTML, PDF, JSON or CSV")
     p.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last full week)")
-    p.add_argument("--format", choices=("html", "pdf", "json", "csv"), default="html",
-                   help="output format (default html)")
-    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the file to write")
+    p.add_argument("--format", choices=("html", "pdf", "json", "csv"), default=None,
+                   help="output format (default: from the file's extension, else html)")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   help="the file to write (week.pdf, week.html, week.json, week.csv); - for standard output")
     _db(p)
 
     p = add("service", "install the recorder to start at login (systemd user unit / logon task)")
@@ -178,6 +181,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="install: the history database the recorder writes (default: the one in your data folder)")
     _json(p)
     return parser
+
+
+#: Options of `rigscope` itself (before any command); everything else belongs to a command.
+_OWN_FLAGS = ("-v", "--verbose")
+_OWN_EXITS = ("-h", "--help", "--version")
+
+
+def with_default_command(argv: Sequence[str]) -> list[str]:
+    """``rigscope``, ``rigscope --db PATH``, ``rigscope --simulate[=PROFILES]`` mean ``rigscope gui ...``:
+    "gui" goes in before the first argument that is not `rigscope`'s own option, unless that is a
+    command name (or something else: a mistyped command is still "invalid choice")."""
+    out = list(argv)
+    for i, token in enumerate(out):
+        if token in _OWN_FLAGS:
+            continue
+        if token in _OWN_EXITS or not token.startswith("-"):
+            return out
+        out.insert(i, "gui")
+        return out
+    return [*out, "gui"]
 
 
 def handler(command: str) -> Handler:
@@ -190,14 +213,13 @@ def main(argv: Sequence[str] | None = None, *, now_s: float | None = None) -> in
     """Run one command. ``now_s`` is "now" for every default that depends on it (the last full
     week, the last 24 h): tests pass a fixed instant so their expectations hold on any date."""
     parser = build_parser()
-    given = attach_relative_times(argv if argv is not None else sys.argv[1:])
+    given = with_default_command(attach_relative_times(argv if argv is not None else sys.argv[1:]))
     args = parser.parse_args(given)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.command is None:
-        args = parser.parse_args(["gui", *given])
     args.now_s = time.time() if now_s is None else now_s
     try:
+        check_db_arg(args)
         return handler(args.command)(args)
     except UserError as exc:
         print(f"rigscope {args.command}: {exc}", file=sys.stderr)

@@ -47,7 +47,10 @@ def format_advice(advice: Advice) -> str:
         shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
         lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
                      f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
-    if not advice.recommendations:
+    shortfall = advice.shortfall()  # the same sentence the Advisor, Costs and History pages show
+    if shortfall is not None:
+        lines += ["", shortfall]
+    elif not advice.recommendations:
         lines += ["", "No recommendations: nothing in this history crossed a threshold."]
     for rec in advice.recommendations:
         lines += ["", f"[{rec.severity.upper()}] {rec.title}  ({rec.rule_id})"]

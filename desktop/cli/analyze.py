@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from desktop.cli.common import db_path, time_range
+from desktop.cli.common import db_path, iso_local, time_range
 from desktop.errors import UserError
+from desktop.safetext import printable
 from desktop.stress.causes import CAUSE_COUNTER_FIELDS
 from desktop.stress.log_verdict import RunVerdict, verdicts_for_log
 from desktop.stress.verdict import LOAD_UTIL_PCT
@@ -58,10 +59,16 @@ def _run_json(label: str, run: RunVerdict | None) -> dict[str, Any]:
 
 def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdict]]]:
     if not path.exists():
-        raise UserError(f"no such file: {path}")
+        raise UserError(f"no such file: {printable(path)}")
+    if path.is_dir():
+        raise UserError(f"{printable(path)} is a folder: give an nvidia-smi CSV log inside it, "
+                        "or omit FILE to judge the recorded history")
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
 
-    imported = parse_nvsmi_csv(path)
+    try:
+        imported = parse_nvsmi_csv(path)
+    except OSError as exc:  # no permission, a device, an I/O error
+        raise UserError(f"cannot read {printable(path)}: {exc.strerror or exc}") from exc
     series = dict(imported.series)
     if not series:
         raise UserError(f"{path} holds no GPU samples (is it `nvidia-smi --query-gpu=... --format=csv` output?)")
@@ -104,12 +111,20 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict
         # NVML's exact time under each throttle cause, where this history stores it.
         metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
         out = []
+        samples = 0
         for info in gpus:
             rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
+            samples += len(rows.time_s)
             out.append((f"GPU {info.index} {info.name}",
                         verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
                                          power_limit_w=info.power_limit_enforced_w,
                                          temp_slowdown_c=info.temp_slowdown_c)))
+        if samples == 0:  # nothing to judge is not "held its speed": say so (exit 2)
+            span = store.time_range()
+            held = (f"it holds {iso_local(span[0])} .. {iso_local(span[1])}" if span is not None
+                    else "it holds no samples yet")
+            raise UserError(f"no samples in {path} between {iso_local(start)} and {iso_local(end)} ({held}); "
+                            "choose the range with --from/--to")
         return out
     finally:
         store.close()

@@ -34,6 +34,33 @@ def db_path(args: argparse.Namespace, demo: bool = False) -> Path:
     return demo_db_path() if demo else default_db_path()
 
 
+def check_db_arg(args: argparse.Namespace) -> None:
+    """Refuse a folder given as ``--db`` before a command starts (a stress run would otherwise run
+    for minutes and only then fail to save, and `service install` would write a unit that fails)."""
+    given = getattr(args, "db", None)
+    if given and (path := Path(given).expanduser()).is_dir():
+        raise UserError(f"{printable(path)} is a folder, not a database file; give a file name inside it, "
+                        f"e.g. --db {printable(path / 'history.sqlite')}")
+
+
+# --- output files ---------------------------------------------------------------------------
+
+#: ``-o -``: write to standard output.
+STDOUT = "-"
+
+
+def check_output(path: Path, example: str = "report.html") -> None:
+    """Say why ``path`` cannot be written before doing the work, in one line naming what is wrong:
+    a folder given as the file, a folder that does not exist, no permission."""
+    if path.is_dir():
+        raise UserError(f"cannot write {printable(path)}: it is a folder; give a file name such as "
+                        f"{printable(path / example)}")
+    if not path.parent.is_dir():
+        raise UserError(f"cannot write {printable(path)}: the folder {printable(path.parent)} does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"cannot write {printable(path)}: no permission to write there")
+
+
 # --- times and ranges -----------------------------------------------------------------------
 
 _RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)\s*([smhdw])$")

@@ -8,6 +8,10 @@ import json
 from desktop.cli.common import db_path
 from desktop.errors import UserError
 
+#: The history `demo` writes: at least a quarter hour, at most a year.
+DAYS_MIN = 0.01
+DAYS_MAX = 366.0
+
 
 def main(args: argparse.Namespace) -> int:
     from desktop.history.demo import write_demo
@@ -17,8 +21,11 @@ def main(args: argparse.Namespace) -> int:
         profiles = parse_profile_list(args.gpus)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
+    days = float(args.days)
+    if not DAYS_MIN <= days <= DAYS_MAX:  # also NaN
+        raise UserError(f"--days {args.days:g}: choose between {DAYS_MIN:g} (about 15 minutes) and {DAYS_MAX:g} days")
     path = db_path(args, demo=True)
-    summary = write_demo(path, profiles, days=float(args.days), seed=int(args.seed))
+    summary = write_demo(path, profiles, days=days, seed=int(args.seed))
     if args.json:
         print(json.dumps({"db": str(summary.path), "demo": True, "start_s": summary.start_s, "end_s": summary.end_s,
                           "gpus": summary.gpus, "rows": summary.counts, "seconds": round(summary.seconds, 2)},

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from desktop.cli.common import db_path, drop_stdout, iso_local, time_range
+from desktop.cli.common import STDOUT, check_output, db_path, drop_stdout, iso_local, time_range
 from desktop.errors import UserError
 from desktop.history.export import write_export
 from desktop.safetext import printable
@@ -26,9 +26,12 @@ def main(args: argparse.Namespace) -> int:
     from desktop.history.store import HistoryStore
 
     start, end = time_range(args, 86400.0)
+    to_file = bool(args.output) and args.output != STDOUT
+    if to_file:  # before reading anything: the folder that is missing is named
+        check_output(Path(args.output).expanduser(), f"export.{args.format}")
     path = db_path(args)
     with HistoryStore.open(path, readonly=True) as store:
-        if args.output:
+        if to_file:
             out_path = Path(args.output).expanduser()
             try:
                 with out_path.open("w", encoding="utf-8", newline="") as handle:

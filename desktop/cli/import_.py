@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             _print_import(report)
-    return 1 if failed else 0
+    return 2 if failed else 0  # not 1: that means "throttled" for the commands that judge
 
 
 _KEPT = "; rows already written are kept, and running the import again adds only the rest"

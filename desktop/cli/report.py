@@ -1,34 +1,48 @@
-"""`rigscope report`: the weekly summary as HTML, PDF (Qt's PDF writer), JSON or CSV."""
+"""`rigscope report`: the weekly summary as HTML, PDF (Qt's PDF writer), JSON or CSV.
+
+The format follows the output's extension (``-o week.pdf``); ``--format`` is needed only for a
+name without one of the four, and one that disagrees with the extension is refused. ``-o -``
+writes HTML, JSON or CSV to standard output.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from pathlib import Path
 
 from desktop.advice import open_history
-from desktop.cli.common import db_path, load_settings
+from desktop.cli.common import STDOUT, check_output, db_path, load_settings
 from desktop.errors import UserError
 from desktop.reporting import SystemLocalTime, build_report, load_week, to_csv, to_json
 from desktop.safetext import printable
 
+FORMATS = ("html", "pdf", "json", "csv")
+#: A file name's extension -> the format it means.
+EXTENSIONS = {".html": "html", ".htm": "html", ".pdf": "pdf", ".json": "json", ".csv": "csv"}
 
-def check_output(path: Path) -> None:
-    """Say why a report cannot be written to ``path`` before rendering it: Qt's PDF writer fails
-    silently (a folder given as the file, a folder that does not exist), and rendering takes seconds."""
-    if path.is_dir():
-        raise UserError(f"cannot write {printable(path)}: it is a folder; give a file name such as "
-                        f"{printable(path / 'report.pdf')}")
-    if not path.parent.is_dir():
-        raise UserError(f"cannot write {printable(path)}: the folder {printable(path.parent)} does not exist")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise UserError(f"cannot write {printable(path)}: no permission to write there")
+
+def report_format(output: str, given: str | None) -> str:
+    """The format for ``-o output``: the extension's, ``--format``'s when they agree or there is no
+    known extension, else html; a UserError when they disagree or a PDF is asked on standard output."""
+    if output == STDOUT:
+        fmt = given or "html"
+        if fmt == "pdf":
+            raise UserError("a PDF cannot go to standard output (-o -): give a file name such as week.pdf")
+        return fmt
+    implied = EXTENSIONS.get(Path(output).suffix.lower())
+    if given is not None and implied is not None and given != implied:
+        raise UserError(f"--format {given} disagrees with the file name {printable(output)} ({implied}): "
+                        f"drop --format, or name the file ….{given}")
+    return given or implied or "html"
 
 
 def main(args: argparse.Namespace) -> int:
-    fmt = args.format
+    fmt = report_format(args.output, args.format)
+    to_stdout = args.output == STDOUT
     output = Path(args.output).expanduser()
-    check_output(output)
+    if not to_stdout:
+        check_output(output, f"report.{fmt}")
     settings, _problems = load_settings()
     tz = SystemLocalTime()
     store = open_history(db_path(args))
@@ -37,24 +51,36 @@ def main(args: argparse.Namespace) -> int:
     finally:
         store.close()
     data = build_report(frame, previous, settings, tz, label, now_s=args.now_s, notes=notes)
+    pages = 0
     try:
         if fmt == "json":
-            output.write_text(to_json(data), encoding="utf-8")
+            text = to_json(data)
         elif fmt == "csv":
-            output.write_text(to_csv(data), encoding="utf-8")
+            text = to_csv(data)
         else:  # the charts and the HTML/PDF rendering are Qt's: imported only for these formats
             from desktop.ui.reports import render_charts, to_html, write_pdf
 
             pngs = render_charts(data)
             if fmt == "html":
-                output.write_text(to_html(data, pngs), encoding="utf-8")
+                text = to_html(data, pngs)
             else:
                 pages = write_pdf(data, pngs, output)
                 if not output.is_file() or output.stat().st_size == 0:
                     raise UserError(f"could not write the PDF to {printable(output)} (Qt's PDF writer gave no file: "
                                     "a full disk, or the file is open in another program?)")
-                print(f"{pages} page(s)")
+        if to_stdout:
+            if sys.stdout is None:  # started with standard output closed (``>&-``)
+                raise UserError("standard output is closed: give -o FILE to write the report to a file")
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return 0
+        if fmt != "pdf":
+            output.write_text(text, encoding="utf-8")
+    except BrokenPipeError:  # `rigscope report -o - | head`: handled as a normal end by the dispatch
+        raise
     except OSError as exc:
-        raise UserError(f"cannot write {printable(output)}: {exc.strerror or exc}") from exc
-    print(f"wrote {printable(output)} ({label}, {fmt})")
+        raise UserError(f"cannot write {'to standard output' if to_stdout else printable(output)}: "
+                        f"{exc.strerror or exc}") from exc
+    size = f", {pages} page{'s' if pages != 1 else ''}" if pages else ""
+    print(f"wrote {printable(output)} ({label}, {fmt}{size})")
     return 0

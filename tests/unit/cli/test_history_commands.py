@@ -48,7 +48,7 @@ def test_import_reports_rows_and_skips_and_adds_nothing_twice(tmp_path: Path,
     assert cli.main(["import", log, "--db", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["files"][0]
     assert (report["rows"], report["imported"], len(report["skipped"])) == (5, 0, 2)
-    assert cli.main(["import", str(tmp_path / "missing.csv"), "--db", str(db)]) == 1
+    assert cli.main(["import", str(tmp_path / "missing.csv"), "--db", str(db)]) == 2
     assert "cannot read" in capsys.readouterr().out
 
 
