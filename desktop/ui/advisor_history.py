@@ -11,10 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QImage, QTextDocument
-from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
+from desktop.advice import span_text
 from desktop.reporting import ReportData
 from desktop.ui.background import Loader
 
@@ -41,6 +51,12 @@ class HistoryPage(QWidget):
         top.addStretch(1)
         top.addWidget(self.export_button)
         layout.addLayout(top)
+        #: How much history the shown week holds, and what advice needs when it is too little (plain text).
+        self.note = QLabel("")
+        self.note.setTextFormat(Qt.TextFormat.PlainText)
+        self.note.setWordWrap(True)
+        self.note.setVisible(False)
+        layout.addWidget(self.note)
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
         # The summary is the report's page, shown as on paper in either theme.
@@ -81,6 +97,7 @@ class HistoryPage(QWidget):
         self.previous_button.setEnabled(False)
         self.next_button.setEnabled(False)
         self.export_button.setEnabled(False)
+        self.note.setVisible(False)
         self.view.setPlainText(f"Reading {label} from the history and summarising it...")
         self.loader.run(lambda: self.report_source(label), self._show_data, self._failed)
 
@@ -97,6 +114,11 @@ class HistoryPage(QWidget):
         from desktop.ui.reports import render_charts
 
         self.data = data
+        advice = data.advice
+        shortfall = advice.shortfall()
+        self.note.setText(f"{data.week_label}: {span_text(advice.recorded_s)} of recorded history."
+                          + (f" {shortfall}" if shortfall is not None else ""))
+        self.note.setVisible(True)
         self.pngs = render_charts(self.data)
         doc = QTextDocument(self.view)
         for key, png in self.pngs.items():

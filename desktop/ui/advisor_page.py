@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.rules import Recommendation
-from desktop.advice import Advice
+from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.theme import DARK, Theme
@@ -208,13 +208,16 @@ class AdvisorPage(AdvicePage):
             card.snooze_button.clicked.connect(lambda _=False, k=key: self._snooze(k))
             self._list_layout.insertWidget(self._list_layout.count() - 1, card)
             self.cards.append(card)
-        days = (advice.frame.end_s - advice.frame.start_s) / 86400.0
+        judged = span_text(advice.recorded_s)
         shown = len(advice.recommendations) - (0 if show_hidden else hidden_count)
-        text = (f"{shown} recommendation(s) from the last {days:.0f} days of history"
+        text = (f"{shown} recommendation(s) from {judged} of recorded history"
                 + (f" ({hidden_count} dismissed or snoozed)" if hidden_count else "")
                 + ("  [demo data: a simulated week]" if advice.frame.demo else ""))
-        if not advice.recommendations:
-            text = f"Nothing to improve in the last {days:.0f} days: no rule crossed its threshold."
+        shortfall = advice.shortfall()
+        if shortfall is not None:  # too little load to judge: say so rather than "nothing to improve"
+            text = shortfall + (f" {text}." if advice.recommendations else "")
+        elif not advice.recommendations:
+            text = f"Nothing to improve in {judged} of recorded history: no rule crossed its threshold."
         self.header.setText(text)
 
     def _dismiss(self, key: str, hidden: bool) -> None:

@@ -87,6 +87,10 @@ class RigscopeApp(QObject):
         self.window.set_source(sampler.gpu.source)
         self._recording_text = ""
         self.update_recording_status()
+        recovered = getattr(recording.writer, "recovered_from", None)
+        if recovered is not None:  # said in the window, not only in a log the user never sees
+            self.window.show_banner(f"The history database was damaged and was moved aside to {recovered}; "
+                                    "recording continues in a fresh one.", "warning")
 
     # --- pages -----------------------------------------------------------------------
     # Dashboard and Processes are built at once; the others (and their imports: the stress

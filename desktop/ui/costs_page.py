@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.costs import CostComparison, CostInputs, break_even_curve, compare
-from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, usage_of
+from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, span_text, usage_of
 from desktop.config import CostSettings
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.theme import DARK, Theme
@@ -122,7 +122,10 @@ class CostsPage(AdvicePage):
         c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu.meta.index), inputs,
                     offers=self.offers, specs=self.specs)
         self.comparison = c
+        shortfall = advice.shortfall()
         self.summary.setText(
+            (f"{shortfall} The figures below extrapolate that to a month.\n" if shortfall is not None else "")
+            + f"From {span_text(advice.recorded_s)} of recorded history: "
             f"{c.busy_hours_month:.0f} busy hours/month and {c.energy_kwh_month:.1f} kWh/month measured. Owned: "
             f"{c.owned_month:,.2f} {s.currency}/month (amortisation {c.owned_fixed_month:,.2f} + electricity "
             f"{c.owned_energy_month:,.2f}).")
