@@ -2,7 +2,8 @@
 
 Exit codes: 0 passed, 1 throttled, 2 usage error (or another run holds the device), 3 result
 errors found, 4 aborted (temperature guard, Ctrl+C or SIGTERM, or the workload crashed), 6 the
-verdict was printed but the run could not be saved to the history database.
+verdict was printed but the run could not be saved to the history database, 7 inconclusive (the
+temperature was still rising at the end, or the run was too short to judge).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 _CUDA = re.compile(r"^cuda(:\d+)?$")
 #: The run finished and its verdict was printed, but the history database could not store it.
 EXIT_NOT_SAVED = 6
+#: The longest run accepted: a day.
+MAX_MINUTES = 1440.0
+#: A temperature guard below this is below room temperature: every run would stop at once.
+MIN_GUARD_C = 30.0
 #: Signals that stop a run as Ctrl+C does: the child is stopped and the run stored as aborted.
 _STOP_SIGNALS = (signal.SIGINT,) if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
 
@@ -74,6 +79,11 @@ def build_runner(args: argparse.Namespace, device: str, on_progress: Any) -> Str
     minutes = args.minutes if args.minutes is not None else settings.stress.default_minutes
     if not minutes or minutes <= 0 or not np.isfinite(minutes):
         raise UserError("--minutes must be a positive number (fractions allowed, e.g. 0.5)")
+    if minutes > MAX_MINUTES:
+        raise UserError(f"--minutes {minutes:g} is beyond a day: at most {MAX_MINUTES:g} minutes")
+    if args.guard_c is not None and not (np.isfinite(args.guard_c) and args.guard_c >= MIN_GUARD_C):
+        raise UserError(f"--guard-c {args.guard_c:g} °C is below room temperature: the run would stop at once "
+                        f"(use {MIN_GUARD_C:g} °C or more, or leave it out for the GPU's own limit)")
     if device == "cpu" and args.dtype == "tf32":
         raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
     sampler: Sampler | None = None

@@ -23,8 +23,8 @@ from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
 from desktop.errors import UserError
 from desktop.stress.runner import RunResult
-from desktop.stress.verdict import Verdict, judge
-from desktop.stress.verdict_text import compare_with_baseline
+from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
+from desktop.stress.verdict_text import compare_with_baseline, format_duration
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,11 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
 
 def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regression_pct: float = 5.0) -> Verdict:
     """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
-    verdict = judge(result.trace())
+    verdict = judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True)
+    if verdict.status == "no_data":  # a few samples: too short to judge, said as such
+        verdict = replace(verdict, status="too_short",
+                          sentence=f"Load of {format_duration(result.ended_s - result.started_s)}: too short to "
+                                   f"judge (needs {format_duration(MIN_STRESS_LOAD_S)}). {verdict.sentence}")
     if result.aborted:
         verdict = replace(verdict, status="errors" if result.errors else "aborted",
                           sentence=f"Aborted ({result.message}). {verdict.sentence}")
@@ -116,11 +120,18 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+#: The run finished but says nothing yet: still heating up at the end, or too short to judge.
+EXIT_INCONCLUSIVE = 7
+
+
 def exit_code(result: RunResult, verdict: Verdict) -> int:
-    """0 passed, 1 throttled, 3 result errors, 4 aborted (guard, cancel, crash). 2 is a usage error;
-    the CLI exits 6 when the verdict was printed but the run could not be saved (3 still wins)."""
+    """0 passed, 1 throttled, 3 result errors, 4 aborted (guard, cancel, crash), 7 inconclusive (still
+    heating up at the end, or too short to judge). 2 is a usage error; the CLI exits 6 when the verdict
+    was printed but the run could not be saved (3 still wins)."""
     if result.errors or verdict.errors:
         return 3
     if result.aborted:
         return 4
-    return 1 if verdict.throttled else 0
+    if verdict.throttled:
+        return 1
+    return EXIT_INCONCLUSIVE if verdict.status in ("inconclusive", "too_short", "no_data") else 0

@@ -35,8 +35,9 @@ from desktop.stress.verdict_model import RunTrace, Verdict
 from desktop.stress.verdict_text import sentence_for
 
 # The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well.
-__all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_SUSTAINED_S", "POWER_LIMITED_SHARE", "REFERENCE_SMOOTH_S",
-           "REFERENCE_WINDOW_S", "SLOWDOWN_MIN_SHARE", "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge",
+__all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_STRESS_LOAD_S", "MIN_SUSTAINED_S", "POWER_LIMITED_SHARE",
+           "REFERENCE_SMOOTH_S", "REFERENCE_WINDOW_S", "RISING_C_PER_MIN", "RISING_HORIZON_S", "RISING_WINDOW_S",
+           "SLOWDOWN_MIN_SHARE", "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge",
            "rolling_median"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -60,6 +61,14 @@ SLOWDOWN_MIN_SHARE = 0.02
 POWER_LIMITED_SHARE = 0.2
 #: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
 MIN_SUSTAINED_S = 60.0
+#: A stress run with less load than this is too short to judge at all (``rigscope stress --minutes 0.05``).
+MIN_STRESS_LOAD_S = 30.0
+#: The temperature's rise is read from this last stretch of the load (a least-squares slope).
+RISING_WINDOW_S = 60.0
+#: Still rising faster than this (°C per minute) at the end = not at thermal steady state ...
+RISING_C_PER_MIN = 1.0
+#: ... when, at that rate, it would reach the slowdown temperature within this long (unknown slowdown: always).
+RISING_HORIZON_S = 300.0
 
 
 def rolling_median(values: FloatArray, window: int) -> FloatArray:
@@ -92,8 +101,13 @@ class _Run:
     causes: CauseTimes | None
 
 
-def judge(trace: RunTrace, *, min_load_s: float = 0.0) -> Verdict:
-    """The verdict for one run (or one load segment of a log); under ``min_load_s`` of load it says so instead."""
+def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = False) -> Verdict:
+    """The verdict for one run (or one load segment of a log); under ``min_load_s`` of load it says so instead.
+
+    With ``steady_state`` (a stress run), a run that held its speed while its temperature was still
+    rising towards the slowdown temperature at the end is "inconclusive": it ended before the heat
+    could slow it. A throttled run stays throttled.
+    """
     time_s = np.asarray(trace.time_s, dtype=np.float64)
     basis, unit, raw_signal = _signal(trace)
     n = time_s.shape[0]
@@ -146,7 +160,11 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0) -> Verdict:
     cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
     throttled = dropped or slowdown is not None
     status = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
-    verdict = Verdict(status=status, throttled=throttled, onset_s=onset, peak=peak, sustained=sustained,
+    rising = temperature_rise(trace, rel, loaded)
+    if steady_state and status == "passed" and _still_heating(trace, rising):
+        status = "inconclusive"
+    verdict = Verdict(status=status, rising_c_per_min=rising, throttled=throttled,
+                      onset_s=onset, peak=peak, sustained=sustained,
                       sustained_ratio=ratio, clock_ratio=_clock_ratio(trace, run.end, clock_max), cause=cause,
                       cause_family=CAUSE_FAMILY.get(cause) if cause else None,
                       onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
@@ -154,6 +172,35 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0) -> Verdict:
                       power_limited=shares.get("power_cap", 0.0) >= POWER_LIMITED_SHARE,
                       **common)  # type: ignore[arg-type]
     return _with_sentence(verdict, trace, min_load_s)
+
+
+def temperature_rise(trace: RunTrace, rel: FloatArray, loaded: BoolArray) -> float | None:
+    """°C per minute over the last ``RISING_WINDOW_S`` of the load (least squares); None without 10 readings."""
+    if trace.temperature_c is None:
+        return None
+    temps = np.asarray(trace.temperature_c, dtype=np.float64)[:rel.shape[0]]
+    end = float(rel[np.flatnonzero(loaded)[-1]])
+    window = loaded[:temps.shape[0]] & (rel[:temps.shape[0]] >= end - RISING_WINDOW_S) & np.isfinite(temps)
+    if int(window.sum()) < 10:
+        return None
+    t, y = rel[:temps.shape[0]][window], temps[window]
+    if float(t[-1] - t[0]) <= 0.0:
+        return None
+    slope = float(np.polyfit(t, y, 1)[0])
+    return slope * 60.0
+
+
+def _still_heating(trace: RunTrace, rising: float | None) -> bool:
+    """Rising faster than ``RISING_C_PER_MIN`` and, at that rate, reaching the slowdown temperature soon."""
+    if rising is None or rising <= RISING_C_PER_MIN or trace.temperature_c is None:
+        return False
+    if not trace.temp_slowdown_c:
+        return True
+    temps = trace.temperature_c[np.isfinite(trace.temperature_c)]
+    last = float(temps[-1])
+    if last >= trace.temp_slowdown_c:  # at the limit already: no longer a question of time
+        return False
+    return last + rising * RISING_HORIZON_S / 60.0 >= trace.temp_slowdown_c
 
 
 def _level(values: FloatArray) -> float:

@@ -60,7 +60,7 @@ class RunTrace:
 class Verdict:
     """The answer: throttled or not, since when, by how much, why — and one plain sentence."""
 
-    status: str  # passed | throttled | errors | aborted | no_data | too_short
+    status: str  # passed | throttled | errors | aborted | no_data | too_short | inconclusive
     throttled: bool
     onset_s: float | None
     peak: float
@@ -87,6 +87,8 @@ class Verdict:
     power_limited: bool = False
     sm_clock_max_mhz: float | None = None
     sm_clock_max_source: str | None = None
+    #: °C per minute the temperature still rose over the end of the run (a least-squares slope); None: unknown.
+    rising_c_per_min: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.frame import StressResult
 from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
 from desktop.stress.verdict_model import RunTrace, Verdict
@@ -72,6 +73,9 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
                 text += f"; {label} {_pct(verdict.cause_shares.get(verdict.cause or '', 0.0))} of the time under load"
         elif verdict.throttled:
             text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
+        elif verdict.status == "inconclusive":
+            text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising "
+                    f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run the Sustained test; {figures}")
         elif verdict.power_limited:
             limit = f"its {trace.power_limit_w:.0f} W power limit" if trace.power_limit_w else "its power limit"
             text = (f"Held its speed at {limit}: {figures}; power cap active "
@@ -89,7 +93,8 @@ def compare_with_baseline(verdict: Verdict, baseline: StressResult | None, regre
     if baseline is None or baseline.sustained_throughput <= 0 or not np.isfinite(verdict.sustained):
         return verdict
     when = datetime.fromtimestamp(baseline.started_s, tz=UTC).astimezone()
-    date = f"{when.day} {when.strftime('%b')}"
+    run = f"run {baseline.run_id}, " if baseline.run_id > 0 else ""
+    date = f"{when.day} {when.strftime('%b')} ({run}{format_duration(baseline.ended_s - baseline.started_s)})"
     delta_pct = (verdict.sustained / baseline.sustained_throughput - 1.0) * 100.0
     if delta_pct <= -regression_pct:
         text = f"{-delta_pct:.0f} % below your baseline from {date} — check dust, fan mode, driver"

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
 from desktop.stress.report import run_html, run_json
 from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
@@ -46,7 +47,8 @@ from desktop.ui.theme import Theme
 
 log = logging.getLogger(__name__)
 
-PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10 min", 600.0), ("Soak 30 min", 1800.0))
+PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10 min", SUSTAINED_S),
+                                          ("Soak 30 min", 1800.0))
 WORKLOADS = ("gemm", "bandwidth", "train", "infer")
 PRECISIONS = ("default", "bf16", "fp16", "tf32", "fp32")
 _LIVE = ("throughput", "sm_clock_mhz", "temperature_c", "power_w")
@@ -326,7 +328,8 @@ class StressPage(QWidget):
     # --- verdict and history -------------------------------------------------------------
     def _show_verdict(self, verdict: Verdict) -> None:
         titles = {"passed": "Passed: held its speed", "throttled": "Throttled", "errors": "Result errors found",
-                  "aborted": "Aborted", "no_data": "No verdict"}
+                  "aborted": "Aborted", "no_data": "No verdict", "too_short": "Too short to judge",
+                  "inconclusive": "Inconclusive: still heating up"}
         self.verdict_title.setText(titles.get(verdict.status, verdict.status))
         self.verdict_text.setText(verdict.sentence)
         self.comparison_text.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
@@ -342,7 +345,8 @@ class StressPage(QWidget):
     def _paint_card(self, verdict: Verdict | None) -> None:
         colour = self.theme.muted
         if verdict is not None:
-            colour = {"passed": self.theme.ok, "throttled": self.theme.warn}.get(verdict.status, self.theme.bad)
+            colour = {"passed": self.theme.ok, "throttled": self.theme.warn, "inconclusive": self.theme.muted,
+                      "too_short": self.theme.muted}.get(verdict.status, self.theme.bad)
         self.verdict_card.setStyleSheet(f"#verdictCard {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
                                         f" border-radius: 3px; }}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from advisor.baseline import BASELINE_RUNS, pick_baseline, usable
+from advisor.baseline import BASELINE_RUNS, SUSTAINED_S, pick_baseline, usable, usable_as_baseline
 from advisor.frame import StressResult
 
 T0 = 1_793_620_800.0  # 2026-11-02 12:00 UTC
@@ -53,3 +53,13 @@ def test_ties_go_to_the_newest_run() -> None:
     older, newer = run(1, 10, 150.0), run(2, 5, 150.0)
     assert pick_baseline([older, newer], "gemm", "bf16", "GPU-A") == newer
     assert pick_baseline([newer, older], "gemm", "bf16", "GPU-A") == newer
+
+
+def test_short_and_inconclusive_runs_are_never_the_baseline() -> None:
+    sustained = run(1, 10, 150.0)
+    quick = run(2, 5, 200.0, ended_s=T0 - 5 * DAY_S + 120)  # a Quick 2 min run: faster, not heat-soaked
+    heating = run(3, 4, 210.0, summary="Inconclusive: not at thermal steady state (still rising 3.0 °C/min)")
+    assert usable(quick) and not usable_as_baseline(quick) and not usable_as_baseline(heating)
+    assert usable_as_baseline(sustained) and sustained.ended_s - sustained.started_s == SUSTAINED_S
+    assert pick_baseline([sustained, quick, heating], "gemm", "bf16", "GPU-A") == sustained
+    assert pick_baseline([quick, heating], "gemm", "bf16", "GPU-A") is None

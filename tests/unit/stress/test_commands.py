@@ -21,9 +21,11 @@ def test_sim_stress_prints_json_saves_the_run_and_compares_the_next(tmp_path: Pa
     db = tmp_path / "history.sqlite"
     code = main(["stress", "--device", "sim", "--minutes", "0.03", "--json", "--db", str(db)])
     report = json.loads(capsys.readouterr().out)
-    assert code == report["exit_code"] == 0
+    # 1.8 s of load is too short to judge: said so, with its own exit code (7, inconclusive).
+    assert code == report["exit_code"] == 7
+    assert report["verdict"]["status"] == "too_short" and "too short" in report["verdict"]["sentence"]
     assert report["device"] == "sim" and report["status"] == "completed"
-    assert report["verdict"]["unit"] == "TFLOP/s" and report["verdict"]["peak"] > 0
+    assert report["verdict"]["unit"] == "TFLOP/s" and report["verdict"]["sustained"] > 0
     with HistoryStore.open(db, readonly=True) as store:
         runs = store.stress_runs(gpu_uuid=report["gpu"]["uuid"], workload="gemm")
         assert [r.run_id for r in runs] == [report["run_id"]]
@@ -32,7 +34,7 @@ def test_sim_stress_prints_json_saves_the_run_and_compares_the_next(tmp_path: Pa
         assert "temperature_c" in columns
     main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(db)])
     text = capsys.readouterr().out
-    assert "of your baseline from" in text
+    assert "baseline" not in text  # a run too short to judge is no one's baseline
     assert "Saved as run" in text
 
 
@@ -43,6 +45,12 @@ def test_usage_mistakes_exit_2_with_a_message(capsys: pytest.CaptureFixture[str]
     assert main(["stress", "--device", "sim", "--minutes", "-1", "--db", db]) == 2
     assert main(["stress", "--device", "sim", "--workload", "train", "--db", db]) == 2
     assert main(["stress", "--device", "cpu", "--dtype", "tf32", "--db", db]) == 2
+    capsys.readouterr()
+    assert main(["stress", "--device", "sim", "--minutes", "1441", "--db", db]) == 2
+    assert "beyond a day" in capsys.readouterr().err
+    assert main(["stress", "--device", "sim", "--guard-c", "20", "--db", db]) == 2
+    assert "below room temperature" in capsys.readouterr().err
+    assert main(["stress", "--device", "sim", "--guard-c", "nan", "--db", db]) == 2
 
 
 def test_default_device_without_nvidia_is_the_simulator_said_out_loud() -> None:

@@ -98,3 +98,29 @@ def test_cancel_stops_a_real_time_run_within_a_second() -> None:
     assert result.status == "cancelled"
     assert returned_at - cancelled_at[0] < 1.0
     assert backend.manual is not None and backend.manual.demand(0, 0.0).load == 0.0
+
+
+def test_quick_two_minute_test_on_the_laptop_is_inconclusive_not_passed() -> None:
+    runner, _backend, _seen = sim_runner(duration_s=120.0)  # the laptop throttles at 2 min 25 s
+    result = runner.run()
+    verdict = judge_run(result)
+    assert verdict.status == "inconclusive" and not verdict.throttled
+    assert verdict.rising_c_per_min is not None and verdict.rising_c_per_min > 5.0
+    assert verdict.sentence.startswith("Inconclusive: not at thermal steady state (still rising")
+    assert "run the Sustained test" in verdict.sentence
+    assert exit_code(result, verdict) == 7
+
+
+def test_a_few_seconds_are_too_short_to_judge() -> None:
+    runner, _backend, _seen = sim_runner(duration_s=3.0)
+    result = runner.run()
+    verdict = judge_run(result)
+    assert verdict.status == "too_short" and "too short" in verdict.sentence
+    assert exit_code(result, verdict) == 7
+
+
+def test_the_sustained_preset_is_the_baseline_length() -> None:
+    from advisor.baseline import SUSTAINED_S
+    from desktop.ui.stress_page import PRESETS
+
+    assert dict(PRESETS)["Sustained 10 min"] == SUSTAINED_S

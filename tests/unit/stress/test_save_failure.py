@@ -128,4 +128,5 @@ def test_a_second_run_on_the_same_device_is_refused(tmp_path: Path, capsys: pyte
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     # The lock went with its holder: the next run on the device is allowed.
-    assert main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(tmp_path / "third.sqlite")]) == 0
+    # (7: a 1.8 s run is too short to judge; it ran, which is the point here)
+    assert main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(tmp_path / "third.sqlite")]) == 7

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -160,6 +162,9 @@ def test_comparison_with_the_baseline_names_its_date() -> None:
     same = compare_with_history(verdict, [_earlier(verdict.sustained * 1.01, nov_2)])
     assert same.comparison.startswith("within 1 % of your baseline")
     assert compare_with_history(verdict, []).comparison == ""
+    # Which run: its id (when stored) and its length.
+    named = compare_with_history(verdict, [dataclasses.replace(_earlier(better, nov_2), run_id=7, ended_s=nov_2 + 900)])
+    assert named.comparison.startswith("8 % below your baseline from 2 Nov (run 7, 15 min)")
 
 
 def test_rolling_median_ignores_nan_and_single_spikes() -> None:

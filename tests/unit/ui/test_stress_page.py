@@ -232,3 +232,16 @@ def test_a_run_that_cannot_be_saved_keeps_its_verdict_and_says_so(qtbot: QtBot, 
     assert page.verdict_text.text() == page.verdict.sentence
     assert page.live_label.text().startswith(f"Not saved to {db}") and "disk is full" in page.live_label.text()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+
+
+def test_a_quick_run_still_heating_up_is_called_inconclusive_not_passed(qtbot: QtBot) -> None:
+    """The Quick 2 min test on the laptop ends before it reaches its 87 °C limit (it throttles at ~2 min 25 s)."""
+    page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    page.presets.button(0).setChecked(True)  # Quick 2 min
+    with qtbot.waitSignal(page.finished, timeout=60_000):
+        page.start()
+    assert page.verdict is not None and page.verdict.status == "inconclusive"
+    assert page.verdict_title.text() == "Inconclusive: still heating up"
+    assert page.verdict_text.text().startswith("Inconclusive: not at thermal steady state")
+    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
