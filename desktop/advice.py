@@ -228,4 +228,7 @@ def advice_json(advice: Advice) -> dict[str, Any]:
                              "idle_share": p.idle_share, "reasons": p.reasons}) for p in advice.profiles],
         "costs": [json_safe(dataclasses.asdict(c)) for c in advice.costs],
         "currency": advice.currency,
+        # How much history the advice judges from, and the sentence saying it is not enough (else null).
+        "recorded_s": advice.recorded_s, "busy_s": advice.busy_s, "needed_s": advice.needed_s,
+        "shortfall": advice.shortfall(),
     }

@@ -34,6 +34,13 @@ def local_time(time_s: float, fmt: str = "%a %d %b %H:%M") -> str:
     return datetime.fromtimestamp(time_s).strftime(fmt)
 
 
+def time_span(start_s: float, end_s: float) -> str:
+    """A span of local time: "Mon 23 Nov 22:10 – 23:40" within a day, and both dates when it crosses
+    midnight ("Mon 23 Nov 22:10 – Tue 24 Nov 01:30"), never a second time that reads as the first day's."""
+    same_day = datetime.fromtimestamp(start_s).date() == datetime.fromtimestamp(end_s).date()
+    return f"{local_time(start_s)} – {local_time(end_s, '%H:%M') if same_day else local_time(end_s)}"
+
+
 def format_advice(advice: Advice) -> str:
     """The advice for a terminal. Process and GPU names are quoted in it, and another user names a
     process: every line goes through ``printable`` (no escape sequence, no bidi override, no
@@ -57,7 +64,7 @@ def format_advice(advice: Advice) -> str:
         lines.extend(f"  - {e.text()}" for e in rec.evidence)
         lines.append(f"  Action: {rec.action}")
         if rec.time_ranges:
-            spans = ", ".join(f"{local_time(a)} - {local_time(b, '%H:%M')} ({(b - a) / 3600:.1f} h)"
+            spans = ", ".join(f"{time_span(a, b)} ({(b - a) / 3600:.1f} h)"
                               for a, b in rec.time_ranges[:3])
             lines.append(f"  When: {spans}")
     for cost in advice.costs:

@@ -13,7 +13,7 @@ from desktop.errors import UserError
 from desktop.telemetry.doctor import slowdown_headroom_c
 from desktop.telemetry.live import snapshot_json
 from desktop.telemetry.loop import run_every
-from desktop.telemetry.model import METRICS, Snapshot, format_value
+from desktop.telemetry.model import METRICS, ClockEventReason, GpuSample, Metric, Snapshot, format_value
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 _CLEAR = "\x1b[H\x1b[2J"
@@ -29,13 +29,18 @@ def main(args: argparse.Namespace) -> int:
     sampler = Sampler(open_backend(args.simulate), open_host_backend())
     out = sys.stdout
     refresh = not args.json and out.isatty()
+    ticks = 0
 
     def tick() -> None:
+        nonlocal ticks
         snapshot = sampler.tick()
         if args.json:
             out.write(json.dumps(snapshot_json(snapshot)) + "\n")
         else:
-            out.write((_CLEAR if refresh else "") + render(snapshot) + ("\n" if refresh else "\n\n"))
+            # The fallback reason once: on the first table when they scroll, on the one screen when it redraws.
+            text = render(snapshot, with_reason=refresh or ticks == 0)
+            out.write((_CLEAR if refresh else "") + text + ("\n" if refresh else "\n\n"))
+        ticks += 1
         out.flush()
 
     try:
@@ -47,20 +52,35 @@ def main(args: argparse.Namespace) -> int:
     return 0  # a closed pipe (`| head`) ends in the dispatcher, quietly
 
 
-def render(snapshot: Snapshot) -> str:
-    """The readable table: one row per metric, one column per GPU, then the host and processes."""
+def clock_event_text(mask: int | None) -> str:
+    """A clock-event mask in words ("SW thermal, Power cap"), from the one vocabulary; "none" when clear."""
+    if mask is None:
+        return "n/a"
+    return ", ".join(reason.label for reason in ClockEventReason.decode(mask)) or "none"
+
+
+def _cell(metric: Metric, sample: GpuSample | None) -> str:
+    if sample is None:
+        return "n/a"
+    value = getattr(sample, metric.name)
+    if metric.name == "clock_event_reasons":
+        return clock_event_text(value)
+    return format_value(metric, value, 1 if metric.unit in ("°C", "W") else 0)
+
+
+def render(snapshot: Snapshot, *, with_reason: bool = True) -> str:
+    """The readable table: one row per metric, one column per GPU, then the host and processes.
+    ``with_reason``: say why this is the simulated GPU (once per run, not on every refresh)."""
     stamp = datetime.fromtimestamp(snapshot.time_s).strftime("%Y-%m-%d %H:%M:%S")
     lines = [f"{stamp}  {snapshot.source.detail}"]
-    if snapshot.source.fallback_reason:
+    if with_reason and snapshot.source.fallback_reason:
         lines.append(f"(simulated: {snapshot.source.fallback_reason})")
     rows: list[tuple[str, ...]] = [("", *(f"GPU {r.info.index}" for r in snapshot.gpus))]
     rows.append(("name", *(r.info.name for r in snapshot.gpus)))
     rows.append(("state", *(r.state.value + (f": {r.state_detail}" if r.state_detail else "")
                             for r in snapshot.gpus)))
     for metric in METRICS:
-        digits = 1 if metric.unit in ("°C", "W") else 0
-        rows.append((metric.label, *(format_value(metric, getattr(r.sample, metric.name), digits)
-                                     if r.sample is not None else "n/a" for r in snapshot.gpus)))
+        rows.append((metric.label, *(_cell(metric, r.sample) for r in snapshot.gpus)))
         if metric.name == "temperature_c":
             headroom = (slowdown_headroom_c(r.info, r.sample) for r in snapshot.gpus)
             rows.append(("to slowdown", *(f"{h:.0f} °C" if h is not None else "n/a" for h in headroom)))

@@ -47,6 +47,8 @@ EXIT_NOT_SAVED = 6
 MAX_MINUTES = 1440.0
 #: A temperature guard below this is below room temperature: every run would stop at once.
 MIN_GUARD_C = 30.0
+#: Without a terminal, a stress run writes one progress line this often.
+PROGRESS_LINE_EVERY_S = 60.0
 #: Signals that stop a run as Ctrl+C does: the child is stopped and the run stored as aborted.
 _STOP_SIGNALS = (signal.SIGINT,) if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
 
@@ -146,7 +148,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
-    bar = ProgressBar(1.0, width=24)
+    # On a terminal a redrawn bar; without one (a log, a CI job) one plain line per minute.
+    bar = ProgressBar(1.0, width=24, line_every_s=PROGRESS_LINE_EVERY_S)
     runner = build_runner(args, device, _progress_line(bar))
     handler = _cancel_handler(runner)
     previous = {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
