@@ -146,7 +146,7 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
     fixed = inputs.purchase_price / inputs.amortisation_months if inputs.amortisation_months > 0 else 0.0
     energy_cost = kwh * inputs.electricity_price_per_kwh
     if inputs.purchase_price <= 0:
-        notes.append("No purchase price set (Settings > Costs): owning counts electricity only.")
+        notes.append("No purchase price set (enter it on the Costs page): owning counts electricity only.")
     if serving_h > 0:
         notes.append(f"{serving_h:.0f} of the busy hours look like inference serving: priced per wall hour "
                      "(a server stays up however fast the GPU is).")

@@ -88,9 +88,13 @@ class Settings:
     advisor: AdvisorSettings = field(default_factory=AdvisorSettings)
 
 
+#: The one allowed range (seconds, inclusive) for the sampling interval: Settings, its field, and
+#: ``--interval`` of ``record``, ``sample``, ``serve`` and ``export --prometheus`` all use it.
+INTERVAL_RANGE_S: tuple[float, float] = (0.1, 60.0)
+
 #: Allowed ranges (inclusive) for numeric settings; anything else numeric must be >= 0.
 _RANGES: dict[str, tuple[float, float]] = {
-    "sampling.interval_s": (0.1, 60.0),
+    "sampling.interval_s": INTERVAL_RANGE_S,
     "sampling.process_interval_s": (0.5, 600.0),
     "retention.raw_days": (1, 3650),
     "retention.minute_days": (1, 36500),
@@ -112,6 +116,11 @@ SettingsProblem = tuple[str, str]
 
 #: A settings file is a few hundred bytes; anything past this is not one (and is not read whole).
 MAX_FILE_BYTES = 1 << 20
+
+
+def allowed_range(key: str) -> tuple[float, float]:
+    """The inclusive range a numeric setting ("section.name") accepts (the Settings page's editors use it)."""
+    return _RANGES.get(key, (0.0, math.inf))
 
 
 def _range_problem(key: str) -> str:

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from desktop import __version__
-from desktop.cli.common import TIME_HELP, attach_relative_times, check_db_arg, drop_stdout
+from desktop import __version__, config
+from desktop.cli.common import TIME_HELP, attach_relative_times, check_db_arg, drop_stdout, interval_arg
 from desktop.errors import UserError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -60,8 +60,9 @@ def _simulate(p: argparse.ArgumentParser) -> None:
 
 def _interval(p: argparse.ArgumentParser, default: float | None = None) -> None:
     shown = f"{default:g}" if default is not None else "the sampling interval in Settings"
-    p.add_argument("--interval", type=float, default=default, metavar="S",
-                   help=f"seconds between samples (default: {shown})")
+    low, high = config.INTERVAL_RANGE_S
+    p.add_argument("--interval", type=interval_arg, default=default, metavar="S",
+                   help=f"seconds between samples, {low:g} to {high:g} (default: {shown})")
 
 
 def _listen(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -136,6 +136,34 @@ def open_backend(simulate: str | None) -> GpuBackend:
         raise UserError(str(exc)) from exc
 
 
+def interval_problem(seconds: float) -> str:
+    """Why ``--interval`` is refused ("" when it is in ``config.INTERVAL_RANGE_S``, the range Settings allows)."""
+    low, high = config.INTERVAL_RANGE_S
+    if low <= seconds <= high:  # NaN is refused too
+        return ""
+    return f"--interval {seconds:g}: choose between {low:g} and {high:g} seconds"
+
+
+def check_interval(seconds: float) -> float:
+    """``seconds`` when it is an allowed sampling interval; else a ``UserError`` that gives the range."""
+    problem = interval_problem(seconds)
+    if problem:
+        raise UserError(problem)
+    return seconds
+
+
+def interval_arg(text: str) -> float:
+    """argparse ``type`` of ``--interval``: a number of seconds in the one allowed range (else exit 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    problem = interval_problem(seconds)
+    if problem:
+        raise argparse.ArgumentTypeError(problem.removeprefix(f"--interval {seconds:g}: "))
+    return seconds
+
+
 def load_settings() -> tuple[config.Settings, list[config.SettingsProblem]]:
     """The settings, each problem in them said on standard error as ``settings: key: message``
     (the defaults are used for what is wrong)."""
@@ -165,22 +193,44 @@ def start_prometheus(listen: str) -> ExporterHandle:
 class ProgressBar:
     """One redrawn line on standard error, drawn only on a terminal: ``label [####------]  42.0%``
     and an optional detail after it. ``update(done)`` redraws at most ten times a second (and
-    always at the end); ``close`` ends the line."""
+    always at the end); ``close`` ends the line.
 
-    def __init__(self, total: float, label: str = "", stream: TextIO | None = None, width: int = 30) -> None:
+    Without a terminal (a log, a CI job) nothing is redrawn; with ``line_every_s`` a plain line
+    ``label  42.0%  detail`` is written instead each time that much more time has passed."""
+
+    def __init__(self, total: float, label: str = "", stream: TextIO | None = None, width: int = 30, *,
+                 line_every_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.total = total if total > 0 else 1.0
         self.label = label
         # sys.stderr when called, not when this module was imported (it may have been replaced since).
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.line_every_s = line_every_s if line_every_s is not None and line_every_s > 0 else None
+        self._clock = clock
+        self._started_at = clock()
+        self._lines_written = 0
         self._drawn_at: float | None = None
         self._drawn_chars = 0
 
+    def _plain_line(self, done: float, detail: str) -> None:
+        """Without a terminal: one line per ``line_every_s`` of elapsed time, none in between."""
+        if self.line_every_s is None:
+            return
+        due = int((self._clock() - self._started_at) // self.line_every_s)
+        if due <= self._lines_written:
+            return
+        self._lines_written = due
+        share = min(1.0, max(0.0, done / self.total))
+        parts = [self.label, f"{share * 100:.1f}%", detail]
+        self.stream.write("  ".join(p for p in parts if p) + "\n")
+        self.stream.flush()
+
     def update(self, done: float, detail: str = "") -> None:
         if not self.enabled:
+            self._plain_line(done, detail)
             return
-        now = time.monotonic()
+        now = self._clock()
         if self._drawn_at is not None and now - self._drawn_at < 0.1 and done < self.total:
             return
         self._drawn_at = now

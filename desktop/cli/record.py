@@ -14,8 +14,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from desktop.cli.common import db_path, load_settings, open_backend, start_prometheus
-from desktop.errors import UserError
+from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.recorder import Recorder
@@ -27,8 +26,7 @@ log = logging.getLogger(__name__)
 def main(args: argparse.Namespace) -> int:
     settings, _problems = load_settings()
     interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
-    if not 0.05 <= interval_s <= 3600:
-        raise UserError(f"--interval {interval_s}: choose between 0.05 and 3600 seconds")
+    check_interval(interval_s)
     path = db_path(args)
     backend = open_backend(args.simulate)
     sampler = Sampler(backend, open_host_backend(), process_period_s=max(interval_s,

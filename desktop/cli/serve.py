@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 import threading
 
-from desktop.cli.common import db_path, load_settings, open_backend, start_prometheus
-from desktop.errors import UserError
+from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
 from desktop.exporter import run_loop
 from desktop.telemetry.sampler import Sampler
 
 
 def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     interval_s = args.interval if args.interval is not None else load_settings()[0].sampling.interval_s
-    if not 0.1 <= interval_s <= 3600:
-        raise UserError(f"--interval {interval_s}: choose between 0.1 and 3600 seconds")
+    check_interval(interval_s)
     backend = open_backend(args.simulate)
     # No host backend (CPU and memory are node_exporter's job), and no process polling after the
     # first tick: process lists are NVML's slowest call and nothing here exports them.

@@ -41,6 +41,14 @@ def _of(name: str, value: float | None, maximum: float | None) -> str:
     return f"{value:,.0f} / {maximum:,.0f} {metric.unit}"
 
 
+def driver_text(driver_version: str | None, cuda_version: str | None, simulated: bool = False) -> str:
+    """The line under a GPU's name: "Driver 560.35 · CUDA 12.6", or in plain words a simulated GPU."""
+    if simulated or driver_version == "simulated":
+        return "Simulated GPU (no NVIDIA driver)"
+    cuda = f" · CUDA {cuda_version}" if cuda_version else ""
+    return f"Driver {driver_version or 'n/a'}{cuda}"
+
+
 def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
     """The text of every tile for one reading (pure, so tests and the tray reuse it)."""
     sample = reading.sample if reading is not None else None
@@ -86,9 +94,7 @@ class GpuCard(QFrame):
         head.addWidget(self.name_label, 1)
         head.addWidget(self.badge)
         layout.addLayout(head)
-        driver = info.driver_version or "n/a"
-        cuda = f" · CUDA {info.cuda_version}" if info.cuda_version else ""
-        self.driver_label = QLabel(f"Driver {driver}{cuda}")
+        self.driver_label = QLabel(driver_text(info.driver_version, info.cuda_version, info.simulated))
         layout.addWidget(self.driver_label)
         grid = QGridLayout()
         grid.setHorizontalSpacing(18 if tiles_per_row >= len(_TILES) else 8)

@@ -30,6 +30,17 @@ from desktop.config import CostSettings
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.theme import DARK, Theme
 
+#: What the page says while the purchase price is 0 (not set).
+NO_PRICE_TEXT = ("No purchase price set: owning counts electricity only. "
+                 "Set the purchase price above to see the break-even.")
+
+
+def _break_even_text(hours: float | None, priced: bool) -> str:
+    """The break-even column: busy hours per month, "never", or "-" while there is no price to break even with."""
+    if not priced:
+        return "-"
+    return f"{hours:.0f}" if hours is not None else "never"
+
 
 class CostsPage(AdvicePage):
     """Own vs rent: inputs, the comparison table and the break-even chart, recomputed as inputs change."""
@@ -61,6 +72,10 @@ class CostsPage(AdvicePage):
         form.addRow("Amortisation (months)", self.months)
         form.addRow(f"Electricity ({costs.currency}/kWh)", self.kwh_price)
         layout.addLayout(form)
+        #: Shown while no purchase price is set: without one there is no break-even to show.
+        self.price_hint = plain_label(NO_PRICE_TEXT)
+        self.price_hint.hide()
+        layout.addWidget(self.price_hint)
         self.summary = plain_label("")
         layout.addWidget(self.summary)
         self.table = QTableWidget(0, len(self.HEADERS))
@@ -71,7 +86,7 @@ class CostsPage(AdvicePage):
         self.chart = pg.PlotWidget()
         self.chart.setBackground(theme.plot_background)
         self.chart.setLabel("bottom", "busy hours per month")
-        self.chart.setLabel("left", f"cost per month ({costs.currency} / USD)")
+        self.chart.setLabel("left", f"{costs.currency} per month")
         self.chart.addLegend(offset=(10, 5))
         self.chart.setMinimumHeight(240)
         layout.addWidget(self.chart, 1)
@@ -113,6 +128,8 @@ class CostsPage(AdvicePage):
         gpu = advice.frame.gpu(int(index)) if advice is not None and index is not None else None
         self.table.setRowCount(0)
         self.chart.clear()
+        priced = self.price.value() > 0
+        self.price_hint.setVisible(not priced)
         if advice is None or gpu is None:
             self.summary.setText("No history yet: costs are computed from the hours your GPU was busy.")
             self.comparison = None
@@ -134,7 +151,7 @@ class CostsPage(AdvicePage):
             self.table.insertRow(row)
             cells = (o.offer.gpu_model, o.offer.provider, f"{o.relative_speed:.2f}x", f"{o.cloud_hours_month:.1f}",
                      f"{o.on_demand_month:,.2f}", f"{o.spot_month:,.2f}" if o.spot_month is not None else "-",
-                     f"{o.break_even_busy_hours_month:.0f}" if o.break_even_busy_hours_month is not None else "never",
+                     _break_even_text(o.break_even_busy_hours_month, priced),
                      f"{o.offer.source}, {o.offer.date}")
             for col, text in enumerate(cells):
                 self.table.setItem(row, col, QTableWidgetItem(text))
@@ -142,7 +159,8 @@ class CostsPage(AdvicePage):
         self.chart.addLegend(offset=(10, 5))
         if c.options:
             hours, owned, _ = break_even_curve(c, c.options[0])
-            self.chart.plot(hours, owned, pen=pg.mkPen(self.theme.text, width=2), name="owned")
+            if priced:  # with electricity only, where it crosses a rented line is no break-even
+                self.chart.plot(hours, owned, pen=pg.mkPen(self.theme.text, width=2), name="owned")
             for i, option in enumerate(c.options[:3]):
                 _, _, rented = break_even_curve(c, option)
                 self.chart.plot(hours, rented, pen=pg.mkPen(self.theme.series[i], width=2),
@@ -150,7 +168,8 @@ class CostsPage(AdvicePage):
             self.chart.addItem(pg.InfiniteLine(c.busy_hours_month, angle=90, label="you",
                                                pen=pg.mkPen(self.theme.muted, style=Qt.PenStyle.DashLine)))
         bigger = c.bigger_option
-        notes = list(c.notes)
+        # The hint above already says a price is missing (the shared note points here, to this page).
+        notes = [n for n in c.notes if not n.startswith("No purchase price set")]
         if bigger is not None:
             notes.insert(0, f"For jobs this GPU cannot hold: {bigger.gpu_model} ({bigger.vram_gb:.0f} GB) at "
                             f"{bigger.provider}, ${bigger.on_demand_usd_h:.2f}/h on demand.")

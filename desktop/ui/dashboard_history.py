@@ -31,6 +31,23 @@ HISTORY_POINTS = 2000
 #: Re-query history at most this often while a long window stays on screen.
 HISTORY_REFRESH_S = 60.0
 READING_TEXT = "Reading history…"
+#: How the note names each history resolution, in plain words.
+RESOLUTION_WORDS = {"raw": "every sample", "minute": "minute averages", "hour": "hourly averages"}
+
+
+def live_span_text(seconds: float) -> str:
+    """"15 min", "45 s", "1 h": how much of the window the live readings cover, for the note."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if round(seconds / 60) < 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.3g} h"
+
+
+def history_note(live_s: float, resolution: str) -> str:
+    """The note under a window filled from history, e.g. "Before the last 15 min: from the history (every sample)"."""
+    words = RESOLUTION_WORDS.get(resolution, resolution)
+    return f"Before the last {live_span_text(live_s)}: from the history ({words})"
 
 
 class HistoryQuery(Protocol):
@@ -83,6 +100,8 @@ class HistoryFill(QObject):
         self.loader = Loader(self, name="dashboard-history", one_at_a_time=True)
         #: The window end of the last request (None: read at the next repaint).
         self.read_at: float | None = None
+        #: What the live readings cover at the end of the window last read (the note names it).
+        self.live_s = 0.0
 
     @property
     def loading(self) -> bool:
@@ -115,6 +134,7 @@ class HistoryFill(QObject):
                 continue
             until = oldest if oldest is not None else end_s
             reads.append(HistoryRead(panel.info.index, panel.info.uuid, start_s, until))
+            self.live_s = end_s - until
         if not reads:
             self.loader.discard()  # an older window's answer must not land in this one
             return
@@ -129,7 +149,7 @@ class HistoryFill(QObject):
         for index, part in parts.items():
             panel = panels[index]
             panel.paint_history(part.time_s, part.columns)
-            self.note.setText(f"Older than the live buffer: history ({part.resolution})" if part.time_s.size else
+            self.note.setText(history_note(self.live_s, part.resolution) if part.time_s.size else
                               "No history for this window yet")
             panel.painted_version = -1
             panel.painted_end_s = None

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -45,14 +46,19 @@ class Field:
     key: str  # "section.name"
     label: str
     unit: str = ""
-    kind: str = "text"  # text | bool | choice
+    kind: str = "text"  # text | bool | choice | spin (whole numbers in ``config.allowed_range``)
     choices: tuple[str, ...] = ()
     help: str = ""
+    #: For a spin box: what its minimum reads as (e.g. "forever" for 0 days).
+    special: str = ""
+
+
+_INTERVAL_LOW, _INTERVAL_HIGH = config.INTERVAL_RANGE_S
 
 
 GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
     ("Sampling", (
-        Field("sampling.interval_s", "Sampling interval", "s",
+        Field("sampling.interval_s", "Sampling interval", f"s ({_INTERVAL_LOW:g} to {_INTERVAL_HIGH:g})",
               help="1 s is the sane default; faster polling can stutter games"),
         Field("sampling.process_interval_s", "Process list interval", "s",
               help="the slowest driver call: poll it less often"),
@@ -60,7 +66,8 @@ GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
     ("History retention", (
         Field("retention.raw_days", "Keep every sample for", "days"),
         Field("retention.minute_days", "Keep minute averages for", "days"),
-        Field("retention.hour_days", "Keep hourly averages for", "days", help="0 keeps them forever"),
+        Field("retention.hour_days", "Keep hourly averages for", "days", kind="spin", special="forever",
+              help="0 (forever) keeps them for good"),
     )),
     ("Alerts", (
         Field("alerts.temperature_c", "GPU temperature above", "°C"),
@@ -122,7 +129,7 @@ class SettingsPage(QWidget):
         self.path = path
         self._service = service if service is not None else _default_service()
         self.service_loader = Loader(self, name="service")
-        self.editors: dict[str, QLineEdit | QCheckBox | QComboBox] = {}
+        self.editors: dict[str, QLineEdit | QCheckBox | QComboBox | QSpinBox] = {}
         self.errors: dict[str, QLabel] = {}
 
         body = QWidget()
@@ -159,8 +166,14 @@ class SettingsPage(QWidget):
         row = QWidget()
         layout = QHBoxLayout(row)
         layout.setContentsMargins(0, 0, 0, 0)
-        editor: QLineEdit | QCheckBox | QComboBox
-        if f.kind == "bool":
+        editor: QLineEdit | QCheckBox | QComboBox | QSpinBox
+        if f.kind == "spin":
+            low, high = config.allowed_range(f.key)
+            editor = QSpinBox(minimum=int(low), maximum=int(min(high, 2**31 - 1)))
+            editor.setSpecialValueText(f.special)  # the minimum reads as a word, e.g. 0 days: "forever"
+            editor.setSuffix(f" {f.unit}")
+            editor.setAlignment(Qt.AlignmentFlag.AlignRight)
+        elif f.kind == "bool":
             editor = QCheckBox()
         elif f.kind == "choice":
             editor = QComboBox()
@@ -172,7 +185,7 @@ class SettingsPage(QWidget):
         editor.setObjectName(f.key)
         editor.setToolTip(f.help)
         layout.addWidget(editor)
-        if f.unit:
+        if f.unit and f.kind != "spin":  # a spin box carries its unit (and "forever" reads alone)
             layout.addWidget(QLabel(f.unit))
         error = QLabel("")
         error.setObjectName(f"{f.key}.error")
@@ -191,6 +204,8 @@ class SettingsPage(QWidget):
                 editor.setChecked(bool(value))
             elif isinstance(editor, QComboBox):
                 editor.setCurrentText(str(value))
+            elif isinstance(editor, QSpinBox):
+                editor.setValue(int(value))
             else:
                 editor.setText(f"{value:g}" if isinstance(value, float) else str(value))
         self._show_problems([])
@@ -205,6 +220,8 @@ class SettingsPage(QWidget):
                 value: Any = editor.isChecked()
             elif isinstance(editor, QComboBox):
                 value = editor.currentText()
+            elif isinstance(editor, QSpinBox):
+                value = editor.value()
             else:
                 value = editor.text().strip()
             out.setdefault(section, {})[name] = value

@@ -25,7 +25,7 @@ def _args(**kw: object) -> argparse.Namespace:
 
 def test_sample_json_count_3_in_the_real_cli() -> None:
     result = subprocess.run([sys.executable, "-m", "desktop", "sample", "--json", "--count", "3",
-                             "--interval", "0.05"], capture_output=True, text=True, timeout=60, check=True)
+                             "--interval", "0.1"], capture_output=True, text=True, timeout=60, check=True)
     lines = result.stdout.splitlines()
     assert len(lines) == 3, result.stdout
     host_fields = set(HostSample.__dataclass_fields__)
@@ -99,7 +99,7 @@ def test_sample_shows_the_headroom_to_slowdown_of_a_tlimit_gpu(monkeypatch: pyte
 
 def test_sample_into_a_pipe_that_closes_ends_quietly_with_0() -> None:
     """`rigscope sample | head -1`: the reader goes away; no traceback, no message, exit 0."""
-    proc = subprocess.Popen([sys.executable, "-m", "desktop", "sample", "--json", "--simulate", "--interval", "0.01"],
+    proc = subprocess.Popen([sys.executable, "-m", "desktop", "sample", "--json", "--simulate", "--interval", "0.1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     assert json.loads(proc.stdout.readline())["gpus"]

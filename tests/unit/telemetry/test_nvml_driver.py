@@ -141,7 +141,7 @@ def _doctor(capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 
 
 def _samples(capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    out = _cli(capsys, caplog, "sample", "--json", "--count", "2", "--interval", "0.01")
+    out = _cli(capsys, caplog, "sample", "--json", "--count", "2", "--interval", "0.1")
     return [json.loads(line) for line in out.splitlines()]
 
 
