@@ -8,7 +8,7 @@ import sys
 import threading
 from datetime import datetime
 
-from desktop.cli.common import open_backend, text_table
+from desktop.cli.common import check_interval, open_backend, text_table
 from desktop.errors import UserError
 from desktop.telemetry.doctor import slowdown_headroom_c
 from desktop.telemetry.live import snapshot_json
@@ -24,8 +24,7 @@ def main(args: argparse.Namespace) -> int:
     interval_s = float(args.interval if args.interval is not None else 1.0)
     if count < 0:
         raise UserError("--count must be 0 (run until Ctrl+C) or a positive number of samples")
-    if not interval_s > 0:
-        raise UserError("--interval must be a positive number of seconds")
+    check_interval(interval_s)  # the one range record, serve and Settings allow
     sampler = Sampler(open_backend(args.simulate), open_host_backend())
     out = sys.stdout
     refresh = not args.json and out.isatty()

@@ -18,7 +18,7 @@ from tests.fakes.fake_pynvml import FakeNvml, FakeProcess, ada_desktop_gpu, desk
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    base: dict[str, object] = {"json": True, "count": 1, "interval": 0.01, "simulate": ""}
+    base: dict[str, object] = {"json": True, "count": 1, "interval": 0.1, "simulate": ""}
     base.update(kw)
     return argparse.Namespace(**base)
 

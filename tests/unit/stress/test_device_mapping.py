@@ -28,6 +28,7 @@ from desktop.stress.runner import StressConfig, StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+from tests.unit.stress.test_workloads_cpu import _gone
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -259,9 +260,3 @@ def test_cli_cuda_index_beyond_cudas_count_exits_2(monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "h.sqlite").exists()
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")

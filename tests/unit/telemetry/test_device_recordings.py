@@ -60,7 +60,7 @@ def test_a_recording_replays_through_doctor_and_sample(recording: str | Path, re
         assert {k: now.get(k) for k in same} == {k: was[k] for k in same}
         assert {k: now["metrics"].get(k) for k in was["metrics"]} == was["metrics"]
 
-    out = _json_out(capsys, sample.main, argparse.Namespace(json=True, simulate=None, interval=0.001, count=2))
+    out = _json_out(capsys, sample.main, argparse.Namespace(json=True, simulate=None, interval=0.1, count=2))
     replayed = [json.loads(line) for line in out.splitlines()]
     for index, was_gpu in enumerate(recorded["gpus"]):
         seen = [t["gpus"][index] for t in ticks if t["gpus"][index]["state"] == "ok"]
