@@ -40,6 +40,10 @@ COMMANDS: dict[str, str] = {
     "advise": "advise",
     "report": "report",
     "service": "service",
+    "run": "run",
+    "jobs": "jobs",
+    "compare": "compare",
+    "usage": "usage",
 }
 
 DEFAULT_LISTEN = "127.0.0.1:9835"
@@ -181,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", metavar="PATH",
                    help="install: the history database the recorder writes (default: the one in your data folder)")
     _json(p)
+
+    # --- run (issue 15: desktop/cli/run.py) ---
+
+    # --- jobs (issue 15: desktop/cli/jobs.py) ---
+
+    # --- compare (issue 15: desktop/cli/compare.py) ---
+
+    # --- usage (issue 16: desktop/cli/usage.py) ---
+
     return parser
 
 

@@ -176,8 +176,24 @@ def _v6(conn: sqlite3.Connection) -> None:
     _run(conn, script)
 
 
+def _v7(conn: sqlite3.Connection) -> None:
+    # Jobs run under `rigscope run` (issue 15): filled in by desktop/history/jobs.py's owner.
+    pass
+
+
+def _v8(conn: sqlite3.Connection) -> None:
+    # Per-process utilization and attribution (issue 16): columns on process_samples.
+    pass
+
+
+def _v9(conn: sqlite3.Connection) -> None:
+    # Effective load (issue 16): a GPU metric column on the raw and rollup tables.
+    pass
+
+
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
-MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6)
+MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7,
+                                                                       _v8, _v9)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

@@ -181,6 +181,16 @@ class GpuProcess:
     started_s: float | None = None
     #: True when the process belongs to the user running Rigscope (may be ended from the UI).
     own: bool = False
+    # Per-process utilization over the last process period (nvmlDeviceGetProcessUtilization or
+    # nvmlDeviceGetProcessesUtilizationInfo): None where the driver does not report it, never 0.
+    sm_util_pct: float | None = None
+    mem_util_pct: float | None = None
+    enc_util_pct: float | None = None
+    dec_util_pct: float | None = None
+    #: The command, shortened for people: ``python train.py --cfg a.yaml`` (not the interpreter path).
+    command: str | None = None
+    #: The container it runs in, as a label: ``docker:trainer (3f2a9c1b4e5d)``, ``k8s-pod:<uid>``; None outside one.
+    container: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

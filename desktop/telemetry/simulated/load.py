@@ -21,6 +21,9 @@ class Demand:
     mem_util: float = 0.3  # memory-controller busy share relative to load
     pcie_kib_s: float = 0.0
     processes: tuple[tuple[int, str, float], ...] = ()  # (pid, name, vram_mib)
+    #: Power drawn per unit of load, relative to a compute-bound GEMM (1.0). A memory-bound or
+    #: data-starved job keeps kernels running (high utilization) at a fraction of the power (~0.35).
+    intensity: float = 1.0
 
 
 class Scenario(Protocol):
