@@ -1,7 +1,8 @@
 """Demo history: a simulated week (or more) written into a separate, clearly labelled database.
 
 The GPUs are simulated in bulk (``SimulatedGpuModel.trace``) under the demo week scenario,
-ending now; host and process samples follow the same scenario every five seconds;
+ending now; host and process samples follow the same scenario every five seconds, each process
+with its episode's user, command line and container (a shared workstation: dev, ana, sam);
 throttle events and minute rollups are derived from the traces in memory. The meta key
 ``demo=1`` labels the file, so every view built from it can say "demo data".
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from desktop.history.store import THROTTLE_END_GAP_S, HistoryStore
 from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, GpuProcess
 from desktop.telemetry.scenarios import WeekScenario
 from desktop.telemetry.simulated import GpuProfile, SimulatedGpuModel, profile_info
+from desktop.telemetry.simulated.load import Demand
 
 _AUX_PERIOD_S = 5.0
 _DEMO_USER = "demo"
@@ -35,6 +38,15 @@ class DemoSummary:
     gpus: list[str]
     counts: dict[str, int]
     seconds: float
+
+
+def _shares(demand: Demand) -> list[tuple[float, str | None]]:
+    """Each process's share of the GPU's utilization (as the simulated backend splits it) and its command."""
+    procs = demand.processes
+    if len(demand.details) == len(procs) and procs:
+        total = sum(d.load for d in demand.details)
+        return [(d.load / total if total > 0 else 0.0, d.command) for d in demand.details]
+    return [(1.0 / len(procs), None) for _ in procs]
 
 
 def _throttle_events(store: HistoryStore, uuid: str, time_s: np.ndarray, reasons: np.ndarray) -> None:
@@ -60,8 +72,14 @@ def _throttle_events(store: HistoryStore, uuid: str, time_s: np.ndarray, reasons
 
 
 def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, seed: int = 0,
-               now_s: float | None = None) -> DemoSummary:
-    """Replace the demo database at ``path`` with ``days`` of simulated history ending at ``now_s``."""
+               now_s: float | None = None, progress: Callable[[float, str], None] | None = None) -> DemoSummary:
+    """Replace the demo database at ``path`` with ``days`` of simulated history ending at ``now_s``.
+
+    ``progress(fraction, step)`` hears how far it is (the window's "Load demo week" shows it)."""
+    def step(fraction: float, text: str) -> None:
+        if progress is not None:
+            progress(fraction, text)
+
     if not math.isfinite(days) or not 0 < days <= 366:
         raise UserError("--days must be between 0 and 366")
     clock_start = time.perf_counter()
@@ -86,6 +104,7 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
             model = SimulatedGpuModel(profiles, scenario, seed=seed)
             infos = [profile_info(p, i) for i, p in enumerate(profiles)]
             for i, info in enumerate(infos):
+                step(0.8 * i / len(infos), f"Simulating GPU {i + 1} of {len(infos)}…")
                 trace = model.trace(i, start, end, 1.0)
                 bulk.write_gpu_columns(store, info, trace.time_s, trace.columns)
                 gid = store.gpu_id(info.uuid)
@@ -93,6 +112,7 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
                 rollup.roll_arrays(store, gid, trace.time_s, trace.columns)
                 with store.transaction():
                     _throttle_events(store, info.uuid, trace.time_s, trace.columns["clock_event_reasons"])
+            step(0.8, "Writing host and process samples…")
             aux_times = start + _AUX_PERIOD_S * np.arange(1, int((end - start) // _AUX_PERIOD_S) + 1)
             hosts = [(float(t), scenario.host(float(t))) for t in aux_times]
             bulk.write_host_samples(store, hosts)
@@ -106,11 +126,19 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
             procs = []
             for t in aux_times.tolist():
                 for info in infos:
-                    for pid, name, vram in scenario.demand(info.index, t).processes:
-                        procs.append((t, info.uuid, GpuProcess(pid=pid, gpu_index=info.index, name=name,
-                                                               user=_DEMO_USER, vram_mib=vram, own=True)))
+                    demand = scenario.demand(info.index, t)
+                    episode = scenario.episode(info.index, t)
+                    user, container = (episode.user, episode.container) if episode is not None else (_DEMO_USER, None)
+                    for (pid, name, vram), (share, command) in zip(demand.processes, _shares(demand), strict=True):
+                        procs.append((t, info.uuid, GpuProcess(
+                            pid=pid, gpu_index=info.index, name=name, user=user, vram_mib=vram, own=True,
+                            sm_util_pct=100.0 * demand.load * share,
+                            mem_util_pct=100.0 * demand.load * demand.mem_util * share,
+                            enc_util_pct=0.0, dec_util_pct=0.0, command=command, container=container)))
             bulk.write_process_samples(store, procs)
+            step(0.95, "Rolling up…")
             store.set_meta("rollup_minute_until", repr(math.floor(end / 60) * 60.0))
             rollup.run_rollups(store, end)
             counts = store.counts()
+    step(1.0, "Done")
     return DemoSummary(path, start, end, [i.name for i in infos], counts, time.perf_counter() - clock_start)

@@ -8,7 +8,9 @@ its first record (desktop.stress.devices: CUDA's device order is not NVML's) and
 on when no NVML GPU matches it, or when an explicit guard is at or above shutdown (UserErrors).
 For the simulated GPU there is no child: the runner sets the simulator's load and reads
 throughput from its clock model, which also lets tests run a ten-minute test on an injected
-clock in milliseconds. No Qt here: progress goes to a plain callback, which the CLI and the
+clock in milliseconds. In the window that is the window's own simulated machine (a second
+reader of it, ``SimulatedBackend.view``), so the Dashboard, the alerts and the Processes page
+see the test's load, heat and process. No Qt here: progress goes to a plain callback, which the CLI and the
 GUI worker both use.
 """
 
@@ -29,7 +31,7 @@ import numpy.typing as npt
 
 from desktop.stress.child import ChildReader, close_pipes, stop_child
 from desktop.stress.devices import CudaIdentity, map_cuda_device
-from desktop.stress.guard import guard_temperature
+from desktop.stress.guard import check_guard_above_current, guard_temperature
 from desktop.stress.verdict import RunTrace
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuSample, Snapshot
@@ -176,8 +178,10 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
                    guard_absolute_c: float = 0.0, clock: Clock | None = None) -> Callable[[StressConfig], StressRunner]:
     """What the GUI passes to its Stress page: each run gets its own backend and sampler.
 
-    Its own backend, not the app's: the app's sampler thread ticks the app's backend
-    concurrently, and the simulated GPU's model is not safe to advance from two threads.
+    Its own backend, not the app's: a run closes it when it ends (its NVML session), and its
+    throttle counters and process polls are its own. On the simulated GPU, ``open_backend``
+    gives another reader of the window's machine (``SimulatedBackend.view``), not a second
+    machine: the run's load is the one the Dashboard shows.
     """
 
     def make(config: StressConfig) -> StressRunner:
@@ -212,6 +216,8 @@ class StressRunner:
         # Set by cancel() and by the child's exit: either wakes the sampling loop at once.
         self._wake = threading.Event()
         self._guard_c: float | None = config.guard_c
+        #: Whether the first sample's temperature was checked against the guard.
+        self._start_checked = False
         self.child_pid: int | None = None
         #: The GPU under test and its NVML index, once known (sim: at once; cuda: from the child).
         self.gpu: GpuInfo | None = None
@@ -256,6 +262,12 @@ class StressRunner:
         return reading.sample
 
     def _too_hot(self, sample: GpuSample | None) -> bool:
+        if not self._start_checked and sample is not None and sample.temperature_c is not None:
+            # A guard the GPU is already at would stop the run at its first sample: refuse it instead.
+            self._start_checked = True
+            cfg = self.config
+            source = "explicit" if cfg.guard_c is not None else "setting" if cfg.guard_absolute_c > 0 else "default"
+            check_guard_above_current(self.gpu, self._guard_c, sample.temperature_c, source=source)
         return (self._guard_c is not None and sample is not None and sample.temperature_c is not None
                 and sample.temperature_c >= self._guard_c)
 
@@ -304,13 +316,16 @@ class StressRunner:
         vram_mib = (info.vram_total_mib or 8192.0) * 0.8 if info else 8192.0
         recorder = _Recorder()
         started = self.clock.now()
-        manual.set(cfg.gpu_index, 1.0, vram_mib, "rigscope-stress", os.getpid())
+        # No child here: the simulated test's process is this one (the window routes "End process" on
+        # a simulated GPU to the simulator, which answers that Cancel stops the test).
+        manual.set(cfg.gpu_index, 1.0, vram_mib, "rigscope-stress", os.getpid(),
+                   command=f"rigscope stress --device sim --seconds {cfg.duration_s:g}", started_s=started)
         status, message = "completed", "finished"
         try:
             while True:
                 snapshot = sampler.tick()
                 sample = self._sample(snapshot)
-                throughput = backend.model.throughput_tflops(cfg.gpu_index)
+                throughput = backend.throughput_tflops(cfg.gpu_index)
                 now = self.clock.now()
                 recorder.add(now, throughput, sample)
                 elapsed = now - started
@@ -352,8 +367,12 @@ class StressRunner:
         cfg = self.config
         armed = not self._maps_cuda()
         # The child dies with the thread that started it (PR_SET_PDEATHSIG): start and wait on this same thread.
+        # CUDA numbers GPUs fastest-first unless told otherwise; NVML (and the GPU picker) by PCI bus:
+        # ask CUDA for the bus order so cuda:N is the GPU the user picked (the mapping still checks by UUID).
+        env = {**os.environ}
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         proc = subprocess.Popen(self.child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, bufsize=1)
+                                stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
         self.child_pid = proc.pid
         if self.on_child_started is not None:
             self.on_child_started(proc.pid)

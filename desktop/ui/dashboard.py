@@ -4,7 +4,9 @@ Snapshots arrive at the sampling rate (``add_snapshot``: append to the ring buff
 the card text). Plots repaint on a main-thread timer at a few Hz, only while the page is
 visible, not paused, and something changed. A time window longer than the ring buffer
 covers is completed from the history database on a worker thread (``dashboard_history``);
-one GPU's card and plots are a ``dashboard_panel.GpuPanel``.
+one GPU's card and plots are a ``dashboard_panel.GpuPanel``. On a simulated GPU a bar above
+the cards (``simulated_bar.SimulatedBar``) says why the graphs are flat and offers a simulated
+workload and the demo week.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from desktop.telemetry.model import Snapshot
 from desktop.ui.cards import HostStrip
 from desktop.ui.dashboard_history import RING_SPAN_S, HistoryFill, HistoryQuery
 from desktop.ui.dashboard_panel import GpuPanel
+from desktop.ui.simulated_bar import SimulatedBar
 from desktop.ui.theme import Theme
 
 WINDOWS_S: dict[str, float] = {"1 min": 60.0, "10 min": 600.0, "1 h": 3600.0, "24 h": 86400.0, "7 d": 7 * 86400.0}
@@ -87,6 +90,10 @@ class DashboardPage(QWidget):
         bar.addWidget(self.history_note)
         layout.addLayout(bar)
 
+        self.simulated_bar = SimulatedBar(theme)
+        self.simulated_bar.hide()
+        layout.addWidget(self.simulated_bar)
+
         self.empty = QLabel("Waiting for the first reading from the GPU…")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(self.empty, 1)
@@ -114,6 +121,16 @@ class DashboardPage(QWidget):
                 panel.add_reading(snap.time_s, reading)
         self.host_strip.update_host(snap.host)
         self.latest_s = snap.time_s
+        if snap.source.simulated:
+            self.simulated_bar.update_state(snap)
+            if self.simulated_bar.isHidden():
+                self.simulated_bar.show()
+
+    def set_history(self, history: HistoryQuery | None) -> None:
+        """Fill long windows from another history (the demo week) from now on."""
+        self.fill.discard()
+        self.fill.history = history
+        self._force_repaint()
 
     def _build_panels(self, snap: Snapshot) -> None:
         self.empty.hide()
@@ -215,3 +232,4 @@ class DashboardPage(QWidget):
         for panel in self.panels.values():
             panel.apply_theme(theme)
         self.host_strip.apply_theme(theme)
+        self.simulated_bar.apply_theme(theme)

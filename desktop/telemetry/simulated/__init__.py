@@ -1,13 +1,24 @@
 """A simulated GPU with a thermal/power model, for machines without an NVIDIA driver.
 
-The load comes from a scenario (``ManualLoad`` for the stress test, ``scenarios.WeekScenario``
-for demo history). Inside: ``profiles`` (the simulated cards), ``load`` (demand and scenarios),
+The load comes from a scenario (``ManualLoad`` for the stress test and the window's simulated
+workloads, ``scenarios.WeekScenario`` for demo history); one ``SimulatedMachine`` holds the model
+and its load, shared by every ``SimulatedBackend`` that reads it. Inside: ``profiles`` (the
+simulated cards), ``load`` (demand and scenarios),
 ``physics`` (the model) and ``backend`` (the GpuBackend over it); their public names are
 gathered here.
 """
 
-from desktop.telemetry.simulated.backend import SimulatedBackend
-from desktop.telemetry.simulated.load import Demand, ManualLoad, Scenario, simulated_host_sample
+from desktop.telemetry.simulated.backend import SimulatedBackend, SimulatedMachine
+from desktop.telemetry.simulated.load import (
+    WORKLOADS,
+    Demand,
+    ManualLoad,
+    ProcessDetail,
+    Scenario,
+    Workload,
+    combine,
+    simulated_host_sample,
+)
 from desktop.telemetry.simulated.physics import SimulatedGpuModel, Trace
 from desktop.telemetry.simulated.profiles import (
     AMBIENT_C,
@@ -21,13 +32,18 @@ from desktop.telemetry.simulated.profiles import (
 __all__ = [
     "AMBIENT_C",
     "DEFAULT_PROFILE",
+    "WORKLOADS",
     "Demand",
     "GpuProfile",
     "ManualLoad",
+    "ProcessDetail",
     "Scenario",
     "SimulatedBackend",
     "SimulatedGpuModel",
+    "SimulatedMachine",
     "Trace",
+    "Workload",
+    "combine",
     "load_profiles",
     "parse_profile_list",
     "profile_info",

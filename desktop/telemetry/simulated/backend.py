@@ -1,27 +1,192 @@
-"""The simulated GpuBackend: the thermal/power model behind the same contract as the NVML backend."""
+"""The simulated GpuBackend: the thermal/power model behind the same contract as the NVML backend.
+
+One ``SimulatedMachine`` is one simulated computer: its GPUs' model and the load they carry.
+Everything that looks at it (the window's sampler thread, a stress run on its own thread)
+reads it through its own ``SimulatedBackend`` (``backend.view()``), as programs share one real
+GPU: the model advances once, under the machine's lock, to the latest time anyone passed in
+(an earlier time never moves it back), and each backend gets its own throttle-counter
+intervals, as each NVML client gets its own.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
+import threading
 from collections.abc import Sequence
+from typing import Any
 
-from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState, GpuInfo, GpuProcess, GpuReading, SourceInfo
-from desktop.telemetry.simulated.load import ManualLoad, Scenario
+from desktop.telemetry.model import (
+    GPU_METRIC_NAMES,
+    DeviceState,
+    GpuInfo,
+    GpuProcess,
+    GpuReading,
+    GpuSample,
+    SourceInfo,
+)
+from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel
 from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
 
+#: The GpuSample fields that count seconds under a throttle cause since the reader's last reading.
+_HELD_FIELDS = ("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s", "clock_event_hw_thermal_s",
+                "clock_event_hw_power_brake_s")
+_Counts = tuple[float, float, float, float]
 
-class SimulatedBackend:
-    """The GpuBackend over ``SimulatedGpuModel``: same contract as the NVML backend."""
+
+class _LastDemand:
+    """The scenario as the model sees it, remembering the demand of each GPU's latest step."""
+
+    def __init__(self, scenario: Scenario, gpus: int) -> None:
+        self.scenario = scenario
+        self.last: list[Demand] = [Demand() for _ in range(gpus)]
+
+    def demand(self, gpu_index: int, time_s: float) -> Demand:
+        demand = self.scenario.demand(gpu_index, time_s)
+        self.last[gpu_index] = demand
+        return demand
+
+
+class SimulatedMachine:
+    """One simulated computer's GPUs: the model, its load and the lock every reader of them takes."""
 
     def __init__(self, profiles: Sequence[GpuProfile], scenario: Scenario | None = None, seed: int = 0,
-                 reason: str | None = None, user: str | None = None) -> None:
+                 user: str | None = None) -> None:
         self.scenario: Scenario = scenario if scenario is not None else ManualLoad()
-        self.model = SimulatedGpuModel(profiles, self.scenario, seed=seed)
-        self._infos = [profile_info(p, i) for i, p in enumerate(profiles)]
-        names = ", ".join(p.key for p in profiles)
+        self._tap = _LastDemand(self.scenario, len(profiles))
+        self.model = SimulatedGpuModel(profiles, self._tap, seed=seed)
+        self.profiles = self.model.profiles
+        self.infos = [profile_info(p, i) for i, p in enumerate(profiles)]
+        self.user = user if user is not None else _current_user()
+        self.lock = threading.RLock()
+        # Seconds under each throttle cause, summed over every reader's readings: each backend
+        # takes its own intervals from these (the model's own counter interval is per reading).
+        self._counted: list[_Counts] = [(0.0, 0.0, 0.0, 0.0) for _ in profiles]
+        #: The utilization of each GPU's latest reading, which its processes' SM shares add up to.
+        self._util: list[tuple[float, float] | None] = [None for _ in profiles]
+
+    @property
+    def manual(self) -> ManualLoad | None:
+        """The hand-set load, when the scenario is one (the stress runner and the window's workloads drive it)."""
+        return self.scenario if isinstance(self.scenario, ManualLoad) else None
+
+    def read(self, now_s: float) -> list[tuple[GpuSample | None, _Counts]]:
+        """Advance to ``now_s`` (never back) and read every GPU: its sample (None when lost) and the counters."""
+        with self.lock:
+            self.model.advance(now_s)
+            out: list[tuple[GpuSample | None, _Counts]] = []
+            for info in self.infos:
+                index = info.index
+                if self.model.is_lost(index):
+                    out.append((None, self._counted[index]))
+                    continue
+                sample = self.model.reading(index)
+                held = [getattr(sample, name) for name in _HELD_FIELDS]
+                if all(h is not None for h in held):
+                    c = self._counted[index]
+                    self._counted[index] = (c[0] + held[0], c[1] + held[1], c[2] + held[2], c[3] + held[3])
+                self._util[index] = (sample.utilization_gpu_pct or 0.0, sample.utilization_mem_pct or 0.0)
+                out.append((sample, self._counted[index]))
+            return out
+
+    def throughput_tflops(self, index: int) -> float:
+        with self.lock:
+            return self.model.throughput_tflops(index)
+
+    def processes(self, user: str) -> list[GpuProcess]:
+        """Who holds memory on each GPU now, with their share of its utilization (the SM shares sum to it)."""
+        out = []
+        with self.lock:
+            for info in self.infos:
+                index = info.index
+                if self.model.is_lost(index):
+                    continue
+                demand = self._tap.last[index]
+                procs = demand.processes
+                details = demand.details if len(demand.details) == len(procs) else tuple(
+                    ProcessDetail(demand.load / len(procs)) for _ in procs)
+                total = sum(d.load for d in details)
+                util = self._util[index]
+                if util is None:  # not read yet: the load stands for the utilization
+                    util = (100.0 * demand.load, 100.0 * demand.load * demand.mem_util)
+                for (pid, name, vram), detail in zip(procs, details, strict=True):
+                    share = detail.load / total if total > 0 else 0.0
+                    out.append(GpuProcess(pid=pid, gpu_index=index, name=name, user=user, vram_mib=vram,
+                                          kind="compute", started_s=detail.started_s, own=True,
+                                          sm_util_pct=util[0] * share, mem_util_pct=util[1] * share,
+                                          enc_util_pct=0.0, dec_util_pct=0.0, command=detail.command,
+                                          container=None))
+        return out
+
+    def set_lost(self, index: int, lost: bool) -> None:
+        with self.lock:
+            self.model.set_lost(index, lost)
+
+    def reinit(self) -> None:
+        with self.lock:
+            for info in self.infos:
+                self.model.set_lost(info.index, False)
+
+    # --- the window's simulated workloads ------------------------------------------------
+    def start_workload(self, key: str, gpu_index: int = 0, now_s: float | None = None) -> Workload:
+        """Run one of ``WORKLOADS`` on a GPU (ValueError for an unknown one, or without a hand-set load)."""
+        manual = self._manual_or_refuse()
+        if not 0 <= gpu_index < len(self.infos):
+            raise ValueError(f"no simulated GPU {gpu_index}")
+        return manual.start(gpu_index, key, self.profiles[gpu_index].vram_total_mib, now_s)
+
+    def stop_workloads(self, gpu_index: int | None = None) -> int:
+        manual = self.manual
+        return manual.stop(gpu_index) if manual is not None else 0
+
+    def workloads(self) -> list[Workload]:
+        manual = self.manual
+        return manual.workloads() if manual is not None else []
+
+    def end_process(self, pid: int) -> str | None:
+        """The window's "End process" on a simulated process: stop its workload (an error message, or None)."""
+        manual = self.manual
+        if manual is not None:
+            for index in range(len(self.infos)):
+                for workload in manual.workloads(index):
+                    if workload.pid == pid:
+                        manual.stop(index, workload.key)
+                        return None
+            if any(p[0] == pid for d in manual.loads.values() for p in d.processes):
+                return f"Process {pid} is the simulated stress test: stop it with Cancel on the Stress test page."
+        return f"Process {pid} is not a simulated workload that can be ended here."
+
+    def _manual_or_refuse(self) -> ManualLoad:
+        manual = self.manual
+        if manual is None:
+            raise ValueError("this simulated GPU replays a scenario; it takes no workloads by hand")
+        return manual
+
+
+class SimulatedBackend:
+    """The GpuBackend over a ``SimulatedMachine``: same contract as the NVML backend.
+
+    ``SimulatedBackend(profiles)`` builds a machine of its own; ``view()`` gives another
+    backend over the same machine (the stress runner's, beside the window's sampler).
+    """
+
+    def __init__(self, profiles: Sequence[GpuProfile], scenario: Scenario | None = None, seed: int = 0,
+                 reason: str | None = None, user: str | None = None, *,
+                 machine: SimulatedMachine | None = None) -> None:
+        self.machine = machine if machine is not None else SimulatedMachine(profiles, scenario, seed=seed, user=user)
+        self.scenario = self.machine.scenario
+        self.model = self.machine.model
+        names = ", ".join(p.key for p in self.machine.profiles)
         self._source = SourceInfo(kind="simulated", detail=f"simulated GPU ({names})", fallback_reason=reason)
-        self._user = user if user is not None else _current_user()
+        self._user = user if user is not None else self.machine.user
+        #: The machine's throttle counters at this backend's last reading, per GPU (None: not read yet).
+        self._seen: list[_Counts | None] = [None for _ in self.machine.infos]
+
+    def view(self) -> SimulatedBackend:
+        """Another reader of the same simulated GPUs (closing it leaves the machine alone)."""
+        return SimulatedBackend(self.machine.profiles, reason=self._source.fallback_reason, user=self._user,
+                                machine=self.machine)
 
     @property
     def source(self) -> SourceInfo:
@@ -30,39 +195,41 @@ class SimulatedBackend:
     @property
     def manual(self) -> ManualLoad | None:
         """The hand-set load, when the scenario is one (the stress runner drives it)."""
-        return self.scenario if isinstance(self.scenario, ManualLoad) else None
+        return self.machine.manual
 
     def devices(self) -> list[GpuInfo]:
-        return list(self._infos)
+        return list(self.machine.infos)
 
     def sample(self, now_s: float) -> list[GpuReading]:
-        self.model.advance(now_s)
         readings = []
-        for info in self._infos:
-            if self.model.is_lost(info.index):
+        for info, (read, counted) in zip(self.machine.infos, self.machine.read(now_s), strict=True):
+            if read is None:
                 readings.append(GpuReading(info, DeviceState.LOST, None, "GPU is lost (simulated)"))
-            else:
-                readings.append(GpuReading(info, DeviceState.OK, self.model.reading(info.index)))
+                continue
+            before, self._seen[info.index] = self._seen[info.index], counted
+            held: dict[str, Any] = dict.fromkeys(_HELD_FIELDS)
+            if before is not None:
+                held = {name: now - then for name, now, then in zip(_HELD_FIELDS, counted, before, strict=True)}
+            readings.append(GpuReading(info, DeviceState.OK, dataclasses.replace(read, **held)))
         return readings
 
     def processes(self) -> list[GpuProcess]:
-        out = []
-        for info in self._infos:
-            if self.model.is_lost(info.index):
-                continue
-            for pid, name, vram in self.model.processes(info.index):
-                out.append(GpuProcess(pid=pid, gpu_index=info.index, name=name, user=self._user,
-                                      vram_mib=vram, kind="compute", own=True))
-        return out
+        return self.machine.processes(self._user)
+
+    def throughput_tflops(self, index: int) -> float:
+        """The bf16 GEMM rate the GPU would deliver now (the simulated stress test's throughput)."""
+        return self.machine.throughput_tflops(index)
 
     def supported_metrics(self, index: int) -> dict[str, bool]:
         # From the profile, not from a reading: a reading takes the counters' interval with it.
-        has_fan = self.model.profiles[index].has_fan_reading
+        has_fan = self.machine.profiles[index].has_fan_reading
         return {name: has_fan or name != "fan_pct" for name in GPU_METRIC_NAMES}
 
     def reinit(self) -> None:
-        for info in self._infos:
-            self.model.set_lost(info.index, False)
+        self.machine.reinit()
+
+    def end_process(self, pid: int) -> str | None:
+        return self.machine.end_process(pid)
 
     def close(self) -> None:
         pass
@@ -73,3 +240,4 @@ def _current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers)
         return "user"
+

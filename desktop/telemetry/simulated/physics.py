@@ -1,7 +1,9 @@
 """The thermal/power model of the simulated GPUs, independent of where time and load come from.
 
 Per GPU, advanced in steps of at most one second:
-  power  P = P_idle + L * (P_demand - P_idle) * (f / f_max)^3    (dynamic power ~ f·V², V ~ f)
+  power  P = P_idle + L * I * (P_demand - P_idle) * (f / f_max)^3 (dynamic power ~ f·V², V ~ f)
+         with I the demand's intensity: 1 for a compute-bound GEMM, ~0.35 for a memory-bound
+         or data-starved job, which keeps kernels running (utilization ~L) at a third of the power
   clock  f = f_max * thermal_cap, cut further so that P <= limit  (SwPowerCap bit)
   temp   dT/dt = (T_ambient + R·P - T) / tau                     (first-order response)
   thermal_cap falls while T >= T_slowdown and recovers below it  (SW/HW thermal bits)
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from advisor.effective_load import Calibration, estimate_array
 from desktop.telemetry.model import ClockEventReason, GpuSample
 from desktop.telemetry.simulated.load import Demand, Scenario
 from desktop.telemetry.simulated.profiles import AMBIENT_C, GpuProfile
@@ -31,6 +34,18 @@ _IDLE = int(ClockEventReason.GPU_IDLE)
 _POWER_CAP = int(ClockEventReason.SW_POWER_CAP)
 _SW_THERMAL = int(ClockEventReason.SW_THERMAL_SLOWDOWN)
 _HW_THERMAL = int(ClockEventReason.HW_THERMAL_SLOWDOWN)
+
+
+def profile_calibration(profile: GpuProfile) -> Calibration:
+    """A card's full-load calibration from its datasheet figures, in the form this model obeys.
+
+    A compute-bound load at the power limit runs at the clock where the model's demand meets
+    the limit; with a demand under the limit it runs at max clock.
+    """
+    full_w = min(profile.power_limit_w, profile.power_demand_w)
+    ratio = ((full_w - profile.power_idle_w) / (profile.power_demand_w - profile.power_idle_w)) ** (1.0 / 3.0)
+    return Calibration(profile.power_idle_w, full_w, profile.sm_clock_max_mhz * ratio, "datasheet",
+                       profile.peak_bf16_tflops)
 
 
 @dataclass
@@ -46,6 +61,7 @@ class _GpuState:
     clock_mhz: float = 0.0
     reasons: int = int(ClockEventReason.GPU_IDLE)
     load: float = 0.0
+    intensity: float = 1.0
     lost: bool = False
     # Seconds under each throttle cause since the start, integrated step by step as NVML's
     # per-reason counters are (power brake: never applied by this model, so always 0).
@@ -77,6 +93,7 @@ class SimulatedGpuModel:
         p = gpu.profile
         load = demand.load
         gpu.load = load
+        gpu.intensity = demand.intensity
         reasons = 0
         if load <= 0.02:
             clock = p.sm_clock_idle_mhz
@@ -88,7 +105,9 @@ class SimulatedGpuModel:
                 reasons = _SW_THERMAL
                 if gpu.temp_c >= p.temp_slowdown_c:
                     reasons |= _HW_THERMAL
-            dynamic = load * (p.power_demand_w - p.power_idle_w)
+            # Utilization follows the load; power follows load x intensity (a memory-bound kernel
+            # keeps the SMs waiting on DRAM: busy in NVML's sense, cool and far below the limit).
+            dynamic = load * demand.intensity * (p.power_demand_w - p.power_idle_w)
             ratio = clock / p.sm_clock_max_mhz
             power = p.power_idle_w + dynamic * ratio * ratio * ratio
             if power > p.power_limit_w:
@@ -137,12 +156,12 @@ class SimulatedGpuModel:
             self._last_demand[gpu.index] = demand
 
     def throughput_tflops(self, index: int) -> float:
-        """The bf16 GEMM rate the GPU would deliver now: peak x clock ratio x load."""
+        """The bf16 GEMM rate the GPU delivers now: peak x clock ratio x load x intensity."""
         gpu = self._gpus[index]
         p = gpu.profile
         if gpu.load <= 0.02:
             return 0.0
-        return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_max_mhz) * gpu.load
+        return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_max_mhz) * gpu.load * gpu.intensity
 
     def set_lost(self, index: int, lost: bool) -> None:
         self._gpus[index].lost = lost
@@ -203,7 +222,7 @@ class SimulatedGpuModel:
             self.advance(start_s)
         n = max(0, int((end_s - start_s) // interval_s))
         times = start_s + interval_s * np.arange(1, n + 1, dtype=np.float64)
-        load_l, temp_l, power_l, clock_l, reasons_l, energy_l = [], [], [], [], [], []
+        load_l, temp_l, power_l, clock_l, reasons_l, energy_l, intensity_l = [], [], [], [], [], [], []
         vram_l, memu_l, pcie_l = [], [], []
         counted_l = [(gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s)]
         demand_of = self.scenario.demand
@@ -221,6 +240,7 @@ class SimulatedGpuModel:
                 demand = demand_of(index, t)
                 step(gpu, demand, dt)
             load_l.append(gpu.load)
+            intensity_l.append(gpu.intensity)
             temp_l.append(gpu.temp_c)
             power_l.append(gpu.power_w)
             clock_l.append(gpu.clock_mhz)
@@ -264,7 +284,11 @@ class SimulatedGpuModel:
         for i, name in enumerate(("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s",
                                   "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")):
             columns[name] = held[:, i]
-        throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_max_mhz * load, 0.0)
+        # Estimated as the sampler estimates a live reading (the datasheet calibration), not read off the model.
+        columns["effective_load_pct"] = np.round(estimate_array(
+            profile_calibration(p), columns["power_w"], columns["sm_clock_mhz"], util), 1)
+        throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_max_mhz * load
+                              * np.asarray(intensity_l), 0.0)
         return Trace(time_s=times, columns=columns, throughput_tflops=throughput)
 
     def _init_at(self, gpu: _GpuState, time_s: float) -> None:

@@ -1,0 +1,100 @@
+"""The Dashboard's word on a simulated GPU: why its graphs are flat, and two ways to make them move.
+
+Shown above the GPU cards while the window reads the simulated GPU: it says what runs on it
+(nothing: the graphs stay flat) and offers "Load demo week" (a simulated week of history
+written into a separate demo database, with progress) and "Start simulated workload"
+(training, an inference server, a forgotten notebook; and stop). It only asks: the app wires
+the requests to the simulated machine and the demo writer, and reports back here.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QPushButton, QWidget
+
+from desktop.telemetry.model import Snapshot
+from desktop.telemetry.simulated import WORKLOADS
+from desktop.ui.text import plain
+from desktop.ui.theme import Theme
+
+IDLE_TEXT = ("Simulated GPU, nothing running on it: its graphs stay flat until something loads it. "
+             "Start a simulated workload, or load a demo week of history to look back on.")
+_WORKLOAD_PIDS = {w.pid for w in WORKLOADS.values()}
+
+
+class SimulatedBar(QFrame):
+    """Says what the simulated GPU runs; asks for a workload, a stop, or the demo week."""
+
+    workload_requested = Signal(str)
+    stop_requested = Signal()
+    demo_requested = Signal()
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("simulatedBar")
+        self.text = plain(QLabel(IDLE_TEXT))  # commands are chosen by whoever runs them: plain text
+        self.text.setWordWrap(True)
+        self.demo_button = QPushButton("&Load demo week")
+        self.demo_button.setToolTip("Write a simulated week into a separate demo database (never your own "
+                                    "history) and show it on the Dashboard, Advisor, Costs and History pages")
+        self.demo_button.clicked.connect(self.demo_requested)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setFixedWidth(220)
+        self.progress.hide()
+        self.workload_button = QPushButton("Start simulated &workload ▾")
+        self.workload_button.setToolTip("Give the simulated GPU something to do: every page, alert and the "
+                                        "recording see it")
+        self.menu = QMenu(self.workload_button)
+        self.workload_actions: dict[str, QAction] = {}
+        for key, workload in WORKLOADS.items():
+            action = self.menu.addAction(workload.label)
+            action.setToolTip(workload.command)
+            action.triggered.connect(lambda _=False, k=key: self.workload_requested.emit(k))
+            self.workload_actions[key] = action
+        self.menu.addSeparator()
+        self.stop_action = self.menu.addAction("Stop simulated workloads")
+        self.stop_action.triggered.connect(self.stop_requested)
+        self.stop_action.setEnabled(False)
+        self.workload_button.setMenu(self.menu)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.demo_button)
+        layout.addWidget(self.workload_button)
+        self.apply_theme(theme)
+
+    def update_state(self, snap: Snapshot) -> None:
+        """What runs on the simulated GPUs now (from the snapshot's process list)."""
+        if not snap.processes_fresh:
+            return
+        running = [p.command or p.name for p in snap.processes]
+        self.stop_action.setEnabled(any(p.pid in _WORKLOAD_PIDS for p in snap.processes))
+        if running:
+            self.text.setText("Simulated GPU running " + "; ".join(running)
+                              + ". The Dashboard, Processes page, alerts and recording all see this load.")
+        else:
+            self.text.setText(IDLE_TEXT)
+
+    # --- the demo week ---------------------------------------------------------------
+    def demo_started(self) -> None:
+        self.demo_button.setEnabled(False)
+        self.progress.setValue(0)
+        self.progress.setFormat("Writing the demo week… %p %")
+        self.progress.show()
+
+    def demo_progress(self, fraction: float, step: str) -> None:
+        self.progress.setValue(round(100 * max(0.0, min(1.0, fraction))))
+        self.progress.setFormat(f"{step} %p %")
+
+    def demo_finished(self, message: str) -> None:
+        self.progress.hide()
+        self.demo_button.setEnabled(True)
+        self.demo_button.setText("Re&load demo week")
+        self.demo_button.setToolTip(message)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.setStyleSheet(f"QFrame#simulatedBar {{ background: {theme.base}; border: 1px solid {theme.accent};"
+                           f" border-radius: 4px; }} QFrame#simulatedBar QLabel {{ color: {theme.text}; }}")
