@@ -2,8 +2,10 @@
 
 Exit codes: 0 passed, 1 throttled, 2 usage error (or another run holds the device), 3 result
 errors found, 4 aborted (temperature guard, Ctrl+C or SIGTERM, or the workload crashed), 6 the
-verdict was printed but the run could not be saved to the history database, 7 inconclusive (the
-temperature was still rising at the end, or the run was too short to judge).
+verdict was printed but the run could not be saved to the history database (or the -o record not
+written), 7 inconclusive (the temperature was still rising at the end, or the run was too short to
+judge); 5 with --baseline: the throughput fell more than --max-drop below the baseline record's
+(desktop.cli.stress_gate).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from desktop.cli import stress_gate
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
 from desktop.history.lock import DeviceLock
@@ -150,6 +153,7 @@ def main(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
     # On a terminal a redrawn bar; without one (a log, a CI job) one plain line per minute.
     bar = ProgressBar(1.0, width=24, line_every_s=PROGRESS_LINE_EVERY_S)
+    options = stress_gate.prepare(args)  # -o, --baseline: a mistake is exit 2 before the run, not after
     runner = build_runner(args, device, _progress_line(bar))
     handler = _cancel_handler(runner)
     previous = {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
@@ -169,13 +173,16 @@ def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
     code = exit_code(result, verdict)
     if save_error is not None and code != 3:  # wrong results still take precedence
         code = EXIT_NOT_SAVED
+    outcome = stress_gate.finish(options, result, verdict) if options.wanted else None
+    code = stress_gate.exit_code(code, outcome, not_saved=EXIT_NOT_SAVED)
     try:
         if args.json:
             report = _json_report(result, verdict, run_id, code, note, save_error=save_error)
-            print(json.dumps(report, default=str, indent=2))
+            print(json.dumps(stress_gate.add_to_json(report, options, outcome), default=str, indent=2))
         else:
-            print(_text_report(result, verdict, run_id))
+            print(_text_report(result, verdict, run_id) + stress_gate.text_lines(options, outcome))
     finally:
+        stress_gate.say_problems(outcome)
         if save_error is not None:
             print(f"rigscope stress: the run was not saved to {path}: {save_error}", file=sys.stderr)
     return code

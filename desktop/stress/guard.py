@@ -26,7 +26,8 @@ MAX_OPERATING_MARGIN_C = 3.0
 
 
 class GuardRefused(UserError):
-    """An explicit guard at or above the GPU's shutdown temperature: the guard would never act."""
+    """A guard that cannot work: an explicit one at or above shutdown (it would never act), or any guard at
+    or below the GPU's temperature at the start (the run would stop at once)."""
 
 
 def guard_ceiling(info: GpuInfo | None) -> float | None:
@@ -67,3 +68,22 @@ def guard_temperature(info: GpuInfo | None, guard_c: float | None, offset_c: flo
     if ceiling is None:
         return default
     return ceiling if default is None else min(default, ceiling)
+
+
+def check_guard_above_current(info: GpuInfo | None, guard_c: float | None, current_c: float | None, *,
+                              source: str = "explicit") -> None:
+    """Refuse a guard at or below the GPU's temperature at the start: the run would stop at its first sample.
+
+    ``source`` says where the guard came from, for the message: ``explicit`` (``--guard-c``), ``setting``
+    (the configured absolute guard) or ``default`` (the GPU's own limits).
+    """
+    if guard_c is None or current_c is None or current_c < guard_c:
+        return
+    name = info.name if info is not None else "the GPU"
+    what = {"explicit": f"--guard-c {guard_c:g} °C",
+            "setting": f"The guard temperature set in Settings ({guard_c:g} °C)"}.get(
+        source, f"The temperature guard ({guard_c:g} °C, from the GPU's own limits)")
+    advice = (f"use a guard above {current_c:.0f} °C or leave it to the default" if source == "explicit"
+              else "let the GPU cool down first" + (", or raise the setting" if source == "setting" else ""))
+    raise GuardRefused(f"{what} is at or below the current temperature of {name} ({current_c:.0f} °C): "
+                       f"the run would stop at once; {advice}")

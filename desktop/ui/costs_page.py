@@ -42,6 +42,14 @@ def _break_even_text(hours: float | None, priced: bool) -> str:
     return f"{hours:.0f}" if hours is not None else "never"
 
 
+def you_marker(busy_hours_month: float, theme: Theme) -> pg.InfiniteLine:
+    """The vertical line at the measured busy hours, labelled in the text colour on the plot background."""
+    return pg.InfiniteLine(busy_hours_month, angle=90, pen=pg.mkPen(theme.text, width=1, style=Qt.PenStyle.DashLine),
+                           label=f"you: {busy_hours_month:.0f} busy h/month",
+                           labelOpts={"position": 0.93, "color": theme.text, "fill": theme.plot_background,
+                                      "border": theme.muted, "anchors": [(0, 0.5), (0, 0.5)]})
+
+
 class CostsPage(AdvicePage):
     """Own vs rent: inputs, the comparison table and the break-even chart, recomputed as inputs change."""
 
@@ -59,10 +67,15 @@ class CostsPage(AdvicePage):
         self.offers = load_cloud_offers() if offers is None else offers
         self.specs = load_gpu_specs() if specs is None else specs
         self.comparison: CostComparison | None = None
+        #: The "you" line at the busy hours per month measured (None until there is history).
+        self.marker: pg.InfiniteLine | None = None
         self.currency = costs.currency
         layout = QVBoxLayout(self)
         form = QFormLayout()
+        # Inputs as wide as their content, not stretched across the page.
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.gpu_combo = QComboBox()
+        self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.price = QDoubleSpinBox(maximum=10_000_000.0, decimals=0, singleStep=100.0, value=costs.purchase_price)
         self.months = QSpinBox(minimum=1, maximum=240, value=costs.amortisation_months)
         self.kwh_price = QDoubleSpinBox(maximum=10.0, decimals=3, singleStep=0.01,
@@ -128,6 +141,7 @@ class CostsPage(AdvicePage):
         gpu = advice.frame.gpu(int(index)) if advice is not None and index is not None else None
         self.table.setRowCount(0)
         self.chart.clear()
+        self.marker = None
         priced = self.price.value() > 0
         self.price_hint.setVisible(not priced)
         if advice is None or gpu is None:
@@ -165,8 +179,8 @@ class CostsPage(AdvicePage):
                 _, _, rented = break_even_curve(c, option)
                 self.chart.plot(hours, rented, pen=pg.mkPen(self.theme.series[i], width=2),
                                 name=f"{option.offer.gpu_model} at {option.offer.provider}")
-            self.chart.addItem(pg.InfiniteLine(c.busy_hours_month, angle=90, label="you",
-                                               pen=pg.mkPen(self.theme.muted, style=Qt.PenStyle.DashLine)))
+            self.marker = you_marker(c.busy_hours_month, self.theme)
+            self.chart.addItem(self.marker)
         bigger = c.bigger_option
         # The hint above already says a price is missing (the shared note points here, to this page).
         notes = [n for n in c.notes if not n.startswith("No purchase price set")]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
@@ -34,6 +35,9 @@ from desktop.telemetry.model import SourceInfo
 from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
 
+if TYPE_CHECKING:
+    from desktop.ui.compare_dialog import CompareDialog
+
 SIDEBAR_WIDTH_PX = 150
 
 
@@ -48,32 +52,118 @@ class PageEntry:
     factory: Callable[[], QWidget] | None = None
 
 
-class Banner(QFrame):
-    """A dismissible one-line message above the pages (alerts, a read-only database)."""
+#: How each banner level ranks: a more important banner is shown above, and stays when the stack is full.
+BANNER_RANK = {"error": 0, "warning": 1, "info": 2}
+#: The most banners shown at once; past it the least important (the oldest of them) goes.
+MAX_BANNERS = 4
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+
+class Banner(QFrame):
+    """A dismissible one-line message above the pages (an alert, a recovered database, invalid settings)."""
+
+    dismissed = Signal(object)  # this banner
+
+    def __init__(self, key: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("banner")
+        #: Banners with the same key replace each other (by default the text itself).
+        self.key = key
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 4, 6, 4)
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
-        close = QPushButton("Dismiss")
-        close.setFlat(True)
-        close.clicked.connect(self.hide)
+        self.close_button = QPushButton("Dismiss")
+        self.close_button.setFlat(True)
+        self.close_button.clicked.connect(lambda: self.dismissed.emit(self))
         layout.addWidget(self.label, 1)
-        layout.addWidget(close)
-        self.hide()
+        layout.addWidget(self.close_button)
         self.level = "info"
+        #: Order of arrival, for "newest first" within a level.
+        self.serial = 0
 
     def show_message(self, text: str, level: str, theme: Theme) -> None:
-        self.level = level
-        colour = {"error": theme.bad, "warning": theme.warn}.get(level, theme.accent)
+        self.level = level if level in BANNER_RANK else "info"
+        self.paint(theme)
+        self.label.setText(text)
+
+    def paint(self, theme: Theme) -> None:
+        colour = {"error": theme.bad, "warning": theme.warn}.get(self.level, theme.accent)
         self.setStyleSheet(f"#banner {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
                            f" border-radius: 3px; }}")
-        self.label.setText(text)
-        self.show()
+
+
+class BannerStack(QWidget):
+    """The banners above the pages: one row each, the most important first, so none hides another.
+
+    A banner with the key of one already shown replaces it in place (a repeated alert does not
+    pile up); past ``MAX_BANNERS`` the least important, oldest first, goes. Each row has its own
+    Dismiss button.
+    """
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(4)
+        self._banners: list[Banner] = []
+        self._serial = 0
+        self.hide()
+
+    def banners(self) -> list[Banner]:
+        """The banners shown, top to bottom."""
+        return list(self._banners)
+
+    def texts(self) -> list[str]:
+        return [banner.label.text() for banner in self._banners]
+
+    def show_message(self, text: str, level: str = "warning", key: str | None = None) -> Banner:
+        key = key if key is not None else text
+        banner = next((b for b in self._banners if b.key == key), None)
+        if banner is None:
+            banner = Banner(key, self)
+            banner.dismissed.connect(self.dismiss)
+            self._banners.append(banner)
+        self._serial += 1
+        banner.serial = self._serial
+        banner.show_message(text, level, self.theme)
+        self._banners.sort(key=lambda b: (BANNER_RANK[b.level], -b.serial))
+        while len(self._banners) > MAX_BANNERS:
+            # The least important goes; among equals the oldest (a new one only goes when all others outrank it).
+            victim = max(self._banners, key=lambda b: (BANNER_RANK[b.level], -b.serial))
+            self._remove(victim)
+        self._relayout()
+        return banner
+
+    def dismiss(self, banner: Banner) -> None:
+        if banner in self._banners:
+            self._remove(banner)
+            self._relayout()
+
+    def clear(self) -> None:
+        for banner in list(self._banners):
+            self._remove(banner)
+        self._relayout()
+
+    def _remove(self, banner: Banner) -> None:
+        self._banners.remove(banner)
+        self._layout.removeWidget(banner)
+        banner.hide()
+        banner.deleteLater()
+
+    def _relayout(self) -> None:
+        for banner in self._banners:
+            self._layout.removeWidget(banner)
+        for banner in self._banners:
+            self._layout.addWidget(banner)
+            banner.show()
+        self.setVisible(bool(self._banners))
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        for banner in self._banners:
+            banner.paint(theme)
 
 
 class MainWindow(QMainWindow):
@@ -104,13 +194,13 @@ class MainWindow(QMainWindow):
         self.sidebar.setFrameShape(QFrame.Shape.NoFrame)
         self.sidebar.currentRowChanged.connect(self._row_changed)
         self.stack = QStackedWidget()
-        self.banner = Banner()
+        self.banners = BannerStack(theme)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(6, 6, 6, 0)
         right_layout.setSpacing(6)
-        right_layout.addWidget(self.banner)
+        right_layout.addWidget(self.banners)
         right_layout.addWidget(self.stack, 1)
         central = QWidget()
         layout = QHBoxLayout(central)
@@ -129,6 +219,14 @@ class MainWindow(QMainWindow):
         self._shortcut("Ctrl+Q", self.quit_requested.emit)
         self._shortcut("Ctrl+W", self.close)
         self._shortcut("F11", self.toggle_fullscreen)
+        # issue 15: the Compare dialog (desktop/ui/compare_dialog.py), Ctrl+K or the status-bar button.
+        self.compare_button = QPushButton("Compare runs…")
+        self.compare_button.setFlat(True)
+        self.compare_button.setToolTip("Compare run records from different machines side by side (Ctrl+K)")
+        self.compare_button.clicked.connect(self.open_compare)
+        self.statusBar().addPermanentWidget(self.compare_button)
+        self._shortcut("Ctrl+K", self.open_compare)
+        self.compare_dialog: CompareDialog | None = None
         self.apply_theme(theme)
 
     # --- pages ----------------------------------------------------------------------
@@ -221,10 +319,28 @@ class MainWindow(QMainWindow):
         self.recording_label.setText(text)
         self.recording_label.setToolTip(plain_tooltip(tooltip))
 
-    def show_banner(self, text: str, level: str = "warning") -> None:
-        self.banner.show_message(text, level, self.theme)
+    def show_banner(self, text: str, level: str = "warning", key: str | None = None) -> None:
+        """Show ``text`` in a banner of its own (``level``: error, warning or info) without hiding the others;
+        a banner with the same ``key`` (default: the same text) is replaced instead of repeated."""
+        self.banners.show_message(text, level, key)
+
+    @property
+    def banner(self) -> Banner | None:
+        """The top banner: the most important, the newest among equals (None when none is shown)."""
+        banners = self.banners.banners()
+        return banners[0] if banners else None
 
     # --- window behaviour -----------------------------------------------------------
+    def open_compare(self) -> None:
+        """Show the Compare dialog (one, kept while the window lives, with the files last picked)."""
+        from desktop.ui.compare_dialog import CompareDialog
+
+        if self.compare_dialog is None:
+            self.compare_dialog = CompareDialog(self.theme, self)
+        self.compare_dialog.show()
+        self.compare_dialog.raise_()
+        self.compare_dialog.activateWindow()
+
     def toggle_fullscreen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
 
@@ -250,14 +366,16 @@ class MainWindow(QMainWindow):
             f"#sidebar::item {{ padding: 8px 10px; border-radius: 3px; margin: 1px 6px; }}"
             f"#sidebar::item:selected {{ background: {theme.accent}; color: {'#000' if theme.dark else '#fff'}; }}"
         )
-        if self.banner.isVisible():
-            self.banner.show_message(self.banner.label.text(), self.banner.level, theme)
+        self.banners.apply_theme(theme)
         for entry in self._pages.values():
             if entry.factory is not None:
                 continue  # themed when built
             apply = getattr(entry.widget, "apply_theme", None)
             if callable(apply):
                 apply(theme)
+        compare = getattr(self, "compare_dialog", None)  # None until Ctrl+K (and while __init__ runs)
+        if compare is not None:
+            compare.apply_theme(theme)
 
     def _shortcut(self, sequence: str, slot: object) -> QShortcut:
         shortcut = QShortcut(QKeySequence(sequence), self)

@@ -2,7 +2,9 @@
 
 Small and self-contained on purpose (reports must work without the window); the live
 charts in ``desktop/ui/charts.py`` could later share the styling. Every function returns
-PNG bytes and needs a Qt application object (``ensure_app``), not a display.
+PNG bytes and needs a Qt application object (``ensure_app``), not a display. Each takes a
+``ChartStyle``: ``PAPER`` (the default, for exported reports) or ``chart_style(theme)`` for
+charts shown in the window.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -23,12 +26,35 @@ from PySide6.QtWidgets import QApplication
 
 from advisor.summary import WEEKDAYS
 from desktop.safetext import neutralise_bidi
+from desktop.ui.theme import Theme
 
 FloatArray = npt.NDArray[np.float64]
 
 PALETTE = ("#2f6fdf", "#e0672b", "#2a9d5b", "#b0359b", "#c9a227", "#5d6d7e")
 BACKGROUND = "#ffffff"
 FOREGROUND = "#222222"
+
+
+@dataclass(frozen=True)
+class ChartStyle:
+    """A chart's colours: background, axes and text, series, the limit line and the "you" marker."""
+
+    background: str
+    foreground: str
+    palette: tuple[str, ...]
+    limit: str
+    marker: str
+
+
+#: Dark on white, for reports that are exported and printed.
+PAPER = ChartStyle(BACKGROUND, FOREGROUND, PALETTE, limit="#c0392b", marker="#7f8c8d")
+
+
+def chart_style(theme: Theme) -> ChartStyle:
+    """Charts in the window's theme: ``PAPER`` when light, the theme's colours when dark."""
+    if not theme.dark:
+        return PAPER
+    return ChartStyle(theme.plot_background, theme.text, theme.series, limit=theme.bad, marker=theme.muted)
 
 
 def ensure_app() -> QApplication:
@@ -50,22 +76,22 @@ def png_bytes(image: QImage) -> bytes:
     return bytes(data.data())
 
 
-def _layout(width_px: int, height_px: int) -> pg.GraphicsLayoutWidget:
+def _layout(width_px: int, height_px: int, style: ChartStyle) -> pg.GraphicsLayoutWidget:
     ensure_app()
     widget = pg.GraphicsLayoutWidget()
-    widget.setBackground(BACKGROUND)
+    widget.setBackground(style.background)
     widget.resize(width_px, height_px)
     return widget
 
 
-def _style(plot: pg.PlotItem, title: str, y_label: str) -> None:
+def _style(plot: pg.PlotItem, title: str, y_label: str, style: ChartStyle) -> None:
     # pyqtgraph renders a title as HTML, and titles name GPUs (an imported log names its own)
-    plot.setTitle(neutralise_bidi(html.escape(title)), color=FOREGROUND, size="10pt")
+    plot.setTitle(neutralise_bidi(html.escape(title)), color=style.foreground, size="10pt")
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
-        axis.setPen(pg.mkPen(FOREGROUND))
-        axis.setTextPen(pg.mkPen(FOREGROUND))
-    plot.setLabel("left", y_label, color=FOREGROUND)
+        axis.setPen(pg.mkPen(style.foreground))
+        axis.setTextPen(pg.mkPen(style.foreground))
+    plot.setLabel("left", y_label, color=style.foreground)
     plot.showGrid(x=True, y=True, alpha=0.15)
 
 
@@ -85,19 +111,20 @@ def _export(widget: pg.GraphicsLayoutWidget, item: pg.GraphicsItem, width_px: in
 
 def time_chart_png(time_s: FloatArray, series: Sequence[tuple[str, FloatArray]], *, title: str, y_label: str,
                    y_range: tuple[float, float] | None = None, limit: tuple[float, str] | None = None,
-                   width_px: int = 900, height_px: int = 260) -> bytes:
+                   width_px: int = 900, height_px: int = 260, style: ChartStyle = PAPER) -> bytes:
     """Lines over wall time (local), NaN as gaps; an optional dashed limit line (power limit, slowdown)."""
-    widget = _layout(width_px, height_px)
+    widget = _layout(width_px, height_px, style)
     plot = widget.addPlot(axisItems={"bottom": pg.DateAxisItem()})
-    _style(plot, title, y_label)
+    _style(plot, title, y_label, style)
     if len(series) > 1:
-        plot.addLegend(offset=(10, 5), labelTextColor=FOREGROUND)
+        plot.addLegend(offset=(10, 5), labelTextColor=style.foreground)
     for i, (label, values) in enumerate(series):
-        plot.plot(time_s, values, pen=pg.mkPen(PALETTE[i % len(PALETTE)], width=2), name=label, connect="finite")
+        plot.plot(time_s, values, pen=pg.mkPen(style.palette[i % len(style.palette)], width=2), name=label,
+                  connect="finite")
     if limit is not None and math.isfinite(limit[0]):
-        pen = pg.mkPen("#c0392b", width=1, style=Qt.PenStyle.DashLine)
+        pen = pg.mkPen(style.limit, width=1, style=Qt.PenStyle.DashLine)
         line = pg.InfiniteLine(pos=limit[0], angle=0, pen=pen, label=limit[1],
-                               labelOpts={"color": "#c0392b", "position": 0.05})
+                               labelOpts={"color": style.limit, "position": 0.05})
         plot.addItem(line)
     if y_range is not None:
         plot.setYRange(*y_range, padding=0.02)
@@ -107,41 +134,42 @@ def time_chart_png(time_s: FloatArray, series: Sequence[tuple[str, FloatArray]],
 
 
 def bar_chart_png(labels: Sequence[str], values: Sequence[float], *, title: str, y_label: str,
-                  width_px: int = 600, height_px: int = 240) -> bytes:
-    widget = _layout(width_px, height_px)
+                  width_px: int = 600, height_px: int = 240, style: ChartStyle = PAPER) -> bytes:
+    widget = _layout(width_px, height_px, style)
     plot = widget.addPlot()
-    _style(plot, title, y_label)
+    _style(plot, title, y_label, style)
     x = np.arange(len(values), dtype=np.float64)
     plot.addItem(pg.BarGraphItem(x=x, height=np.nan_to_num(np.asarray(values, dtype=np.float64)), width=0.7,
-                                 brush=PALETTE[0], pen=pg.mkPen(PALETTE[0])))
+                                 brush=style.palette[0], pen=pg.mkPen(style.palette[0])))
     plot.getAxis("bottom").setTicks([list(enumerate(labels))])
     plot.setXRange(-0.6, len(values) - 0.4, padding=0.0)
     return _export(widget, plot, width_px)
 
 
 def xy_chart_png(x: Sequence[float], series: Sequence[tuple[str, Sequence[float]]], *, title: str, x_label: str,
-                 y_label: str, marker_x: float | None = None, width_px: int = 700, height_px: int = 280) -> bytes:
+                 y_label: str, marker_x: float | None = None, width_px: int = 700, height_px: int = 280,
+                 style: ChartStyle = PAPER) -> bytes:
     """Lines over a numeric x (e.g. the break-even chart: busy hours per month -> monthly cost)."""
-    widget = _layout(width_px, height_px)
+    widget = _layout(width_px, height_px, style)
     plot = widget.addPlot()
-    _style(plot, title, y_label)
-    plot.setLabel("bottom", x_label, color=FOREGROUND)
-    plot.addLegend(offset=(10, 5), labelTextColor=FOREGROUND)
+    _style(plot, title, y_label, style)
+    plot.setLabel("bottom", x_label, color=style.foreground)
+    plot.addLegend(offset=(10, 5), labelTextColor=style.foreground)
     for i, (label, values) in enumerate(series):
-        plot.plot(list(x), list(values), pen=pg.mkPen(PALETTE[i % len(PALETTE)], width=2), name=label)
+        plot.plot(list(x), list(values), pen=pg.mkPen(style.palette[i % len(style.palette)], width=2), name=label)
     if marker_x is not None and math.isfinite(marker_x):
-        pen = pg.mkPen("#7f8c8d", style=Qt.PenStyle.DashLine)
+        pen = pg.mkPen(style.marker, style=Qt.PenStyle.DashLine)
         plot.addItem(pg.InfiniteLine(pos=marker_x, angle=90, pen=pen, label="you",
-                                     labelOpts={"color": "#7f8c8d", "position": 0.9}))
+                                     labelOpts={"color": style.foreground, "position": 0.9, "fill": style.background}))
     return _export(widget, plot, width_px)
 
 
 def heatmap_png(matrix_pct: Sequence[Sequence[float]], *, title: str, width_px: int = 900,
-                height_px: int = 260) -> bytes:
+                height_px: int = 260, style: ChartStyle = PAPER) -> bytes:
     """7 x 24 utilization heatmap (Monday at the top), 0-100 %, blank where nothing was recorded."""
-    widget = _layout(width_px, height_px)
+    widget = _layout(width_px, height_px, style)
     plot = widget.addPlot()
-    _style(plot, title, "")
+    _style(plot, title, "", style)
     data = np.asarray(matrix_pct, dtype=np.float64)  # [weekday][hour]
     cmap = pg.colormap.get("viridis")
     lut = cmap.getLookupTable(0.0, 1.0, 256, alpha=True)
@@ -153,5 +181,5 @@ def heatmap_png(matrix_pct: Sequence[Sequence[float]], *, title: str, width_px: 
     plot.getAxis("bottom").setTicks([[(h + 0.5, f"{h:02d}") for h in range(0, 24, 2)]])
     plot.setXRange(0, 24, padding=0.0)
     plot.setYRange(0, 7, padding=0.0)
-    plot.setLabel("bottom", "hour of day (local time); colour: mean GPU utilization 0-100 %", color=FOREGROUND)
+    plot.setLabel("bottom", "hour of day (local time); colour: mean GPU utilization 0-100 %", color=style.foreground)
     return _export(widget, plot, width_px)

@@ -7,28 +7,31 @@ too (``background.Loader``): the table of earlier runs, and judging a finished r
 them and storing it (``stress_work.finish_run``). Dependencies come in explicitly:
 ``make_runner(config)`` builds a ``StressRunner`` (the app gives it the sampler and clock; tests
 an accelerated simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
+
+One button starts the test, with the preset shown selected beside it (Ctrl+Enter; Escape
+cancels). Before the first run of the session the chart area explains itself instead of
+showing four empty plots. With several GPUs (``gpus``: NVML index and name, as the app lists
+them) a picker chooses which one; the config carries its index.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -42,6 +45,7 @@ from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
 from desktop.ui.charts import PlotColumn, RingBuffer
+from desktop.ui.stress_runs import NO_RUN_TITLE, RunsTable, last_run_card
 from desktop.ui.stress_work import FinishedRun, StressWorker, finish_run, list_runs
 from desktop.ui.theme import Theme
 
@@ -52,6 +56,12 @@ PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10
 WORKLOADS = ("gemm", "bandwidth", "train", "infer")
 PRECISIONS = ("default", "bf16", "fp16", "tf32", "fp32")
 _LIVE = ("throughput", "sm_clock_mhz", "temperature_c", "power_w")
+#: The least y span of each live chart (absolute, and as a share of the value): sensor noise of a
+#: degree or a few MHz stays a flat line instead of filling the plot.
+MIN_SPANS: dict[str, tuple[float, float]] = {"throughput": (0.0, 0.2), "sm_clock_mhz": (300.0, 0.0),
+                                             "temperature_c": (10.0, 0.0), "power_w": (20.0, 0.0)}
+DEFAULT_PRESET = 1
+START_SHORTCUT = "Ctrl+Return"
 #: How long quitting waits for a run being stored.
 SHUTDOWN_WAIT_S = 5.0
 
@@ -64,8 +74,11 @@ class StressPage(QWidget):
     def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
                  db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
                  read_runs: Callable[[Path | None], list[StressResult]] = list_runs,
-                 judge_and_store: Callable[[Path | None, RunResult], FinishedRun] = finish_run) -> None:
+                 judge_and_store: Callable[[Path | None, RunResult], FinishedRun] = finish_run,
+                 gpus: Sequence[tuple[int, str]] = ()) -> None:
         super().__init__(parent)
+        #: The GPUs to choose from (NVML index, name); the picker shows only with more than one.
+        self.gpus = tuple(gpus)
         self.theme = theme
         self.make_runner = make_runner
         self.db_path = db_path
@@ -78,6 +91,10 @@ class StressPage(QWidget):
         self.verdict: Verdict | None = None
         self.run_id: int | None = None
         self.earlier: list[StressResult] = []
+        #: What the verdict card shows: "idle" (no run this session: the newest stored one, or none),
+        #: "running", "verdict", or "message" (why a run did not start or end).
+        self.card_state = "idle"
+        self.runs: list[StressResult] = []
         self._buffer = RingBuffer(4000, _LIVE)
         #: Reads the table of earlier runs; ``judging`` judges and stores a finished run.
         self.runs_loader = Loader(self, name="stress-runs")
@@ -92,17 +109,16 @@ class StressPage(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         controls = QHBoxLayout()
-        self.one_click = QPushButton("Run sustained test (10 min)")
-        self.one_click.setObjectName("oneClick")
-        self.one_click.clicked.connect(self.start_sustained)
-        controls.addWidget(self.one_click)
+        controls.addWidget(QLabel("Test"))
         self.presets = QButtonGroup(self)
         for i, (label, _seconds) in enumerate(PRESETS):
             button = QPushButton(label)
+            button.setObjectName("preset")
             button.setCheckable(True)
-            button.setChecked(i == 1)
+            button.setChecked(i == DEFAULT_PRESET)
             self.presets.addButton(button, i)
             controls.addWidget(button)
+        self.presets.idToggled.connect(lambda _id, _on: self._label_start())
         self.workload = QComboBox()
         self.workload.addItems(list(WORKLOADS))
         self.precision = QComboBox()
@@ -110,20 +126,35 @@ class StressPage(QWidget):
         for label, box in (("Workload", self.workload), ("Precision", self.precision)):
             controls.addWidget(QLabel(label))
             controls.addWidget(box)
-        self.start_button = QPushButton("Start")
-        self.start_button.clicked.connect(self.start)
+        self.gpu_label = QLabel("GPU")
+        self.gpu_combo = QComboBox()
+        for index, name in self.gpus:
+            self.gpu_combo.addItem(f"GPU {index}: {name}", index)
+        for widget in (self.gpu_label, self.gpu_combo):
+            controls.addWidget(widget)
+            widget.setVisible(len(self.gpus) > 1)
+        controls.addStretch(1)
+        # The one way to start: it runs the preset shown selected to its left.
+        self.one_click = QPushButton()
+        self.one_click.setObjectName("oneClick")
+        self.one_click.clicked.connect(self.start)
+        self.start_button = self.one_click
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
-        controls.addStretch(1)
-        controls.addWidget(self.start_button)
+        controls.addWidget(self.one_click)
         controls.addWidget(self.cancel_button)
         layout.addLayout(controls)
+        for sequence, slot in ((START_SHORTCUT, self.start), ("Esc", self.cancel)):
+            shortcut = QShortcut(QKeySequence(sequence), self)
+            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(slot)
 
         status = QHBoxLayout()
         self.progress_bar = QProgressBar()
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("Ready")
+        self.progress_bar.hide()  # until the first run: an empty bar says nothing
         self.live_label = QLabel("")
         self.live_label.setTextFormat(Qt.TextFormat.PlainText)  # it may show a database path
         status.addWidget(self.progress_bar, 2)
@@ -133,17 +164,29 @@ class StressPage(QWidget):
         self.charts = PlotColumn(self.theme)
         for key, title, unit in (("throughput", "Throughput", ""), ("sm_clock_mhz", "SM clock", "MHz"),
                                  ("temperature_c", "Temperature", "°C"), ("power_w", "Power", "W")):
-            self.charts.add_plot(key, title, unit).add_series(key, title)
-        layout.addWidget(self.charts, 3)
+            plot = self.charts.add_plot(key, title, unit)
+            plot.add_series(key, title)
+            plot.set_min_span(*MIN_SPANS[key])
+        # Before the first run: what the charts will show, not four empty 0-1 plots.
+        self.empty_state = QLabel()
+        self.empty_state.setObjectName("stressEmpty")
+        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state.setWordWrap(True)
+        self.chart_area = QStackedWidget()
+        self.chart_area.addWidget(self.empty_state)
+        self.chart_area.addWidget(self.charts)
+        self._label_start()
+        layout.addWidget(self.chart_area, 3)
 
         self.verdict_card = QFrame()
         self.verdict_card.setObjectName("verdictCard")
         card = QVBoxLayout(self.verdict_card)
-        self.verdict_title = QLabel("No test run yet")
+        self.verdict_title = QLabel(NO_RUN_TITLE)
         self.verdict_title.setStyleSheet("font-weight: bold; font-size: 14pt;")
-        self.verdict_text = QLabel("Press “Run sustained test” for a 10-minute test and a verdict.")
+        self.verdict_text = QLabel("")
         self.verdict_text.setWordWrap(True)
         self.verdict_text.setTextFormat(Qt.TextFormat.PlainText)
+        self.verdict_title.setTextFormat(Qt.TextFormat.PlainText)
         self.comparison_text = QLabel("")
         self.comparison_text.setWordWrap(True)
         exports = QHBoxLayout()
@@ -164,25 +207,64 @@ class StressPage(QWidget):
         self.runs_title = QLabel("Earlier runs")
         self.runs_title.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.runs_title)
-        self.table = QTableWidget(0, 6)
-        self.table.setHorizontalHeaderLabels(["Started", "Workload", "Device", "Sustained", "Peak", "Verdict"])
-        self.table.horizontalHeader().setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setMaximumHeight(150)
+        self.table = RunsTable()
         layout.addWidget(self.table, 1)
+        self._show_idle_card()
+        self._style_controls()
+
+    @property
+    def charts_shown(self) -> bool:
+        """The live charts are in view (from the first run of the session on); else the empty state."""
+        return self.chart_area.currentWidget() is self.charts
+
+    def _preset(self) -> tuple[str, float]:
+        return PRESETS[max(0, self.presets.checkedId())]
+
+    def _label_start(self) -> None:
+        label = self._preset()[0]
+        self.one_click.setText(f"Start {label} test")
+        shortcut = QKeySequence(START_SHORTCUT).toString(QKeySequence.SequenceFormat.NativeText)
+        self.one_click.setToolTip(f"Run the {label} test now ({shortcut}); Esc cancels it")
+        self.empty_state.setText(
+            f"No test has run in this session.\n\nPress “Start {label} test” ({shortcut}) to load the GPU and "
+            "watch its throughput, SM clock, temperature and power here as it runs; a verdict follows at the end.")
+
+    def _style_controls(self) -> None:
+        """The selected preset and the start button stand out in either theme."""
+        t = self.theme
+        on_accent = "#000000" if t.dark else "#ffffff"
+        self.setStyleSheet(
+            f"QPushButton#preset {{ padding: 3px 10px; border: 1px solid {t.border}; border-radius: 3px; }}"
+            f"QPushButton#preset:checked {{ background: {t.accent}; color: {on_accent};"
+            f" border: 1px solid {t.accent}; }}"
+            f"QPushButton#oneClick {{ background: {t.accent}; color: {on_accent}; font-weight: bold;"
+            f" padding: 4px 14px; border: 1px solid {t.accent}; border-radius: 3px; }}"
+            f"QPushButton#oneClick:disabled {{ background: {t.window}; color: {t.muted};"
+            f" border: 1px solid {t.border}; }}"
+            f"QLabel#stressEmpty {{ color: {t.muted}; font-size: 12pt; border: 1px dashed {t.border};"
+            f" border-radius: 4px; padding: 24px; }}")
 
     # --- running ------------------------------------------------------------------------
+    def selected_gpu(self) -> int:
+        """The NVML index of the GPU to test: the picker's choice, the only GPU listed, or 0."""
+        data = self.gpu_combo.currentData()
+        if data is not None:
+            return int(data)
+        return self.gpus[0][0] if self.gpus else 0
+
     def selected_config(self, duration_s: float | None = None) -> StressConfig:
-        preset = PRESETS[max(0, self.presets.checkedId())][1]
+        preset = self._preset()[1]
         precision = self.precision.currentText()
-        return StressConfig(workload=self.workload.currentText(), device=self.device,
+        gpu_index = self.selected_gpu()
+        # CUDA takes the chosen GPU by number; the runner then watches the NVML GPU the child names.
+        device = f"cuda:{gpu_index}" if self.device.startswith("cuda") and len(self.gpus) > 1 else self.device
+        return StressConfig(workload=self.workload.currentText(), device=device,
                             dtype=None if precision == "default" else precision,
-                            duration_s=duration_s if duration_s is not None else preset)
+                            duration_s=duration_s if duration_s is not None else preset, gpu_index=gpu_index)
 
     def start_sustained(self) -> None:
-        """The one-click test: Sustained 10 min with the chosen workload and precision."""
-        self.presets.button(1).setChecked(True)
+        """The one-click test from elsewhere (the tray): Sustained 10 min with the chosen workload and precision."""
+        self.presets.button(DEFAULT_PRESET).setChecked(True)
         self.start()
 
     def start(self) -> None:
@@ -204,12 +286,22 @@ class StressPage(QWidget):
         self.worker.failed.connect(self._on_failed)
         self.worker.refused.connect(self._on_refused)
         self._set_running(True)
+        self.chart_area.setCurrentWidget(self.charts)
+        self.progress_bar.show()
+        self.card_state = "running"
         self.verdict_title.setText("Running…")
-        self.verdict_text.setText(f"{config.workload} on {config.device}, {format_duration(config.duration_s)}")
+        self.verdict_text.setText(f"{config.workload} on {self._gpu_name(config)}, "
+                                  f"{format_duration(config.duration_s)}")
         self.comparison_text.setText("")
         self.live_label.setText("")
         self._paint_card(None)
         self.worker.start()
+
+    def _gpu_name(self, config: StressConfig) -> str:
+        names = dict(self.gpus)
+        if len(self.gpus) > 1 and config.gpu_index in names:
+            return f"GPU {config.gpu_index} ({names[config.gpu_index]})"
+        return config.device
 
     @property
     def running(self) -> bool:
@@ -222,6 +314,7 @@ class StressPage(QWidget):
 
     def set_unavailable(self, message: str) -> None:
         """Explain why no test can run here (e.g. PyTorch is missing) and disable starting one."""
+        self.card_state = "unavailable"
         self.verdict_title.setText("Stress test unavailable")
         self.verdict_text.setText(message)
         for button in (self.one_click, self.start_button):
@@ -236,7 +329,7 @@ class StressPage(QWidget):
         self.judging.wait(SHUTDOWN_WAIT_S)
 
     def _set_running(self, running: bool) -> None:
-        for widget in (self.one_click, self.start_button, self.precision, *self.presets.buttons()):
+        for widget in (self.one_click, self.precision, self.gpu_combo, *self.presets.buttons()):
             widget.setEnabled(not running)
         # The simulated GPU models GEMM throughput only.
         self.workload.setEnabled(not running and self.device != "sim")
@@ -330,6 +423,7 @@ class StressPage(QWidget):
         titles = {"passed": "Passed: held its speed", "throttled": "Throttled", "errors": "Result errors found",
                   "aborted": "Aborted", "no_data": "No verdict", "too_short": "Too short to judge",
                   "inconclusive": "Inconclusive: still heating up"}
+        self.card_state = "verdict"
         self.verdict_title.setText(titles.get(verdict.status, verdict.status))
         self.verdict_text.setText(verdict.sentence)
         self.comparison_text.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
@@ -339,6 +433,7 @@ class StressPage(QWidget):
             button.setEnabled(True)
 
     def _show_message(self, title: str, text: str) -> None:
+        self.card_state = "message"
         self.verdict_title.setText(title)
         self.verdict_text.setText(text)
 
@@ -370,14 +465,21 @@ class StressPage(QWidget):
         self.runs_title.setText(f"Earlier runs: could not be read ({error})")
 
     def _show_runs(self, runs: Sequence[StressResult]) -> None:
-        self.runs_title.setText("Earlier runs")
-        self.table.setRowCount(len(runs))
-        for row, run in enumerate(runs):
-            when = datetime.fromtimestamp(run.started_s).strftime("%Y-%m-%d %H:%M")
-            cells = [when, f"{run.workload} {run.dtype}", run.device, f"{run.sustained_throughput:.3g} {run.unit}",
-                     f"{run.peak_throughput:.3g}", run.summary]
-            for col, text in enumerate(cells):
-                self.table.setItem(row, col, QTableWidgetItem(text))
+        self.runs = list(runs)
+        self.runs_title.setText("Earlier runs" if runs else "Earlier runs: none stored yet")
+        self.table.show_runs(runs)
+        self._show_idle_card()
+
+    def _show_idle_card(self) -> None:
+        """Before a run in this session: the newest stored run, or "No test run yet" when there is none."""
+        if self.card_state != "idle":
+            return
+        if self.runs:
+            title, text = last_run_card(self.runs[0])
+        else:
+            title, text = NO_RUN_TITLE, "A run ends in a verdict: whether the GPU held its speed, and why not."
+        self.verdict_title.setText(title)
+        self.verdict_text.setText(text)
 
     # --- export -------------------------------------------------------------------------
     def _export_dialog(self, kind: str) -> None:
@@ -404,4 +506,5 @@ class StressPage(QWidget):
         self.theme = theme
         self.charts.apply_theme(theme)
         self._paint_card(self.verdict)
+        self._style_controls()
 
