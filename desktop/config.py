@@ -72,6 +72,17 @@ class StressSettings:
 
 
 @dataclass(frozen=True)
+class JobSettings:
+    """`rigscope run`'s thermal guard (--guard-c): where it lets the job run again, and how often it may switch."""
+
+    #: The job continues once the GPU is this far below the guard temperature.
+    guard_resume_offset_c: float = 5.0
+    #: A pause lasts at least this long, and the job runs at least this long after a resume.
+    guard_min_pause_s: float = 20.0
+    guard_min_run_s: float = 20.0
+
+
+@dataclass(frozen=True)
 class StartupSettings:
     start_at_login: bool = False
 
@@ -84,6 +95,7 @@ class Settings:
     appearance: AppearanceSettings = field(default_factory=AppearanceSettings)
     costs: CostSettings = field(default_factory=CostSettings)
     stress: StressSettings = field(default_factory=StressSettings)
+    jobs: JobSettings = field(default_factory=JobSettings)
     startup: StartupSettings = field(default_factory=StartupSettings)
     advisor: AdvisorSettings = field(default_factory=AdvisorSettings)
 
@@ -109,7 +121,13 @@ _RANGES: dict[str, tuple[float, float]] = {
     "stress.default_minutes": (0.05, 24 * 60),
     "stress.guard_offset_c": (0.0, 30.0),
     "stress.guard_temperature_c": (0.0, 120.0),
+    "jobs.guard_resume_offset_c": (1.0, 30.0),
+    "jobs.guard_min_pause_s": (0.0, 3600.0),
+    "jobs.guard_min_run_s": (0.0, 3600.0),
     "advisor.pcie_low_share_pct": (1.0, 100.0),
+    "advisor.hollow_util_pct": (1.0, 100.0),
+    "advisor.low_effective_load_pct": (1.0, 100.0),
+    "advisor.low_effective_share_pct": (1.0, 100.0),
 }
 
 SettingsProblem = tuple[str, str]

@@ -108,9 +108,13 @@ def time_range(args: argparse.Namespace, default_span_s: float) -> tuple[float, 
 
 
 def attach_relative_times(argv: Iterable[str]) -> list[str]:
-    """``--from -7d`` -> ``--from=-7d``: argparse would take ``-7d`` for an option."""
+    """``--from -7d`` -> ``--from=-7d``: argparse would take ``-7d`` for an option. Nothing after ``--`` is
+    touched: it is another program's command line (`rigscope run -- tool --from -7d`)."""
     out: list[str] = []
-    for token in argv:
+    tokens = list(argv)
+    for i, token in enumerate(tokens):
+        if token == "--":
+            return out + tokens[i:]
         if out and out[-1] in ("--from", "--to") and len(token) > 1 and token[0] == "-" and token[1].isdigit():
             out[-1] = f"{out[-1]}={token}"
         else:

@@ -9,17 +9,30 @@ from __future__ import annotations
 
 import getpass
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import NamedTuple
 
 import psutil
 
+from desktop.telemetry.attribution import (
+    RuntimeStateFiles,
+    StateLookup,
+    container_from_cgroup,
+    posix_home,
+    short_command,
+)
 from desktop.telemetry.model import GpuProcess, HostSample
 
 _MIB = 1024.0 * 1024.0
 _CPU_TEMP_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz")
+#: Where /proc/PID/cgroup is read (Linux only: elsewhere no process runs in a cgroup we can name).
+PROC_ROOT: Path | None = Path("/proc") if sys.platform.startswith("linux") else None
+#: Container names from Docker's and Podman's state files (no daemon call).
+RUNTIME_STATE: StateLookup = RuntimeStateFiles(home_of=posix_home)
 
 
 class _Details(NamedTuple):
@@ -29,10 +42,45 @@ class _Details(NamedTuple):
     started_s: float
 
 
+class Attribution(NamedTuple):
+    """Who a process is, read once per process (pid and start time): a reused pid is read again."""
+
+    command: str | None
+    container: str | None
+
+
+def read_attribution(handle: psutil.Process, proc_root: Path | None, state_lookup: StateLookup | None) -> Attribution:
+    """The shortened command line (else the image name, as Windows gives for other users' processes)
+    and the container label from ``/proc/PID/cgroup``; what cannot be read is None, never an error."""
+    try:
+        argv: list[str] = handle.cmdline()
+    except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess, OSError):
+        argv = []
+    command = short_command(argv)
+    if command is None:
+        try:
+            command = short_command([handle.name()])
+        except (psutil.Error, OSError):
+            command = None
+    container = None
+    if proc_root is not None:
+        try:
+            text = (proc_root / str(handle.pid) / "cgroup").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        found = container_from_cgroup(text, state_lookup)
+        container = found.label if found is not None else None
+    return Attribution(command, container)
+
+
 class PsutilHost:
     """The HostBackend over psutil."""
 
-    def __init__(self, temp_period_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, temp_period_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic, *,
+                 proc_root: Path | None = PROC_ROOT, state_lookup: StateLookup | None = RUNTIME_STATE) -> None:
+        self._proc_root = proc_root
+        self._state_lookup = state_lookup
+        self._attribution: dict[tuple[int, float], Attribution] = {}
         self._temp_period_s = temp_period_s
         self._monotonic = monotonic
         self._temp_read_at: float | None = None
@@ -121,13 +169,27 @@ class PsutilHost:
             if found is None:
                 out.append(proc)  # another PID namespace (containers), just ended, or not ours to read
                 continue
+            who = self._attribution_of(proc.pid, found.started_s)
             out.append(replace(proc, name=found.name or proc.name, user=found.user or proc.user,
                                cpu_pct=found.cpu_pct, started_s=found.started_s,
-                               own=bool(found.user and found.user == self._user)))
+                               own=bool(found.user and found.user == self._user),
+                               command=who.command if who is not None else proc.command,
+                               container=who.container if who is not None else proc.container))
         for pid in list(self._procs):
             if pid not in details:
                 del self._procs[pid]
+        for key in [k for k in self._attribution if k[0] not in self._procs]:
+            del self._attribution[key]
         return out
+
+    def _attribution_of(self, pid: int, started_s: float) -> Attribution | None:
+        key = (pid, started_s)
+        if key not in self._attribution:
+            handle = self._procs.get(pid)
+            if handle is None:
+                return None
+            self._attribution[key] = read_attribution(handle, self._proc_root, self._state_lookup)
+        return self._attribution[key]
 
     def _details(self, pid: int) -> _Details | None:
         """Name, user, start and CPU % of one pid (None when psutil cannot read it)."""
@@ -171,3 +233,35 @@ def end_process(pid: int, timeout_s: float = 3.0) -> str | None:
     except psutil.AccessDenied:
         return f"Not allowed to end process {pid}."
     return None
+
+
+# --- a wrapped job's process tree (`rigscope run`, desktop/jobs) ----------------------------
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every descendant still alive (empty when ``pid`` is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [pid, *(child.pid for child in root.children(recursive=True))]
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return []
+    except psutil.AccessDenied:
+        return [pid]
+
+
+def suspend_processes(pids: Sequence[int]) -> None:
+    """Stop each process (Windows: NtSuspendProcess; POSIX: SIGSTOP); gone ones are skipped."""
+    for pid in pids:
+        try:
+            psutil.Process(pid).suspend()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+
+
+def resume_processes(pids: Sequence[int]) -> None:
+    """Continue what ``suspend_processes`` stopped."""
+    for pid in pids:
+        try:
+            psutil.Process(pid).resume()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass

@@ -56,6 +56,12 @@ class Field:
 _INTERVAL_LOW, _INTERVAL_HIGH = config.INTERVAL_RANGE_S
 
 
+def _within(key: str) -> str:
+    """``(1 to 30)``: the range ``config`` accepts for a setting, for its unit label."""
+    low, high = config.allowed_range(key)
+    return f"({low:g} to {high:g})"
+
+
 GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
     ("Sampling", (
         Field("sampling.interval_s", "Sampling interval", f"s ({_INTERVAL_LOW:g} to {_INTERVAL_HIGH:g})",
@@ -82,6 +88,15 @@ GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
     ("Costs", (
         Field("costs.electricity_price_per_kwh", "Electricity price", "per kWh"),
         Field("costs.currency", "Currency", help="e.g. USD, EUR"),
+    )),
+    ("Job guard (rigscope run --guard-c)", (
+        Field("jobs.guard_resume_offset_c", "Let the job run again at", f"°C below the guard "
+              f"{_within('jobs.guard_resume_offset_c')}",
+              help="--guard-c T pauses the job when the GPU reaches T °C and continues it this far below T"),
+        Field("jobs.guard_min_pause_s", "Pause at least", f"s {_within('jobs.guard_min_pause_s')}",
+              help="a paused job stays paused at least this long, even when the GPU cools sooner"),
+        Field("jobs.guard_min_run_s", "Run at least", f"s {_within('jobs.guard_min_run_s')}",
+              help="after a resume the job runs at least this long before it may be paused again"),
     )),
     ("Startup", (
         Field("startup.start_at_login", "Record from login (recorder service)", kind="bool"),

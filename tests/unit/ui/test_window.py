@@ -40,7 +40,8 @@ def test_window_starts_on_the_simulated_gpu_and_plots_hold_data_within_a_few_tic
     assert np.nanmax(util) > 50  # the load we set shows up
     temp = panel.plots.plot("temp").data("temperature_c")[1]
     assert np.isfinite(temp).all()
-    assert h.app.window.page_keys() == ["dashboard", "processes", "stress", "advisor", "costs", "history", "settings"]
+    assert h.app.window.page_keys() == ["dashboard", "processes", "stress", "advisor", "costs", "history", "jobs",
+                                         "settings"]
     assert h.app.stress.device == "sim"  # the stress test runs on the GPU the window shows
     assert "simulated" in h.app.window.source_label.text()
     assert "Recording" in h.app.window.recording_label.text()

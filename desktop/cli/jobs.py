@@ -1,0 +1,117 @@
+"""`rigscope jobs`: the jobs recorded by `rigscope run`, newest first; `rigscope jobs show ID`: one job's card."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from datetime import datetime
+from typing import Any
+
+from advisor.job_card import JobCard
+from desktop.advice import json_safe, load_cloud_offers, load_gpu_specs, open_history
+from desktop.cli.common import db_path, load_settings, text_table
+from desktop.errors import UserError
+from desktop.jobs.card import card_of, duration_text, energy_text, format_card, money_text
+from desktop.jobs.model import JobRecord
+from desktop.safetext import printable
+
+#: What `rigscope jobs` says when the history holds no job yet.
+NO_JOBS = ("No jobs recorded yet. Run one under Rigscope to get its card here: "
+           "rigscope run -- python train.py")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.action.isdigit() and args.job_id is None:  # `rigscope jobs 7` is `rigscope jobs show 7`
+        args.action, args.job_id = "show", int(args.action)
+    if args.action not in ("list", "show"):
+        raise UserError(f"unknown action {printable(args.action)!r}: `rigscope jobs` lists the jobs, "
+                        "`rigscope jobs show ID` shows one")
+    if args.action == "show":
+        if args.job_id is None:
+            raise UserError("which job? `rigscope jobs show ID` (the IDs are in `rigscope jobs`)")
+        return _show(args)
+    if args.job_id is not None:
+        raise UserError(f"`rigscope jobs` lists every job; to see job {args.job_id}: "
+                        f"rigscope jobs show {args.job_id}")
+    from desktop.history import jobs as job_store
+
+    store = open_history(db_path(args))
+    try:
+        records = sorted(job_store.jobs(store), key=lambda r: (r.started_s, r.job_id), reverse=True)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([record_json(r) for r in records], indent=2))
+    elif not records:
+        print(NO_JOBS)
+    else:
+        print(format_list(records))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from desktop.history import jobs as job_store
+
+    settings, _problems = load_settings()
+    store = open_history(db_path(args))
+    try:
+        record = job_store.job(store, args.job_id)
+        if record is None:
+            raise UserError(f"no job {args.job_id} in {printable(store.path)}; `rigscope jobs` lists the recorded ones")
+        series = job_store.job_series(store, args.job_id)
+        card = card_of(store, record, series, settings.costs, now_s=args.now_s, offers=load_cloud_offers(),
+                       specs=load_gpu_specs())
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({**record_json(record), "card": card.as_dict()}, indent=2))
+    else:
+        print(format_card(card))
+    return 0
+
+
+def record_json(record: JobRecord) -> dict[str, Any]:
+    """The job as JSON: its record (command, times, GPUs, the guard's events) and its stored card (or null)."""
+    data: dict[str, Any] = json_safe(dataclasses.asdict(record))
+    data["duration_s"] = record.duration_s
+    return data
+
+
+def _stored_card(record: JobRecord) -> JobCard | None:
+    if record.card is None:
+        return None
+    try:
+        return JobCard.from_dict(record.card)
+    except ValueError:
+        return None
+
+
+def _status(record: JobRecord) -> str:
+    if record.ended_s is None:
+        return "running"
+    if record.exit_code is None:
+        return "?"
+    return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
+
+
+def format_list(records: list[JobRecord]) -> str:
+    """One line per job: when, how long, what, how it ended, and the card's headline figures."""
+    rows: list[tuple[str, ...]] = [("ID", "started", "duration", "status", "GPU", "busy", "energy", "cost",
+                                    "paused", "name")]
+    for record in records:
+        card = _stored_card(record)
+        gpus = ",".join(str(i) for i in record.gpu_indices) or "-"
+        busy = energy = cost = "-"
+        if card is not None:
+            busy = f"{card.busy_share * 100:.0f} %" if card.busy_share is not None else "n/a"
+            if card.energy_wh is not None:
+                energy = energy_text(card.energy_wh)
+            if card.energy_cost is not None:
+                cost = money_text(card.energy_cost, card.currency)
+        duration = duration_text(record.duration_s) if record.duration_s is not None else "-"
+        paused = duration_text(record.paused_s) if record.paused_s > 0 else "-"
+        started = datetime.fromtimestamp(record.started_s).strftime("%Y-%m-%d %H:%M")
+        rows.append((str(record.job_id), started, duration, _status(record), gpus, busy, energy, cost, paused,
+                     record.name))
+    return text_table(rows, indent="")

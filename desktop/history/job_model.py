@@ -1,0 +1,73 @@
+"""What a job run under `rigscope run` is, as history stores it and the card and Jobs page read it.
+
+It lives in the history layer because the store (desktop/history/jobs.py) returns it; everything
+above imports it as ``desktop.jobs.model``. Shared by the wrapper (desktop/jobs/wrap.py, job.py),
+the store, the job card (desktop/jobs/card.py), `rigscope jobs` and the window's Jobs page.
+Telemetry over the job's span is not copied here: it is in the history's GPU samples (written by
+the recorder, or by `rigscope run` itself when it holds the writer lock), read back by time range
+and GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+GuardEventKind = Literal["pause", "resume"]
+
+
+@dataclass(frozen=True, slots=True)
+class GuardEvent:
+    """The thermal guard stopped (``pause``) or continued (``resume``) the job's process tree."""
+
+    time_s: float
+    kind: GuardEventKind
+    temperature_c: float | None
+    gpu_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job: what ran, when, on which GPUs, how it ended. ``job_id`` is 0 until stored."""
+
+    job_id: int
+    name: str
+    argv: tuple[str, ...]
+    started_s: float
+    #: None while the job runs.
+    ended_s: float | None = None
+    #: The job's exit code; 128 + N when it died of signal N; None while it runs.
+    exit_code: int | None = None
+    #: Every PID seen in the job's process tree.
+    pids: tuple[int, ...] = ()
+    #: The GPUs its processes held memory on (from NVML's process lists), by UUID and by index.
+    gpu_uuids: tuple[str, ...] = ()
+    gpu_indices: tuple[int, ...] = ()
+    #: Throughput unit read from the job's output ("it/s", "samples/s", "tok/s", ...), None when none was seen.
+    throughput_unit: str | None = None
+    #: The guard temperature (°C), None when no guard.
+    guard_c: float | None = None
+    #: Total seconds the guard kept the job stopped.
+    paused_s: float = 0.0
+    events: tuple[GuardEvent, ...] = ()
+    #: "simulated" when it ran against the simulated GPU, else "nvml" (or "none": no GPU readable).
+    source: str = "nvml"
+    #: The job card (``JobCard.as_dict()``), once computed at the end.
+    card: dict[str, Any] | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        return None if self.ended_s is None else self.ended_s - self.started_s
+
+
+@dataclass(slots=True)
+class JobSeries:
+    """The job's own throughput over time (items per second in ``JobRecord.throughput_unit``)."""
+
+    time_s: FloatArray = field(default_factory=lambda: np.zeros(0))
+    throughput: FloatArray = field(default_factory=lambda: np.zeros(0))

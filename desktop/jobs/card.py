@@ -1,0 +1,247 @@
+"""The job card on the desktop side: the record and the history over its span into ``JobCard``, and its text.
+
+``build_card`` gathers what the pure ``advisor.job_card`` needs (the job's GPUs in the frame, the
+guard's pauses, the throughput series, the price tables, the latest measured GEMM speed, a
+verdict when the caller has none) and ``format_card`` is the short block `rigscope run` prints
+on stderr at the end and `rigscope jobs show` prints on stdout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from advisor.clock_events import CLOCK_EVENT_COUNTERS
+from advisor.costs import CloudOffer, GpuSpec
+from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
+from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
+from desktop.config import CostSettings
+from desktop.history.db import HistoryDb
+from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
+from desktop.jobs.model import JobRecord, JobSeries
+from desktop.safetext import printable
+from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
+
+#: A frame for a job should reach this far past its end: raw counters hold the time since the
+#: sample before, so the last interval of the job is counted in the first sample after it.
+FRAME_MARGIN_S = 5.0
+
+
+def pause_spans(record: JobRecord, end_s: float) -> tuple[tuple[float, float], ...]:
+    """[paused, resumed) spans from the guard's events; a pause never resumed lasts to ``end_s``."""
+    spans: list[tuple[float, float]] = []
+    paused_at: float | None = None
+    for event in sorted(record.events, key=lambda e: e.time_s):
+        if event.kind == "pause" and paused_at is None:
+            paused_at = event.time_s
+        elif event.kind == "resume" and paused_at is not None:
+            spans.append((paused_at, event.time_s))
+            paused_at = None
+    if paused_at is not None:
+        spans.append((paused_at, max(paused_at, end_s)))
+    return tuple(spans)
+
+
+def job_gpus(record: JobRecord, frame: HistoryFrame) -> list[GpuSeries]:
+    """The job's GPUs in ``frame``: by UUID, else by index; every GPU of the frame when the record names none."""
+    if record.gpu_uuids:
+        return [g for g in frame.gpus if g.meta.uuid in record.gpu_uuids]
+    if record.gpu_indices:
+        return [g for g in frame.gpus if g.meta.index in record.gpu_indices]
+    return list(frame.gpus)
+
+
+def measured_tflops(stress_runs: Sequence[StressResult], gpu_uuid: str) -> float | None:
+    """The latest complete, error-free GEMM stress result on this GPU (TFLOP/s sustained), as the Costs page uses."""
+    gemm = [r for r in stress_runs if r.gpu_uuid == gpu_uuid and r.unit == "TFLOP/s" and r.workload == "gemm"
+            and not r.errors and not r.aborted and r.device != "sim" and r.sustained_throughput > 0]
+    return max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
+
+
+def _held(series_time_s: FloatArray, values: FloatArray, at_s: FloatArray) -> FloatArray:
+    """The job's throughput at each of ``at_s``: its last report at or before then (NaN outside the reports)."""
+    if len(series_time_s) == 0:
+        return np.full(len(at_s), np.nan)
+    pos = np.searchsorted(series_time_s, at_s, side="right") - 1
+    out = np.where(pos >= 0, values[np.clip(pos, 0, len(values) - 1)], np.nan)
+    return np.asarray(np.where(at_s <= series_time_s[-1], out, np.nan), dtype=np.float64)
+
+
+def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
+                pauses: Sequence[tuple[float, float]]) -> str:
+    """The throttle verdict sentence on the job's own throughput, on the SM clock when it reported none.
+
+    Paused stretches are left out (a stopped job is not a slow one).
+    """
+    rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
+    time_s = gpu.time_s[rows]
+    running = np.ones(len(time_s), dtype=bool)
+    for paused_from, paused_to in pauses:
+        running &= ~((time_s >= paused_from) & (time_s < paused_to))
+    columns: dict[str, FloatArray] = {
+        "sm_clock_mhz": np.where(running, gpu.sm_clock_mhz[rows], np.nan),
+        "temperature_c": gpu.temperature_c[rows], "power_w": gpu.power_w[rows],
+        "clock_event_reasons": gpu.clock_event_reasons[rows].astype(np.float64),
+        "utilization_gpu_pct": np.where(running, gpu.utilization_gpu_pct[rows], np.nan),
+    }
+    for name, reason in CLOCK_EVENT_COUNTERS:
+        counted = gpu.counted_seconds.get(int(reason))
+        if counted is not None and np.isfinite(counted[rows]).any():
+            columns[name] = counted[rows]
+    throughput = None
+    if len(series.time_s):
+        throughput = np.where(running, _held(series.time_s, series.throughput, time_s), np.nan)
+    trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=record.throughput_unit or "",
+                                  sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
+                                  temp_slowdown_c=gpu.meta.temp_slowdown_c)
+    return judge(trace, min_load_s=MIN_SUSTAINED_S).sentence
+
+
+def build_card(record: JobRecord, series: JobSeries, frame: HistoryFrame, costs: CostSettings,
+               stress_runs: Sequence[StressResult] | None = None, *, offers: Sequence[CloudOffer] = (),
+               specs: Sequence[GpuSpec] = (), verdict: str | None = None, now_s: float | None = None) -> JobCard:
+    """The card of ``record`` from ``frame`` (the history over the job's span, a few seconds past its end).
+
+    ``stress_runs``: where the measured GEMM speed comes from (default: the frame's). ``offers`` and
+    ``specs``: the cloud price and GPU spec tables (``desktop.advice.load_cloud_offers`` /
+    ``load_gpu_specs``). ``verdict``: the sentence the caller already has, else judged here.
+    A job still running ends at ``now_s`` (default: the frame's end).
+    """
+    end_s = record.ended_s if record.ended_s is not None else (now_s if now_s is not None else frame.end_s)
+    end_s = max(end_s, record.started_s)
+    pauses = pause_spans(record, end_s)
+    gpus = job_gpus(record, frame)
+    runs = frame.stress_results if stress_runs is None else stress_runs
+    tflops = measured_tflops(runs, gpus[0].meta.uuid) if gpus else None
+    if verdict is None:
+        verdict = (job_verdict(record, series, gpus[0], start_s=record.started_s, end_s=end_s, pauses=pauses) if gpus
+                   else "No GPU samples over the job: no throttle verdict.")
+    job = JobInputs(job_id=record.job_id, name=record.name, command=" ".join(record.argv),
+                    started_s=record.started_s, ended_s=end_s, exit_code=record.exit_code, gpus=gpus, pauses=pauses,
+                    paused_s=record.paused_s, verdict=verdict, throughput_time_s=series.time_s,
+                    throughput=series.throughput, throughput_unit=record.throughput_unit,
+                    processes=frame.processes, counters_since_previous=frame.end_s - frame.start_s <= RAW_SPAN_LIMIT_S,
+                    source=record.source)
+    return job_card(job, electricity_price_per_kwh=costs.electricity_price_per_kwh, currency=costs.currency,
+                    cloud=CloudInputs(tuple(offers), tuple(specs), tflops))
+
+
+def job_frame(store: HistoryDb, record: JobRecord, now_s: float) -> HistoryFrame:
+    """The history over the job's span (to ``now_s`` while it runs), reaching a little past its end."""
+    end_s = record.ended_s if record.ended_s is not None else now_s
+    return load_frame(store, record.started_s, max(end_s, record.started_s) + FRAME_MARGIN_S)
+
+
+def card_of(store: HistoryDb, record: JobRecord, series: JobSeries, costs: CostSettings, *, now_s: float,
+            offers: Sequence[CloudOffer] = (), specs: Sequence[GpuSpec] = (),
+            frame: HistoryFrame | None = None) -> JobCard:
+    """The card stored with a finished job; else (a job still running, or one whose `rigscope run` died
+    before it wrote one, or a card of another version) one built now from the history."""
+    if record.card is not None and record.ended_s is not None:
+        try:  # the card may have been built before the job had its id
+            return replace(JobCard.from_dict(record.card), job_id=record.job_id)
+        except ValueError:
+            pass
+    frame = frame if frame is not None else job_frame(store, record, now_s)
+    return build_card(record, series, frame, costs, offers=offers, specs=specs, now_s=now_s)
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def duration_text(seconds: float) -> str:
+    """``42`` -> "42 s", ``570`` -> "9 min 30 s", ``7260`` -> "2 h 01 min"."""
+    if 0 < seconds < 0.5:
+        return "< 1 s"
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    return f"{secs} s"
+
+
+def money_text(value: float, currency: str) -> str:
+    """Amounts under a cent keep two significant digits (never "2.2e-05"): a short job's energy costs
+    fractions of one; under a tenth of a cent it reads "< 0.001"."""
+    if value != 0 and abs(value) < 0.001:
+        return f"< 0.001 {currency}"
+    if value != 0 and abs(value) < 0.01:
+        return f"{float(f'{value:.2g}'):f}".rstrip("0") + f" {currency}"
+    return f"{value:,.2f} {currency}"
+
+
+def energy_text(wh: float) -> str:
+    return f"{wh / 1000.0:,.2f} kWh" if wh >= 1000.0 else f"{wh:.1f} Wh" if wh >= 10 else f"{wh:.2f} Wh"
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{share * 100.0:.0f} %"
+
+
+def _mib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f} MiB"
+
+
+def _throttle_text(throttle_s: dict[str, float | None], timing: str) -> str:
+    labels = {key: label for key, _name, _bit, label in THROTTLE_CAUSES}
+    parts = [f"{labels.get(key, key)} {duration_text(s)}" for key, s in throttle_s.items() if s]
+    if not parts:
+        return "none" if any(s is not None for s in throttle_s.values()) else "n/a"
+    how = {"counters": "counted by the driver", "samples": "sampled", "mixed": "counted and sampled"}.get(timing)
+    return ", ".join(parts) + (f" ({how})" if how else "")
+
+
+def card_rows(card: JobCard) -> list[tuple[str, str]]:
+    """The card as (label, text) rows: what ``format_card`` aligns and the Jobs page shows in a table."""
+    exit_text = "still running" if card.exit_code is None else f"exit code {card.exit_code}"
+    rows = [("job", f"#{card.job_id} {card.name}" if card.job_id else card.name), ("command", card.command),
+            ("duration", f"{duration_text(card.duration_s)} ({exit_text})")]
+    several = len(card.gpus) > 1
+    for gpu in card.gpus:
+        tag = f" GPU {gpu.index}" if several else ""
+        rows.append(("GPU", f"{gpu.index}: {gpu.name}"))
+        busy = f"{_pct(gpu.busy_share)} of the running time"
+        if gpu.mean_util_pct is not None:
+            busy += f", mean utilization {gpu.mean_util_pct:.0f} %"
+        rows.append((f"GPU busy{tag}", busy))
+        vram = _mib(gpu.peak_vram_mib)
+        if gpu.vram_total_mib is not None and gpu.peak_vram_mib is not None:
+            vram += f" of {_mib(gpu.vram_total_mib)} ({_mib(gpu.headroom_mib)} headroom)"
+        rows.append((f"VRAM peak{tag}", vram))
+        if gpu.peak_temperature_c is not None:
+            rows.append((f"temperature{tag}", f"peak {gpu.peak_temperature_c:.0f} °C"))
+        rows.append((f"throttled{tag}", _throttle_text(gpu.throttle_s, gpu.throttle_timing)))
+    if card.throughput_mean is not None:
+        rows.append(("throughput", f"{card.throughput_mean:,.3g} {card.throughput_unit or 'items/s'} mean"))
+    rows.append(("verdict", card.verdict or "n/a"))
+    if card.energy_wh is not None:
+        cost = card.energy_cost if card.energy_cost is not None else 0.0
+        rows.append(("energy", f"{energy_text(card.energy_wh)}, {money_text(cost, card.currency)} at "
+                               f"{card.electricity_price_per_kwh:g} {card.currency}/kWh"))
+    else:
+        rows.append(("energy", "n/a (no power or energy readings)"))
+    if card.paused_s > 0 or card.pauses:
+        times = "time" if card.pauses == 1 else "times"
+        rows.append(("paused", f"{duration_text(card.paused_s)} by the thermal guard ({card.pauses} {times})"))
+    if card.cloud:
+        basis = "your stress test" if card.speed_basis == "measured" else "datasheet"
+        for i, c in enumerate(card.cloud):
+            gpus = f"{c.gpus} x " if c.gpus > 1 else ""
+            spot = f", {money_text(c.spot_usd, 'USD')} spot" if c.spot_usd is not None else ""
+            rows.append(("in the cloud" if i == 0 else "",
+                         f"{gpus}{c.gpu_model} ({c.provider}): {money_text(c.on_demand_usd, 'USD')}{spot}, "
+                         f"{duration_text(c.hours * 3600.0)} at {c.relative_speed:.2g}x speed ({basis})"))
+    rows.extend(("note", n) for n in card.notes)
+    return rows
+
+
+def format_card(card: JobCard) -> str:
+    """The card for a terminal: one aligned line per figure, units on every number, safe to print."""
+    rows = card_rows(card)
+    width = max(len(label) for label, _ in rows)
+    return "\n".join(printable(f"  {label:<{width}}  {text}") for label, text in rows)

@@ -1,0 +1,394 @@
+"""One `rigscope run`: the wrapped job watched from start to end — sampling, its PIDs and GPUs, the guard, history.
+
+``JobRun`` samples the GPUs itself every interval (the guard needs live temperatures, and the process
+lists say which GPUs the job's PIDs use). ``JobHistory`` decides where that goes: when `rigscope run`
+can take the history's writer lock it writes the samples too, like the recorder; when the recorder
+holds it, the recorder's samples are the job's telemetry and the job row, its events and its series
+are short transactions beside it. On the simulated GPU the job is the load: full while it runs,
+idle (its memory still held) while the guard keeps it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from desktop.history import jobs as job_store
+from desktop.history.lock import DatabaseBusy
+from desktop.history.store import HistoryStore
+from desktop.history.writer import HistoryWriter
+from desktop.jobs.guard import GuardSettings, ThermalGuard
+from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
+from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
+from desktop.jobs.wrap import Watchdog, WrappedJob
+from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
+from desktop.telemetry.host import process_tree
+from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, Snapshot
+from desktop.telemetry.sampler import Sampler
+from desktop.telemetry.simulated import SimulatedBackend
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: VRAM the simulated GPU shows the job holding (a mid-size training run).
+SIM_JOB_VRAM_MIB = 6144.0
+
+
+class JobHistory:
+    """The history as `rigscope run` writes it: its own writer when it gets the lock, else beside the recorder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: HistoryWriter | None = None
+        #: Another process (the recorder, the window) writes the samples.
+        self.other_writer = False
+
+    def open(self) -> None:
+        writer = HistoryWriter(self.path, maintenance_period_s=None)
+        try:
+            writer.start()
+        except DatabaseBusy:
+            self.other_writer = True
+            return
+        self.writer = writer
+
+    def submit(self, snapshot: Snapshot) -> None:
+        if self.writer is not None:
+            self.writer.submit(snapshot)
+
+    def do(self, fn: Callable[[HistoryStore], T]) -> T:
+        """``fn(store)`` on the writer's thread when we hold the lock, else on a short connection of its own."""
+        if self.writer is not None:
+            try:
+                return self.writer.call(fn).result(timeout=60)
+            except FutureTimeout as exc:
+                raise OSError("the history database did not answer in 60 s") from exc
+        store = HistoryStore.open(self.path)
+        try:
+            return fn(store)
+        finally:
+            store.close()
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush(timeout_s=30)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+@dataclass
+class _Trace:
+    """The job's GPU samples as `rigscope run` read them, per GPU index (for the verdict and the portable record)."""
+
+    time_s: list[float] = field(default_factory=list)
+    columns: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+
+    def add(self, snapshot: Snapshot) -> None:
+        row = len(self.time_s)
+        self.time_s.append(snapshot.time_s)
+        for reading in snapshot.gpus:
+            cols = self.columns.setdefault(reading.info.index, {name: [np.nan] * row for name in GPU_METRIC_NAMES})
+            for name in GPU_METRIC_NAMES:
+                value = getattr(reading.sample, name, None) if reading.sample is not None else None
+                cols[name].append(np.nan if value is None else float(value))
+        for cols in self.columns.values():  # a GPU missing from this snapshot
+            for values in cols.values():
+                if len(values) == row:
+                    values.append(np.nan)
+
+    def arrays(self, index: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        cols = self.columns.get(index, {})
+        return np.asarray(self.time_s, dtype=np.float64), {k: np.asarray(v, dtype=np.float64) for k, v in cols.items()}
+
+
+class JobRun:
+    """Runs ``argv`` wrapped, watches it every ``interval_s``, guards it, and keeps its record."""
+
+    def __init__(self, argv: Sequence[str], sampler: Sampler, *, name: str | None = None,
+                 history: JobHistory | None = None, gpu_index: int | None = None, guard: GuardSettings | None = None,
+                 interval_s: float = 1.0, process_period_s: float = 5.0, progress_path: Path | None = None,
+                 clock: Callable[[], float] = time.time, wait: Callable[[float], None] | None = None,
+                 say: Callable[[str], None] = log.warning, env: Mapping[str, str] | None = None,
+                 use_pty: bool | None = None, stdout_fd: int = 1, stderr_fd: int = 2, watchdog: bool = True) -> None:
+        self.argv = list(argv)
+        self.sampler = sampler
+        self.history = history
+        self.gpu_index = gpu_index
+        self.guard = ThermalGuard(guard, clock()) if guard is not None else None
+        self.interval_s = interval_s
+        self.process_period_s = process_period_s
+        self.progress_path = progress_path
+        self.clock = clock
+        self._wait = wait
+        self.say = say
+        self._env = env
+        self._use_pty = use_pty
+        self._fds = (stdout_fd, stderr_fd)
+        self._want_watchdog = watchdog
+        self.output = {1: OutputProgress(), 2: OutputProgress()}
+        self.protocol = ProtocolProgress()
+        #: Whether the job's last output on each stream left a line unfinished (a tqdm bar).
+        self.line_open = {1: False, 2: False}
+        self._protocol_at = 0
+        self.trace = _Trace()
+        self.pids: dict[int, None] = {}
+        self.gpus: dict[int, str] = {}  # index -> uuid, in the order first seen
+        self.events: list[GuardEvent] = []
+        self.pauses: list[tuple[float, float]] = []
+        self.record = JobRecord(job_id=0, name=name or _default_name(self.argv), argv=tuple(self.argv),
+                                started_s=clock(), guard_c=guard.limit_c if guard else None,
+                                source="simulated" if sampler.gpu.source.simulated else "nvml")
+        self.job: WrappedJob | None = None
+        self.watchdog: Watchdog | None = None
+        self._tree_at: float | None = None
+        self._warned_ranks = False
+        self._history_problem: str | None = None
+        self.infos: dict[int, GpuInfo] = {info.index: info for info in sampler.gpu.devices()}
+
+    # --- start ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        env = dict(self._env) if self._env is not None else None
+        if self.progress_path is not None:
+            import os
+
+            env = dict(os.environ) if env is None else env
+            env[PROGRESS_ENV] = str(self.progress_path)
+        self.record = replace(self.record, started_s=self.clock())
+        self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
+                              stdout_fd=self._fds[0], stderr_fd=self._fds[1])
+        self.pids[self.job.pid] = None
+        if self._want_watchdog:
+            try:
+                self.watchdog = Watchdog(self.job)
+            except OSError as exc:
+                self.say(f"could not start the watchdog ({exc}): if rigscope is killed while the job is paused, "
+                         f"continue it yourself with `kill -CONT -{self.job.pgid}`")
+        self._set_sim_load(running=True)
+        job_id = self._store(lambda store: job_store.add_job(store, self.record))
+        if job_id:
+            self.record = replace(self.record, job_id=job_id)
+
+    def _on_output(self, stream: int, chunk: bytes, time_s: float) -> None:
+        self.output[stream].feed(chunk, time_s)
+        self.line_open[stream] = not chunk.endswith(b"\n")
+
+    # --- each tick -----------------------------------------------------------------------
+
+    def step(self) -> Snapshot:
+        """Sample, follow the job's processes, read its progress file, let the guard act."""
+        assert self.job is not None
+        snapshot = self.sampler.tick()
+        if self.history is not None:
+            self.history.submit(snapshot)
+        self.trace.add(snapshot)
+        now = snapshot.time_s
+        if self._tree_at is None or now - self._tree_at >= self.process_period_s or snapshot.processes_fresh:
+            self._tree_at = now
+            self._follow_tree(snapshot)
+        self._read_protocol(now)
+        if self.guard is not None and self.job.poll() is None:
+            self._guard(snapshot, now)
+        return snapshot
+
+    def _follow_tree(self, snapshot: Snapshot) -> None:
+        assert self.job is not None
+        before = len(self.pids)
+        for pid in process_tree(self.job.pid):
+            self.pids.setdefault(pid, None)
+        if len(self.pids) != before and self.watchdog is not None:
+            self.watchdog.tell_pids(list(self.pids))
+        uuids = {r.info.index: r.info.uuid for r in snapshot.gpus}
+        for proc in snapshot.processes:
+            if proc.pid in self.pids and proc.gpu_index not in self.gpus:
+                self.gpus[proc.gpu_index] = uuids.get(proc.gpu_index, "")
+        if self.guard is not None and len(self.gpus) > 1 and not self._warned_ranks:
+            self._warned_ranks = True
+            self.say(f"the job uses {len(self.gpus)} GPUs ({', '.join(str(i) for i in self.gpus)}): pausing it "
+                     "stops every rank, and ranks that talk to each other (NCCL) all wait while it is paused")
+
+    def _read_protocol(self, now: float) -> None:
+        if self.progress_path is None:
+            return
+        try:
+            with self.progress_path.open("rb") as handle:
+                handle.seek(self._protocol_at)
+                data = handle.read(1 << 20)
+        except OSError:
+            return
+        self._protocol_at += len(data)
+        if data:
+            self.protocol.feed(data, now)
+
+    def watched_gpus(self) -> list[int]:
+        """The GPUs the guard watches: --gpu, else the job's own, else every GPU (until its own are known)."""
+        if self.gpu_index is not None:
+            return [self.gpu_index]
+        return list(self.gpus) or sorted(self.infos)
+
+    def _guard(self, snapshot: Snapshot, now: float) -> None:
+        assert self.guard is not None and self.job is not None
+        watched = set(self.watched_gpus())
+        temps = [(r.sample.temperature_c, r.info.index) for r in snapshot.gpus
+                 if r.info.index in watched and r.sample is not None and r.sample.temperature_c is not None]
+        hottest = max(temps) if temps else None
+        action = self.guard.update(hottest[0] if hottest else None, now)
+        if action is None:
+            return
+        temp, index = hottest if hottest else (None, None)
+        if action == "pause":
+            self.job.stop(list(self.pids))
+            self._set_sim_load(running=False)
+            limit, resume = self.guard.settings.limit_c, self.guard.settings.resume_c
+            self.say(f"paused the job: GPU {index} at {temp:.0f} °C reached the guard of {limit:g} °C; "
+                     f"it continues at {resume:g} °C or below")
+        else:
+            self.job.cont(list(self.pids))
+            self._set_sim_load(running=True)
+            self.pauses.append((self.events[-1].time_s if self.events else now, now))
+            paused_from, paused_to = self.pauses[-1]
+            self.say(f"continued the job: GPU {index} at {temp:.0f} °C (paused {paused_to - paused_from:.0f} s)")
+        event = GuardEvent(now, action, temp, index)
+        self.events.append(event)
+        if self.record.job_id:
+            detail = f"job {self.record.job_id} ({self.record.name}): {action} at {temp:.0f} °C, guard " \
+                     f"{self.guard.settings.limit_c:g} °C"
+            uuid = self.infos[index].uuid if index in self.infos else None
+            self._store(lambda store: job_store.add_job_event(store, self.record.job_id, event, uuid, detail))
+
+    def _set_sim_load(self, running: bool) -> None:
+        backend = self.sampler.gpu
+        manual = backend.manual if isinstance(backend, SimulatedBackend) else None
+        if manual is None or self.job is None:
+            return
+        index = self.gpu_index if self.gpu_index is not None else 0
+        manual.set(index, 1.0 if running else 0.0, vram_mib=SIM_JOB_VRAM_MIB, name=self.record.name, pid=self.job.pid)
+
+    # --- the loop and the end ------------------------------------------------------------
+
+    def forward(self, sig: int) -> None:
+        """A signal for rigscope goes to the job; a stopped job is continued so that it can act on it."""
+        if self.job is None:
+            return
+        self.job.send_signal(sig)
+        if self.guard is not None and self.guard.paused:
+            self.job.cont(list(self.pids))
+
+    def run(self) -> int:
+        """Start (unless started), watch until the job ends, finish; the job's exit code."""
+        if self.job is None:
+            self.start()
+        assert self.job is not None
+        job = self.job
+        while job.poll() is None:
+            started = time.monotonic()
+            self.step()
+            left = max(0.0, self.interval_s - (time.monotonic() - started))
+            if self._wait is not None:
+                self._wait(left)
+            else:
+                job.wait(left)
+        self.finish()
+        return int(job.poll() or 0)
+
+    def finish(self) -> JobRecord:
+        """After the job ended: pass on its last output, close the watchdog, store the record and series."""
+        assert self.job is not None
+        code = self.job.poll()
+        self.job.finish_output()
+        if self.watchdog is not None:
+            self.watchdog.close(done=True)
+        end = self.clock()
+        self._set_sim_load(running=False)
+        if self.guard is not None and self.guard.paused and self.events:
+            self.pauses.append((self.events[-1].time_s, end))
+        for parser in self.output.values():
+            parser.finish(end)
+        self._read_protocol(end)
+        self.protocol.finish(end)
+        if self.protocol.bad_lines:
+            self.say(f"{self.protocol.bad_lines} line(s) in {PROGRESS_ENV} were not "
+                     '{"items": N, "unit": "..."} and were skipped')
+        _series, unit = self.series()
+        paused_s = self.guard.total_paused_s(end) if self.guard is not None else 0.0
+        self.record = replace(self.record, ended_s=end, exit_code=code, pids=tuple(self.pids),
+                              gpu_uuids=tuple(u for u in self.gpus.values() if u), gpu_indices=tuple(self.gpus),
+                              throughput_unit=unit, paused_s=paused_s, events=tuple(self.events))
+        return self.record
+
+    def series(self) -> tuple[JobSeries, str | None]:
+        rates = sorted((r for p in self.output.values() for r in p.readings), key=lambda r: r.time_s)
+        return throughput_series(self.trace.time_s, rates, self.protocol.readings, self.pauses)
+
+    def primary_gpu(self) -> int | None:
+        """The GPU the verdict is judged on: --gpu, else the job's first, else the only one."""
+        if self.gpu_index is not None:
+            return self.gpu_index
+        if self.gpus:
+            return next(iter(self.gpus))
+        return next(iter(sorted(self.infos)), None)
+
+    def verdict(self) -> dict[str, Any] | None:
+        """The throttle verdict on the job's own throughput (the SM clock when it reported none), as a dict."""
+        index = self.primary_gpu()
+        if index is None:
+            return None
+        time_s, columns = self.trace.arrays(index)
+        series, unit = self.series()
+        throughput = series.throughput if unit is not None else None
+        info = self.infos.get(index)
+        trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=unit or "",
+                                      sm_clock_max_mhz=info.sm_clock_max_mhz if info else None,
+                                      power_limit_w=info.power_limit_enforced_w if info else None,
+                                      temp_slowdown_c=info.temp_slowdown_c if info else None)
+        return judge(trace, min_load_s=MIN_SUSTAINED_S).as_dict()
+
+    def store_end(self, series: JobSeries) -> None:
+        """The finished record and its series into the history (a no-op without one)."""
+        if not self.record.job_id:
+            return
+        record = self.record
+
+        def write(store: HistoryStore) -> None:
+            job_store.update_job(store, record)
+            job_store.set_job_series(store, record.job_id, series)
+
+        self._store(write)
+
+    def _store(self, fn: Callable[[HistoryStore], T]) -> T | None:
+        """Write to the history; a failure is said once and the job goes on without it."""
+        if self.history is None:
+            return None
+        try:
+            return self.history.do(fn)
+        except Exception as exc:  # a full disk or a read-only file must not stop the user's job
+            problem = " ".join(str(exc).split()) or type(exc).__name__
+            if problem != self._history_problem:
+                self._history_problem = problem
+                self.say(f"could not write the job to the history ({problem}); the job goes on")
+            return None
+
+
+def _default_name(argv: Sequence[str]) -> str:
+    """``python train.py --lr 3e-4`` -> ``train.py``, ``python -m pkg.train`` -> ``pkg.train``, else the program."""
+    from pathlib import PurePath
+
+    program = PurePath(argv[0]).name if argv else "job"
+    if not program.startswith("python") or len(argv) < 2:
+        return program or "job"
+    rest = list(argv[1:])
+    for flag in ("-m", "-c"):
+        if flag in rest:
+            at = rest.index(flag)
+            return rest[at + 1][:60] if flag == "-m" and at + 1 < len(rest) else f"{program} {flag}"
+    scripts = [w for w in rest if not w.startswith("-")]
+    return PurePath(scripts[0]).name if scripts else program

@@ -1,0 +1,320 @@
+"""The wrapped job as a process: spawned in its own session and process group, its output passed through.
+
+Standard input is the job's own (inherited, untouched). Standard output and error go through
+rigscope, byte for byte, so their rates can be read on the way (desktop/jobs/progress.py): where
+rigscope's own stream is a terminal, the job gets a pseudo-terminal instead (one for both when
+both are the same terminal, which keeps their order), so ``isatty()`` stays true and tqdm still
+draws; the pty's output processing is off, so ``\\n`` is not turned into ``\\r\\n`` twice. Where it is
+a file or a pipe, the job gets a pipe. On Windows it is pipes always.
+
+The job runs in a session of its own: Ctrl+C at the terminal reaches rigscope, which forwards
+SIGINT (and SIGTERM, SIGHUP) to the job's whole process group, and stopping the group with
+SIGSTOP stops DataLoader workers with their parent. Its exit code is the job's, 128 + N when it
+died of signal N, as a shell reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: ``on_output(stream, chunk, time_s)``: stream 1 is the job's standard output, 2 its standard error.
+OutputHook = Callable[[int, bytes, float], None]
+_CHUNK = 1 << 16
+#: Linux pipes hold 64 KiB by default: a wider one halves the relay's wake-ups for a job that prints a lot.
+_PIPE_BYTES = 1 << 20
+#: After the job exits, what it (or a child that kept its output open) still writes is passed on this long.
+DRAIN_S = 2.0
+#: Signals forwarded to the job's process group (those that exist here).
+FORWARDED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+WATCHDOG = Path(__file__).with_name("watchdog.py")
+
+
+def exit_code_of(returncode: int) -> int:
+    """A Popen return code as a shell reports it: death by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass
+class _Relay:
+    src: int  # the descriptor rigscope reads the job's output from
+    dst: int  # where it goes on: 1 or 2
+    stream: int  # which of the job's streams (1: stdout, 2: stderr; a shared pty counts as 2)
+    pty: bool
+
+
+def _same_terminal(a: int, b: int) -> bool:
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino, sa.st_rdev) == (sb.st_dev, sb.st_ino, sb.st_rdev)
+
+
+def _is_tty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _widen_pipe(fd: int) -> None:
+    import fcntl
+
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is not None:
+        try:
+            fcntl.fcntl(fd, set_size, _PIPE_BYTES)
+        except OSError:  # over /proc/sys/fs/pipe-max-size for an unprivileged user: keep the default
+            pass
+
+
+def _open_pty(like_fd: int) -> tuple[int, int]:
+    """(master, slave) of a new pty with ``like_fd``'s window size and no output processing."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # oflag: bytes pass unchanged
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    try:
+        size = fcntl.ioctl(like_fd, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    except OSError:
+        pass
+    return master, slave
+
+
+class WrappedJob:
+    """A started job: its pid and process group, its output relayed, signals and stop/continue for it."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                 on_output: OutputHook | None = None, use_pty: bool | None = None,
+                 clock: Callable[[], float] = time.time, stdout_fd: int = 1, stderr_fd: int = 2) -> None:
+        """``use_pty``: None decides from rigscope's own streams (a terminal gets a pty); False: pipes only."""
+        if not argv:
+            raise ValueError("no command to run")
+        self.argv = list(argv)
+        self._on_output = on_output
+        self._clock = clock
+        posix = os.name == "posix"
+        relays: list[_Relay] = []
+        child_out: int | None = None
+        child_err: int | None = None
+        close_after: list[int] = []
+        out_tty = posix and use_pty is not False and _is_tty(stdout_fd)
+        err_tty = posix and use_pty is not False and _is_tty(stderr_fd)
+        if out_tty and err_tty and _same_terminal(stdout_fd, stderr_fd):
+            master, slave = _open_pty(stdout_fd)
+            relays.append(_Relay(master, stdout_fd, 2, True))
+            child_out = child_err = slave
+            close_after.append(slave)
+        else:
+            for fd, tty in ((stdout_fd, out_tty), (stderr_fd, err_tty)):
+                if tty:
+                    master, slave = _open_pty(fd)
+                else:
+                    master, slave = os.pipe()
+                    _widen_pipe(slave)
+                relays.append(_Relay(master, fd, 1 if fd == stdout_fd else 2, tty))
+                close_after.append(slave)
+                if fd == stdout_fd:
+                    child_out = slave
+                else:
+                    child_err = slave
+        self.uses_pty = any(r.pty for r in relays)
+        kwargs: dict[str, object] = {}
+        if posix:
+            kwargs["start_new_session"] = True
+        else:
+            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
+        try:
+            self.process = subprocess.Popen(self.argv, stdin=None, stdout=child_out, stderr=child_err,
+                                            env=dict(env) if env is not None else None, **kwargs)  # type: ignore[call-overload]
+        except BaseException:
+            for fd in close_after + [r.src for r in relays]:
+                os.close(fd)
+            raise
+        finally:
+            for fd in close_after:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pid: int = self.process.pid
+        #: The job's process group (its own session's): what signals and SIGSTOP/SIGCONT go to.
+        self.pgid: int = self.pid
+        self.started_s = clock()
+        self._relays = relays
+        self._exited_at: float | None = None
+        self._threads = [threading.Thread(target=self._pump, args=(r,), name=f"rigscope-run-relay-{r.stream}",
+                                          daemon=True) for r in relays]
+        for thread in self._threads:
+            thread.start()
+        self._returncode: int | None = None
+
+    # --- output --------------------------------------------------------------------------
+
+    def _pump(self, relay: _Relay) -> None:
+        src, dst, hook, clock = relay.src, relay.dst, self._on_output, self._clock
+        broken = False
+        while True:
+            try:
+                data = os.read(src, _CHUNK)
+            except OSError:  # EIO: the pty's last writer is gone
+                break
+            if not data:
+                break
+            if not broken:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(dst, view):]
+                except OSError:  # our own output closed (`| head`): keep draining so the job does not block
+                    broken = True
+            if hook is not None:
+                hook(relay.stream, data, clock())
+
+    def relay_descriptors(self) -> list[tuple[int, int]]:
+        """(source, destination) of each output relay: what the watchdog takes over if rigscope dies."""
+        return [(r.src, r.dst) for r in self._relays]
+
+    # --- signals -------------------------------------------------------------------------
+
+    def send_signal(self, sig: int) -> None:
+        """Forward ``sig`` to the job's process group (on Windows: Ctrl+Break for SIGINT, else terminate)."""
+        if self._returncode is not None:
+            return
+        if os.name == "posix":
+            try:
+                os.killpg(self.pgid, sig)
+            except ProcessLookupError:
+                pass
+        elif sig == signal.SIGINT:
+            self.process.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined,unused-ignore]
+        else:
+            self.process.terminate()
+
+    def stop(self, pids: Sequence[int] = ()) -> None:
+        """Stop the job's process tree: SIGSTOP to its group and to ``pids`` outside it (Windows: suspend ``pids``)."""
+        self._stop_or_continue(True, pids)
+
+    def cont(self, pids: Sequence[int] = ()) -> None:
+        """Continue what ``stop`` stopped."""
+        self._stop_or_continue(False, pids)
+
+    def _stop_or_continue(self, stop: bool, pids: Sequence[int]) -> None:
+        if self.poll() is not None:
+            return
+        if os.name != "posix":
+            from desktop.telemetry.host import resume_processes, suspend_processes
+
+            (suspend_processes if stop else resume_processes)([self.pid, *pids])
+            return
+        sig = signal.SIGSTOP if stop else signal.SIGCONT
+        try:
+            os.killpg(self.pgid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in pids:
+            if pid == self.pid:
+                continue
+            try:
+                if os.getpgid(pid) != self.pgid:
+                    os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    # --- life ----------------------------------------------------------------------------
+
+    def poll(self) -> int | None:
+        """The job's exit code (128 + N for signal N) once it ended, else None."""
+        if self._returncode is None:
+            rc = self.process.poll()
+            if rc is not None:
+                self._returncode = exit_code_of(rc)
+                self._exited_at = time.monotonic()
+        return self._returncode
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.poll()
+
+    def finish_output(self, drain_s: float = DRAIN_S) -> bool:
+        """After the job ended: wait for its output to be passed on (at most ``drain_s`` for what a child that
+        outlived it keeps open); True when every stream ended. The relay descriptors are closed when it did."""
+        deadline = time.monotonic() + drain_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        done = not any(t.is_alive() for t in self._threads)
+        if done:
+            for relay in self._relays:
+                try:
+                    os.close(relay.src)
+                except OSError:
+                    pass
+        return done
+
+
+def spawn_watchdog(job: WrappedJob) -> subprocess.Popen[bytes]:
+    """Start the watchdog (desktop/jobs/watchdog.py) for ``job``: it continues the job and takes over its
+    output if rigscope ends without saying ``done``. Its own session: Ctrl+C and a closed terminal leave it."""
+    argv = [sys.executable, "-I", "-S", str(WATCHDOG), "--pgid", str(job.pgid)]
+    pass_fds: tuple[int, ...] = ()
+    kwargs: dict[str, object] = {}
+    if os.name == "posix":
+        for src, dst in job.relay_descriptors():
+            argv += ["--relay", f"{src}:{dst}"]
+        pass_fds = tuple(src for src, _ in job.relay_descriptors())
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
+    process: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
+        argv, stdin=subprocess.PIPE, stdout=None, stderr=None, pass_fds=pass_fds, **kwargs)
+    return process
+
+
+class Watchdog:
+    """rigscope's end of the watchdog's pipe: tell it the job's PIDs, and ``done`` at a normal end."""
+
+    def __init__(self, job: WrappedJob) -> None:
+        self.process = spawn_watchdog(job)
+
+    def tell_pids(self, pids: Sequence[int]) -> None:
+        self._say("pids " + " ".join(str(p) for p in pids))
+
+    def close(self, done: bool = True) -> None:
+        """End the watchdog: ``done`` (the job ended) lets it go quietly, else it resumes the job first."""
+        if done:
+            self._say("done")
+        stdin = self.process.stdin
+        if stdin is not None:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass  # still relaying for a job that outlived us: it ends with that job
+
+    def _say(self, line: str) -> None:
+        stdin = self.process.stdin
+        if stdin is None:
+            return
+        try:
+            stdin.write(line.encode() + b"\n")
+            stdin.flush()
+        except OSError:
+            pass

@@ -1,0 +1,404 @@
+"""The Jobs page: the jobs run under `rigscope run`, newest first; the selected one's card and charts.
+
+The list and each job's card and telemetry are read on a worker thread (``Loader``), from the
+history database opened read-only there (the recorder, or `rigscope run` itself, may be writing).
+The charts show the job's own throughput, GPU utilization, temperature and power over its span,
+with the thermal guard's pauses shaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from advisor.frame import FloatArray
+from advisor.job_card import JobCard
+from desktop.config import CostSettings
+from desktop.jobs.card import card_of, card_rows, duration_text, format_card, job_frame, job_gpus, pause_spans
+from desktop.jobs.model import JobRecord, JobSeries
+from desktop.ui.background import Loader
+from desktop.ui.charts import PlotColumn
+from desktop.ui.theme import Theme
+
+#: The empty state (static rich text: nothing from outside goes in it).
+EMPTY_TEXT = ("<p style='font-size: 13pt'><b>No jobs recorded yet.</b></p>"
+              "<p>Run your own training or inference under Rigscope and its card lands here: how busy the GPU "
+              "was, peak VRAM, time throttled, energy and its cost, and what the same job would cost in the "
+              "cloud.</p><p><code style='font-size: 12pt'>rigscope run -- python train.py</code></p>"
+              "<p>Add <code>--guard-c 85</code> to pause the job instead of letting the GPU overheat.</p>")
+PAUSE_NOTE = "Shaded: the thermal guard paused the job."
+#: The charts: key, title, unit (the throughput's unit is the job's own).
+CHARTS: tuple[tuple[str, str, str], ...] = (
+    ("throughput", "Throughput", "items/s"), ("utilization_gpu_pct", "GPU utilization", "%"),
+    ("temperature_c", "Temperature", "°C"), ("power_w", "Power", "W"),
+)
+
+
+@dataclass
+class GpuTrace:
+    """One GPU's telemetry over a job's span, for the charts."""
+
+    index: int
+    time_s: FloatArray
+    columns: dict[str, FloatArray]
+
+
+@dataclass
+class JobDetail:
+    """What the page shows for one job (built on a worker thread)."""
+
+    record: JobRecord
+    card: JobCard
+    series: JobSeries
+    pauses: tuple[tuple[float, float], ...]
+    end_s: float
+    gpus: list[GpuTrace] = field(default_factory=list)
+
+
+class JobsHistory:
+    """Reads jobs from the history database (read-only, opened on the calling thread, closed after).
+
+    ``costs``: the electricity price and currency now (a callable: Settings may change them while the page lives).
+    """
+
+    def __init__(self, db_path: Path, costs: CostSettings | Callable[[], CostSettings],
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.db_path = db_path
+        self._costs = costs
+        self.clock = clock or time.time
+
+    @property
+    def costs(self) -> CostSettings:
+        return self._costs if isinstance(self._costs, CostSettings) else self._costs()
+
+    def _open(self) -> Any:
+        from desktop.advice import open_history
+
+        return open_history(self.db_path)
+
+    def jobs(self) -> list[JobRecord]:
+        """Every recorded job, newest first; none when there is no history (or no job in it) yet."""
+        from desktop.errors import UserError
+        from desktop.history import jobs as job_store
+
+        try:
+            store = self._open()
+        except UserError:
+            return []
+        try:
+            return sorted(job_store.jobs(store), key=lambda r: (r.started_s, r.job_id), reverse=True)
+        finally:
+            store.close()
+
+    def detail(self, job_id: int) -> JobDetail:
+        from desktop.advice import load_cloud_offers, load_gpu_specs
+        from desktop.history import jobs as job_store
+
+        now_s = self.clock()
+        store = self._open()
+        try:
+            record = job_store.job(store, job_id)
+            if record is None:
+                raise LookupError(f"job {job_id} is not in the history any more")
+            series = job_store.job_series(store, job_id)
+            frame = job_frame(store, record, now_s)
+            card = card_of(store, record, series, self.costs, now_s=now_s, offers=load_cloud_offers(),
+                           specs=load_gpu_specs(), frame=frame)
+        finally:
+            store.close()
+        end_s = record.ended_s if record.ended_s is not None else now_s
+        traces = []
+        for gpu in job_gpus(record, frame):
+            rows = (gpu.time_s >= record.started_s) & (gpu.time_s <= end_s)
+            columns = {}
+            for key, _title, _unit in CHARTS[1:]:
+                times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s)
+            traces.append(GpuTrace(gpu.meta.index, times, columns))
+        shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s))
+        return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
+
+
+#: Chart points across a job: a 12 h job at 1 Hz is 43,200 samples, far more than pixels.
+CHART_BINS = 800
+
+
+def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float, bins: int = CHART_BINS
+           ) -> tuple[FloatArray, FloatArray]:
+    """Means over ``bins`` equal stretches of [start_s, end_s] (NaN where none has a value); short series as they are.
+
+    A mean, not pyqtgraph's min/max "peak" envelope: over hours of noisy samples that paints a solid block.
+    """
+    time_s = np.asarray(time_s, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if len(time_s) <= bins or end_s <= start_s:
+        return time_s, values
+    width = (end_s - start_s) / bins
+    index = np.clip(((time_s - start_s) / width).astype(np.int64), 0, bins - 1)
+    ok = np.isfinite(values)
+    count = np.bincount(index[ok], minlength=bins).astype(np.float64)
+    total = np.bincount(index[ok], weights=values[ok], minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+    centres = start_s + width * (np.arange(bins, dtype=np.float64) + 0.5)
+    return np.asarray(centres, dtype=np.float64), np.asarray(means, dtype=np.float64)
+
+
+def _broken_at_pauses(time_s: FloatArray, values: FloatArray, pauses: tuple[tuple[float, float], ...]
+                      ) -> tuple[FloatArray, FloatArray]:
+    """The job's reports with a gap (NaN) at each pause: no line drawn across the time it was stopped."""
+    if not pauses or len(time_s) == 0:
+        return time_s, values
+    starts = np.array([p[0] for p in pauses], dtype=np.float64)
+    times = np.concatenate([time_s, starts])
+    order = np.argsort(times, kind="stable")
+    return times[order], np.concatenate([values, np.full(len(starts), np.nan)])[order]
+
+
+def _status(record: JobRecord) -> str:
+    if record.ended_s is None:
+        return "running"
+    if record.exit_code is None:
+        return "?"
+    return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
+
+
+class JobsPage(QWidget):
+    """The job list (newest first), the selected job's card and its charts; F5 reads the list again."""
+
+    def __init__(self, source: JobsHistory, theme: Theme) -> None:
+        super().__init__()
+        self.source = source
+        self.theme = theme
+        self.records: list[JobRecord] = []
+        self.detail: JobDetail | None = None
+        self._loaded_once = False
+        self._pause_regions: list[tuple[pg.PlotItem, pg.LinearRegionItem]] = []
+        self.list_loader = Loader(self, name="jobs-list")
+        self.detail_loader = Loader(self, name="jobs-detail")
+
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.status = QLabel("")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Read the jobs from the history again (F5)")
+        self.copy_button = QPushButton("Copy card")
+        self.copy_button.setToolTip("Copy the selected job's card as text (Ctrl+Shift+C)")
+        self.copy_button.setEnabled(False)
+        top.addWidget(self.status, 1)
+        top.addWidget(self.copy_button)
+        top.addWidget(self.refresh_button)
+        layout.addLayout(top)
+
+        self.stack = QStackedWidget()
+        self.empty = QLabel(EMPTY_TEXT)
+        self.empty.setTextFormat(Qt.TextFormat.RichText)
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stack.addWidget(self.empty)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.table = QTableWidget(0, 5)
+        self.table.setHorizontalHeaderLabels(["ID", "Started", "Duration", "Status", "Name"])
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        splitter.addWidget(self.table)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel("")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.title.setStyleSheet("font-weight: bold; font-size: 13pt;")
+        right_layout.addWidget(self.title)
+        self.card_table = QTableWidget(0, 2)
+        self.card_table.horizontalHeader().setVisible(False)
+        self.card_table.verticalHeader().setVisible(False)
+        self.card_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.card_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.card_table.setShowGrid(False)
+        self.card_table.setWordWrap(True)
+        self.card_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.card_table.horizontalHeader().setStretchLastSection(True)
+        right_layout.addWidget(self.card_table, 2)
+        self.charts = PlotColumn(self.theme)
+        for key, title, unit in CHARTS:
+            plot = self.charts.add_plot(key, title, unit, y_range=(0.0, 100.0) if unit == "%" else None)
+            if unit == "°C":
+                plot.set_min_span(10.0)
+            elif unit != "%":  # throughput and power: a flat line with noise stays a flat line
+                plot.set_min_span(1.0, 0.2)
+        right_layout.addWidget(self.charts, 3)
+        self.pause_note = QLabel(PAUSE_NOTE)
+        self.pause_note.setVisible(False)
+        right_layout.addWidget(self.pause_note)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 5)
+        splitter.setSizes([420, 1050])
+        self.stack.addWidget(splitter)
+        layout.addWidget(self.stack, 1)
+
+        self.refresh_button.clicked.connect(self.refresh)
+        self.copy_button.clicked.connect(self.copy_card)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        QShortcut(QKeySequence(Qt.Key.Key_F5), self, self.refresh)
+        QShortcut(QKeySequence("Ctrl+Shift+C"), self, self.copy_card)
+
+    # --- loading ------------------------------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        return self.list_loader.busy or self.detail_loader.busy
+
+    def page_shown(self) -> None:
+        if not self._loaded_once and not self.list_loader.busy:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._loaded_once = True
+        self.status.setText("Reading the jobs from the history…")
+        self.list_loader.run(self.source.jobs, self._show_list, self._list_failed)
+
+    def _list_failed(self, error: str) -> None:
+        self.status.setText(f"Could not read the jobs from the history: {error}")
+
+    def _show_list(self, records: Any) -> None:
+        selected = self.detail.record.job_id if self.detail is not None else None
+        self.records = list(records)
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(self.records))
+        for row, record in enumerate(self.records):
+            started = datetime.fromtimestamp(record.started_s).strftime("%a %d %b %H:%M")
+            duration = duration_text(record.duration_s) if record.duration_s is not None else "running"
+            for col, text in enumerate((str(record.job_id), started, duration, _status(record), record.name)):
+                item = QTableWidgetItem(text)
+                if col == 0:
+                    item.setData(Qt.ItemDataRole.UserRole, record.job_id)
+                self.table.setItem(row, col, item)
+        self.table.resizeColumnsToContents()
+        self.table.blockSignals(False)
+        self.copy_button.setVisible(bool(self.records))
+        if not self.records:
+            self.stack.setCurrentWidget(self.empty)
+            self.status.setText("")
+            return
+        self.stack.setCurrentIndex(1)
+        count = len(self.records)
+        self.status.setText(f"{count} job{'s' if count != 1 else ''} recorded (newest first).")
+        ids = [r.job_id for r in self.records]
+        self.table.selectRow(ids.index(selected) if selected in ids else 0)
+
+    def _selection_changed(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return
+        item = self.table.item(rows[0].row(), 0)
+        if item is not None:
+            self.show_job(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def show_job(self, job_id: int) -> None:
+        self.title.setText(f"Job #{job_id}: reading its card and telemetry…")
+        self.detail_loader.run(lambda: self.source.detail(job_id), self._show_detail, self._detail_failed)
+
+    def _detail_failed(self, error: str) -> None:
+        self.title.setText(f"Could not read this job: {error}")
+        self.copy_button.setEnabled(False)
+
+    # --- showing ------------------------------------------------------------------------
+    def _show_detail(self, detail: Any) -> None:
+        self.detail = detail
+        card: JobCard = detail.card
+        self.title.setText(f"Job #{detail.record.job_id}: {card.name}")
+        rows = card_rows(card)[1:]  # the title says which job
+        self.card_table.setRowCount(len(rows))
+        for i, (label, text) in enumerate(rows):
+            key = QTableWidgetItem(label)
+            key.setForeground(QColor(self.theme.muted))
+            self.card_table.setItem(i, 0, key)
+            self.card_table.setItem(i, 1, QTableWidgetItem(text))
+        self.card_table.resizeRowsToContents()
+        # As tall as the card, no taller: the charts get the rest.
+        height = sum(self.card_table.rowHeight(i) for i in range(len(rows))) + 2 * self.card_table.frameWidth() + 4
+        self.card_table.setMaximumHeight(height)
+        self.copy_button.setEnabled(True)
+        self._draw_charts(detail)
+
+    def _draw_charts(self, detail: JobDetail) -> None:
+        throughput = self.charts.plot("throughput")
+        throughput.unit = detail.record.throughput_unit or "items/s"
+        self._set(throughput, "job", "job", *_broken_at_pauses(detail.series.time_s, detail.series.throughput,
+                                                                detail.pauses))
+        for key, _title, _unit in CHARTS[1:]:
+            plot = self.charts.plot(key)
+            for trace in detail.gpus:
+                self._set(plot, f"gpu{trace.index}", f"GPU {trace.index}", trace.time_s, trace.columns[key])
+            shown = {f"gpu{t.index}" for t in detail.gpus}
+            for series_key in plot.series_keys():
+                if series_key not in shown:
+                    plot.set_data(series_key, np.zeros(0), np.zeros(0))
+        for plot in self.charts.plots():
+            plot.show_readout(None)
+        self._shade_pauses(detail.pauses)
+        self.pause_note.setVisible(bool(detail.pauses))
+        self.charts.set_x_range(detail.record.started_s, max(detail.end_s, detail.record.started_s + 1.0))
+
+    @staticmethod
+    def _set(plot: Any, key: str, label: str, time_s: FloatArray, values: FloatArray) -> None:
+        if key not in plot.series_keys():
+            plot.add_series(key, label)
+        plot.set_data(key, np.asarray(time_s, dtype=np.float64), np.asarray(values, dtype=np.float64))
+
+    def _shade_pauses(self, pauses: tuple[tuple[float, float], ...]) -> None:
+        for item, region in self._pause_regions:
+            item.removeItem(region)
+        self._pause_regions = []
+        colour = QColor(self.theme.warn)
+        colour.setAlpha(60)
+        for plot in self.charts.plots():
+            for start_s, end_s in pauses:
+                region = pg.LinearRegionItem(values=(start_s, end_s), movable=False, brush=pg.mkBrush(colour),
+                                             pen=pg.mkPen(None))
+                region.setZValue(-10)
+                plot.item.addItem(region, ignoreBounds=True)
+                self._pause_regions.append((plot.item, region))
+
+    def copy_card(self) -> None:
+        if self.detail is not None:
+            QGuiApplication.clipboard().setText(format_card(self.detail.card))
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.charts.apply_theme(theme)
+        if self.detail is not None:
+            self._show_detail(self.detail)
+
+    def shutdown(self) -> None:
+        self.list_loader.discard()
+        self.detail_loader.discard()

@@ -1,0 +1,73 @@
+"""The thermal guard's controller: pause at T, resume at T - offset, minimum pause and run durations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from desktop.errors import UserError
+from desktop.jobs.guard import GuardSettings, ThermalGuard, check_guard_c
+from desktop.telemetry.model import GpuInfo
+
+
+def _drive(guard: ThermalGuard, temps: Sequence[float | None], step_s: float = 1.0) -> list[tuple[float, str]]:
+    actions: list[tuple[float, str]] = []
+    for i, temp in enumerate(temps):
+        action = guard.update(temp, i * step_s)
+        if action:
+            actions.append((i * step_s, action))
+    return actions
+
+
+def test_pauses_at_the_limit_at_once_and_resumes_at_limit_minus_offset() -> None:
+    guard = ThermalGuard(GuardSettings(80.0, resume_offset_c=5.0, min_pause_s=0.0, min_run_s=0.0), 0.0)
+    assert _drive(guard, [70, 79.9, 80, 79, 76, 75.1, 75, 74]) == [(2.0, "pause"), (6.0, "resume")]
+
+
+def test_the_minimum_pause_holds_the_job_even_when_already_cool() -> None:
+    guard = ThermalGuard(GuardSettings(80.0, min_pause_s=10.0, min_run_s=0.0), 0.0)
+    temps: list[float | None] = [81.0, *[60.0] * 15]
+    assert _drive(guard, temps) == [(0.0, "pause"), (10.0, "resume")]
+
+
+def test_the_minimum_run_after_a_resume_keeps_it_from_flapping() -> None:
+    settings = GuardSettings(80.0, resume_offset_c=5.0, min_pause_s=20.0, min_run_s=20.0)
+    guard = ThermalGuard(settings, 0.0)
+    # The temperature swings across the whole band every 2 s for ten minutes.
+    temps: list[float | None] = [85.0 if (i // 2) % 2 == 0 else 70.0 for i in range(600)]
+    actions = _drive(guard, temps)
+    pauses = [t for t, a in actions if a == "pause"]
+    resumes = [t for t, a in actions if a == "resume"]
+    assert pauses[0] == 0.0
+    assert all(b - a >= 20.0 for a, b in zip(pauses, resumes, strict=False))  # each pause held >= 20 s
+    assert all(b - a >= 20.0 for a, b in zip(resumes, pauses[1:], strict=False))  # each run held >= 20 s
+    assert len(pauses) <= 600 / 40 + 1  # at most 1.5 stops a minute
+
+
+def test_an_unknown_temperature_changes_nothing() -> None:
+    guard = ThermalGuard(GuardSettings(80.0, min_pause_s=0.0), 0.0)
+    assert _drive(guard, [None, 90.0, None, None, 60.0]) == [(1.0, "pause"), (4.0, "resume")]
+
+
+def test_paused_time_is_counted_the_running_pause_included() -> None:
+    guard = ThermalGuard(GuardSettings(80.0, min_pause_s=0.0, min_run_s=0.0), 0.0)
+    guard.update(85.0, 10.0)
+    assert guard.total_paused_s(15.0) == 5.0
+    guard.update(70.0, 30.0)
+    guard.update(90.0, 40.0)
+    assert guard.total_paused_s(41.0) == 21.0
+
+
+def _gpu(shutdown: float | None) -> GpuInfo:
+    return GpuInfo(index=0, uuid="GPU-x", name="Test GPU", temp_shutdown_c=shutdown)
+
+
+@pytest.mark.parametrize("guard_c", [20.0, float("nan"), 101.0, 95.0])
+def test_a_guard_below_room_temperature_or_at_shutdown_is_refused(guard_c: float) -> None:
+    with pytest.raises(UserError):
+        check_guard_c(guard_c, [_gpu(95.0)])
+
+
+def test_a_guard_below_shutdown_is_accepted() -> None:
+    check_guard_c(85.0, [_gpu(95.0), _gpu(None)])

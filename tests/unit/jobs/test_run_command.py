@@ -1,0 +1,160 @@
+"""`rigscope run` as users start it: a real rigscope process wrapping a real job."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from desktop.cli import build_parser
+from desktop.cli.common import attach_relative_times
+from desktop.history import jobs as job_store
+from desktop.history.store import HistoryStore
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and process groups")
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _rigscope(*args: str, db: Path, **kwargs: object) -> subprocess.Popen[bytes]:
+    proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
+        [sys.executable, "-m", "desktop", "run", "--simulate", "--interval", "0.2", "--db", str(db), *args],
+        cwd=REPO, **kwargs)
+    return proc
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+def test_everything_after_the_double_dash_reaches_the_job_untouched() -> None:
+    argv = ["run", "--guard-c", "80", "--", "tool", "--from", "-7d", "-v", "--db", "x", "--"]
+    assert attach_relative_times(argv) == argv
+    args = build_parser().parse_args(attach_relative_times(argv))
+    assert args.cmd[1:] == ["tool", "--from", "-7d", "-v", "--db", "x", "--"] and args.guard_c == 80.0
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import sys; sys.exit(7)", 7),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 143),
+])
+def test_rigscope_exits_with_the_jobs_code(code: str, expected: int, tmp_path: Path) -> None:
+    proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == expected, err.decode()
+    with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
+        (record,) = job_store.jobs(store)
+    assert record.exit_code == expected and record.ended_s is not None and record.card is not None
+    assert record.argv == (sys.executable, "-c", code)
+
+
+def test_output_passes_through_byte_for_byte_and_rates_and_protocol_are_read(tmp_path: Path) -> None:
+    code = ("import json, os, sys, time\n"
+            "sys.stdout.buffer.write(bytes(range(256)) * 64); sys.stdout.flush()\n"
+            "for i in range(6):\n"
+            "    sys.stderr.write(f'\\r{i}/6 [00:0{i}<00:03, 12.5it/s]'); sys.stderr.flush()\n"
+            "    with open(os.environ['RIGSCOPE_PROGRESS'], 'a') as f:\n"
+            "        f.write(json.dumps({'items': 64, 'unit': 'samples'}) + '\\n')\n"
+            "    time.sleep(0.2)\n"
+            "print(' '.join(sys.argv[1:]))\n")
+    record_path = tmp_path / "job.json"
+    proc = _rigscope("--name", "bytes", "-o", str(record_path), "--", sys.executable, "-c", code, "--from", "-7d",
+                     db=tmp_path / "h.db", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert out == bytes(range(256)) * 64 + b"--from -7d\n"
+    assert err.startswith(b"\r0/6 [00:00<00:03, 12.5it/s]\r1/6")
+    with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
+        (record,) = job_store.jobs(store)
+        series = job_store.job_series(store, record.job_id)
+    assert record.name == "bytes"
+    assert record.throughput_unit == "samples/s"  # the protocol wins over the bar
+    assert series.time_s.size > 3
+    assert json.loads(record_path.read_text())["kind"] == "job"
+
+
+def test_a_sigterm_for_rigscope_is_forwarded_to_the_job(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    code = (f"import pathlib, signal, sys, time\n"
+            f"signal.signal(signal.SIGTERM, lambda *a: sys.exit(42))\n"
+            f"pathlib.Path({str(ready)!r}).touch()\n"
+            f"time.sleep(60)\n")
+    proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE)
+    _until(ready.exists)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 42, err.decode()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "Put the command after `--`"),
+    (["--guard-c", "20", "--", "true"], "below room temperature"),
+    (["--guard-c", "200", "--", "true"], "shutdown temperature"),
+    (["--gpu", "5", "--", "true"], "no such GPU"),
+    (["--", "/nonexistent/tool"], "cannot run"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = _rigscope(*args, db=tmp_path / "h.db", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert message in err.decode() and "Traceback" not in err.decode()
+
+
+def test_sigkill_of_rigscope_while_the_job_is_paused_lets_the_job_run_again_within_2_s(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    code = (f"import sys, time\n"
+            f"i = 0\n"
+            f"while True:\n"
+            f"    i += 1\n"
+            f"    open({str(counter)!r}, 'w').write(str(i))\n"
+            f"    print(i, flush=True)\n"  # through the pipe: the watchdog must take it over
+            f"    time.sleep(0.01)\n")
+    log = (tmp_path / "rigscope.err").open("wb")
+    out = (tmp_path / "job.out").open("wb")
+    # The simulated GPU starts at 35 °C: a 30 °C guard pauses the job at the first sample, and it stays paused.
+    proc = _rigscope("--guard-c", "30", "--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=out,
+                     stderr=log)
+    job_pid: int | None = None
+    try:
+        _until(lambda: b"paused the job" in (tmp_path / "rigscope.err").read_bytes())
+        job_pid = next(p.pid for p in psutil.Process(proc.pid).children() if "while True" in " ".join(p.cmdline()))
+        job = psutil.Process(job_pid)
+        _until(lambda: job.status() == psutil.STATUS_STOPPED, 5.0)
+        def progress() -> str | None:
+            return counter.read_text() if counter.exists() else None
+
+        frozen = progress()  # None when the guard stopped it before its first line
+        time.sleep(0.2)
+        assert progress() == frozen  # really stopped
+        proc.kill()
+        killed_at = time.monotonic()
+        proc.wait(10)
+        _until(lambda: progress() not in (frozen, "") and job.status() != psutil.STATUS_STOPPED, 5.0)
+        assert time.monotonic() - killed_at < 2.0
+        printed = (tmp_path / "job.out").stat().st_size
+        _until(lambda: (tmp_path / "job.out").stat().st_size > printed + 100, 5.0)  # still printing, not dead
+        assert job.is_running() and job.status() != psutil.STATUS_ZOMBIE
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if job_pid is not None:
+            try:
+                os.killpg(job_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+        out.close()

@@ -1,0 +1,112 @@
+"""The Jobs page on a real history database: list newest first, the card, the charts with pauses shaded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QApplication, QTableWidget
+
+from desktop.config import CostSettings
+from desktop.ui.jobs_page import JobsHistory, JobsPage, binned
+from desktop.ui.theme import DARK, LIGHT
+from tests.unit.cli.jobs_history import END, PAUSE, START, record, write_job_history
+
+
+def _page(qtbot: Any, db: Path) -> JobsPage:
+    page = JobsPage(JobsHistory(db, CostSettings(electricity_price_per_kwh=0.30, currency="EUR"),
+                                clock=lambda: END + 60.0), DARK)
+    qtbot.addWidget(page)
+    page.resize(1400, 900)
+    page.show()
+    page.page_shown()
+    qtbot.waitUntil(lambda: not page.loading and page.detail is not None, timeout=20_000)
+    return page
+
+
+def _text(table: QTableWidget, row: int, col: int) -> str:
+    item = table.item(row, col)
+    assert item is not None
+    return item.text()
+
+
+def _shot(page: JobsPage, name: str) -> None:
+    """Where RIGSCOPE_SHOTS names a folder, keep a picture of the page to look at."""
+    folder = os.environ.get("RIGSCOPE_SHOTS")
+    if folder:
+        page.grab().save(str(Path(folder) / name))
+
+
+def test_the_list_is_newest_first_and_the_newest_card_is_shown(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    first = write_job_history(db)
+    second = write_job_history(db, job=record(name="later.py", started_s=START + 1.0, events=(), paused_s=0.0))
+    page = _page(qtbot, db)
+    assert page.stack.currentIndex() == 1 and "2 jobs recorded" in page.status.text()
+    assert [_text(page.table, r, 0) for r in range(page.table.rowCount())] == [str(second), str(first)]
+    assert page.detail is not None and page.detail.record.job_id == second
+    page.table.selectRow(1)
+    qtbot.waitUntil(lambda: page.detail is not None and page.detail.record.job_id == first, timeout=20_000)
+    assert page.title.text() == f"Job #{first}: train.py"
+    cells = {_text(page.card_table, r, 0): _text(page.card_table, r, 1) for r in range(page.card_table.rowCount())}
+    assert cells["GPU busy"] == "92 % of the running time, mean utilization 92 %"
+    assert cells["paused"] == "30 s by the thermal guard (1 time)"
+    assert cells["energy"].startswith("6.67 Wh, 0.002 EUR")
+    assert "USD" in cells["in the cloud"]
+    _shot(page, "jobs-dark.png")
+
+
+def test_the_charts_cover_the_job_with_its_pause_shaded(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    write_job_history(db)
+    page = _page(qtbot, db)
+    times, values = page.charts.plot("throughput").data("job")
+    # 10 it/s throughout, with a gap where the guard stopped the job (no line across the pause).
+    assert len(times) > 20 and np.all(values[np.isfinite(values)] == 10.0)
+    assert list(times[~np.isfinite(values)]) == [PAUSE[0]]
+    assert page.pause_note.isVisible()
+    assert page.charts.plot("throughput").unit == "it/s"
+    util_t, util = page.charts.plot("utilization_gpu_pct").data("gpu0")
+    assert util_t[0] == START and util_t[-1] <= END and np.nanmax(util) == 100.0
+    regions = [r for _item, r in page._pause_regions]
+    assert len(regions) == 4 and all(r.getRegion() == PAUSE for r in regions)
+    assert all(isinstance(r, pg.LinearRegionItem) for r in regions)
+    (x0, x1), _ = page.charts.plot("power_w").item.viewRange()
+    assert (x0, x1) == (START, END)
+    page.apply_theme(LIGHT)  # the card and the shading are drawn again in the light theme
+    assert len(page._pause_regions) == 4
+    _shot(page, "jobs-light.png")
+
+
+def test_long_jobs_are_drawn_as_means_of_equal_stretches() -> None:
+    time_s = np.arange(0.0, 2000.0)
+    values = np.where(time_s % 2 == 0, 0.0, 10.0)  # noise that a min/max envelope would paint solid
+    values[:100] = np.nan  # no readings: a gap stays a gap
+    times, means = binned(time_s, values, 0.0, 2000.0, bins=100)
+    assert len(times) == 100 and times[0] == 10.0 and np.isnan(means[:5]).all()
+    assert np.allclose(means[5:], 5.0)
+    assert binned(time_s[:50], values[:50], 0.0, 50.0, bins=100)[0] is not None  # short: as it is
+
+
+def test_copy_card_puts_the_text_on_the_clipboard(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    write_job_history(db)
+    page = _page(qtbot, db)
+    page.copy_card()
+    text = QApplication.clipboard().text()
+    assert "python train.py --epochs 3" in text and "VRAM peak" in text
+
+
+def test_no_jobs_explains_how_to_record_one(qtbot: Any, tmp_path: Path) -> None:
+    page = JobsPage(JobsHistory(tmp_path / "none.sqlite", CostSettings()), DARK)
+    qtbot.addWidget(page)
+    page.page_shown()
+    qtbot.waitUntil(lambda: not page.loading, timeout=20_000)
+    assert page.stack.currentWidget() is page.empty
+    assert "rigscope run -- python train.py" in page.empty.text()
+    page.resize(1000, 600)
+    page.show()
+    _shot(page, "jobs-empty.png")
