@@ -357,7 +357,8 @@ def run(workload_name: str, device_name: str, dtype: str | None, seconds: float,
         emit({"type": "error", "message": str(exc)})
         return 2
     emit({"type": "start", "workload": workload_name, "device": str(device), "dtype": dtype,
-          "unit": workload.unit, "torch": torch.__version__, **workload.describe(),
+          "unit": workload.unit, "torch": torch.__version__, "cuda_runtime": torch.version.cuda,
+          **workload.describe(),
           "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
           "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"})
     all_latencies: list[float] = []

@@ -1,0 +1,479 @@
+"""The portable run record: one versioned JSON format for `rigscope stress -o` and `rigscope run -o`.
+
+A record carries what it takes to compare runs from different machines (a laptop, a cloud
+box): the environment (GPU, driver, CUDA, torch, Rigscope, power limit), the workload and
+its precision, throughput with its unit, latency percentiles, clock/temperature/power
+percentiles, energy, the verdict and, when given, the machine's price per hour. Pure: this
+module turns records into dicts and back (``record_from_dict`` says exactly what is wrong
+with a damaged or foreign file); files are read and written by ``desktop.stress.portable``;
+comparing records is ``advisor.run_compare``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+FORMAT = "rigscope-run"
+VERSION = 1
+KINDS = ("stress", "job")
+
+
+class PortableError(ValueError):
+    """Not a run record, or a damaged one: the message says what is wrong, in the user's words."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One signal over the run: 5th, 50th and 95th percentile and the mean (None: never read)."""
+
+    p5: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    mean: float | None = None
+
+    @classmethod
+    def of(cls, values: Iterable[float] | np.ndarray) -> Spread:
+        """From samples; NaN (not read) is left out; an all-NaN or empty series gives an empty Spread."""
+        array = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64)
+        array = array[np.isfinite(array)]
+        if array.size == 0:
+            return cls()
+        p5, p50, p95 = (float(v) for v in np.percentile(array, [5.0, 50.0, 95.0]))
+        return cls(p5, p50, p95, float(array.mean()))
+
+    @property
+    def empty(self) -> bool:
+        return self.p50 is None
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Per-step latency percentiles (inference), milliseconds."""
+
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the run ran on: the facts that explain a gap between two machines."""
+
+    gpu_name: str | None = None
+    driver: str | None = None
+    #: The CUDA version the driver supports (NVML); ``cuda_runtime`` the one torch was built for.
+    cuda_driver: str | None = None
+    cuda_runtime: str | None = None
+    torch: str | None = None
+    rigscope: str | None = None
+    #: The enforced power limit during the run, W.
+    power_limit_w: float | None = None
+    os: str | None = None
+    python: str | None = None
+    simulated: bool = False
+
+
+@dataclass(frozen=True)
+class PortableRecord:
+    """One run (a stress test or the user's job), portable between machines."""
+
+    kind: str  # stress | job
+    #: The workload (gemm, bandwidth, train, infer) or, for a job, its name.
+    workload: str
+    started_s: float
+    duration_s: float
+    environment: Environment = field(default_factory=Environment)
+    #: The machine's name (its host name unless the user gave another).
+    machine: str | None = None
+    #: cuda:0 | cpu | sim for a stress run; the GPU indices for a job ("0,1"); None: unknown.
+    device: str | None = None
+    dtype: str | None = None
+    #: Throughput unit (TFLOP/s, GB/s, steps/s, it/s, tok/s, ...); None when nothing was measured.
+    unit: str | None = None
+    #: The sustained throughput (the run's steady level), and the best level it reached.
+    throughput: float | None = None
+    peak_throughput: float | None = None
+    latency: Latency | None = None
+    sm_clock_mhz: Spread = field(default_factory=Spread)
+    temperature_c: Spread = field(default_factory=Spread)
+    power_w: Spread = field(default_factory=Spread)
+    #: Energy the GPU drew over the run, J.
+    energy_j: float | None = None
+    #: passed | throttled | errors | aborted | inconclusive | too_short | ... (the verdict's status).
+    verdict: str | None = None
+    verdict_sentence: str = ""
+    throttled: bool | None = None
+    errors: int = 0
+    #: What an hour of this machine costs (`--price-per-hour`), in ``currency``.
+    price_per_hour: float | None = None
+    currency: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a comparison names this record: its machine and GPU."""
+        gpu = self.environment.gpu_name or "unknown GPU"
+        if self.environment.simulated and "simulated" not in gpu.lower():
+            gpu += " (simulated)"
+        return f"{self.machine} · {gpu}" if self.machine else gpu
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``FORMAT``, ``VERSION``): plain types only, None for what is unknown."""
+        env = {f.name: getattr(self.environment, f.name) for f in fields(Environment)}
+        return {
+            "format": FORMAT, "version": VERSION, "kind": self.kind, "workload": self.workload,
+            "started_s": self.started_s, "duration_s": self.duration_s, "machine": self.machine,
+            "device": self.device, "dtype": self.dtype,
+            "throughput": {"sustained": self.throughput, "peak": self.peak_throughput, "unit": self.unit},
+            "latency_ms": None if self.latency is None else {
+                "p50": self.latency.p50_ms, "p95": self.latency.p95_ms, "p99": self.latency.p99_ms},
+            "sm_clock_mhz": _spread_dict(self.sm_clock_mhz), "temperature_c": _spread_dict(self.temperature_c),
+            "power_w": _spread_dict(self.power_w), "energy_j": self.energy_j,
+            "verdict": {"status": self.verdict, "sentence": self.verdict_sentence, "throttled": self.throttled,
+                        "errors": self.errors},
+            "price_per_hour": self.price_per_hour, "currency": self.currency,
+            "environment": env,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _spread_dict(spread: Spread) -> dict[str, float | None]:
+    return {"p5": spread.p5, "p50": spread.p50, "p95": spread.p95, "mean": spread.mean}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` as a float, or None when it is missing, NaN or infinite."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def energy_joules(time_s: np.ndarray, power_w: np.ndarray | None, energy_mj: np.ndarray | None = None) -> float | None:
+    """Energy over a run: the driver's energy counter where it was read (exact), else power integrated over time."""
+    times = np.asarray(time_s, dtype=np.float64)
+    if energy_mj is not None:
+        counter = np.asarray(energy_mj, dtype=np.float64)
+        ok = np.isfinite(counter)
+        if ok.sum() >= 2:
+            first, last = counter[ok][0], counter[ok][-1]
+            if last >= first:  # a counter that went back was reset (driver reload): not usable
+                return float(last - first) / 1000.0
+    if power_w is None:
+        return None
+    power = np.asarray(power_w, dtype=np.float64)
+    ok = np.isfinite(power) & np.isfinite(times)
+    if ok.sum() < 2:
+        return None
+    return float(np.trapezoid(power[ok], times[ok]))
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def parse_record(text: str) -> PortableRecord:
+    """A record from its JSON text; PortableError when it is not JSON or not a valid record."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PortableError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                            "is the file complete?") from None
+    except RecursionError:
+        raise PortableError("not a Rigscope run record (nested too deeply)") from None
+    return record_from_dict(data)
+
+
+def record_from_dict(data: object) -> PortableRecord:
+    """Validate and read a record's JSON form. Every problem names the field and what it should be."""
+    if not isinstance(data, dict):
+        raise PortableError(f"not a Rigscope run record (a JSON {_json_type(data)}, expected an object)")
+    if data.get("format") != FORMAT:
+        found = data.get("format")
+        what = f'"format" is {_show(found)}' if "format" in data else 'no "format" field'
+        raise PortableError(f'not a Rigscope run record ({what}; expected "{FORMAT}")')
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise PortableError(f'damaged record: "version" must be a whole number from 1, not {_show(version)}')
+    if version > VERSION:
+        raise PortableError(f"written by a newer Rigscope (record version {version}; this one reads up to "
+                            f"{VERSION}): upgrade Rigscope to read it")
+    r = _Reader(data)
+    kind = r.text("kind", required=True)
+    if kind not in KINDS:
+        raise PortableError(f'damaged record: "kind" must be one of {", ".join(KINDS)}, not {_show(kind)}')
+    env = _Reader(r.obj("environment"), "environment.")
+    environment = Environment(
+        gpu_name=env.text("gpu_name"), driver=env.text("driver"), cuda_driver=env.text("cuda_driver"),
+        cuda_runtime=env.text("cuda_runtime"), torch=env.text("torch"), rigscope=env.text("rigscope"),
+        power_limit_w=env.number("power_limit_w", low=0.0), os=env.text("os"), python=env.text("python"),
+        simulated=env.flag("simulated") or False)
+    throughput = _Reader(r.obj("throughput"), "throughput.")
+    latency_data = r.maybe_obj("latency_ms")
+    latency = None
+    if latency_data is not None:
+        lat = _Reader(latency_data, "latency_ms.")
+        latency = Latency(lat.number("p50", low=0.0), lat.number("p95", low=0.0), lat.number("p99", low=0.0))
+    verdict = _Reader(r.obj("verdict"), "verdict.")
+    return PortableRecord(
+        kind=kind, workload=r.text("workload", required=True) or "",
+        started_s=r.number("started_s", required=True) or 0.0, duration_s=r.number("duration_s", low=0.0) or 0.0,
+        environment=environment, machine=r.text("machine"), device=r.text("device"), dtype=r.text("dtype"),
+        unit=throughput.text("unit"), throughput=throughput.number("sustained", low=0.0),
+        peak_throughput=throughput.number("peak", low=0.0), latency=latency,
+        sm_clock_mhz=r.spread("sm_clock_mhz"), temperature_c=r.spread("temperature_c"), power_w=r.spread("power_w"),
+        energy_j=r.number("energy_j", low=0.0), verdict=verdict.text("status"),
+        verdict_sentence=verdict.text("sentence") or "", throttled=verdict.flag("throttled"),
+        errors=int(verdict.number("errors", low=0.0) or 0),
+        price_per_hour=r.number("price_per_hour", low=0.0), currency=r.text("currency"))
+
+
+class _Reader:
+    """Typed access to one JSON object's fields; errors name the field by its dotted path."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.data, self.prefix = data, prefix
+
+    def _bad(self, key: str, expected: str) -> PortableError:
+        return PortableError(f'damaged record: "{self.prefix}{key}" must be {expected}, '
+                             f"not {_show(self.data.get(key))}")
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        value = self.data.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or (required and not value):
+            raise self._bad(key, "text")
+        return value
+
+    def number(self, key: str, *, required: bool = False, low: float | None = None) -> float | None:
+        value = self.data.get(key)
+        if value is None and not required:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self._bad(key, "a number")
+        if low is not None and value < low:
+            raise self._bad(key, f"a number from {low:g}")
+        return float(value)
+
+    def flag(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false")
+        return value
+
+    def obj(self, key: str) -> dict[str, Any]:
+        """The object at ``key``; an empty one when it is missing or null."""
+        return self.maybe_obj(key) or {}
+
+    def maybe_obj(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self._bad(key, "an object")
+        return value
+
+    def spread(self, key: str) -> Spread:
+        reader = _Reader(self.obj(key), f"{self.prefix}{key}.")
+        return Spread(*(reader.number(name) for name in ("p5", "p50", "p95", "mean")))
+
+
+def _json_type(value: object) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "true/false"}.get(
+        type(value), "null" if value is None else type(value).__name__)
+
+
+def _show(value: object) -> str:
+    """A found value for a message, cut short (a damaged file may hold anything)."""
+    if value is None:
+        return "missing"
+    text = json.dumps(value, ensure_ascii=True) if isinstance(value, str | int | float | bool) else _json_type(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# --- comparing -------------------------------------------------------------------------------
+
+#: Environment facts that explain a throughput gap: flagged when they differ between records.
+EXPLAINING: dict[str, str] = {
+    "dtype": "precision", "driver": "NVIDIA driver", "cuda_driver": "CUDA (driver)",
+    "cuda_runtime": "CUDA (torch build)", "torch": "PyTorch", "power_limit_w": "power limit",
+}
+#: Shown beside them, not flagged: the GPU is what is being compared; the rest rarely explains a gap.
+CONTEXT: dict[str, str] = {
+    "gpu_name": "GPU", "device": "device", "rigscope": "Rigscope", "os": "system", "python": "Python",
+}
+#: Power limits closer than this share are the same limit (drivers round, boards differ by a watt).
+POWER_LIMIT_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One environment fact across the records (``values`` in record order, None: unknown)."""
+
+    key: str
+    label: str
+    values: tuple[str | None, ...]
+    #: Some known value differs from the first record's.
+    differs: bool
+    #: It differs and is a fact that explains a throughput gap (``EXPLAINING``).
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class Column:
+    """One record in a comparison, with its ratios against the first record (the reference)."""
+
+    record: PortableRecord
+    #: Throughput / the first record's (same unit only); None when either is unknown.
+    throughput_ratio: float | None = None
+    #: Latency percentile / the first record's (above 1: slower).
+    latency_ratios: Latency | None = None
+    #: Work per joule: sustained throughput / mean power, in the unit's work per J (e.g. TFLOP/J).
+    work_per_joule: float | None = None
+    work_per_joule_ratio: float | None = None
+    #: What one unit of work costs at the record's price per hour, in its currency.
+    cost_per_unit: float | None = None
+    cost_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Records side by side: the first is the reference every ratio is taken against."""
+
+    columns: tuple[Column, ...]
+    differences: tuple[Difference, ...]
+    #: What keeps ratios from being computed (different workloads or units, different currencies).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def records(self) -> tuple[PortableRecord, ...]:
+        return tuple(c.record for c in self.columns)
+
+    @property
+    def flagged(self) -> tuple[Difference, ...]:
+        return tuple(d for d in self.differences if d.flagged)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reference": 0,
+            "records": [{"label": c.record.label, "record": c.record.as_dict(),
+                         "throughput_ratio": c.throughput_ratio,
+                         "latency_ratios": None if c.latency_ratios is None else {
+                             "p50": c.latency_ratios.p50_ms, "p95": c.latency_ratios.p95_ms,
+                             "p99": c.latency_ratios.p99_ms},
+                         "work_per_joule": c.work_per_joule, "work_per_joule_ratio": c.work_per_joule_ratio,
+                         "work_per_joule_unit": work_per_joule_unit(c.record.unit),
+                         "cost_per_unit": c.cost_per_unit, "cost_unit": work_unit(c.record.unit),
+                         "cost_ratio": c.cost_ratio} for c in self.columns],
+            "differences": [{"key": d.key, "label": d.label, "values": list(d.values), "differs": d.differs,
+                             "flagged": d.flagged} for d in self.differences],
+            "notes": list(self.notes),
+        }
+
+
+def work_unit(unit: str | None) -> str | None:
+    """What one unit of throughput counts: "TFLOP/s" -> "TFLOP", "it/s" -> "it"; None when unknown."""
+    if not unit:
+        return None
+    return unit[:-2] if unit.endswith("/s") else f"{unit}·s"
+
+
+def work_per_joule_unit(unit: str | None) -> str | None:
+    work = work_unit(unit)
+    return f"{work}/J" if work else None
+
+
+def _ratio(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference <= 0:
+        return None
+    return value / reference
+
+
+def _work_per_joule(record: PortableRecord) -> float | None:
+    power = record.power_w.mean
+    if record.throughput is None or power is None or power <= 0:
+        return None
+    return record.throughput / power
+
+
+def _cost_per_unit(record: PortableRecord) -> float | None:
+    if record.price_per_hour is None or not record.throughput:
+        return None
+    return record.price_per_hour / 3600.0 / record.throughput
+
+
+def _environment_value(record: PortableRecord, key: str) -> str | None:
+    if key in ("dtype", "device"):
+        value: object = getattr(record, key)
+    else:
+        value = getattr(record.environment, key)
+    if value is None:
+        return None
+    if key == "power_limit_w":
+        return f"{float(value):.0f} W"  # type: ignore[arg-type]
+    return str(value)
+
+
+def _differs(key: str, records: tuple[PortableRecord, ...]) -> bool:
+    if key == "power_limit_w":
+        limits = [r.environment.power_limit_w for r in records]
+        first = limits[0]
+        if first is None:
+            return False
+        return any(v is not None and abs(v - first) > POWER_LIMIT_TOLERANCE * first for v in limits[1:])
+    values = [_environment_value(r, key) for r in records]
+    return values[0] is not None and any(v is not None and v != values[0] for v in values[1:])
+
+
+def compare(records: Iterable[PortableRecord]) -> Comparison:
+    """Records side by side against the first: throughput and latency ratios, work per joule, cost per
+    unit of work, and the environment facts that differ (those that explain a gap flagged)."""
+    runs = tuple(records)
+    if len(runs) < 2:
+        raise ValueError("a comparison needs two or more records")
+    first = runs[0]
+    notes: list[str] = []
+    same_unit = all(r.unit == first.unit and r.unit is not None for r in runs)
+    if not same_unit:
+        units = ", ".join(sorted({r.unit or "none" for r in runs}))
+        notes.append(f"the records measure different things ({units}): throughput is not compared")
+    workloads = {r.workload for r in runs}
+    if len(workloads) > 1:
+        notes.append(f"different workloads ({', '.join(sorted(workloads))}): ratios compare unlike work")
+    currencies = {r.currency for r in runs if r.price_per_hour is not None}
+    same_currency = len(currencies) <= 1
+    if not same_currency:
+        notes.append(f"prices in different currencies ({', '.join(sorted(c or '?' for c in currencies))}): "
+                     "cost is not compared")
+    reference_wpj = _work_per_joule(first)
+    reference_cost = _cost_per_unit(first)
+    columns = []
+    for run in runs:
+        wpj, cost = _work_per_joule(run), _cost_per_unit(run)
+        latency = None
+        if run.latency is not None and first.latency is not None:
+            latency = Latency(_ratio(run.latency.p50_ms, first.latency.p50_ms),
+                              _ratio(run.latency.p95_ms, first.latency.p95_ms),
+                              _ratio(run.latency.p99_ms, first.latency.p99_ms))
+        columns.append(Column(
+            run, throughput_ratio=_ratio(run.throughput, first.throughput) if same_unit else None,
+            latency_ratios=latency if same_unit else None, work_per_joule=wpj,
+            work_per_joule_ratio=_ratio(wpj, reference_wpj) if same_unit else None, cost_per_unit=cost,
+            cost_ratio=_ratio(cost, reference_cost) if same_unit and same_currency else None))
+    differences = []
+    for key, label in (*EXPLAINING.items(), *CONTEXT.items()):
+        values = tuple(_environment_value(r, key) for r in runs)
+        if all(v is None for v in values):
+            continue
+        differs = _differs(key, runs)
+        differences.append(Difference(key, label, values, differs, differs and key in EXPLAINING))
+    return Comparison(tuple(columns), tuple(differences), tuple(notes))
