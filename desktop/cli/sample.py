@@ -94,9 +94,13 @@ def render(snapshot: Snapshot, *, with_reason: bool = True) -> str:
         lines.append(f"host  CPU {cpu}  RAM {ram}  CPU temp {temp}  power {power}")
     if snapshot.processes:
         lines.append("processes")
-        proc_rows: list[tuple[str, ...]] = [("GPU", "PID", "VRAM", "kind", "user", "name")]
+        proc_rows: list[tuple[str, ...]] = [("GPU", "PID", "VRAM", "SM", "mem", "enc", "dec", "kind", "user",
+                                             "name")]
         for p in snapshot.processes:
             vram = f"{p.vram_mib:,.0f} MiB" if p.vram_mib is not None else "n/a"
-            proc_rows.append((str(p.gpu_index), str(p.pid), vram, p.kind, p.user or "?", p.name))
+            # Per-process utilization: n/a where the GPU does not report it (never 0 for unknown).
+            util = tuple(f"{v:.0f} %" if v is not None else "n/a"
+                         for v in (p.sm_util_pct, p.mem_util_pct, p.enc_util_pct, p.dec_util_pct))
+            proc_rows.append((str(p.gpu_index), str(p.pid), vram, *util, p.kind, p.user or "?", p.name))
         lines.append(text_table(proc_rows))
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from advisor.clock_events import SINGLE_REASONS
 from desktop import __version__
-from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading, Snapshot
+from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuProcess, GpuReading, Snapshot
 
 if TYPE_CHECKING:
     from advisor.frame import StressResult
@@ -82,6 +82,30 @@ INFO_GAUGES: tuple[tuple[str, str, str], ...] = (
      "temp_slowdown_c"),
     ("rigscope_fb_total_mib", "Framebuffer memory total (in MiB).", "vram_total_mib"),
 )
+
+#: (metric name, HELP, GpuProcess field) for the per-process utilization gauges; a process whose GPU does
+#: not report it has no series (missing is omitted, never 0).
+PROCESS_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("rigscope_process_sm_util_percent", "Share of the GPU's SMs the process used over the last process poll "
+     "(in %).", "sm_util_pct"),
+    ("rigscope_process_mem_util_percent", "Share of the GPU's memory bandwidth the process used over the last "
+     "process poll (in %).", "mem_util_pct"),
+    ("rigscope_process_enc_util_percent", "Share of the video encoder the process used (in %).", "enc_util_pct"),
+    ("rigscope_process_dec_util_percent", "Share of the video decoder the process used (in %).", "dec_util_pct"),
+)
+PROCESS_LABELS: tuple[str, ...] = ("gpu", "UUID", "Hostname", "pid", "process_name")
+#: Series per GPU and gauge at most (the busiest by SM, then VRAM): a pid is a label, keep the count sane.
+MAX_PROCESSES_PER_GPU = 16
+
+#: dcgm-exporter's profiling gauges (ratios 0..1, as DCGM has them), served only where the GPU measures them
+#: (NVML GPM: Hopper, Blackwell): (name, HELP, GpmActivity field). Never the estimate under these names.
+PROF_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "sm_active_pct"),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "tensor_active_pct"),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
+     "dram_active_pct"),
+)
+EFFECTIVE_LOAD_GAUGE = "rigscope_gpu_effective_load_percent"
 
 #: The clock-event reasons exported, as (reason, label value).
 REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple((r, (r.name or hex(r.value)).lower()) for r in SINGLE_REASONS)
@@ -171,8 +195,30 @@ class SnapshotCollector(Collector):
         ok = [(r, reasons) for r, reasons in gpus if r.state is DeviceState.OK and r.sample is not None]
         ok.sort(key=lambda item: item[0].info.index)
         yield from self._collect_gpus(ok)
+        yield from self._collect_effective_load([r for r, _ in ok])
         yield from self._collect_violations([r for r, _ in ok], violations)
+        if snapshot is not None:
+            yield from self._collect_processes(snapshot.processes, {r.info.index: r.info for r, _ in ok})
         yield from self._collect_host(snapshot, gpus, stress, recorder)
+
+    def _collect_processes(self, processes: tuple[GpuProcess, ...], infos: dict[int, GpuInfo]) -> Iterator[Metric]:
+        by_gpu: dict[int, list[GpuProcess]] = {}
+        for proc in processes:
+            if proc.gpu_index in infos:
+                by_gpu.setdefault(proc.gpu_index, []).append(proc)
+        kept = []
+        for index, procs in sorted(by_gpu.items()):
+            procs.sort(key=lambda p: (-(p.sm_util_pct or 0.0), -(p.vram_mib or 0.0), p.pid))
+            kept += [(infos[index], p) for p in procs[:MAX_PROCESSES_PER_GPU]]
+        for name, help_text, attr in PROCESS_GAUGES:
+            family = GaugeMetricFamily(name, help_text, labels=list(PROCESS_LABELS))
+            for info, proc in kept:
+                value = getattr(proc, attr)
+                if value is not None:
+                    family.add_metric([str(info.index), info.uuid, self.hostname, str(proc.pid), proc.name],
+                                      float(value))
+            if family.samples:
+                yield family
 
     def _collect_gpus(self, ok: list[tuple[GpuReading, dict[ClockEventReason, float]]]) -> Iterator[Metric]:
         labels = list(GPU_LABELS)
@@ -210,6 +256,28 @@ class SnapshotCollector(Collector):
         if seconds.samples:
             yield seconds
             yield active
+
+    def _collect_effective_load(self, readings: list[GpuReading]) -> Iterator[Metric]:
+        """Effective load with where it comes from, and DCGM's profiling ratios where the GPU measured them."""
+        load = GaugeMetricFamily(
+            EFFECTIVE_LOAD_GAUGE, "How hard the GPU worked (in %): SM activity where the GPU measures it "
+            "(source=measured, NVML GPM), else estimated from power and SM clock (source=estimate).",
+            labels=[*GPU_LABELS, "source"])
+        for reading in readings:
+            value = reading.sample.effective_load_pct if reading.sample is not None else None
+            if value is not None:
+                source = "measured" if reading.info.gpm_supported else "estimate"
+                load.add_metric([*self._gpu_labels(reading.info), source], float(value))
+        if load.samples:
+            yield load
+        for name, help_text, attr in PROF_GAUGES:
+            family = GaugeMetricFamily(name, help_text, labels=list(GPU_LABELS))
+            for reading in readings:
+                pct = getattr(reading.activity, attr) if reading.activity is not None else None
+                if pct is not None:
+                    family.add_metric(self._gpu_labels(reading.info), pct / 100.0)
+            if family.samples:
+                yield family
 
     def _collect_violations(self, readings: list[GpuReading],
                             violations: dict[str, dict[str, float]]) -> Iterator[Metric]:

@@ -86,7 +86,7 @@ def write_process_samples(store: HistoryDb, samples: Sequence[tuple[float, str, 
             gid = store.gpu_id(uuid)
             if gid is None:
                 raise ValueError(f"unknown GPU {uuid}")
-            user_id = store.string_id(proc.user) if proc.user is not None else None
-            rows.append(codec.process_row(codec.to_ms(time_s), gid, proc, store.string_id(proc.name), user_id))
+            rows.append(codec.process_row(codec.to_ms(time_s), gid, proc, store.string_id(proc.name),
+                                          store.process_string_ids(proc)))
         store.conn.executemany(codec.INSERT_PROC, rows)
         note_written(store, min(t for t, _, _ in samples))

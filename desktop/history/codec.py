@@ -10,7 +10,7 @@ import sqlite3
 import struct
 from collections.abc import Collection, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -100,12 +100,19 @@ INSERT_GPU = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(GPU_SCALE
 INSERT_HOST = (f"INSERT OR IGNORE INTO host_samples (ts, {HOST_COLUMNS}) "
                f"VALUES ({', '.join('?' * (2 + len(HOST_SCALES)))})")
 INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib, kind, cpu_pct, "
-               "started_ms, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+               "started_ms, own, sm_util_pct, mem_util_pct, enc_util_pct, dec_util_pct, command_id, container_id) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+#: Per-process utilization columns (schema v8), stored in 0.1 %; NULL: n/a (never 0).
+PROCESS_UTIL_FIELDS: Final = ("sm_util_pct", "mem_util_pct", "enc_util_pct", "dec_util_pct")
 
 
-def process_row(ts_ms: int, gpu_id: int, proc: GpuProcess, name_id: int, user_id: int | None) -> tuple[Any, ...]:
+def process_row(ts_ms: int, gpu_id: int, proc: GpuProcess, name_id: int,
+                string_ids: tuple[int | None, int | None, int | None]) -> tuple[Any, ...]:
+    """One process_samples row; ``name_id`` and ``string_ids`` (user, command, container) are ``strings`` ids."""
+    user_id, command_id, container_id = string_ids
     return (ts_ms, gpu_id, proc.pid, name_id, user_id, scaled(proc.vram_mib, 10), PROCESS_KINDS.index(proc.kind),
-            scaled(proc.cpu_pct, 10), None if proc.started_s is None else to_ms(proc.started_s), int(proc.own))
+            scaled(proc.cpu_pct, 10), None if proc.started_s is None else to_ms(proc.started_s), int(proc.own),
+            *(scaled(getattr(proc, f), 10) for f in PROCESS_UTIL_FIELDS), command_id, container_id)
 
 
 def info_to_json(info: GpuInfo) -> str:

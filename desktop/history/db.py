@@ -22,7 +22,7 @@ from typing import Any, Self
 from advisor.frame import Event
 from desktop.history import codec
 from desktop.history.dbfile import Transaction
-from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.model import GpuInfo, GpuProcess
 
 
 @dataclass(slots=True)
@@ -138,6 +138,12 @@ class HistoryDb:
             sid = int(self.conn.execute("SELECT id FROM strings WHERE text = ?", (text,)).fetchone()[0])
             self._strings[text] = sid
         return sid
+
+    def process_string_ids(self, proc: GpuProcess) -> tuple[int | None, int | None, int | None]:
+        """The ``strings`` ids of a process's user, command and container (None where it has none)."""
+        user, command, container = (None if text is None else self.string_id(text)
+                                    for text in (proc.user, proc.command, proc.container))
+        return user, command, container
 
     def string_table(self) -> dict[int, str]:
         return {int(i): t for i, t in self.conn.execute("SELECT id, text FROM strings")}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +20,7 @@ import numpy.typing as npt
 from desktop.history import blocks, codec, rollup_math
 from desktop.history.codec import fetch_columns
 from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
-from desktop.telemetry.model import GPU_METRIC_NAMES
+from desktop.telemetry.model import GPU_METRIC_NAMES, GpuProcess, ProcessKind
 
 if TYPE_CHECKING:
     from desktop.history.db import HistoryDb
@@ -176,3 +176,37 @@ def run_query(store: HistoryDb, gpu_uuid: str, metrics: Sequence[str], start_s: 
         time_s, cols = rollup_math.merge_buckets(time_s, cols, start_s, end_s, max_points)
     out = {m: rollup_math.public_column(cols, m) for m in metrics}
     return QueryResult(time_s, out, res, cols["dur_s"])
+
+
+_PROCESS_QUERY = """
+    SELECT p.ts, g.idx, p.pid, n.text, u.text, p.vram_mib, p.kind, p.cpu_pct, p.started_ms, p.own,
+           p.sm_util_pct, p.mem_util_pct, p.enc_util_pct, p.dec_util_pct, c.text, k.text
+    FROM process_samples p JOIN gpus g ON g.id = p.gpu JOIN strings n ON n.id = p.name_id
+    LEFT JOIN strings u ON u.id = p.user_id LEFT JOIN strings c ON c.id = p.command_id
+    LEFT JOIN strings k ON k.id = p.container_id
+    WHERE p.ts >= ? AND p.ts < ? {pid} ORDER BY p.ts, p.gpu, p.pid"""
+
+
+def process_history(store: HistoryDb, start_s: float, end_s: float,
+                    pid: int | None = None) -> list[tuple[float, GpuProcess]]:
+    """The stored process samples in [start_s, end_s) (of one ``pid`` when given) as (time_s, GpuProcess).
+
+    Row by row: for one process's history or a short span (the advisor's frames read weeks from blocks).
+    Utilization stored before schema v8, or n/a when sampled, comes back as None, never 0.
+    """
+    sql = _PROCESS_QUERY.format(pid="AND p.pid = ?" if pid is not None else "")
+    params: tuple[int, ...] = (codec.to_ms(start_s), codec.to_ms(end_s), *(() if pid is None else (pid,)))
+
+    def tenth(value: int | None) -> float | None:
+        return None if value is None else value / 10.0
+
+    out = []
+    for (ts, idx, proc_pid, name, user, vram, kind, cpu, started_ms, own, sm, mem, enc, dec, command,
+         container) in store.conn.execute(sql, params):
+        out.append((ts / 1000.0, GpuProcess(
+            pid=int(proc_pid), gpu_index=int(idx), name=str(name), user=user, vram_mib=tenth(vram),
+            kind=cast("ProcessKind", codec.PROCESS_KINDS[int(kind)]), cpu_pct=tenth(cpu),
+            started_s=None if started_ms is None else started_ms / 1000.0, own=bool(own),
+            sm_util_pct=tenth(sm), mem_util_pct=tenth(mem), enc_util_pct=tenth(enc), dec_util_pct=tenth(dec),
+            command=command, container=container)))
+    return out

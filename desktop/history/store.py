@@ -181,9 +181,8 @@ class HistoryStore(HistoryDb):
                     gid_or_none = ids.get(proc.gpu_index)
                     if gid_or_none is None:
                         continue
-                    user_id = self.string_id(proc.user) if proc.user is not None else None
                     proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
-                                                       user_id))
+                                                       self.process_string_ids(proc)))
         self.conn.executemany(codec.INSERT_GPU, gpu_rows)
         self.conn.executemany(codec.INSERT_HOST, host_rows)
         self.conn.executemany(codec.INSERT_PROC, proc_rows)

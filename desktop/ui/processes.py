@@ -1,16 +1,21 @@
-"""The processes page: who holds GPU memory, sortable and filterable; end your own process after asking.
+"""The processes page: who holds GPU memory and how much of the GPU each one uses, sortable and
+filterable; a chart of the selected process's SM and memory utilization; end your own process after asking.
 
-Process names and users are chosen by whoever runs the process: every place they are shown
-is plain text (``desktop.ui.text``), a name like ``<img src=...>`` stays those characters.
+Per-process utilization (SM, memory, encoder, decoder %) is what the driver reports over the last
+process poll; "n/a" where the GPU does not report it (Windows WDDM, MIG, Kepler), never 0.
+Process names, users, commands and containers are chosen by whoever runs the process: every place
+they are shown is plain text (``desktop.ui.text``), a name like ``<img src=...>`` stays those characters.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,12 +32,52 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import GpuProcess, Snapshot
+from desktop.ui.charts import PlotColumn
 from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
 
-COLUMNS = ("PID", "Name", "User", "GPU", "VRAM (MiB)", "CPU (%)", "Running for")
+#: Model columns (tests and sorting use these indices); the header shows them in ``VISUAL_ORDER``.
+COLUMNS = ("PID", "Name", "User", "GPU", "VRAM (MiB)", "CPU (%)", "Running for",
+           "SM (%)", "Mem (%)", "Enc (%)", "Dec (%)", "Command", "Container")
+UTIL_COLUMNS = (7, 8, 9, 10)
+NUMERIC_COLUMNS = frozenset({0, 3, 4, 5, 6, *UTIL_COLUMNS})
+VISUAL_ORDER = (0, 1, 2, 3, 4, 7, 8, 9, 10, 5, 6, 11, 12)
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 AnyIndex = QModelIndex | QPersistentModelIndex
+#: How far back the selected process's utilization chart reaches (from the live snapshots).
+HISTORY_WINDOW_S = 600.0
+
+
+class UtilizationHistory:
+    """The SM and memory utilization of each (pid, GPU) seen in the last ``window_s``, from live snapshots."""
+
+    def __init__(self, window_s: float = HISTORY_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._points: dict[tuple[int, int], deque[tuple[float, float, float]]] = {}
+
+    def add(self, processes: tuple[GpuProcess, ...] | list[GpuProcess], time_s: float) -> None:
+        for proc in processes:
+            points = self._points.setdefault((proc.pid, proc.gpu_index), deque())
+            if points and points[-1][0] >= time_s:
+                continue  # the same poll again (or time went back): keep the first
+            points.append((time_s, _nan(proc.sm_util_pct), _nan(proc.mem_util_pct)))
+        cut = time_s - self.window_s
+        for key in list(self._points):
+            points = self._points[key]
+            while points and points[0][0] < cut:
+                points.popleft()
+            if not points:
+                del self._points[key]
+
+    def series(self, pid: int, gpu_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(time_s, sm %, mem %) float64 arrays, NaN where n/a."""
+        points = self._points.get((pid, gpu_index), ())
+        arr = np.array(list(points), dtype=np.float64).reshape(-1, 3)
+        return arr[:, 0], arr[:, 1], arr[:, 2]
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 def format_duration(seconds: float | None) -> str:
@@ -78,7 +123,9 @@ class ProcessModel(QAbstractTableModel):
 
     def _value(self, proc: GpuProcess, column: int) -> Any:
         running = self._now() - proc.started_s if proc.started_s is not None else None
-        return (proc.pid, proc.name, proc.user, proc.gpu_index, proc.vram_mib, proc.cpu_pct, running)[column]
+        return (proc.pid, proc.name, proc.user, proc.gpu_index, proc.vram_mib, proc.cpu_pct, running,
+                proc.sm_util_pct, proc.mem_util_pct, proc.enc_util_pct, proc.dec_util_pct, proc.command,
+                proc.container)[column]
 
     def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -88,23 +135,30 @@ class ProcessModel(QAbstractTableModel):
         value = self._value(proc, column)
         if role == SORT_ROLE:
             if value is None:
-                return -math.inf if column >= 3 else ""
+                return -math.inf if column in NUMERIC_COLUMNS else ""
             return value.lower() if isinstance(value, str) else value
         if role == Qt.ItemDataRole.DisplayRole:
             if value is None:
-                return "n/a"
+                # Outside a container there is nothing to name: blank, not "n/a" (unknown).
+                return "" if COLUMNS[column] == "Container" else "n/a"
             if column == 4:
                 return f"{value:,.0f}"
             if column == 5:
                 return f"{value:.1f}"
+            if column in UTIL_COLUMNS:
+                return f"{value:.0f}"
             if column == 6:
                 return format_duration(value)
             return str(value)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (0, 3, 4, 5, 6):
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC_COLUMNS:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
             mine = "" if proc.own else " — not yours: cannot be ended here"
-            return plain_tooltip(f"{proc.name} (pid {proc.pid}, {proc.kind}){mine}")
+            lines = [f"{proc.name} (pid {proc.pid}, {proc.kind}){mine}"]
+            lines += [text for text in (proc.command, proc.container) if text]
+            if column in UTIL_COLUMNS and value is None:
+                lines.append("This GPU does not report per-process utilization (n/a: unknown, not idle)")
+            return plain_tooltip("\n".join(lines))
         return None
 
     def process(self, row: int) -> GpuProcess:
@@ -121,6 +175,7 @@ class ProcessesPage(QWidget):
         self._end_process = end_process
         self._confirm = confirm or self._ask
         self.model = ProcessModel()
+        self.history = UtilizationHistory()
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(SORT_ROLE)
@@ -136,13 +191,16 @@ class ProcessesPage(QWidget):
         self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((0, 80), (2, 120), (3, 60), (4, 110), (5, 90), (6, 130)):
+        header.setSectionResizeMode(11, QHeaderView.ResizeMode.Stretch)  # the command takes what is left
+        for visual, column in enumerate(VISUAL_ORDER):
+            header.moveSection(header.visualIndex(column), visual)
+        for column, width in ((0, 70), (1, 150), (2, 90), (3, 50), (4, 100), (5, 75), (6, 110),
+                              (7, 65), (8, 70), (9, 65), (10, 65), (12, 200)):
             self.table.setColumnWidth(column, width)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
 
         self.filter = QLineEdit()
-        self.filter.setPlaceholderText("Filter by name, user or PID")
+        self.filter.setPlaceholderText("Filter by name, user, command, container or PID")
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.end_button = QPushButton("End process…")
@@ -157,6 +215,22 @@ class ProcessesPage(QWidget):
         top.addWidget(self.filter, 1)
         top.addWidget(self.end_button)
 
+        self.chart_title = plain(QLabel(""))
+        self.chart = PlotColumn(theme)
+        self.util_plot = self.chart.add_plot("util", "SM and memory", "%", y_range=(0.0, 100.0), height=150)
+        self.util_plot.add_series("sm", "SM %")
+        self.util_plot.add_series("mem", "Memory %")
+        self.legend = QLabel("")  # our own words and theme colours only: rich text is safe here
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self._set_legend(theme)
+        self.chart_note = QLabel("")
+        self.chart_note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.chart_box = QWidget()
+        self.chart_box.setFixedHeight(160)
+        self.chart_stack = QStackedLayout(self.chart_box)
+        self.chart_stack.addWidget(self.chart_note)
+        self.chart_stack.addWidget(self.chart)
+
         self.empty = QLabel("No process holds GPU memory right now.\n"
                             "Processes appear here when they allocate memory on a GPU (refreshed every few seconds).")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -168,7 +242,14 @@ class ProcessesPage(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.message)
         layout.addLayout(self.stack, 1)
+        chart_top = QHBoxLayout()
+        chart_top.addWidget(self.chart_title, 1)
+        chart_top.addWidget(self.legend)
+        layout.addLayout(chart_top)
+        layout.addWidget(self.chart_box)
         self.message.hide()
+        self._now_s: float | None = None
+        self._update_chart()
 
     def add_snapshot(self, snap: Snapshot) -> None:
         if snap.processes_fresh:
@@ -176,10 +257,13 @@ class ProcessesPage(QWidget):
 
     def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess], now_s: float | None = None) -> None:
         selected = self.selected()
+        if now_s is not None:
+            self.history.add(processes, now_s)
+            self._now_s = now_s
         self.model.set_processes(processes, now_s)
         total = sum(p.vram_mib or 0.0 for p in processes)
         gpus = len({p.gpu_index for p in processes})
-        self.summary.setText(f"{len(processes)} process{'es' if len(processes) != 1 else ''} hold "
+        self.summary.setText(f"{len(processes)} process{'es hold' if len(processes) != 1 else ' holds'} "
                              f"{total:,.0f} MiB on {gpus} GPU{'s' if gpus != 1 else ''}" if processes else "")
         self.stack.setCurrentWidget(self.table if processes else self.empty)
         if selected is not None:  # keep the selection across refreshes
@@ -198,6 +282,33 @@ class ProcessesPage(QWidget):
     def _selection_changed(self, *_: object) -> None:
         proc = self.selected()
         self.end_button.setEnabled(proc is not None and proc.own and self._end_process is not None)
+        self._update_chart()
+
+    def _update_chart(self) -> None:
+        """The selected process's SM and memory utilization over the last minutes, or why there is none."""
+        proc = self.selected()
+        minutes = f"{HISTORY_WINDOW_S / 60:.0f} min"
+        if proc is None:
+            self.chart_title.setText("Utilization of the selected process")
+            self.chart_note.setText("Select a process to see its SM and memory utilization "
+                                    f"over the last {minutes}.")
+            self.chart_stack.setCurrentWidget(self.chart_note)
+            return
+        self.chart_title.setText(f"{proc.name} (pid {proc.pid}) on GPU {proc.gpu_index}: "
+                                 f"SM and memory utilization (%), last {minutes}")
+        time_s, sm, mem = self.history.series(proc.pid, proc.gpu_index)
+        if not (np.isfinite(sm).any() or np.isfinite(mem).any()):
+            reported = proc.sm_util_pct is not None or proc.mem_util_pct is not None
+            self.chart_note.setText("Collecting: the utilization is read every few seconds." if reported else
+                                    "n/a: this GPU does not report per-process utilization "
+                                    "(Windows WDDM, MIG or an older GPU).")
+            self.chart_stack.setCurrentWidget(self.chart_note)
+            return
+        self.util_plot.set_data("sm", time_s, sm)
+        self.util_plot.set_data("mem", time_s, mem)
+        end = self._now_s if self._now_s is not None else float(time_s[-1])
+        self.chart.set_x_range(end - HISTORY_WINDOW_S, end)
+        self.chart_stack.setCurrentWidget(self.chart)
 
     def confirm_box(self, proc: GpuProcess) -> QMessageBox:
         """The "End process?" question for ``proc`` (not yet shown)."""
@@ -226,5 +337,12 @@ class ProcessesPage(QWidget):
         self.message.setStyleSheet(f"color: {self.theme.bad if error else self.theme.muted};")
         self.message.show()
 
+    def _set_legend(self, theme: Theme) -> None:
+        sm, mem = theme.series[0], theme.series[1]
+        self.legend.setText(f'<span style="color:{sm}">━━</span> SM % &nbsp; '
+                            f'<span style="color:{mem}">━━</span> Memory %')
+
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
+        self.chart.apply_theme(theme)
+        self._set_legend(theme)

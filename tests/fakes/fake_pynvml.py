@@ -16,6 +16,7 @@ default: a driver ioctl costs the caller CPU time) or sleeping (``"sleep"``).
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import time
@@ -38,6 +39,11 @@ class FakeProcess:
     pid: int
     used_bytes: int | None = 1 * GIB
     kind: str = "compute"  # compute | graphics | both
+    #: Per-process utilization (%) the driver samples; all 0: idle, so left out of its answer.
+    sm_util: int = 0
+    mem_util: int = 0
+    enc_util: int = 0
+    dec_util: int = 0
 
 
 @dataclass
@@ -116,6 +122,13 @@ class FakeGpu:
     unsupported_fields: set[int] = field(default_factory=set)
     #: Field id -> the NVML error its entry answers (e.g. 999 UNKNOWN), on every call.
     field_errors: dict[int, int] = field(default_factory=dict)
+    #: GPM (Hopper, Blackwell): nvmlGpmQueryDeviceSupport says yes and its samples measure these (%).
+    gpm: bool = False
+    sm_active_pct: float = 0.0
+    tensor_active_pct: float = 0.0
+    dram_active_pct: float = 0.0
+    #: GPM metric id -> active seconds so far, the counters a GPM sample copies (``advance`` adds to them).
+    gpm_active_s: dict[int, float] = field(default_factory=dict)
 
 
 def desktop_gpu(**changes: Any) -> FakeGpu:
@@ -145,13 +158,34 @@ def hopper_mig_gpu(**changes: Any) -> FakeGpu:
         power_limit_default_mw=700_000, power_limit_min_mw=200_000, power_limit_max_mw=700_000,
         power_limit_settable=True, fan_pct=None, pcie_gen=5, pcie_width=16, pcie_gen_max=5, persistence=1,
         temperature_c=30, temp_margin_c=57, tlimit_shutdown_c=-8, tlimit_slowdown_c=-2, tlimit_gpu_max_c=0,
-        tlimit_mem_max_c=0, unsupported={"nvmlDeviceGetTemperatureThreshold"}, utilization_gpu=0, utilization_mem=0,
+        tlimit_mem_max_c=0, utilization_gpu=0, utilization_mem=0,
+        # Under MIG the parent answers no per-process utilization.
+        unsupported={"nvmlDeviceGetTemperatureThreshold", "nvmlDeviceGetProcessUtilization",
+                     "nvmlDeviceGetProcessesUtilizationInfo"},
         mig_mode=1, mig_instances=[
             FakeMigInstance(uuid="MIG-fake-0001", gpu_instance_id=1, processes=[FakeProcess(4242, 3 * GIB)]),
             FakeMigInstance(uuid="MIG-fake-0002", gpu_instance_id=2, memory_used_bytes=12 * MIB),
         ])
     base.update(changes)
     return FakeGpu(**base)
+
+
+def hopper_gpu(**changes: Any) -> FakeGpu:
+    """An H100 SXM with MIG off and GPM (nvsmi_q_H100SXMx8.txt for the name, memory and limits), busy:
+    SM activity 62 %, tensor activity 41 %, DRAM bandwidth 55 %."""
+    base: dict[str, Any] = dict(
+        name="NVIDIA H100 80GB HBM3", memory_total_bytes=80 * GIB, power_mw=520_000, power_limit_mw=700_000,
+        power_limit_default_mw=700_000, power_limit_min_mw=200_000, power_limit_max_mw=700_000,
+        power_limit_settable=True, fan_pct=None, pcie_gen=5, pcie_width=16, pcie_gen_max=5, persistence=1,
+        sm_clock_mhz=1755, sm_clock_max_mhz=1980, temperature_c=61, utilization_gpu=100, utilization_mem=48,
+        gpm=True, sm_active_pct=62.0, tensor_active_pct=41.0, dram_active_pct=55.0)
+    base.update(changes)
+    return FakeGpu(**base)
+
+
+#: GPM metric ids the fake measures, and the FakeGpu field holding each one's activity (%).
+_GPM_ACTIVITY = {_real.NVML_GPM_METRIC_SM_UTIL: "sm_active_pct", _real.NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+                 "tensor_active_pct", _real.NVML_GPM_METRIC_DRAM_BW_UTIL: "dram_active_pct"}
 
 
 class _Handle:
@@ -199,6 +233,9 @@ class FakeNvml:
         self._lost: set[int] = set()
         self._generation = [0] * len(self.gpus)
         self._clock_us = 1_700_000_000_000_000
+        #: Allocated GPM samples by address: None until filled, then (GPU index, time µs, active seconds by metric).
+        self.gpm_samples: dict[int, tuple[int, int, dict[int, float]] | None] = {}
+        self._gpm_buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
         self.module = self._build_module()
 
     # --- test API ---------------------------------------------------------------------------
@@ -233,6 +270,8 @@ class FakeNvml:
             gpu.sw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonSwThermalSlowdown else 0
             gpu.hw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwThermalSlowdown else 0
             gpu.hw_power_brake_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwPowerBrakeSlowdown else 0
+            for metric, attr in _GPM_ACTIVITY.items():
+                gpu.gpm_active_s[metric] = gpu.gpm_active_s.get(metric, 0.0) + dt_s * getattr(gpu, attr) / 100.0
 
     def install(self, monkeypatch: Any) -> types.ModuleType:
         monkeypatch.setitem(sys.modules, "pynvml", self.module)
@@ -495,8 +534,76 @@ class FakeNvml:
                     gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)) for p in self._procs(g, kind)]
             return body
 
+        def process_samples(g: FakeGpu, last_seen_us: int) -> list[tuple[int, FakeProcess]]:
+            """One sample per process that used the GPU, stamped now, when now is newer than ``last_seen_us``."""
+            if self._clock_us <= last_seen_us:
+                return []
+            busy = [p for p in g.processes if (p.sm_util, p.mem_util, p.enc_util, p.dec_util) != (0, 0, 0, 0)]
+            return [(self._clock_us, p) for p in busy]
+
+        def process_utilization(g: FakeGpu, last_seen_us: int) -> list[Any]:
+            samples = process_samples(g, last_seen_us)
+            if not samples:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)  # no sample newer than last_seen_us
+            return [_real.c_nvmlProcessUtilizationSample_t(pid=p.pid, timeStamp=ts, smUtil=p.sm_util,
+                                                           memUtil=p.mem_util, encUtil=p.enc_util,
+                                                           decUtil=p.dec_util) for ts, p in samples]
+
+        def processes_utilization_info(g: FakeGpu, last_seen_us: int) -> list[Any]:
+            samples = process_samples(g, last_seen_us)
+            if not samples:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+            return [_real.c_nvmlProcessUtilizationInfo_v1_t(timeStamp=ts, pid=p.pid, smUtil=p.sm_util,
+                                                            memUtil=p.mem_util, encUtil=p.enc_util,
+                                                            decUtil=p.dec_util, jpgUtil=0, ofaUtil=0)
+                    for ts, p in samples]
+
         def pcie(g: FakeGpu, counter: int) -> int:
             return g.pcie_tx_kb_s if counter == _real.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_s
+
+        def gpm_support(g: FakeGpu) -> Any:
+            return _real.c_nvmlGpmSupport_t(version=_real.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(g.gpm))
+
+        def address(sample: Any) -> int:
+            return ctypes.cast(sample, ctypes.c_void_p).value or 0
+
+        def gpm_alloc() -> Any:
+            buffer = ctypes.create_string_buffer(16)
+            key = ctypes.addressof(buffer)
+            self._gpm_buffers[key], self.gpm_samples[key] = buffer, None
+            return ctypes.cast(buffer, _real.c_nvmlGpmSample_t)
+
+        def gpm_free(sample: Any) -> None:
+            key = address(sample)
+            if key not in self.gpm_samples:
+                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)  # freed twice, or never allocated
+            del self.gpm_samples[key], self._gpm_buffers[key]
+
+        def gpm_sample(g: FakeGpu, sample: Any) -> Any:
+            key = address(sample)
+            if not g.gpm or g.mig_mode:
+                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)  # under MIG: per GPU instance only
+            if key not in self.gpm_samples:
+                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+            self.gpm_samples[key] = (self.gpus.index(g), self._clock_us, dict(g.gpm_active_s))
+            return sample
+
+        def gpm_metrics(request: Any) -> Any:
+            first, second = self.gpm_samples.get(address(request.sample1)), self.gpm_samples.get(
+                address(request.sample2))
+            if request.version != _real.NVML_GPM_METRICS_GET_VERSION:
+                raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            if first is None or second is None or first[0] != second[0] or second[1] <= first[1]:
+                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+            elapsed_s = (second[1] - first[1]) / 1e6
+            for slot in range(request.numMetrics):
+                entry = request.metrics[slot]
+                if entry.metricId not in _GPM_ACTIVITY:
+                    entry.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
+                    continue
+                active_s = second[2].get(entry.metricId, 0.0) - first[2].get(entry.metricId, 0.0)
+                entry.value, entry.nvmlReturn = 100.0 * active_s / elapsed_s, _real.NVML_SUCCESS
+            return request
 
         return {
             "nvmlInit": init, "nvmlInitWithFlags": init, "nvmlInit_v2": init, "nvmlShutdown": shutdown,
@@ -545,6 +652,10 @@ class FakeNvml:
             "nvmlDeviceGetCudaComputeCapability": lambda g: (8, 9),
             "nvmlDeviceGetComputeRunningProcesses": processes("compute"),
             "nvmlDeviceGetGraphicsRunningProcesses": processes("graphics"),
+            "nvmlDeviceGetProcessUtilization": process_utilization,
+            "nvmlDeviceGetProcessesUtilizationInfo": processes_utilization_info,
+            "nvmlGpmQueryDeviceSupport": gpm_support, "nvmlGpmSampleAlloc": gpm_alloc,
+            "nvmlGpmSampleFree": gpm_free, "nvmlGpmSampleGet": gpm_sample, "nvmlGpmMetricsGet": gpm_metrics,
         }
 
     def _mig_bodies(self) -> dict[str, Callable[..., Any]]:

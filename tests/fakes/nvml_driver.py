@@ -14,6 +14,11 @@ the size and then fills the buffer counts twice, as the driver sees it). A Pytho
 callback would otherwise come back as SUCCESS from ctypes: it is kept in ``faults`` and the call
 answers UNKNOWN; ``check()`` fails a test that caused one. Driver time moves ``tick_s`` at each
 ``nvmlDeviceGetFieldValues`` call, or by ``advance``; energy and PCIe byte counters follow it.
+
+Per-process utilization: as time moves, the driver samples every ``util_period_s`` each process
+with non-zero utilization into a buffer of the last ``UTIL_BUFFER_S`` (the values its spec holds
+then), and ``nvmlDeviceGetProcessUtilization`` / ``...ProcessesUtilizationInfo`` answer the samples
+newer than the caller's ``lastSeenTimeStamp``, NOT_FOUND when there are none.
 """
 
 from __future__ import annotations
@@ -97,6 +102,22 @@ class _Utilization(ctypes.Structure):
     _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
 
 
+class _ProcessUtilSample(ctypes.Structure):  # nvmlProcessUtilizationSample_t
+    _fields_ = [("pid", ctypes.c_uint), ("timeStamp", ctypes.c_ulonglong), ("smUtil", ctypes.c_uint),
+                ("memUtil", ctypes.c_uint), ("encUtil", ctypes.c_uint), ("decUtil", ctypes.c_uint)]
+
+
+class _ProcessUtilInfoV1(ctypes.Structure):  # nvmlProcessUtilizationInfo_v1_t
+    _fields_ = [("timeStamp", ctypes.c_ulonglong), ("pid", ctypes.c_uint), ("smUtil", ctypes.c_uint),
+                ("memUtil", ctypes.c_uint), ("encUtil", ctypes.c_uint), ("decUtil", ctypes.c_uint),
+                ("jpgUtil", ctypes.c_uint), ("ofaUtil", ctypes.c_uint)]
+
+
+class _ProcessesUtilInfo(ctypes.Structure):  # nvmlProcessesUtilizationInfo_t (v1)
+    _fields_ = [("version", ctypes.c_uint), ("processSamplesCount", ctypes.c_uint),
+                ("lastSeenTimeStamp", ctypes.c_ulonglong), ("procUtilArray", ctypes.c_void_p)]
+
+
 def _version(struct: type[ctypes.Structure], number: int) -> int:
     return ctypes.sizeof(struct) | number << 24  # NVML_STRUCT_VERSION
 
@@ -104,6 +125,9 @@ def _version(struct: type[ctypes.Structure], number: int) -> int:
 _MEMORY_V2 = _version(_MemoryV2, 2)
 _TEMPERATURE_V1 = _version(_TemperatureV1, 1)
 _MARGIN_V1 = _version(_Margin, 1)
+_PROCESSES_UTIL_V1 = _version(_ProcessesUtilInfo, 1)
+#: How much per-process utilization history the driver keeps (u: not documented; a few seconds).
+UTIL_BUFFER_S = 10.0
 _PROCESS_LAYOUT = {"": _ProcessV1, "_v2": _ProcessV2}
 _INIT_SYMBOLS = frozenset({"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags", "nvmlErrorString"})
 #: What a MIG device handle answers; everything else is NotSupported on it.
@@ -182,11 +206,19 @@ class NvmlDriver:
     """The driver of one personality: its symbols, handles, clock, counters and injected failures."""
 
     def __init__(self, personality: Personality, *, tick_s: float = 1.0,
-                 start_us: int = 1_700_000_000_000_000) -> None:
+                 start_us: int = 1_700_000_000_000_000, util_period_s: float = 1.0) -> None:
         self.personality = personality
         self.tick_s = tick_s
+        self.util_period_us = round(util_period_s * 1e6)
+        #: Per GPU: the per-process utilization samples (time µs, pid, sm, mem, enc, dec) in the buffer.
+        self.util_samples: dict[int, list[tuple[int, int, int, int, int, int]]] = {}
         self.now_us = start_us
         self._start_us = start_us
+        #: GPM: the sample buffers callers allocated (address -> what the last nvmlGpmSampleGet put in it:
+        #: GPU, time µs, active seconds per metric id; None before), and each GPU's active seconds so far.
+        self.gpm_samples: dict[int, tuple[int, int, dict[int, float]] | None] = {}
+        self.gpm_buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        self.gpm_active_s: dict[int, dict[int, float]] = {}
         self.calls: Counter[str] = Counter()
         self.calls_by_gpu: Counter[tuple[str, int | None]] = Counter()
         self.unmodelled: Counter[str] = Counter()
@@ -234,7 +266,13 @@ class NvmlDriver:
         self._handles[gpu] = self._new_dev(gpu)
 
     def advance(self, dt_s: float) -> None:
+        before = self.now_us
         self.now_us += round(dt_s * 1e6)
+        self._sample_process_utilization(before)
+        for gpu, spec in enumerate(self.personality.gpus):
+            active = self.gpm_active_s.setdefault(gpu, {})
+            for metric, pct in spec.gpm_activity_pct.items():
+                active[metric] = active.get(metric, 0.0) + (self.now_us - before) / 1e6 * pct / 100.0
 
     def check(self) -> None:
         """Fail when a callback raised (ctypes would have let the caller see SUCCESS)."""
@@ -272,6 +310,27 @@ class NvmlDriver:
 
     def _seconds(self) -> float:
         return (self.now_us - self._start_us) / 1e6
+
+    def _sample_process_utilization(self, before_us: int) -> None:
+        """The driver's per-process samples at each sample instant in (before_us, now]."""
+        period = self.util_period_us
+        first = before_us // period + 1
+        instants = range(max(first, (self.now_us - round(UTIL_BUFFER_S * 1e6)) // period), self.now_us // period + 1)
+        for gpu, spec in enumerate(self.personality.gpus):
+            if not spec.process_utilization:
+                continue
+            buffer = self.util_samples.setdefault(gpu, [])
+            busy = [p for p in spec.processes if (p.sm_util, p.mem_util, p.enc_util, p.dec_util) != (0, 0, 0, 0)]
+            for k in instants:
+                buffer.extend((k * period, p.pid, p.sm_util, p.mem_util, p.enc_util, p.dec_util) for p in busy)
+            horizon = self.now_us - round(UTIL_BUFFER_S * 1e6)
+            buffer[:] = [sample for sample in buffer if sample[0] > horizon]
+
+    def util_since(self, dev: _Dev, last_seen_us: int) -> list[tuple[int, int, int, int, int, int]] | None:
+        """The samples newer than ``last_seen_us``; None where this GPU samples none (NotSupported)."""
+        if dev.mig is not None or not dev.spec.process_utilization or (dev.spec.mig_mode or (0,))[0] == 1:
+            return None
+        return [sample for sample in self.util_samples.get(dev.gpu, []) if sample[0] > last_seen_us]
 
     def _unmodelled(self, name: str) -> Callable[..., int]:
         def thunk() -> int:

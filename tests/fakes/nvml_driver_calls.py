@@ -16,6 +16,7 @@ from tests.fakes.nvml_driver import (
     _MARGIN_V1,
     _MEMORY_V2,
     _P,
+    _PROCESSES_UTIL_V1,
     _TEMPERATURE_V1,
     INVALID,
     NOT_AVAILABLE_ULL,
@@ -27,6 +28,9 @@ from tests.fakes.nvml_driver import (
     _MemoryV1,
     _MemoryV2,
     _mw,
+    _ProcessesUtilInfo,
+    _ProcessUtilInfoV1,
+    _ProcessUtilSample,
     _put,
     _put_text,
     _TemperatureV1,
@@ -360,6 +364,51 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         for suffix in ("", "_v2", "_v3"):
             device(f"nvmlDeviceGet{noun}RunningProcesses{suffix}", running(kind, suffix), _P, _P)
 
+    # --- per-process utilization: the driver's sample buffer since lastSeenTimeStamp ---------------
+
+    def process_utilization(dev: _Dev, out: int | None, count_ptr: int | None, last_seen_us: int) -> int:
+        if not count_ptr:
+            return INVALID
+        samples = d.util_since(dev, last_seen_us)
+        if samples is None:
+            return NOT_SUPPORTED
+        if not samples:
+            return _nv.NVML_ERROR_NOT_FOUND
+        capacity = ctypes.c_uint.from_address(count_ptr).value
+        ctypes.c_uint.from_address(count_ptr).value = len(samples)
+        if not out or capacity < len(samples):
+            return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+        for entry, (stamp, pid, sm, mem, enc, dec) in zip(
+                (_ProcessUtilSample * len(samples)).from_address(out), samples, strict=True):
+            entry.pid, entry.timeStamp = pid, stamp
+            entry.smUtil, entry.memUtil, entry.encUtil, entry.decUtil = sm, mem, enc, dec
+        return OK
+
+    def processes_utilization_info(dev: _Dev, info_ptr: int | None) -> int:
+        if not info_ptr:
+            return INVALID
+        info = _ProcessesUtilInfo.from_address(info_ptr)
+        if info.version != _PROCESSES_UTIL_V1:
+            return _VERSION_MISMATCH
+        samples = d.util_since(dev, int(info.lastSeenTimeStamp))
+        if samples is None:
+            return NOT_SUPPORTED
+        if not samples:
+            return _nv.NVML_ERROR_NOT_FOUND
+        capacity = info.processSamplesCount
+        info.processSamplesCount = len(samples)
+        if not info.procUtilArray or capacity < len(samples):
+            return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+        for entry, (stamp, pid, sm, mem, enc, dec) in zip(
+                (_ProcessUtilInfoV1 * len(samples)).from_address(info.procUtilArray), samples, strict=True):
+            entry.timeStamp, entry.pid = stamp, pid
+            entry.smUtil, entry.memUtil, entry.encUtil, entry.decUtil = sm, mem, enc, dec
+            entry.jpgUtil = entry.ofaUtil = 0
+        return OK
+
+    device("nvmlDeviceGetProcessUtilization", process_utilization, _P, _P, _ULL)
+    device("nvmlDeviceGetProcessesUtilizationInfo", processes_utilization_info, _P)
+
     # --- MIG ------------------------------------------------------------------------------------
 
     def mig_mode(dev: _Dev, current: int | None, pending: int | None) -> int:
@@ -390,4 +439,8 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     device("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", parent, _P)
     scalar("nvmlDeviceGetGpuInstanceId", _U, lambda dev: dev.mig.gpu_instance_id if dev.mig else None)
     scalar("nvmlDeviceGetComputeInstanceId", _U, lambda dev: dev.mig.compute_instance_id if dev.mig else None)
+
+    from tests.fakes.nvml_driver_gpm import gpm_symbols  # GPU performance monitoring, split out for size
+
+    table.update(gpm_symbols(d))
     return table

@@ -31,8 +31,12 @@ _NEWER_THAN_R470 = frozenset({
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "nvmlDeviceGetMPSComputeRunningProcesses_v3",
     "nvmlDeviceGetConfComputeMemSizeInfo",  # R535
+    # GPU performance monitoring (u: R520, with CUDA 12.0).
+    "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet", "nvmlGpmMigSampleGet",
 })
 _NEWER_THAN_R535 = frozenset({
+    "nvmlDeviceGetProcessesUtilizationInfo",  # (u) R550: the v1 struct with a version field
     "nvmlDeviceGetTemperatureV",  # (u) R550
     "nvmlDeviceGetMarginTemperature",  # (u) R550
     # R550 also went back to 24-byte process entries; nvitop tells the branches apart by this symbol.
@@ -78,6 +82,12 @@ class ProcessSpec:
     name: str = "python"
     gpu_instance_id: int = 0xFFFFFFFF  # NVML's "no MIG"
     compute_instance_id: int = 0xFFFFFFFF
+    #: Utilization (%) the driver samples for it (nvidia-smi pmon's sm/mem/enc/dec); all 0: idle, and
+    #: then left out of the driver's answer. The captures are idle ("Processes: None"): modelled.
+    sm_util: int = 0
+    mem_util: int = 0
+    enc_util: int = 0
+    dec_util: int = 0
 
 
 @dataclass
@@ -156,6 +166,15 @@ class GpuSpec:
     mig_mode: tuple[int, int] | None = None
     mig_devices: list[MigSpec] = field(default_factory=list)
     max_mig_devices: int = 7
+    #: Whether the driver samples per-process utilization here (nvmlDeviceGetProcessUtilization &
+    #: co.): not on Kepler (NVML: "Maxwell or newer"), not under Windows WDDM (WSL included: nvidia-smi
+    #: pmon is Linux-only), not on a MIG parent. nvidia-smi -q does not print it: modelled, not captured.
+    process_utilization: bool = True
+    #: GPU performance monitoring (Hopper, Blackwell): nvmlGpmQueryDeviceSupport's isSupportedDevice.
+    gpm: bool = False
+    #: GPM metric id -> the activity (%) its samples measure while the driver's clock runs (modelled:
+    #: nvidia-smi -q does not print GPM metrics; an idle GPU reads 0).
+    gpm_activity_pct: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -333,7 +352,7 @@ def ada_laptop() -> Personality:
         sm_clock_mhz=210, mem_clock_mhz=405, sm_clock_max_mhz=3105, mem_clock_max_mhz=8001,
         fan_pct=None, pstate=8, clock_event_reasons=0x1,
         pcie_gen=4, pcie_gen_max=4, pcie_width=8, pcie_width_max=8, pcie_tx_kb_s=350, pcie_rx_kb_s=500,
-        fields=_ADA_FIELDS)
+        fields=_ADA_FIELDS, process_utilization=False)  # WDDM (WSL): no per-process utilization
     return Personality("ada_laptop", "Ada laptop: RTX 4070 Laptop, WSL, driver 566.36",
                        r550("566.36", 12070), [gpu])
 
@@ -358,12 +377,25 @@ def hopper_mig() -> Personality:
         fan_pct=None, pstate=0, clock_event_reasons=0x1,
         pcie_gen=5, pcie_gen_max=5, pcie_width=16, pcie_width_max=16, pcie_tx_kb_s=0, pcie_rx_kb_s=0,
         fields=_ADA_FIELDS | {195},
-        mig_mode=(1, 1),
+        mig_mode=(1, 1), process_utilization=False,  # a MIG parent has no per-process utilization
+        gpm=True,  # Hopper has GPM; under MIG the parent's nvmlGpmSampleGet answers NotSupported (modelled)
         mig_devices=[
             MigSpec("3g.71gb", "MIG-5c0a3b1e-2f7d-5d8e-9a41-0b6f3e2c7d11", 71_424, 13, gpu_instance_id=2),
             MigSpec("4g.71gb", "MIG-9e4d2a6c-1b3f-5a7e-8c20-4f1d6b9e0a22", 71_424, 13, gpu_instance_id=1),
         ])
     return Personality("hopper_mig", "Hopper with MIG enabled: H200, driver 550", r550("550.90.12", 12040), [gpu])
+
+
+def hopper() -> Personality:
+    """H200 on 550.90.12 as captured (nvsmi_q_H200.txt, MIG off), with GPM: idle, so its activity reads 0 %."""
+    gpu = hopper_mig().gpus[0]
+    gpu.source = REALDATA + "nvsmi_q_H200.txt"
+    gpu.utilization_gpu_pct, gpu.utilization_mem_pct = 0, 0  # the capture: "Gpu: 0 %", "Memory: 0 %"
+    gpu.mig_mode, gpu.mig_devices, gpu.process_utilization = (0, 0), [], True
+    gpu.gpm = True
+    gpu.gpm_activity_pct = {_nv.NVML_GPM_METRIC_SM_UTIL: 0.0, _nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 0.0,
+                            _nv.NVML_GPM_METRIC_DRAM_BW_UTIL: 0.0, _nv.NVML_GPM_METRIC_SM_OCCUPANCY: 0.0}
+    return Personality("hopper", "Hopper: H200, driver 550, MIG off, GPM", r550("550.90.12", 12040), [gpu])
 
 
 def r470_gtx680() -> Personality:
@@ -375,7 +407,8 @@ def r470_gtx680() -> Personality:
         persistence=False, memory_total_mib=2000, memory_reserved_mib=None, memory_used_mib=0,
         memory_free_mib=2000,
         utilization_gpu_pct=None, utilization_mem_pct=None, temperature_c=35,
-        fan_pct=37, pstate=0, energy_start_mj=None, power_limit_settable=False)
+        fan_pct=37, pstate=0, energy_start_mj=None, power_limit_settable=False,
+        process_utilization=False)  # Kepler: per-process utilization is Maxwell or newer
     return Personality("r470_gtx680", "R470: GTX 680, driver 470.256.02", r470(), [gpu])
 
 
@@ -460,6 +493,7 @@ def with_bogus_power(base: Personality, power_mw: int = 593_000) -> Personality:
 PERSONALITIES: dict[str, Callable[[], Personality]] = {
     "ada_desktop": ada_desktop,
     "ada_laptop": ada_laptop,
+    "hopper": hopper,
     "hopper_mig": hopper_mig,
     "r470_gtx680": r470_gtx680,
     "r470_v100": r470_v100,

@@ -2,7 +2,8 @@
 
 Inside: ``gateway`` (the only importer of pynvml: session, calls, error sorting), ``values``
 (field ids and decoding), ``device`` (one GPU's record), ``reading`` (the per-tick reading),
-``info`` (static facts), ``processes`` and ``mig`` (read when asked), ``sleep`` (runtime PM)
+``info`` (static facts), ``processes``, ``proc_util`` (per-process utilization) and ``mig`` (read
+when asked), ``sleep`` (runtime PM)
 and ``backend`` (the GpuBackend that ties them together).
 """
 

@@ -1,7 +1,8 @@
 """The NVML backend: reads real NVIDIA GPUs with few calls and no escaping errors.
 
 It talks to NVML only through ``NvmlGateway``. Per tick and GPU it makes six calls (see
-``reading``); process lists only when the sampler asks. A call that answers NotSupported is
+``reading``), two more where GPM measures SM activity (``gpm``); process lists only when the
+sampler asks. A call that answers NotSupported is
 remembered per device and never retried; one that fails otherwise (UNKNOWN, a string that does
 not decode) leaves its metric n/a and is asked again after ``FAILED_RETRY_S``. Only GPU_IS_LOST
 & co., a handle that cannot be got, or a read where every query failed turn the device LOST
@@ -31,6 +32,7 @@ from desktop.telemetry.model import (
 )
 from desktop.telemetry.nvml.device import NvmlDevice
 from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost, load_module
+from desktop.telemetry.nvml.gpm import close_gpm, open_gpm, read_gpm
 from desktop.telemetry.nvml.info import DriverVersions, read_bus_id, read_identity, read_info
 from desktop.telemetry.nvml.mig import read_mig_instances
 from desktop.telemetry.nvml.processes import device_processes
@@ -94,8 +96,12 @@ class NvmlBackend:
             self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}")
 
     def close(self) -> None:
-        """Shut NVML down (once); also runs at interpreter exit."""
-        self._gateway.shutdown()
+        """Free the GPM samples and shut NVML down (once); also runs at interpreter exit."""
+        with self._lock:
+            if not self._gateway.closed:
+                for dev in self._devices:
+                    close_gpm(self._gateway, dev)
+            self._gateway.shutdown()
 
     # --- the GpuBackend protocol ------------------------------------------------------
 
@@ -118,7 +124,10 @@ class NvmlBackend:
                         if dev.info_pending:
                             self._complete_info(dev)
                         sample = read_sample(self._gateway, dev, now_s, self._slow_period_s)
-                        readings.append(GpuReading(dev.info, DeviceState.OK, sample))
+                        activity = read_gpm(self._gateway, dev)
+                        if activity is not None:  # measured SM activity: the sampler keeps it, no estimate
+                            sample = replace(sample, effective_load_pct=activity.sm_active_pct)
+                        readings.append(GpuReading(dev.info, DeviceState.OK, sample, activity=activity))
                         continue
                     except NvmlLost as exc:
                         self._mark_lost(dev, str(exc))
@@ -229,6 +238,7 @@ class NvmlBackend:
                 return dev
             self._complete_info(dev)
             read_sample(gateway, dev, None, self._slow_period_s)  # prime the PCIe counters, learn what it answers
+            read_gpm(gateway, dev)  # the first GPM sample: the first tick measures against it
         except NvmlLost as exc:
             dev.lost_detail = str(exc)
             dev.handle = None
@@ -236,12 +246,15 @@ class NvmlBackend:
             log.exception("opening GPU %d failed", index)
             dev.lost_detail = f"{type(exc).__name__}: {exc}"
             dev.handle = None
+        if dev.lost_detail is not None:
+            close_gpm(gateway, dev)
         return dev
 
     def _complete_info(self, dev: NvmlDevice) -> None:
         dev.info = read_info(self._gateway, dev, self._versions)
         dev.calls.forget_unsupported()  # static calls do not predict sample calls
         dev.info_pending = False
+        open_gpm(self._gateway, dev)
 
     def _asleep(self, dev: NvmlDevice) -> bool:
         return device_asleep(dev, self._sysfs_root)
@@ -251,3 +264,4 @@ class NvmlBackend:
             log.warning("GPU %d is lost: %s", dev.index, detail)
         dev.lost_detail = detail
         dev.handle = None
+        close_gpm(self._gateway, dev)  # a fresh handle at reinit allocates its own

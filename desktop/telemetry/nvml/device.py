@@ -11,6 +11,16 @@ from desktop.telemetry.nvml.gateway import CallMemory
 
 
 @dataclass(slots=True)
+class GpmSamples:
+    """One GPU's two GPM sample buffers (``nvmlGpmSample_t``), used in turn; ``previous`` holds the last
+    reading once ``primed`` (see ``gpm``)."""
+
+    previous: Any
+    spare: Any
+    primed: bool = False
+
+
+@dataclass(slots=True)
 class NvmlDevice:
     """A GPU as the backend tracks it; ``handle`` is None while it is lost."""
 
@@ -28,6 +38,11 @@ class NvmlDevice:
     pcie_prev: tuple[float, float, float] | None = None
     #: Per clock-event counter metric: (field id, value ns, time_s) of the previous sample.
     counters_prev: dict[str, tuple[int, float, float | None]] = field(default_factory=dict)
+    #: Newest per-process utilization sample seen (driver CPU time, µs): the next poll asks for newer ones.
+    util_seen_us: int = 0
+    #: Process polls so far, and the utilization of each pid listed at the last one that asked (None: n/a).
+    process_polls: int = 0
+    util_last: dict[int, Any] | None = None
     #: The GPU's sysfs runtime_status file (resolved once; None: nothing to look at).
     sleep_file: Path | None = None
     sleep_file_resolved: bool = False
@@ -35,6 +50,9 @@ class NvmlDevice:
     info_pending: bool = False
     #: A bogus power reading was logged for this GPU (said once, the reading is n/a every time).
     bogus_power_logged: bool = False
+    #: GPM support was asked (once per handle), and the two GPM sample buffers where it answered yes.
+    gpm_checked: bool = False
+    gpm: GpmSamples | None = None
 
     def __post_init__(self) -> None:
         self.calls = CallMemory(label=f"GPU {self.index}")

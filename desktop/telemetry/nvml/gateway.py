@@ -66,6 +66,17 @@ class _Missing:
 MISSING: Final = _Missing()
 
 
+class _NoSamples:
+    """Sentinel: a sample-buffer call answered, with nothing newer than the timestamp passed."""
+
+
+NO_SAMPLES: Final = _NoSamples()
+#: What a sample-buffer call (``nvmlDeviceGetProcessUtilization`` & co.) answers when no sample is
+#: newer than the timestamp passed: NOT_FOUND (6); SUCCESS (0) where pynvml's wrapper raises on a
+#: size query that found nothing to size.
+NO_SAMPLE_CODES: Final = frozenset({0, 6})
+
+
 class NvmlLost(Exception):
     """A fatal per-device NVML error: the device is LOST until its handle is got again."""
 
@@ -261,6 +272,16 @@ class NvmlGateway:
             return MISSING
         return self._invoke(memory, key, func, args, kwargs)
 
+    def sampled_call(self, memory: CallMemory, key: str, func: str, *args: Any) -> Any:
+        """``device_call`` for a call that reads the driver's sample buffer since a timestamp.
+
+        There NOT_FOUND means "no sample newer than that" (nothing ran), not "not supported": it
+        answers ``NO_SAMPLES`` and is asked again next time; NotSupported & co. are remembered as usual.
+        """
+        if self.skips(memory, key):
+            return MISSING
+        return self._invoke(memory, key, func, args, {}, empty_codes=NO_SAMPLE_CODES)
+
     def field_answered(self, memory: CallMemory, field_id: int, code: int) -> bool:
         """True when a field-values entry answered (return ``code`` 0); else its error is filed as a call's."""
         key = f"field:{field_id}"
@@ -276,7 +297,7 @@ class NvmlGateway:
         return False
 
     def _invoke(self, memory: CallMemory | None, key: str, func: str, args: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> Any:
+                kwargs: dict[str, Any], *, empty_codes: frozenset[int] = frozenset()) -> Any:
         fn = getattr(self._nvml, func, None)
         if fn is None:
             self._note_unknown(func, memory, key)
@@ -284,7 +305,10 @@ class NvmlGateway:
         try:
             value = fn(*args, **kwargs)
         except self._error_type as exc:
-            return self._failure(memory, key, func, str(exc) or type(exc).__name__, exc)
+            if empty_codes and error_code(exc) in empty_codes:
+                value = NO_SAMPLES
+            else:
+                return self._failure(memory, key, func, str(exc) or type(exc).__name__, exc)
         except (NotImplementedError, AttributeError) as exc:
             # pynvml raises NVMLLibraryMismatchError (not an NVMLError) for an unversioned
             # call the driver lacks; an AttributeError means a binding without the symbol.

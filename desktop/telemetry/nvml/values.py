@@ -76,6 +76,8 @@ METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
     "pcie_width": ("pcie_width",),
     "pstate": ("pstate",),
     **{name: tuple(f"field:{fid}" for fid in ids) for name, ids in COUNTER_FIELDS.items()},
+    # Estimated by the sampler from power and clock (desktop/telemetry/effective_load.py): there with power.
+    "effective_load_pct": (f"field:{FIELD_POWER_AVERAGE_MW}", "power"),
 }
 assert tuple(METRIC_SOURCES) == GPU_METRIC_NAMES, "every GpuSample field needs an NVML source"
 

@@ -105,3 +105,31 @@ def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -
         store.write_snapshots([snapshot(T0 + 5)])
         new = store.query(FULL_INFO.uuid, list(schema.COUNTER_METRICS), T0, T0 + 10)
         assert [float(new.columns[n][0]) for n in schema.COUNTER_METRICS] == [0.75, 0.3, 0.125, 0.0]
+
+
+def test_v8_adds_process_utilization_and_attribution_and_old_rows_keep_null(tmp_path: Path) -> None:
+    from desktop.history.query import process_history
+    from desktop.telemetry.model import GpuProcess
+
+    path = tmp_path / "v7.sqlite"
+    _old_file(path, 7)
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert "sm_util_pct" not in [r[1] for r in conn.execute("PRAGMA table_info(process_samples)")]
+    conn.execute("INSERT INTO day_blocks (day, source, gpu, rows, columns, data) "
+                 "VALUES (20000, 'process_samples', 0, 0, 'ts', x'00')")
+    conn.close()
+    with HistoryStore.open(path) as store:
+        columns = [r[1] for r in store.conn.execute("PRAGMA table_info(process_samples)")]
+        assert columns[-6:] == list(schema.PROCESS_V8_COLUMNS)
+        (_, old), = process_history(store, T0 - 1, T0 + 1)
+        # Nobody asked then: n/a, not idle.
+        assert (old.pid, old.name, old.sm_util_pct, old.mem_util_pct, old.command, old.container) == (
+            42, "train.py", None, None, None, None)
+        assert store.conn.execute("SELECT count(*) FROM day_blocks").fetchone()[0] == 0
+        proc = GpuProcess(pid=7, gpu_index=0, name="python", user="ana", vram_mib=2048.0, sm_util_pct=87.0,
+                          mem_util_pct=41.0, enc_util_pct=0.0, dec_util_pct=None,
+                          command="python train.py --cfg a.yaml", container="docker:trainer (3f2a9c1b4e5d)")
+        store.write_snapshots([snapshot(T0 + 5, processes=(proc,))])
+        (time_s, back), = process_history(store, T0 + 4, T0 + 6, pid=7)
+        assert time_s == T0 + 5
+        assert back == proc

@@ -24,7 +24,7 @@ KILL: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]] = {
     "vram_used_mib": (("nvmlDeviceGetMemoryInfo",), (), ("vram_free_mib",)),
     "vram_free_mib": (("nvmlDeviceGetMemoryInfo",), (), ("vram_used_mib",)),
     "temperature_c": (("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature"), (), ()),
-    "power_w": (("nvmlDeviceGetPowerUsage",), (185,), ()),
+    "power_w": (("nvmlDeviceGetPowerUsage",), (185,), ("effective_load_pct",)),
     "energy_mj": (("nvmlDeviceGetTotalEnergyConsumption",), (83,), ()),
     "sm_clock_mhz": (("nvmlDeviceGetClockInfo",), (), ("mem_clock_mhz",)),
     "mem_clock_mhz": (("nvmlDeviceGetClockInfo",), (), ("sm_clock_mhz",)),
@@ -40,7 +40,11 @@ KILL: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]] = {
     "clock_event_sw_thermal_s": ((), (269, 75), ()),
     "clock_event_hw_thermal_s": ((), (270,), ()),
     "clock_event_hw_power_brake_s": ((), (271,), ()),
+    # Estimated by the sampler from power (desktop/telemetry/effective_load.py): supported with power.
+    "effective_load_pct": (("nvmlDeviceGetPowerUsage",), (185,), ("power_w",)),
 }
+#: Filled in by the sampler, never by the backend itself.
+SAMPLER_FILLS = frozenset({"effective_load_pct"})
 #: Deltas of NVML's counters: no value on a GPU's first sample.
 COUNTERS = frozenset(name for name, _ in CLOCK_EVENT_COUNTERS)
 
@@ -119,8 +123,8 @@ def test_each_metric_not_supported_in_turn(metric: str) -> None:
             first, second = _tick(fake, b, 10.0 + t)
             for name in GPU_METRIC_NAMES:
                 first_sample = t == 0 and name in COUNTERS
-                assert (getattr(first, name) is None) == (name in gone or first_sample), name
-                assert (getattr(second, name) is None) == first_sample, name
+                assert (getattr(first, name) is None) == (name in gone or first_sample or name in SAMPLER_FILLS), name
+                assert (getattr(second, name) is None) == (first_sample or name in SAMPLER_FILLS), name
         assert {n for n, ok in b.supported_metrics(0).items() if not ok} == gone
         assert all(b.supported_metrics(1).values())
         fake.reset_counts()

@@ -1,0 +1,59 @@
+"""The exporter serves effective load with its source, and DCGM's profiling ratios only where the GPU measured them."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from desktop.exporter import SnapshotCollector
+from desktop.exporter.collector import EFFECTIVE_LOAD_GAUGE
+from desktop.telemetry.nvml import NvmlBackend
+from desktop.telemetry.sampler import Sampler
+from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, hopper_gpu
+
+Page = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def scrape(collector: SnapshotCollector) -> Page:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    out: Page = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return out
+
+
+def _page_after_two_ticks(fake: FakeNvml) -> Page:
+    backend = NvmlBackend.open(fake.module)
+    now = [0.0]
+    sampler = Sampler(backend, None, clock=lambda: 1.7e9 + now[0], monotonic=lambda: now[0])
+    collector = SnapshotCollector("rig-01")
+    try:
+        for _ in range(2):
+            now[0] += 1.0
+            fake.advance(1.0)
+            collector.update(sampler.tick())
+    finally:
+        sampler.close()
+    return scrape(collector)
+
+
+def test_measured_and_estimated_effective_load_side_by_side() -> None:
+    page = _page_after_two_ticks(FakeNvml([hopper_gpu(), FakeGpu()]))
+    rows = {labels["gpu"]: (labels, value) for labels, value in page[EFFECTIVE_LOAD_GAUGE]}
+    hopper_labels, hopper_value = rows["0"]
+    assert hopper_labels["source"] == "measured" and abs(hopper_value - 62.0) < 1e-6
+    assert hopper_labels["modelName"] == "NVIDIA H100 80GB HBM3" and hopper_labels["Hostname"] == "rig-01"
+    geforce_labels, geforce_value = rows["1"]
+    assert geforce_labels["source"] == "estimate" and 0.0 <= geforce_value <= 100.0
+    # DCGM's names carry ratios (0..1) and only for the GPU that measured them: the estimate never poses as DCGM's.
+    for name, ratio in (("DCGM_FI_PROF_SM_ACTIVE", 0.62), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.41),
+                        ("DCGM_FI_PROF_DRAM_ACTIVE", 0.55)):
+        assert [(labels["gpu"], round(value, 6)) for labels, value in page[name]] == [("0", ratio)], name
+
+
+def test_no_profiling_series_without_gpm() -> None:
+    page = _page_after_two_ticks(FakeNvml([FakeGpu()]))
+    assert [labels["source"] for labels, _ in page[EFFECTIVE_LOAD_GAUGE]] == ["estimate"]
+    assert not [name for name in page if name.startswith("DCGM_FI_PROF_")]
