@@ -27,6 +27,7 @@ import numpy as np
 
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
+from advisor.usage import NO_KEY, GpuEnergy, ProcessUsageRows, UsageTable, account_usage
 from desktop import config
 from desktop.advice import (
     Advice,
@@ -81,6 +82,54 @@ class ReportData:
     notes: tuple[str, ...] = ()
     #: gpu uuid -> how the report names it ("GPU 0 (NVIDIA GeForce RTX 4090)").
     labels: dict[str, str] = field(default_factory=dict)
+    #: "Who used the GPU": the week's usage by user, by command and (where any ran in one) by container.
+    who: tuple[UsageTable, ...] = ()
+    #: What the who tables' "(unknown …)" rows stand for (``unknown_notes``).
+    who_notes: tuple[str, ...] = ()
+
+
+def unknown_notes(rows: ProcessUsageRows | None) -> tuple[str, ...]:
+    """What "(unknown user)" and "(unknown command)" stand for in these rows, one sentence each.
+
+    Commands are stored since history schema v8: rows older than the first stored command were
+    simply not recorded; only an unknown command after that is a process Rigscope could not read."""
+    if rows is None or len(rows) == 0:
+        return ()
+    notes = []
+    if (rows.user < 0).any():
+        notes.append(f"{NO_KEY['user']}: processes whose owner Rigscope could not read.")
+    unknown = rows.command < 0
+    if unknown.any():
+        known = ~unknown
+        first_s = float(rows.time_s[known].min()) if known.any() else math.inf
+        before = bool((unknown & (rows.time_s < first_s)).any())
+        after = bool((unknown & (rows.time_s >= first_s)).any())
+        why = []
+        if before:
+            why.append("command lines were not recorded then (history written before Rigscope stored them)")
+        if after:
+            why.append("processes whose command line Rigscope could not read (another user's)")
+        notes.append(f"{NO_KEY['command']}: " + "; ".join(why) + ".")
+    return tuple(notes)
+
+
+def who_used(frame: HistoryFrame, rows: ProcessUsageRows | None, settings: config.Settings) -> tuple[UsageTable, ...]:
+    """The week's usage tables (user, command, container) from the stored process rows and the frame's energy."""
+    if rows is None or len(rows) == 0:
+        return ()
+    energy = [GpuEnergy.of(g) for g in frame.gpus]
+    tables = tuple(account_usage(rows, energy, by, start_s=frame.start_s, end_s=frame.end_s,
+                                 price_per_kwh=settings.costs.electricity_price_per_kwh,
+                                 currency=settings.costs.currency) for by in ("user", "command", "container"))
+    in_containers = bool((rows.container >= 0).any())
+    return tables if in_containers else tables[:2]
+
+
+def load_usage_rows(store: Any, frame: HistoryFrame) -> ProcessUsageRows:
+    """The stored process samples of the frame's range, for ``build_report(usage_rows=...)``."""
+    from desktop.history.usage_query import process_usage_rows
+
+    return process_usage_rows(store, frame.start_s, frame.end_s)
 
 
 def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:
@@ -130,8 +179,10 @@ def hourly(gpu: GpuSeries, start_s: float, end_s: float) -> dict[str, FloatArray
 
 def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: config.Settings, tz: tzinfo,
                  label: str, *, now_s: float | None = None, notes: tuple[str, ...] = (),
-                 offers: list[Any] | None = None, specs: list[Any] | None = None) -> ReportData:
-    """The report's data from frames (no database, no Qt): what every format renders."""
+                 offers: list[Any] | None = None, specs: list[Any] | None = None,
+                 usage_rows: ProcessUsageRows | None = None) -> ReportData:
+    """The report's data from frames (no database, no Qt): what every format renders; ``usage_rows``
+    (``load_usage_rows``) gives the "Who used the GPU" tables."""
     advice = compute_advice(frame, settings, offers, specs)
     summary = weekly_summary(frame, tz=tz, previous=previous, recommendations=advice.recommendations,
                              price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency)
@@ -146,15 +197,19 @@ def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: c
         captions[chart_key("power", n)] = f"{name}: power (hourly mean) and power limit"
         captions[chart_key("heat", n)] = f"{name}: utilization by weekday and hour"
         captions[chart_key("daily", n)] = f"{name}: busy hours per day"
+    who = who_used(frame, usage_rows, settings)
+    if who and who[0].lines:
+        captions[chart_key("who", 0)] = "Who used the GPU: energy per user"
     return ReportData(label, summary, advice, time.time() if now_s is None else now_s, captions, series, notes,
-                      labels)
+                      labels, who, unknown_notes(usage_rows) if who else ())
 
 
 def to_json(data: ReportData) -> str:
     summary = dataclasses.asdict(data.summary)
     summary["recommendations"] = [recommendation_dict(r) for r in data.summary.recommendations]
     payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
-               "summary": json_safe(summary), "advice": advice_json(data.advice)}
+               "summary": json_safe(summary), "advice": advice_json(data.advice),
+               "who_used_the_gpu": [table.to_dict() for table in data.who], "who_notes": list(data.who_notes)}
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
@@ -189,6 +244,11 @@ def to_csv(data: ReportData) -> str:
                 row("heatmap", gpu, f"{day} {h:02d}:00", round(value, 2) if math.isfinite(value) else "", "%")
     for p in data.summary.top_processes:
         row("process", p.gpu_index, p.name, round(p.gpu_hours, 3), "GPU-h")
+    for table in data.who:
+        for line in table.lines:
+            row(f"who by {table.by}", "", f"{line.key}: GPU time", round(line.gpu_hours, 3), "GPU-h")
+            row(f"who by {table.by}", "", f"{line.key}: energy", round(line.energy_wh, 2), "Wh")
+            row(f"who by {table.by}", "", f"{line.key}: energy cost", round(line.cost, 4), table.currency)
     for c in data.summary.changes:
         row("change", c.gpu_index, c.label, round(c.delta, 3), c.unit)
     for r in data.summary.recommendations:
@@ -269,4 +329,5 @@ class HistorySource:
         tz = SystemLocalTime()
         with open_history(str(self.db_path)) as store:
             label, frame, previous, notes = load_week(store, label, tz, time.time())
-        return build_report(frame, previous, self.settings, tz, label, notes=notes)
+            usage_rows = load_usage_rows(store, frame)
+        return build_report(frame, previous, self.settings, tz, label, notes=notes, usage_rows=usage_rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 from desktop.advice import open_history
 from desktop.cli.common import STDOUT, check_output, db_path, load_settings
 from desktop.errors import UserError
-from desktop.reporting import SystemLocalTime, build_report, load_week, to_csv, to_json
+from desktop.reporting import SystemLocalTime, build_report, load_usage_rows, load_week, to_csv, to_json
 from desktop.safetext import printable
 
 FORMATS = ("html", "pdf", "json", "csv")
@@ -48,9 +48,10 @@ def main(args: argparse.Namespace) -> int:
     store = open_history(db_path(args))
     try:
         label, frame, previous, notes = load_week(store, args.week, tz, args.now_s)
+        usage_rows = load_usage_rows(store, frame)
     finally:
         store.close()
-    data = build_report(frame, previous, settings, tz, label, now_s=args.now_s, notes=notes)
+    data = build_report(frame, previous, settings, tz, label, now_s=args.now_s, notes=notes, usage_rows=usage_rows)
     pages = 0
     try:
         if fmt == "json":

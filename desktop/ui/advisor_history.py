@@ -3,6 +3,9 @@
 The week's data comes from ``desktop.reporting`` (``HistorySource.report``, on a worker thread);
 this page draws the charts and shows the report's HTML. Its screenshot comes from the running
 app: `make screenshots` (desktop/ui/screenshots.py).
+
+The summary follows the window's theme (charts and page colours, redrawn on a theme switch);
+exported files stay on paper colours (dark on white), as they are printed and opened elsewhere.
 """
 
 from __future__ import annotations
@@ -27,17 +30,22 @@ from PySide6.QtWidgets import (
 from desktop.advice import span_text
 from desktop.reporting import ReportData
 from desktop.ui.background import Loader
+from desktop.ui.theme import LIGHT, Theme
 
 
 class HistoryPage(QWidget):
     """A week picker, the weekly summary with its charts and heatmap (the report's HTML), and export."""
 
-    def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], ReportData]) -> None:
+    def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], ReportData],
+                 theme: Theme = LIGHT) -> None:
         super().__init__()
         self.weeks_source = weeks
         self.report_source = report
+        self.theme = theme
         self.data: ReportData | None = None
+        #: The charts as shown (in the window's theme); on paper for export (drawn when first exported).
         self.pngs: dict[str, bytes] = {}
+        self._paper_pngs: dict[str, bytes] | None = None
         self.loader = Loader(self)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
@@ -49,6 +57,11 @@ class HistoryPage(QWidget):
         for widget in (self.previous_button, self.week_combo, self.next_button):
             top.addWidget(widget)
         top.addStretch(1)
+        # Issue 16: jump to the week's usage per user, command and container (the report's section).
+        self.who_button = QPushButton("&Who used the GPU")
+        self.who_button.setToolTip("GPU time, energy and its cost per user, command and container (Alt+W)")
+        self.who_button.setEnabled(False)  # until a week with process samples is shown
+        top.addWidget(self.who_button)
         top.addWidget(self.export_button)
         layout.addLayout(top)
         #: How much history the shown week holds, and what advice needs when it is too little (plain text).
@@ -59,13 +72,13 @@ class HistoryPage(QWidget):
         layout.addWidget(self.note)
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
-        # The summary is the report's page, shown as on paper in either theme.
-        self.view.setStyleSheet("QTextBrowser { background: #ffffff; color: #222222; }")
         layout.addWidget(self.view, 1)
+        self._paint_view()
         self.previous_button.clicked.connect(lambda: self._step(+1))
         self.next_button.clicked.connect(lambda: self._step(-1))
         self.week_combo.currentTextChanged.connect(self.show_week)
         self.export_button.clicked.connect(self._export_dialog)
+        self.who_button.clicked.connect(lambda: self.view.scrollToAnchor("who"))
 
     @property
     def loading(self) -> bool:
@@ -97,6 +110,7 @@ class HistoryPage(QWidget):
         self.previous_button.setEnabled(False)
         self.next_button.setEnabled(False)
         self.export_button.setEnabled(False)
+        self.who_button.setEnabled(False)
         self.note.setVisible(False)
         self.view.setPlainText(f"Reading {label} from the history and summarising it...")
         self.loader.run(lambda: self.report_source(label), self._show_data, self._failed)
@@ -109,24 +123,58 @@ class HistoryPage(QWidget):
         self.previous_button.setEnabled(self.week_combo.currentIndex() < self.week_combo.count() - 1)
         self.next_button.setEnabled(self.week_combo.currentIndex() > 0)
 
-    def _show_data(self, data: Any) -> None:
-        from desktop.ui.report_html import render_html
-        from desktop.ui.reports import render_charts
+    def _paint_view(self) -> None:
+        from desktop.ui.report_html import report_colours
 
+        colours = report_colours(self.theme)
+        self.view.setStyleSheet(f"QTextBrowser {{ background: {colours.page}; color: {colours.text}; }}")
+
+    def apply_theme(self, theme: Theme) -> None:
+        """Redraw the summary (page and charts) in ``theme``."""
+        self.theme = theme
+        self._paint_view()
+        if self.data is not None:
+            self._render()
+
+    def _show_data(self, data: Any) -> None:
         self.data = data
+        self._paper_pngs = None
         advice = data.advice
         shortfall = advice.shortfall()
         self.note.setText(f"{data.week_label}: {span_text(advice.recorded_s)} of recorded history."
                           + (f" {shortfall}" if shortfall is not None else ""))
         self.note.setVisible(True)
-        self.pngs = render_charts(self.data)
+        self._render()
+        self.who_button.setEnabled(bool(self.data.who))
+        self.export_button.setEnabled(True)
+        self._enable_steps()
+
+    def _render(self) -> None:
+        """Draw the charts and the HTML of the shown week in the page's theme."""
+        from desktop.ui.report_charts import chart_style
+        from desktop.ui.report_html import render_html, report_colours
+        from desktop.ui.reports import render_charts
+
+        assert self.data is not None
+        self.pngs = render_charts(self.data, chart_style(self.theme))
+        scroll = self.view.verticalScrollBar().value()
         doc = QTextDocument(self.view)
         for key, png in self.pngs.items():
             doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"chart-{key}.png"), QImage.fromData(png))
-        doc.setHtml(render_html(self.data, lambda key: f"chart-{key}.png"))
+        doc.setHtml(render_html(self.data, lambda key: f"chart-{key}.png", report_colours(self.theme)))
         self.view.setDocument(doc)
-        self.export_button.setEnabled(True)
-        self._enable_steps()
+        self.view.verticalScrollBar().setValue(scroll)
+
+    def paper_pngs(self) -> dict[str, bytes]:
+        """The charts on paper colours, for exported files (the shown ones when the page is light)."""
+        if not self.theme.dark:
+            return self.pngs
+        if self._paper_pngs is None:
+            from desktop.ui.reports import render_charts
+
+            assert self.data is not None
+            self._paper_pngs = render_charts(self.data)
+        return self._paper_pngs
 
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
@@ -137,13 +185,13 @@ class HistoryPage(QWidget):
             return
         suffix = path.suffix.lower()
         if suffix == ".pdf":
-            write_pdf(self.data, self.pngs, path)
+            write_pdf(self.data, self.paper_pngs(), path)
         elif suffix == ".json":
             path.write_text(to_json(self.data), encoding="utf-8")
         elif suffix == ".csv":
             path.write_text(to_csv(self.data), encoding="utf-8")
         else:
-            path.write_text(to_html(self.data, self.pngs), encoding="utf-8")
+            path.write_text(to_html(self.data, self.paper_pngs()), encoding="utf-8")
 
     def _export_dialog(self) -> None:
         if self.data is None:

@@ -5,6 +5,10 @@ texts that quote them, notes) passes through ``e``: ``html.escape`` (a process m
 ``<script>alert(1)</script>``) and ``neutralise_bidi`` (``invoice\u202egpj.exe`` must not
 read as ``invoiceexe.jpg``). The markup stays within what Qt's rich text understands
 (tables, inline styles, ``page-break-before``), so the PDF is rendered from the same HTML.
+
+Colours come from a ``ReportColours``: ``PAPER`` (dark text on white) for exported files, which
+are printed and opened outside the app, and ``report_colours(theme)`` for the History page,
+which follows the window's theme.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 from typing import TYPE_CHECKING
@@ -21,17 +26,53 @@ from desktop.safetext import neutralise_bidi
 
 if TYPE_CHECKING:
     from desktop.reporting import ReportData
+    from desktop.ui.theme import Theme
 
-SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#d68910", "info": "#2e86c1"}
-_CSS = """
-body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #222; }
-h1 { font-size: 17pt; margin-bottom: 2px; } h2 { font-size: 13pt; margin-top: 16px; }
-table { border-collapse: collapse; margin: 4px 0 8px 0; }
-th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #eef1f5; } td.num { text-align: right; }
-.demo { background: #fff3cd; border: 1px solid #d6b656; padding: 6px; }
-.muted { color: #666; }
-"""
+
+
+@dataclass(frozen=True)
+class ReportColours:
+    """The report's colours: text, muted text, page, table rules and header, the demo note, severities."""
+
+    text: str
+    muted: str
+    page: str
+    rule: str
+    header: str
+    demo_fill: str
+    demo_border: str
+    critical: str
+    warning: str
+    info: str
+
+    def severity(self, severity: str) -> str:
+        return {"critical": self.critical, "warning": self.warning, "info": self.info}.get(severity, self.muted)
+
+    def css(self) -> str:
+        return (f"body {{ font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: {self.text};"
+                f" background: {self.page}; }}\n"
+                "h1 { font-size: 17pt; margin-bottom: 2px; } h2 { font-size: 13pt; margin-top: 16px; }\n"
+                "table { border-collapse: collapse; margin: 4px 0 8px 0; }\n"
+                f"th, td {{ border: 1px solid {self.rule}; padding: 3px 6px; text-align: left;"
+                " vertical-align: top; }\n"
+                f"th {{ background: {self.header}; }} td.num {{ text-align: right; }}\n"
+                f".demo {{ background: {self.demo_fill}; border: 1px solid {self.demo_border}; padding: 6px; }}\n"
+                f".muted {{ color: {self.muted}; }}\n")
+
+
+#: Dark text on white: exported HTML and PDF (printed, mailed, opened in a browser of any theme).
+PAPER = ReportColours(text="#222222", muted="#666666", page="#ffffff", rule="#bbbbbb", header="#eef1f5",
+                      demo_fill="#fff3cd", demo_border="#d6b656", critical="#c0392b", warning="#d68910",
+                      info="#2e86c1")
+
+
+def report_colours(theme: Theme) -> ReportColours:
+    """The report in the window's theme: ``PAPER`` when light, the theme's own colours when dark."""
+    if not theme.dark:
+        return PAPER
+    return ReportColours(text=theme.text, muted=theme.muted, page=theme.base, rule=theme.border, header=theme.window,
+                         demo_fill="#3b3320", demo_border=theme.warn, critical=theme.bad, warning=theme.warn,
+                         info=theme.accent)
 
 
 def e(value: object) -> str:
@@ -99,13 +140,13 @@ def _changes(data: ReportData) -> str:
     return "<h2>Against the previous week</h2>" + _table(["", "previous", "this week", "change"], rows)
 
 
-def _recommendations(data: ReportData) -> str:
+def _recommendations(data: ReportData, colours: ReportColours) -> str:
     recs = data.summary.recommendations
     if not recs:
         return "<h2>Top recommendations</h2><p>No recommendations: nothing crossed a threshold this week.</p>"
     parts = ["<h2>Top recommendations</h2>"]
     for rec in recs:
-        colour = SEVERITY_COLOURS.get(rec.severity, "#444")
+        colour = colours.severity(rec.severity)
         evidence = "".join(f"<li>{e(item.text())}</li>" for item in rec.evidence)
         spans = ", ".join(f"{e(when(a, '%a %H:%M'))} - {e(when(b, '%a %H:%M'))}" for a, b in rec.time_ranges[:3])
         parts.append(
@@ -123,6 +164,28 @@ def _processes(data: ReportData) -> str:
              num(p.peak_vram_mib, 0, "MiB")] for p in procs]
     return "<h2>Top processes</h2>" + _table(
         ["process", "GPU", "GPU-hours (while busy)", "holding memory", "peak VRAM"], rows, numeric_from=1)
+
+
+def _who(data: ReportData) -> str:
+    """"Who used the GPU": GPU time, energy and its cost per user, per command and per container."""
+    if not data.who:
+        return ""
+    from advisor.usage import fmt_cost, fmt_energy, fmt_gpu_hours
+
+    parts = ["<h2><a name=\"who\"></a>Who used the GPU</h2>"]
+    for table in data.who:
+        rows = [[e(line.key), e(fmt_gpu_hours(line.gpu_hours)), e(fmt_energy(line.energy_wh)),
+                 num(line.energy_share_pct, 0, "%"), e(fmt_cost(line.cost, table.currency)), str(line.processes)]
+                for line in table.lines]
+        if table.unattributed_wh > 0:
+            rows.append(["<i>no process on the GPU</i>", "", e(fmt_energy(table.unattributed_wh)), "",
+                         e(fmt_cost(table.unattributed_wh / 1000.0 * table.price_per_kwh, table.currency)), ""])
+        parts.append(f"<p><b>By {e(table.by)}</b></p>"
+                     + _table([table.by, "GPU time", "energy", "share", "energy cost", "processes"], rows))
+    parts.append(f"<p class=\"muted\">{e(data.who[0].basis_text())} GPU time is the time a {e(data.who[0].by)} "
+                 "held memory on a GPU; two sharing one GPU each count the hour.</p>")
+    parts.extend(f"<p class=\"muted\">{e(note)}</p>" for note in data.who_notes)
+    return "".join(parts)
 
 
 def _costs(data: ReportData) -> str:
@@ -155,7 +218,7 @@ def _charts(data: ReportData, image_src: Callable[[str], str]) -> str:
     return "".join(parts)
 
 
-def render_html(data: ReportData, image_src: Callable[[str], str]) -> str:
+def render_html(data: ReportData, image_src: Callable[[str], str], colours: ReportColours = PAPER) -> str:
     """The report; ``image_src(key)`` gives each chart's ``src`` (a data URI, or a PDF resource name)."""
     s = data.summary
     title = f"Rigscope weekly report, {e(data.week_label)}"
@@ -163,7 +226,8 @@ def render_html(data: ReportData, image_src: Callable[[str], str]) -> str:
     notes = "".join(f"<p class=\"demo\">{e(n)}</p>" if "Demo" in n else f"<p class=\"muted\">{e(n)}</p>"
                     for n in (*s.notes, *data.notes))
     body = (f"<h1>{title}</h1><p class=\"muted\">{span}; generated {e(when(data.generated_s))}</p>{notes}"
-            + _gpu_section(data) + _recommendations(data) + _changes(data) + _processes(data) + _costs(data)
+            + _gpu_section(data) + _recommendations(data, colours) + _changes(data) + _processes(data) + _who(data)
+            + _costs(data)
             + _charts(data, image_src))
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"<style>{_CSS}</style></head><body>{body}</body></html>")
+            f"<style>{colours.css()}</style></head><body>{body}</body></html>")

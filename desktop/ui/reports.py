@@ -8,17 +8,23 @@ the HTML (``report_html``) is what both the browser and the PDF show.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.summary import WEEKDAYS
 from desktop.reporting import ReportData, chart_key
 from desktop.ui.report_html import data_uri, render_html
 
+if TYPE_CHECKING:
+    from desktop.ui.report_charts import ChartStyle
 
-def render_charts(data: ReportData) -> dict[str, bytes]:
-    """Every chart of the report as PNG bytes (needs a QApplication, not a display)."""
+
+def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str, bytes]:
+    """Every chart of the report as PNG bytes (needs a QApplication, not a display); ``style``: the
+    window's theme for the History page (``report_charts.chart_style``), paper by default."""
     from desktop.ui import report_charts as rc
 
     rc.ensure_app()
+    style = style or rc.PAPER
     pngs: dict[str, bytes] = {}
     metas = {g.meta.uuid: g.meta for g in data.advice.frame.gpus}
     for n, week in enumerate(data.summary.gpus):
@@ -27,16 +33,24 @@ def render_charts(data: ReportData) -> dict[str, bytes]:
         name = data.labels.get(week.uuid, f"GPU {week.index}")
         pngs[chart_key("util", n)] = rc.time_chart_png(
             s["time_s"], [("utilization", s["utilization_gpu_pct"])], title=f"{name} utilization", y_label="%",
-            y_range=(0, 100))
+            y_range=(0, 100), style=style)
         pngs[chart_key("temp", n)] = rc.time_chart_png(
             s["time_s"], [("temperature", s["temperature_c"])], title=f"{name} temperature", y_label="°C",
-            limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None)
+            limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None, style=style)
         pngs[chart_key("power", n)] = rc.time_chart_png(
             s["time_s"], [("power", s["power_w"])], title=f"{name} power", y_label="W",
-            limit=(meta.power_limit_w, "power limit") if meta.power_limit_w else None)
-        pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time")
+            limit=(meta.power_limit_w, "power limit") if meta.power_limit_w else None, style=style)
+        pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time",
+                                                  style=style)
         pngs[chart_key("daily", n)] = rc.bar_chart_png(WEEKDAYS, week.daily_busy_hours,
-                                                       title=f"{name}: busy hours per day", y_label="h")
+                                                       title=f"{name}: busy hours per day", y_label="h", style=style)
+    if chart_key("who", 0) in data.chart_captions:  # the week's energy per user, the top 8 and the rest
+        lines = data.who[0].lines
+        labels = [line.key for line in lines[:8]] + (["others"] if len(lines) > 8 else [])
+        values = [line.energy_wh for line in lines[:8]]
+        values += [sum(x.energy_wh for x in lines[8:])] if len(lines) > 8 else []
+        pngs[chart_key("who", 0)] = rc.bar_chart_png(labels, values, title="Who used the GPU: energy per user",
+                                                     y_label="Wh", style=style)
     return pngs
 
 

@@ -65,6 +65,9 @@ class _FakeProcess:
     def name(self) -> str:
         return "train.py"
 
+    def cmdline(self) -> list[str]:
+        return ["python", "train.py"]
+
     def username(self) -> str:
         return "someone"
 
