@@ -88,6 +88,9 @@ class GpuSeries:
     utilization_gpu_max_pct: FloatArray | None = None
     vram_used_max_mib: FloatArray | None = None
     temperature_max_c: FloatArray | None = None
+    #: How hard the GPU worked, % of its calibrated full load (measured SM activity where the GPU
+    #: has it); None where the history predates it, NaN rows where it was not known.
+    effective_load_pct: FloatArray | None = None
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])

@@ -22,3 +22,9 @@ class Thresholds:
     min_busy_hours: float = 0.5
     #: The PCIe rule fires when the link runs below its maximum for this share of heavy-load time.
     pcie_low_share_pct: float = 50.0
+    #: The effective-load rule: busy time at this utilization or more ...
+    hollow_util_pct: float = 80.0
+    #: ... while the GPU works at this share of its calibrated full load or less ...
+    low_effective_load_pct: float = 50.0
+    #: ... for this share of the busy time (the window, or its worst run).
+    low_effective_share_pct: float = 20.0

@@ -124,3 +124,14 @@ def battery(platform: str) -> str:
     plan = "the Windows power mode 'Best performance'" if _windows(platform) else "AC power"
     return (f"Plug the charger in for heavy GPU work: on battery the GPU is held far below its power limit and "
             f"the battery wears quickly; schedule long jobs on {plan}.")
+
+
+def low_effective_load(memory_bound: bool) -> str:
+    """Utilization high, effective load low: memory-bound kernels, small batches or a starved input pipeline."""
+    first = ("The memory controller was busy meanwhile, so the kernels most likely wait on DRAM: "
+             if memory_bound else "The memory controller was not the bottleneck, so the kernels are most likely "
+                                  "too small to fill the GPU or wait on input: ")
+    return (first + "raise the batch size (or use gradient accumulation less and larger micro-batches), train in "
+            "bf16/fp16 (half the bytes per value), fuse element-wise work (torch.compile, fused optimizers, "
+            "FlashAttention/SDPA) and feed data from pinned memory with num_workers > 0. Profile one step "
+            "(torch.profiler) to see which kernels dominate; the stress test calibrates this estimate on your GPU.")

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
+from desktop.history.calibration import load_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.recorder import Recorder
@@ -31,6 +32,7 @@ def main(args: argparse.Namespace) -> int:
     backend = open_backend(args.simulate)
     sampler = Sampler(backend, open_host_backend(), process_period_s=max(interval_s,
                                                                        settings.sampling.process_interval_s))
+    sampler.effective_load.calibrate_all(load_calibrations(path))  # each GPU's own stress run, where one exists
     writer = HistoryWriter(path, maintenance_period_s=None)  # the Recorder schedules it on its own clock
     exporter = None
     previous_handlers: dict[int, Any] = {}

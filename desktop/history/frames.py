@@ -24,7 +24,7 @@ from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 _FRAME_METRICS: tuple[str, ...] = (
     *GPU_SERIES_METRICS, "energy_used_mj", "clock_event_reasons", "busy_s", "duration_s",
     "utilization_gpu_pct_max", "vram_used_mib_max", "temperature_c_max", *(f"reason_s_{bit}" for bit in REASON_BITS),
-    *(name for name, _ in CLOCK_EVENT_COUNTERS),
+    *(name for name, _ in CLOCK_EVENT_COUNTERS), "effective_load_pct",
 )
 #: Above this span the frame is built from minute rollups.
 RAW_SPAN_LIMIT_S = 2 * 86400.0
@@ -79,6 +79,7 @@ def _gpu_series(store: HistoryDb, info: GpuInfo, start_s: float, end_s: float,
         utilization_gpu_max_pct=cols["utilization_gpu_pct_max"],
         vram_used_max_mib=cols["vram_used_mib_max"],
         temperature_max_c=cols["temperature_c_max"],
+        effective_load_pct=cols["effective_load_pct"],
     )
 
 

@@ -39,6 +39,7 @@ GPU_SCALES: Final[dict[str, int]] = {
     "clock_event_sw_thermal_s": 1000,
     "clock_event_hw_thermal_s": 1000,
     "clock_event_hw_power_brake_s": 1000,
+    "effective_load_pct": 10,
 }
 assert tuple(GPU_SCALES) == GPU_METRIC_NAMES
 
@@ -89,9 +90,15 @@ def _v4_rollup_columns() -> list[str]:
     return cols
 
 
+#: GPU metrics schema v9 appended to the raw and rollup tables (time-weighted means in rollups).
+_V9_GPU_METRICS: Final[tuple[str, ...]] = ("effective_load_pct",)
+assert GPU_METRIC_NAMES[-len(_V9_GPU_METRICS):] == _V9_GPU_METRICS
+
+
 def rollup_columns() -> list[str]:
-    """The value columns of gpu_minute / gpu_hour, in order (v6 appended the counted seconds, in ms)."""
-    return [*_v4_rollup_columns(), *COUNTER_METRICS]
+    """The value columns of gpu_minute / gpu_hour, in order (v6 appended the counted seconds in ms, v9 the
+    effective load)."""
+    return [*_v4_rollup_columns(), *COUNTER_METRICS, *_V9_GPU_METRICS]
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -177,18 +184,44 @@ def _v6(conn: sqlite3.Connection) -> None:
 
 
 def _v7(conn: sqlite3.Connection) -> None:
-    # Jobs run under `rigscope run` (issue 15): filled in by desktop/history/jobs.py's owner.
-    pass
+    # Jobs run under `rigscope run` (issue 15, desktop/history/jobs.py): one row per job (lists as JSON),
+    # its throughput series as float64 blobs (like stress_series), and the guard's pauses and resumes.
+    _run(conn, """
+        CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, name TEXT NOT NULL, argv_json TEXT NOT NULL,
+            started_s REAL NOT NULL, ended_s REAL, exit_code INTEGER, pids_json TEXT NOT NULL DEFAULT '[]',
+            gpu_uuids_json TEXT NOT NULL DEFAULT '[]', gpu_indices_json TEXT NOT NULL DEFAULT '[]',
+            throughput_unit TEXT, guard_c REAL, paused_s REAL NOT NULL DEFAULT 0,
+            source TEXT NOT NULL DEFAULT 'nvml', card_json TEXT, extra_json TEXT NOT NULL DEFAULT '');
+        CREATE INDEX jobs_started ON jobs (started_s);
+        CREATE TABLE job_series (job_id INTEGER NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+            name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (job_id, name)) WITHOUT ROWID;
+        CREATE TABLE job_events (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(job_id)
+            ON DELETE CASCADE, ts REAL NOT NULL, kind TEXT NOT NULL, temperature_c REAL, gpu_index INTEGER);
+        CREATE INDEX job_events_job ON job_events (job_id, ts);
+    """)
+
+
+#: Per-process utilization (0.1 %) and attribution (``strings`` ids) that schema v8 appended to process_samples.
+PROCESS_V8_COLUMNS: Final[tuple[str, ...]] = ("sm_util_pct", "mem_util_pct", "enc_util_pct", "dec_util_pct",
+                                             "command_id", "container_id")
 
 
 def _v8(conn: sqlite3.Connection) -> None:
-    # Per-process utilization and attribution (issue 16): columns on process_samples.
-    pass
+    # Per-process utilization and attribution (issue 16): columns on process_samples; older rows keep
+    # NULL (n/a: nobody asked then). The day blocks hold copies without them: dropped, as in _v6.
+    script = "".join(f"ALTER TABLE process_samples ADD COLUMN {c} INTEGER;\n" for c in PROCESS_V8_COLUMNS)
+    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
+    _run(conn, script)
 
 
 def _v9(conn: sqlite3.Connection) -> None:
-    # Effective load (issue 16): a GPU metric column on the raw and rollup tables.
-    pass
+    # Effective load (issue 16): appended to the raw and rollup tables; older rows keep NULL
+    # (nobody estimated then). The day blocks hold copies without the column: dropped, as in _v6.
+    script = ""
+    for table in ("gpu_samples", "gpu_minute", "gpu_hour"):
+        script += "".join(f"ALTER TABLE {table} ADD COLUMN {m} INTEGER;\n" for m in _V9_GPU_METRICS)
+    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
+    _run(conn, script)
 
 
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).

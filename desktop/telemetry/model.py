@@ -22,8 +22,8 @@ from advisor.clock_events import (
 )
 
 __all__ = ["CLOCK_EVENT_COUNTERS", "GPU_METRIC_NAMES", "METRICS", "METRICS_BY_NAME", "POWER_REASONS",
-           "THERMAL_REASONS", "THROTTLE_REASONS", "ClockEventReason", "DeviceState", "GpuInfo", "GpuProcess",
-           "GpuReading", "GpuSample", "HostSample", "Metric", "MigInstance", "ProcessKind", "Snapshot",
+           "THERMAL_REASONS", "THROTTLE_REASONS", "ClockEventReason", "DeviceState", "GpmActivity", "GpuInfo",
+           "GpuProcess", "GpuReading", "GpuSample", "HostSample", "Metric", "MigInstance", "ProcessKind", "Snapshot",
            "SourceInfo", "SourceKind", "format_value"]
 
 
@@ -88,6 +88,9 @@ class GpuInfo:
     mig_enabled: bool | None = None
     is_laptop: bool = False
     simulated: bool = False
+    #: NVML's GPU performance monitoring (GPM: Hopper, Blackwell) measures this GPU's SM activity:
+    #: its ``effective_load_pct`` is then measured SM activity, not the power/clock estimate.
+    gpm_supported: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,25 @@ class GpuSample:
     clock_event_sw_thermal_s: float | None = None
     clock_event_hw_thermal_s: float | None = None
     clock_event_hw_power_brake_s: float | None = None
+    #: How hard the GPU works, 0-100 %: NVML's SM activity where the GPU measures it (GPM),
+    #: otherwise estimated from power and SM clock against its full-load calibration (the
+    #: sampler fills it in; advisor/effective_load.py). Utilization only says a kernel ran.
+    effective_load_pct: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpmActivity:
+    """What NVML's GPM measured over the last sample interval, 0-100 % each; None: not answered.
+
+    Live only (not stored in the history): SM activity is also the reading's ``effective_load_pct``.
+    """
+
+    #: Share of the SMs busy (at least one warp resident): DCGM's SM_ACTIVE (NVML_GPM_METRIC_SM_UTIL).
+    sm_active_pct: float | None = None
+    #: Share of time any tensor pipe was busy: DCGM's PIPE_TENSOR_ACTIVE (NVML_GPM_METRIC_ANY_TENSOR_UTIL).
+    tensor_active_pct: float | None = None
+    #: DRAM bandwidth used of the theoretical maximum: DCGM's DRAM_ACTIVE (NVML_GPM_METRIC_DRAM_BW_UTIL).
+    dram_active_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +164,8 @@ class GpuReading:
     sample: GpuSample | None
     #: Why the device is lost (the NVML error), for the badge tooltip.
     state_detail: str | None = None
+    #: GPM's measured activity this tick (GPUs with ``info.gpm_supported``), else None.
+    activity: GpmActivity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +280,8 @@ METRICS: Final[tuple[Metric, ...]] = (
            "Seconds under HW thermal slowdown since the previous sample (NVML's counter)"),
     Metric("clock_event_hw_power_brake_s", "Time power-braked", "s",
            "Seconds under HW power brake slowdown since the previous sample (NVML's counter)"),
+    Metric("effective_load_pct", "Effective load", "%",
+           "How hard the GPU works: SM activity where measured, else estimated from power and clock"),
 )
 
 METRICS_BY_NAME: Final[dict[str, Metric]] = {m.name: m for m in METRICS}

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from desktop.telemetry.backend import BackendUnavailable, GpuBackend, HostBackend
+from desktop.telemetry.effective_load import EffectiveLoad
 from desktop.telemetry.model import DeviceState, GpuProcess, Snapshot
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
@@ -59,8 +60,11 @@ class Sampler:
         reinit_period_s: float = DEFAULT_REINIT_PERIOD_S,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        effective_load: EffectiveLoad | None = None,
     ) -> None:
         self.gpu = gpu
+        #: Estimates each reading's effective load; ``calibrate`` it with the GPUs' stress runs.
+        self.effective_load = effective_load if effective_load is not None else EffectiveLoad()
         self.host = host
         self.process_period_s = process_period_s
         self.reinit_period_s = reinit_period_s
@@ -77,7 +81,7 @@ class Sampler:
     def tick(self) -> Snapshot:
         now = self._clock()
         mono = self._monotonic()
-        readings = self.gpu.sample(now)
+        readings = self.effective_load.apply(self.gpu.sample(now))
         if any(r.state is DeviceState.LOST for r in readings):
             if self._reinit_at is None:
                 self._reinit_at = mono

@@ -37,7 +37,7 @@ from desktop.ui.theme import DARK, Theme
 SNOOZE_DAYS = 7.0
 SEVERITY_COLOURS = {"critical": "#D55E00", "warning": "#E69F00", "info": "#56B4E9"}
 _CHART_LABELS = {"temperature_c": "°C", "vram_used_mib": "VRAM (MiB)", "utilization_gpu_pct": "GPU %",
-                 "power_w": "power (W)", "pcie_gen": "PCIe gen"}
+                 "power_w": "power (W)", "pcie_gen": "PCIe gen", "effective_load_pct": "effective load %"}
 
 
 class AdviceState:

@@ -27,6 +27,28 @@ _TILES = (
 )
 
 
+UTILIZATION_TIP = ("Utilization: share of time a kernel ran. Effective load (eff.): how hard the GPU worked, "
+                   "estimated from power and SM clock against its full-load calibration (its own stress run, "
+                   "else the datasheet); 100 % utilization at ~35 % effective load means memory-bound kernels, "
+                   "small batches or a starved input pipeline.")
+
+
+MEASURED_TIP = ("Utilization: share of time a kernel ran. SM activity (act.): share of the SMs that were busy, "
+                "measured by the GPU itself (NVML GPM); 100 % utilization at low SM activity means kernels too "
+                "small to fill the GPU or a starved input pipeline.")
+
+
+def _activity_tip(reading: GpuReading) -> str:
+    """The measured tensor and DRAM activity, where GPM gave them this tick."""
+    activity = reading.activity
+    if activity is None:
+        return ""
+    parts = [f"{label} {value:.0f} %" for label, value in (("Tensor cores", activity.tensor_active_pct),
+                                                          ("DRAM bandwidth", activity.dram_active_pct))
+             if value is not None]
+    return f"{', '.join(parts)}. " if parts else ""
+
+
 def _fmt(name: str, value: float | None) -> str:
     return format_value(METRICS_BY_NAME[name], value)
 
@@ -53,11 +75,21 @@ def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
     """The text of every tile for one reading (pure, so tests and the tray reuse it)."""
     sample = reading.sample if reading is not None else None
     if sample is None:
-        return {key: "n/a" for key, _ in _TILES} | {"throttle": ""}
+        tip = MEASURED_TIP if info.gpm_supported else UTILIZATION_TIP
+        return {key: "n/a" for key, _ in _TILES} | {"throttle": "", "utilization_tip": tip}
     util = _fmt("utilization_gpu_pct", sample.utilization_gpu_pct)
     mem = sample.utilization_mem_pct
-    if mem is not None:
+    effective = sample.effective_load_pct
+    measured = info.gpm_supported  # GPM: measured SM activity ("act."), else the estimate ("eff.")
+    util_tip = MEASURED_TIP if measured else UTILIZATION_TIP
+    if effective is not None:  # beside utilization: how hard the GPU works while kernels run
+        util = f"{util} · {'act.' if measured else 'eff.'} {effective:.0f} %"
+        if mem is not None:
+            util_tip = f"Memory controller {mem:.0f} %. {util_tip}"
+    elif mem is not None:
         util = f"{util}  (mem {mem:.0f} %)"
+    if measured and reading is not None:
+        util_tip = _activity_tip(reading) + util_tip
     reasons = ClockEventReason.decode((sample.clock_event_reasons or 0) & int(THROTTLE_REASONS))
     return {
         "utilization": util,
@@ -66,6 +98,7 @@ def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
         "power": _of("power_w", sample.power_w, info.power_limit_enforced_w),
         "clock": _of("sm_clock_mhz", sample.sm_clock_mhz, info.sm_clock_max_mhz),
         "throttle": ("Held back by: " + ", ".join(r.label for r in reasons)) if reasons else "Not throttled",
+        "utilization_tip": util_tip,
     }
 
 
@@ -128,6 +161,9 @@ class GpuCard(QFrame):
         for key, label in self.values.items():
             if label.text() != texts[key]:
                 label.setText(texts[key])
+        tip = texts["utilization_tip"]
+        if self.values["utilization"].toolTip() != tip:
+            self.values["utilization"].setToolTip(tip)
         if self.throttle_label.text() != texts["throttle"]:
             self.throttle_label.setText(texts["throttle"])
         if reading.state is not self.state:

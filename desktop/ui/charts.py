@@ -22,8 +22,11 @@ API (the dashboard, the stress page and the reports reuse these pieces):
     database (same colour, its own curve, so neither array is copied into the other);
     ``set_limit(key, value, label)`` draws a dashed horizontal line (a power limit, a
     slowdown temperature), ``value=None`` hides it; ``set_y_range(low, high)`` fixes the
-    y range (the device's own limits, never hard-coded maxima); ``set_categories(labels)``
-    turns the plot into a lane chart whose row i is labelled ``labels[i]``.
+    y range (the device's own limits, never hard-coded maxima); ``set_min_span(span_abs,
+    fraction)`` keeps an auto y range at least that tall, so sensor noise is not blown up
+    to full height; ``set_categories(labels)`` turns the plot into a lane chart whose row i
+    is labelled ``labels[i]``. The hover readout names the date with the time when the
+    window is longer than ``DATED_WINDOW_S`` or crosses midnight.
 
 Curves follow pyqtgraph's live-plot habits: ``connect="finite"`` so NaN leaves a gap (a
 missing metric, a lost GPU), ``"peak"`` downsampling (spikes survive it) to about a point
@@ -50,6 +53,24 @@ from desktop.ui.theme import Theme
 FloatArray = npt.NDArray[np.float64]
 
 LEFT_AXIS_WIDTH_PX = 84
+#: A window longer than this (or one that crosses midnight) shows the date in the hover readout.
+DATED_WINDOW_S = 6 * 3600.0
+
+
+def readout_time(time_s: float, window_start_s: float, window_end_s: float) -> str:
+    """The hover readout's time: "14:03:07", or with the date ("Tue 10 Nov 14:03") in a long window."""
+    start, end = time.localtime(window_start_s), time.localtime(window_end_s)
+    dated = window_end_s - window_start_s > DATED_WINDOW_S or (start.tm_year, start.tm_yday) != (end.tm_year,
+                                                                                                  end.tm_yday)
+    return time.strftime("%a %d %b %H:%M" if dated else "%H:%M:%S", time.localtime(time_s))
+
+
+def min_span_range(low: float, high: float, span: float) -> tuple[float, float]:
+    """``(low, high)`` widened about its middle to at least ``span`` (unchanged when already as tall)."""
+    if high - low >= span:
+        return low, high
+    middle = (low + high) / 2.0
+    return middle - span / 2.0, middle + span / 2.0
 
 
 class RingBuffer:
@@ -140,8 +161,8 @@ class _Series:
         self.history = history
 
 
-def _curve(colour: str, width: float) -> pg.PlotDataItem:
-    pen = pg.mkPen(colour, width=width)
+def _curve(colour: str, width: float, dashed: bool = False) -> pg.PlotDataItem:
+    pen = pg.mkPen(colour, width=width, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
     if width > 1:  # wide lane marks: a cause held for under a pixel still shows as a square
         pen.setCapStyle(Qt.PenCapStyle.SquareCap)
     curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
@@ -162,6 +183,11 @@ class TimePlot:
         self._data: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._history: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._limits: dict[str, tuple[pg.InfiniteLine, str]] = {}
+        #: The least y span shown while the y range is automatic: absolute, and as a fraction of the top value.
+        self.min_span = 0.0
+        self.min_span_fraction = 0.0
+        self._y_fixed = False
+        self._y_widened = False
         item.setMenuEnabled(False)
         item.setMouseEnabled(x=False, y=False)
         item.hideButtons()
@@ -194,14 +220,21 @@ class TimePlot:
 
     # --- building -------------------------------------------------------------------
     def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0,
-                   downsample: bool = True) -> None:
+                   downsample: bool = True, *, dashed: bool = False) -> None:
         """``downsample=False`` for sparse series (lane marks): a "peak" block holding a NaN is NaN,
-        so downsampling would erase isolated points."""
+        so downsampling would erase isolated points. ``dashed`` for a derived series (an estimate)."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
-        live, history = _curve(colour, width), _curve(colour, width)
+        live, history = _curve(colour, width, dashed), _curve(colour, width, dashed)
         self.item.addItem(history)
         self.item.addItem(live)
         self._series[key] = _Series(label, colour, live, history, downsample)
+
+    def relabel(self, title: str, labels: dict[str, str]) -> None:
+        """A new title and series labels (an estimate that the GPU turned out to measure)."""
+        self.title = title
+        for key, label in labels.items():
+            self._series[key].label = label
+        self.show_readout(None)
 
     def set_limit(self, key: str, value: float | None, label: str) -> None:
         line_label = self._limits.get(key)
@@ -219,8 +252,44 @@ class TimePlot:
             line.setVisible(True)
 
     def set_y_range(self, low: float, high: float) -> None:
+        self._y_fixed = True
         self.item.setYRange(low, high, padding=0.02)
         self.item.enableAutoRange(y=False)
+
+    def set_min_span(self, span: float, fraction: float = 0.0) -> None:
+        """Keep the automatic y range at least ``max(span, fraction * |top value|)`` tall (e.g. 10 °C for a
+        temperature, a fifth of the throughput): a flat line with noise stays a flat line."""
+        self.min_span = span
+        self.min_span_fraction = fraction
+        self._fit_y()
+
+    def _fit_y(self) -> None:
+        """Widen the automatic y range to the minimum span about the data; let pyqtgraph fit it when taller."""
+        if self._y_fixed or (self.min_span <= 0 and self.min_span_fraction <= 0):
+            return
+        lows, highs = [], []
+        for store in (self._data, self._history):
+            for _times, values in store.values():
+                finite = values[np.isfinite(values)]
+                if finite.size:
+                    lows.append(float(finite.min()))
+                    highs.append(float(finite.max()))
+        if not lows:
+            return
+        low, high = min(lows), max(highs)
+        span = max(self.min_span, self.min_span_fraction * max(abs(low), abs(high)))
+        if high - low >= span:
+            if self._y_widened:
+                self._y_widened = False
+                self.item.enableAutoRange(y=True)
+            return
+        self._y_widened = True
+        self.item.setYRange(*min_span_range(low, high, span), padding=0.02)
+
+    def y_range(self) -> tuple[float, float]:
+        """The y range shown now."""
+        (_x0, _x1), (y0, y1) = self.item.viewRange()
+        return float(y0), float(y1)
 
     def set_categories(self, labels: Sequence[str]) -> None:
         self.categories = tuple(labels)
@@ -234,11 +303,13 @@ class TimePlot:
         """``drawn``: fewer points that draw the same picture (lane runs); hover still reads ``values``."""
         self._data[key] = (time_s, values)
         self._feed(self._series[key], self._series[key].live, *(drawn or (time_s, values)))
+        self._fit_y()
 
     def set_history(self, key: str, time_s: FloatArray, values: FloatArray,
                     drawn: tuple[FloatArray, FloatArray] | None = None) -> None:
         self._history[key] = (time_s, values)
         self._feed(self._series[key], self._series[key].history, *(drawn or (time_s, values)))
+        self._fit_y()
 
     def _feed(self, series: _Series, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
         """setData with a "peak" downsampling factor of about one point pair per pixel."""
@@ -282,7 +353,8 @@ class TimePlot:
                     value = self.value_at(key, time_s)
                     shown = "n/a" if value is None else f"{value:,.0f} {self.unit}".strip()
                     parts.append(f"<span style='color:{series.colour}'>{series.label} {shown}</span>")
-            parts.append(f"<span style='color:{muted}'>{time.strftime('%H:%M:%S', time.localtime(time_s))}</span>")
+            (x0, x1), _ = self.item.viewRange()
+            parts.append(f"<span style='color:{muted}'>{readout_time(time_s, x0, x1)}</span>")
         self.readout.setHtml("&nbsp;&nbsp;".join(parts))
 
     def set_crosshair(self, time_s: float | None) -> None:

@@ -23,7 +23,13 @@ _EMPTY: FloatArray = np.empty(0, dtype=np.float64)
 LEAD_FRACTION = 0.02
 #: What the ring buffers keep per sample (and the history fill asks for).
 RING_COLUMNS = ("utilization_gpu_pct", "utilization_mem_pct", "vram_used_mib", "temperature_c", "power_w",
-                "sm_clock_mhz", "clock_event_reasons")
+                "sm_clock_mhz", "clock_event_reasons", "effective_load_pct")
+#: The utilization plot's dashed line: how hard the GPU worked, beside the share of time a kernel ran;
+#: measured SM activity where the GPU has GPM (Hopper, Blackwell), else the power/clock estimate.
+EFFECTIVE_LOAD_LABEL = "Effective load (estimate)"
+MEASURED_LOAD_LABEL = "SM activity (measured)"
+UTIL_TITLES = {False: "Utilization · effective load (dashed, estimate)",
+               True: "Utilization · SM activity (dashed, measured)"}
 LANE_REASONS = (
     ClockEventReason.SW_POWER_CAP,
     ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,
@@ -92,9 +98,10 @@ class GpuPanel(QWidget):
         self.plots = PlotColumn(theme)
         layout.addWidget(self.card)
         layout.addWidget(self.plots, 1)
-        util = self.plots.add_plot("util", "Utilization", "%", y_range=(0, 100))
+        util = self.plots.add_plot("util", UTIL_TITLES[False], "%", y_range=(0, 100))
         util.add_series("utilization_gpu_pct", "GPU")
         util.add_series("utilization_mem_pct", "Memory")
+        util.add_series("effective_load_pct", EFFECTIVE_LOAD_LABEL, colour=theme.series[4], width=1.5, dashed=True)
         vram = self.plots.add_plot("vram", "VRAM used", "MiB")
         vram.add_series("vram_used_mib", "Used")
         temp = self.plots.add_plot("temp", "Temperature", "°C")
@@ -129,6 +136,9 @@ class GpuPanel(QWidget):
         p.plot("clock").set_limit("max", sm_max, "max")
         if sm_max:
             p.plot("clock").set_y_range(0, sm_max * 1.08)
+        measured = info.gpm_supported
+        p.plot("util").relabel(UTIL_TITLES[measured],
+                               {"effective_load_pct": MEASURED_LOAD_LABEL if measured else EFFECTIVE_LOAD_LABEL})
 
     def add_reading(self, time_s: float, reading: GpuReading) -> None:
         sample = reading.sample if reading.state is DeviceState.OK else None

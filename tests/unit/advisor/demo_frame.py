@@ -43,7 +43,8 @@ def demo_week_frame(profiles: str = "rtx4090-laptop", seed: int = 0, *, interval
             vram_used_mib=c["vram_used_mib"], temperature_c=c["temperature_c"], power_w=c["power_w"],
             energy_mj=energy, sm_clock_mhz=c["sm_clock_mhz"], mem_clock_mhz=c["mem_clock_mhz"],
             fan_pct=c["fan_pct"], pcie_gen=c["pcie_gen"], pcie_width=c["pcie_width"],
-            clock_event_reasons=c["clock_event_reasons"].astype(np.int64)))
+            clock_event_reasons=c["clock_event_reasons"].astype(np.int64),
+            effective_load_pct=c["effective_load_pct"]))
     host_step = 10.0
     host_t = np.arange(start, end, host_step)
     samples = [scenario.host(t) for t in host_t.tolist()]

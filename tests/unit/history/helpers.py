@@ -30,7 +30,7 @@ FULL_SAMPLE = GpuSample(
     temperature_c=78.3, power_w=142.7, energy_mj=123456789.0, sm_clock_mhz=2310.0, mem_clock_mhz=9001.0,
     fan_pct=64.0, clock_event_reasons=0x44, pcie_rx_kib_s=150000.0, pcie_tx_kib_s=30000.0, pcie_gen=4,
     pcie_width=16, pstate=0, clock_event_sw_power_cap_s=0.75, clock_event_sw_thermal_s=0.3,
-    clock_event_hw_thermal_s=0.125, clock_event_hw_power_brake_s=0.0,
+    clock_event_hw_thermal_s=0.125, clock_event_hw_power_brake_s=0.0, effective_load_pct=36.4,
 )
 EMPTY_SAMPLE = GpuSample()
 

@@ -1,0 +1,126 @@
+"""Effective load: the estimate from power and clock against a calibration, and the advice rule on it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from advisor.effective_load import MIN_CLOCK_RATIO, Calibration, estimate, estimate_array, from_stress_run
+from advisor.frame import GpuSeries
+from advisor.rules import run_rules
+from advisor.thresholds import Thresholds
+from tests.unit.advisor.crafted import busy_mask, frame, gpu, laptop_meta
+
+#: A card drawing 110 W flat out at 2,000 MHz and 10 W at rest.
+CAL = Calibration(idle_w=10.0, full_w=110.0, full_clock_mhz=2000.0)
+BUSY = busy_mask()
+
+
+# --- the estimate ------------------------------------------------------------------------------
+
+
+def test_share_of_the_dynamic_power_at_the_calibration_clock() -> None:
+    assert estimate(CAL, 60.0, 2000.0, 100.0) == pytest.approx(50.0)
+    assert estimate(CAL, 110.0, 2000.0, 100.0) == pytest.approx(100.0)
+    assert estimate(CAL, 10.0, 2000.0, 100.0) == pytest.approx(0.0)
+
+
+def test_full_power_scales_with_the_cube_of_the_clock() -> None:
+    # At half the clock a full load draws 10 + 100 / 8 W: a throttled GPU at full tilt is still 100 %.
+    assert estimate(CAL, 22.5, 1000.0, 100.0) == pytest.approx(100.0)
+    assert estimate(CAL, 16.25, 1000.0, 100.0) == pytest.approx(50.0)
+    # Above the calibration clock a full load draws more than full_w: 110 W there is less than 100 %.
+    assert estimate(CAL, 110.0, 2200.0, 100.0) == pytest.approx(100.0 / 1.331, abs=0.1)
+
+
+def test_clipped_to_0_100_and_never_above_utilization() -> None:
+    assert estimate(CAL, 300.0, 2000.0, 100.0) == 100.0
+    assert estimate(CAL, 5.0, 2000.0, 100.0) == 0.0
+    assert estimate(CAL, 110.0, 2000.0, 40.0) == 40.0  # busier than kernels ran is impossible
+    # Idle: the clock collapses, noise over idle power would read as load; utilization 0 keeps it 0.
+    assert estimate(CAL, 10.4, 210.0, 0.0) == 0.0
+
+
+def test_low_clocks_use_the_floor_ratio_not_the_vanishing_cube() -> None:
+    low = estimate(CAL, 12.7, 210.0, None)
+    assert low == pytest.approx(2.7 / (100.0 * MIN_CLOCK_RATIO ** 3) * 100.0, abs=0.1)
+
+
+def test_missing_values() -> None:
+    assert estimate(CAL, None, 2000.0, 100.0) is None
+    assert estimate(CAL, 60.0, None, None) == pytest.approx(50.0)  # no clock: taken at the calibration clock
+    arr = estimate_array(CAL, [60.0, np.nan, 60.0], [2000.0, 2000.0, np.nan], [np.nan, 100.0, 30.0])
+    assert arr[0] == pytest.approx(50.0) and math.isnan(arr[1]) and arr[2] == pytest.approx(30.0)
+
+
+def test_an_unusable_calibration_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Calibration(idle_w=50.0, full_w=40.0, full_clock_mhz=2000.0)
+    with pytest.raises(ValueError):
+        Calibration(idle_w=5.0, full_w=40.0, full_clock_mhz=0.0)
+
+
+def test_calibration_from_a_stress_run_uses_its_settled_half() -> None:
+    # Boost first (2,200 MHz at 150 W), then settled at 1,800 MHz and 140 W.
+    power = np.r_[np.full(60, 150.0), np.full(60, 140.0)]
+    clock = np.r_[np.full(60, 2200.0), np.full(60, 1800.0)]
+    clock[100] = np.nan  # a missed reading is skipped, not averaged as 0
+    cal = from_stress_run(12.0, power, clock, 61.5)
+    assert cal is not None
+    assert (cal.idle_w, cal.full_w, cal.full_clock_mhz, cal.source, cal.tflops) == (12.0, 140.0, 1800.0,
+                                                                                     "stress run", 61.5)
+    assert cal.describe() == "stress run: 140 W at 1,800 MHz (61.5 TFLOP/s)"
+    assert from_stress_run(12.0, np.full(10, 13.0), np.full(10, 300.0), 0.1) is None  # never loaded the GPU
+    assert from_stress_run(12.0, np.full(10, np.nan), np.full(10, 1800.0), 50.0) is None
+
+
+# --- the rule ----------------------------------------------------------------------------------
+
+
+def _hollow_gpu(effective_busy: float, util_busy: float = 97.0, mem_busy: float = 85.0) -> GpuSeries:
+    return gpu(laptop_meta(), utilization_gpu_pct=np.where(BUSY, util_busy, 0.0),
+               utilization_mem_pct=np.where(BUSY, mem_busy, 0.0), power_w=np.where(BUSY, 62.0, 12.0),
+               sm_clock_mhz=np.where(BUSY, 2040.0, 210.0), effective_load_pct=np.where(BUSY, effective_busy, 0.0))
+
+
+def test_fires_on_high_utilization_at_a_third_of_the_calibrated_load() -> None:
+    recs = run_rules(frame(gpus=(_hollow_gpu(34.0),)))
+    (rec,) = [r for r in recs if r.rule_id == "low_effective_load"]
+    assert [r.rule_id for r in recs] == ["low_effective_load"]
+    assert rec.severity == "warning" and rec.gpu_index == 0
+    assert rec.title == "GPU 0: utilization 97 % but working at ~34 % of its calibrated load"
+    assert rec.evidence_value("Mean GPU utilization meanwhile") == pytest.approx(97.0)
+    assert rec.evidence_value("Mean effective load meanwhile") == pytest.approx(34.0)
+    assert rec.evidence_value("Time affected") == pytest.approx(6.0)
+    assert rec.evidence_value("Mean power meanwhile") == pytest.approx(62.0)
+    assert rec.evidence_value("Power limit") == 150.0
+    assert "wait on DRAM" in rec.action and "batch size" in rec.action
+    assert rec.chart_metric == "effective_load_pct"
+    assert rec.time_ranges and all(end - start > 5 * 3600 for start, end in rec.time_ranges)
+
+
+def test_with_an_idle_memory_controller_it_points_at_small_kernels_or_input() -> None:
+    (rec,) = run_rules(frame(gpus=(_hollow_gpu(30.0, mem_busy=20.0),)))
+    assert "too small to fill the GPU or wait on input" in rec.action
+
+
+def test_silent_when_the_gpu_works_near_its_calibrated_load_or_utilization_is_low() -> None:
+    assert run_rules(frame(gpus=(_hollow_gpu(90.0),))) == []
+    # Low utilization is low_utilization's business (and an effective load below it is expected).
+    recs = run_rules(frame(gpus=(_hollow_gpu(30.0, util_busy=60.0),)))
+    assert "low_effective_load" not in [r.rule_id for r in recs]
+
+
+def test_silent_without_effective_load_in_the_history() -> None:
+    assert run_rules(frame(gpus=(gpu(laptop_meta()),))) == []  # a frame from before schema v9: None
+    all_nan = gpu(laptop_meta(), effective_load_pct=np.full(len(BUSY), np.nan))
+    assert run_rules(frame(gpus=(all_nan,))) == []
+
+
+def test_thresholds_come_from_the_settings() -> None:
+    hollow = frame(gpus=(_hollow_gpu(45.0),))
+    assert [r.rule_id for r in run_rules(hollow)] == ["low_effective_load"]
+    assert run_rules(hollow, Thresholds(low_effective_load_pct=40.0)) == []
+    assert run_rules(frame(gpus=(_hollow_gpu(34.0, util_busy=85.0),)), Thresholds(hollow_util_pct=90.0)) == []
