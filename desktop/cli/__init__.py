@@ -156,6 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GEMM precision (default: the fastest the device supports)")
     p.add_argument("--device", default=None, metavar="DEV", help="cuda:0 | cpu | sim (default: cuda:0, else sim)")
     p.add_argument("--guard-c", type=float, default=None, metavar="C", help="stop above this GPU temperature")
+    # issue 15: portable record and CI gate (desktop/cli/stress_gate.py)
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="also write the run as a portable record (JSON) for `rigscope compare` or --baseline")
+    p.add_argument("--price-per-hour", type=float, default=None, metavar="X",
+                   help="what an hour of this machine costs (in Settings' currency): the record then has cost per work")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="a record from an earlier `stress -o`: exit 5 when throughput falls more than "
+                        "--max-drop below it")
+    p.add_argument("--max-drop", type=float, default=None, metavar="PCT",
+                   help="with --baseline: the drop allowed, in %% (default 5)")
     _db(p)
     _json(p)
 
@@ -187,12 +197,45 @@ def build_parser() -> argparse.ArgumentParser:
     _json(p)
 
     # --- run (issue 15: desktop/cli/run.py) ---
+    p = add("run", "run your own job (`rigscope run -- python train.py`): its throughput, throttling, energy "
+                   "and cost, with an optional thermal guard that pauses it")
+    p.add_argument("--gpu", type=int, default=None, metavar="N",
+                   help="the GPU the job runs on (default: the GPUs its processes use, from NVML)")
+    p.add_argument("--name", default=None, metavar="NAME", help="what to call the job (default: the script's name)")
+    p.add_argument("--guard-c", type=float, default=None, metavar="T",
+                   help="keep the GPU at or below T °C by pausing the job (it continues 5 °C lower: setting "
+                        "jobs.guard_resume_offset_c)")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the job's run record (JSON) here")
+    p.add_argument("--price-per-hour", type=float, default=None, metavar="X",
+                   help="with -o: what an hour of this machine costs (in Settings' currency): the record then has "
+                        "cost per work")
+    _interval(p)
+    _simulate(p)
+    _db(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                   help="the command to run, after `--`; its exit code is rigscope's")
 
     # --- jobs (issue 15: desktop/cli/jobs.py) ---
+    p = add("jobs", "list the jobs recorded by `rigscope run`, or show one job's card")
+    p.add_argument("action", nargs="?", default="list", metavar="list|show",
+                   help="list (the default): every job, newest first; show ID (or just ID): that job's card")
+    p.add_argument("job_id", nargs="?", type=int, metavar="ID", help="the job to show (an ID from the list)")
+    _db(p)
+    _json(p)
 
     # --- compare (issue 15: desktop/cli/compare.py) ---
+    p = add("compare", "compare run records (from `stress -o` / `run -o`) side by side, across machines")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="two or more record files; the first is the reference the ratios are against")
+    _json(p)
 
     # --- usage (issue 16: desktop/cli/usage.py) ---
+    p = add("usage", "GPU-hours, energy and cost per user, command or container over a period")
+    _range(p, "7 days ago")
+    p.add_argument("--by", choices=("user", "command", "container"), default="user",
+                   help="what to total by (default user)")
+    _db(p)
+    _json(p)
 
     return parser
 

@@ -5,6 +5,11 @@ screenshot script pass a simulated sampler, a temporary database, an injected tr
 a page, add one line to ``_add_pages``::
 
     window.add_page("stress", "Stress test", StressPage(...))
+
+On the simulated GPU there is one simulated machine (``SimulatedMachine``): the sampler thread
+reads it, a stress run reads it through a second backend (``SimulatedBackend.view``), the
+Dashboard's simulated workloads load it, and "End process" ends its simulated processes, so
+every page, alert and the recording see the same load, heat and processes.
 """
 
 from __future__ import annotations
@@ -13,22 +18,24 @@ import importlib.util
 import logging
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop import config
 from desktop.config import Settings
-from desktop.paths import config_dir, default_db_path, ensure_private_dir
+from desktop.paths import config_dir, default_db_path, demo_db_path, ensure_private_dir
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
+from desktop.ui.background import Loader
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.processes import ProcessesPage
@@ -39,25 +46,43 @@ from desktop.ui.worker import SamplerThread
 
 if TYPE_CHECKING:
     from desktop.reporting import HistorySource
+    from desktop.stress.runner import Clock
     from desktop.ui.advisor_history import HistoryPage
     from desktop.ui.settings_page import SettingsPage
     from desktop.ui.stress_page import StressPage
 
 log = logging.getLogger(__name__)
 
+#: How often the window re-reads each GPU's stress-run calibration for the effective-load estimate
+#: (a run saved by `rigscope stress` in a terminal); a run saved on the Stress page is read at once.
+CALIBRATION_RELOAD_S = 300.0
+
 
 class RigscopeApp(QObject):
-    """Owns the window and everything that feeds it; ``start()`` begins sampling, ``shutdown()`` ends all."""
+    """Owns the window and everything that feeds it; ``start()`` begins sampling, ``shutdown()`` ends all.
+
+    ``stress_clock``: the Stress page's runs take time from it (tests pass an accelerated one);
+    ``demo_path``: where "Load demo week" writes (default: the demo database of `rigscope demo`).
+    """
+
+    #: The demo week's writer says how far it is (from its worker thread): fraction, step.
+    demo_progress = Signal(float, str)
 
     def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
                  settings_path: Path | None = None, tray_available: bool | None = None,
                  end_process: Callable[[int], str | None] | None = None,
-                 service: Callable[[bool], None] | None = None, db_path: Path | None = None) -> None:
+                 service: Callable[[bool], None] | None = None, db_path: Path | None = None,
+                 stress_clock: Clock | None = None, demo_path: Path | None = None) -> None:
         super().__init__()
         self.qt_app = qt_app
         self.sampler = sampler
         self.settings = settings
         self.recording = recording
+        gpu = sampler.gpu
+        #: The simulated machine every page shares (None on real GPUs).
+        self.machine = gpu.machine if isinstance(gpu, SimulatedBackend) else None
+        if end_process is None and self.machine is not None:
+            end_process = self.machine.end_process  # a simulated process is ended in the simulator
         self.theme = resolve(settings.appearance.theme)
         apply_theme(qt_app, self.theme)
         self.window = MainWindow(self.theme)
@@ -66,9 +91,28 @@ class RigscopeApp(QObject):
         self.processes = ProcessesPage(self.theme, end_process=end_process)
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
+        #: The history the Advisor, Costs and History pages read: the recorded one, or the demo week.
+        self.history_path = self.db_path
+        self.demo_path = demo_path or demo_db_path()
+        #: How much simulated history "Load demo week" writes (a week; tests ask for less).
+        self.demo_days = 7.0
+        #: Where the Stress page's runs take time from (read when the page is built).
+        self.stress_clock = stress_clock
+        self._shown_store: Any | None = None
+        self.demo_loader = Loader(self, name="demo-week")
+        #: Re-reads the stress-run calibrations: the sampler uses a newly saved run without a restart.
+        self.calibration_loader = Loader(self, name="calibration", one_at_a_time=True)
+        self.calibration_timer = QTimer(self)
+        self.calibration_timer.setInterval(round(CALIBRATION_RELOAD_S * 1000))
+        self.calibration_timer.timeout.connect(self.reload_calibrations)
         self._service = service
         self._history_source: HistorySource | None = None
         self._add_pages()
+        bar = self.dashboard.simulated_bar
+        bar.workload_requested.connect(self.start_workload)
+        bar.stop_requested.connect(self.stop_workloads)
+        bar.demo_requested.connect(self.load_demo_week)
+        self.demo_progress.connect(bar.demo_progress, Qt.ConnectionType.QueuedConnection)
         self.alerts = AlertMonitor(settings.alerts)
         self.tray = Tray(tray_available)
         self.window.close_to_tray = self.tray.available
@@ -104,6 +148,7 @@ class RigscopeApp(QObject):
         w.add_page("advisor", "Advisor", self._build_advisor_page)
         w.add_page("costs", "Costs", self._build_costs_page)
         w.add_page("history", "History", self._build_history_page)
+        w.add_page("jobs", "Jobs", self._build_jobs_page)
         w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
 
     @property
@@ -124,14 +169,15 @@ class RigscopeApp(QObject):
         if self._history_source is None:
             from desktop.reporting import HistorySource
 
-            self._history_source = HistorySource(self.db_path, self.settings)
+            self._history_source = HistorySource(self.history_path, self.settings)
         return self._history_source
 
     def _build_stress_page(self) -> StressPage:
         """The Stress page on the GPU the window shows: the simulated one, or the first real one.
 
-        Each run opens its own backend (the app's sampler thread owns this one), so on the
-        simulated GPU the test's load shows on the Stress page, not on the Dashboard.
+        Each run opens its own backend (the app's sampler thread owns this one). On the simulated
+        GPU that is another reader of the window's machine: the test's load, heat and process
+        show on the Dashboard, the Processes page and in the alerts too.
         """
         from desktop.stress.runner import runner_factory
         from desktop.ui.stress_page import StressPage
@@ -139,18 +185,18 @@ class RigscopeApp(QObject):
         gpu = self.sampler.gpu
         open_backend: Callable[[], GpuBackend]
         if isinstance(gpu, SimulatedBackend):
-            profiles = gpu.model.profiles
             device = "sim"
-
-            def open_backend() -> GpuBackend:
-                return SimulatedBackend(profiles)
+            open_backend = gpu.view
         else:
             device = "cuda:0"
             open_backend = open_gpu_backend
         stress = self.settings.stress
         make_runner = runner_factory(open_backend, guard_offset_c=stress.guard_offset_c,
-                                     guard_absolute_c=stress.guard_temperature_c)
-        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device)
+                                     guard_absolute_c=stress.guard_temperature_c, clock=self.stress_clock)
+        # The picker shows when there are several GPUs (the backend's static list, read once here).
+        gpus = [(info.index, info.name) for info in gpu.devices()]
+        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus)
+        page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
         if device != "sim" and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
                                  "`pip install \"rigscope[stress]\"` (or `pip install torch`) and restart Rigscope.")
@@ -168,6 +214,11 @@ class RigscopeApp(QObject):
         page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
         page.costs_changed.connect(self.save_costs)
         return page
+
+    def _build_jobs_page(self) -> QWidget:
+        from desktop.ui.jobs_page import JobsHistory, JobsPage
+
+        return JobsPage(JobsHistory(self.db_path, lambda: self.settings.costs), self.theme)
 
     def _build_history_page(self) -> HistoryPage:
         from desktop.ui.advisor_history import HistoryPage
@@ -194,9 +245,85 @@ class RigscopeApp(QObject):
             self.settings_page.settings = self.settings
             self.settings_page.revert()
 
+    # --- the simulated machine ----------------------------------------------------------
+    def _now_s(self) -> float:
+        return self.last_snapshot.time_s if self.last_snapshot is not None else time.time()
+
+    def start_workload(self, key: str) -> None:
+        """Run a simulated workload on the GPU the Dashboard shows (the first when all are shown)."""
+        if self.machine is None:
+            return
+        gpu = self.dashboard.chosen_gpu or 0
+        try:
+            workload = self.machine.start_workload(key, gpu, now_s=self._now_s())
+        except ValueError as exc:
+            self.window.show_banner(f"Could not start the simulated workload: {exc}", "warning")
+            return
+        # The process list is polled every few seconds; say at once that it started.
+        self.dashboard.simulated_bar.text.setText(f"Starting {workload.command} on simulated GPU {gpu}…")
+
+    def stop_workloads(self) -> None:
+        if self.machine is not None and self.machine.stop_workloads():
+            self.dashboard.simulated_bar.text.setText("Stopping the simulated workloads…")
+
+    def load_demo_week(self) -> None:
+        """Write a simulated week into the demo database on a worker thread, then show it."""
+        if self.machine is None or self.demo_loader.busy:
+            return
+        path = self.demo_path
+        if path.resolve() == self.db_path.resolve():
+            self.window.show_banner(f"This window records into {path}: the demo week goes into a separate "
+                                    "database. Start Rigscope with another --db to load it.", "warning")
+            return
+        from desktop.history.demo import write_demo
+
+        profiles = list(self.machine.profiles)
+        end_s, days = self._now_s(), self.demo_days
+        self.dashboard.simulated_bar.demo_started()
+        progress = self.demo_progress.emit
+        self.demo_loader.run(lambda: write_demo(path, profiles, days=days, now_s=end_s, progress=progress),
+                             lambda _summary: self._demo_written(path), self._demo_failed)
+
+    def _demo_written(self, path: Path) -> None:
+        self.dashboard.simulated_bar.demo_finished(f"The demo week was written to {path}")
+        try:
+            self.show_history(path)
+        except Exception as exc:  # a file that vanished or cannot be read: said, not raised
+            self.window.show_banner(f"The demo week was written to {path} but cannot be read: {exc}", "error")
+            return
+        self.dashboard.set_window("7 d")
+        self.window.show_banner(
+            f"Showing the demo week from {path}: a simulated week, not your own history, on the Dashboard's "
+            f"24 h and 7 d windows and on the Advisor, Costs and History pages. Recording goes on into "
+            f"{self.db_path}; restart Rigscope to see your own history again.", "info", key="demo-week")
+
+    def _demo_failed(self, error: str) -> None:
+        self.dashboard.simulated_bar.demo_finished(f"The demo week could not be written: {error}")
+        self.window.show_banner(f"Could not write the demo week: {error}", "error", key="demo-week")
+
+    def show_history(self, path: Path) -> None:
+        """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs and History pages."""
+        from desktop.history.store import HistoryStore
+
+        store = HistoryStore.open(path, readonly=True)
+        old, self._shown_store = self._shown_store, store
+        self.dashboard.set_history(store)
+        if old is not None:
+            self.dashboard.fill.wait(2.0)  # a read of the old store in flight ends before it closes
+            old.close()
+        self.history_path = path
+        if self._history_source is not None:
+            self._history_source.db_path = path
+        for key in ("advisor", "costs", "history"):
+            if self.window.is_built(key):
+                refresh = getattr(self.window.page(key), "refresh", None)
+                if callable(refresh):
+                    refresh()
+
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:
         self.sampling.start()
+        self.calibration_timer.start()
         if show:
             self.window.show()
 
@@ -211,9 +338,20 @@ class RigscopeApp(QObject):
         self.update_recording_status()
         for alert in self.alerts.check(snap):
             self.fired.append(alert)
-            self.window.show_banner(alert.message, alert.level)
+            # One banner per alert kind and GPU: a repeat replaces it instead of pushing others out.
+            self.window.show_banner(alert.message, alert.level, key=f"alert.{alert.kind}.{alert.gpu_uuid}")
             self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
             self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)
+
+    def reload_calibrations(self) -> None:
+        """Read each GPU's newest stress-run calibration on a worker; the sampler estimates with it from then on."""
+        if self._shut_down:
+            return
+        from desktop.history.calibration import load_calibrations
+
+        path = self.db_path
+        self.calibration_loader.run(lambda: load_calibrations(path), self.sampler.effective_load.calibrate_all,
+                                    lambda error: log.warning("stress-run calibrations could not be read: %s", error))
 
     def update_recording_status(self) -> None:
         """Recording / reading (who writes) / not recording (why), plus a write problem if any."""
@@ -255,9 +393,17 @@ class RigscopeApp(QObject):
         self.sampling.stop()
         if self.signal_timer is not None:
             self.signal_timer.stop()
+        self.calibration_timer.stop()
+        self.calibration_loader.discard()
+        self.calibration_loader.wait(2.0)
         if self.window.is_built("stress"):
             self.stress.shutdown()
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
+        self.demo_loader.discard()
+        self.demo_loader.wait(2.0)  # a demo week half written is replaced by the next one
+        if self._shown_store is not None:
+            self._shown_store.close()
+            self._shown_store = None
         self.recording.close()
         self.tray.close()
         self.window.close_to_tray = False
@@ -276,7 +422,9 @@ def run_window(sampler: Sampler, settings: Settings, db: Path,
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
     recording = open_recording(db, retention=settings.retention)
-    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=end_process, db_path=db)
+    # On the simulated GPU, "End process" ends the simulated process, never a real one with its pid.
+    ender = None if isinstance(sampler.gpu, SimulatedBackend) else end_process
+    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=ender, db_path=db)
     if problems:
         app.window.show_banner("Some settings were invalid and defaults are used: "
                                + "; ".join(f"{k}: {m}" for k, m in problems), "warning")

@@ -71,7 +71,9 @@ SHOTS: list[Shot] = [
     Shot("processes", "processes.png", "dark", prepare=_select_first_process),
     Shot("advisor", "advisor.png", "dark"),
     Shot("costs", "costs.png", "dark"),
+    Shot("stress", "stress-empty.png", "dark"),  # before the first run: the empty state, not 0-1 charts
     Shot("history", "history.png", "dark", prepare=_show_week),
+    Shot("jobs", "jobs.png", "dark"),
 ]
 
 
@@ -109,11 +111,17 @@ class _DemoProcesses(SimulatedBackend):
         procs = [dataclasses.replace(p, cpu_pct=97.5, started_s=now - 5400.0) for p in super().processes()]
         procs += [
             GpuProcess(pid=5120, gpu_index=0, name="ipykernel_launcher", user="dev",
-                       vram_mib=1536.0, cpu_pct=0.3, started_s=now - 3 * 86400.0, own=True),
+                       vram_mib=1536.0, cpu_pct=0.3, started_s=now - 3 * 86400.0, own=True,
+                       sm_util_pct=0.0, mem_util_pct=0.0, enc_util_pct=0.0, dec_util_pct=0.0,
+                       command="python -m ipykernel_launcher -f kernel-4b1e.json"),
             GpuProcess(pid=1873, gpu_index=0, name="Xorg", user="root", vram_mib=412.0, kind="graphics",
-                       cpu_pct=1.2, started_s=now - 6 * 86400.0, own=False),
+                       cpu_pct=1.2, started_s=now - 6 * 86400.0, own=False,
+                       sm_util_pct=1.0, mem_util_pct=1.0, enc_util_pct=0.0, dec_util_pct=0.0,
+                       command="Xorg vt2 -displayfd 3"),
             GpuProcess(pid=2990, gpu_index=0, name="firefox", user="dev",
-                       vram_mib=238.0, kind="graphics", cpu_pct=4.1, started_s=now - 7200.0, own=True),
+                       vram_mib=238.0, kind="graphics", cpu_pct=4.1, started_s=now - 7200.0, own=True,
+                       sm_util_pct=2.0, mem_util_pct=1.0, enc_util_pct=0.0, dec_util_pct=6.0,
+                       command="firefox"),
         ]
         return procs
 
@@ -154,7 +162,55 @@ def write_history(path: Path, end_s: float) -> Path | None:
     except ImportError:
         return None
     write_demo(path, parse_profile_list(PROFILE), days=HISTORY_DAYS, now_s=end_s - LIVE_TICKS)
+    add_demo_jobs(path, end_s - LIVE_TICKS)
     return path
+
+
+#: Jobs of the demo week recorded as `rigscope run` would: (hours before the live part, command, throughput
+#: unit, items per second at full utilization and max clock).
+_DEMO_JOBS: tuple[tuple[float, tuple[str, ...], str, float], ...] = (
+    (5 * 24 + 14.0, ("python", "train_recsys.py"), "samples/s", 5200.0),
+    (3 * 24 + 16.0, ("python", "train_dataloader.py", "--workers", "2"), "it/s", 9.5),
+)
+
+
+def add_demo_jobs(path: Path, now_s: float) -> None:
+    """Jobs on the Jobs page: demo-week episodes stored with a throughput that follows the GPU's samples."""
+    import numpy as np
+
+    from desktop.advice import load_cloud_offers, load_gpu_specs
+    from desktop.history import jobs as job_store
+    from desktop.history.store import HistoryStore
+    from desktop.jobs.card import build_card, job_frame
+    from desktop.jobs.model import JobRecord, JobSeries
+
+    profiles = parse_profile_list(PROFILE)
+    scenario = WeekScenario([p.vram_total_mib for p in profiles])
+    with HistoryStore.open(path) as store:
+        info = store.gpus()[0]
+        for hours_before, argv, unit, rate in _DEMO_JOBS:
+            at_s = now_s - hours_before * 3600.0
+            episode = scenario.episode(0, at_s)
+            if episode is None:
+                continue
+            start_s = week_start(at_s) + episode.start_s
+            end_s = min(week_start(at_s) + episode.end_s, now_s)
+            record = JobRecord(job_id=0, name=argv[1], argv=argv, started_s=start_s, ended_s=end_s, exit_code=0,
+                               pids=(episode.pid,), gpu_uuids=(info.uuid,), gpu_indices=(info.index,),
+                               throughput_unit=unit, source="simulated")
+            frame = job_frame(store, record, end_s)
+            if not frame.gpus:  # a shorter demo history than the job's week
+                continue
+            gpu = frame.gpus[0]
+            every = max(1, round(10.0 / float(np.median(gpu.duration_s))))  # a report every ~10 s
+            clock = gpu.sm_clock_mhz / (gpu.meta.sm_clock_max_mhz or np.nanmax(gpu.sm_clock_mhz))
+            rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
+            series = JobSeries(time_s=gpu.time_s[rows][::every],
+                               throughput=(rate * gpu.utilization_gpu_pct / 100.0 * clock)[rows][::every])
+            card = build_card(record, series, frame, Settings().costs, offers=load_cloud_offers(),
+                              specs=load_gpu_specs())
+            job_id = job_store.add_job(store, dataclasses.replace(record, card=card.as_dict()))
+            job_store.set_job_series(store, job_id, series)
 
 
 def _wait_loaded(qt_app: QApplication, page: object, timeout_s: float = 120.0) -> None:
@@ -179,6 +235,7 @@ def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
             for _ in range(LIVE_TICKS):
                 clock.now_s += 1.0
                 app.on_snapshot(app.sampler.tick())
+            app.window.banners.clear()  # the live ticks' alerts stack up; the pictures show the demo note only
             app.window.show_banner("Demo: a simulated RTX 4090 Laptop GPU running the demo week's training job.",
                                    "info")
             for shot in shots:

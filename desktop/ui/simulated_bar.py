@@ -70,10 +70,15 @@ class SimulatedBar(QFrame):
         """What runs on the simulated GPUs now (from the snapshot's process list)."""
         if not snap.processes_fresh:
             return
-        running = [p.command or p.name for p in snap.processes]
+        # The busiest first; past two, a count (the Processes page lists them all).
+        procs = sorted(snap.processes, key=lambda p: -(p.sm_util_pct or 0.0))
+        running = [p.command or p.name for p in procs]
         self.stop_action.setEnabled(any(p.pid in _WORKLOAD_PIDS for p in snap.processes))
         if running:
-            self.text.setText("Simulated GPU running " + "; ".join(running)
+            shown = "; ".join(running[:2])
+            if len(running) > 2:
+                shown += f" and {len(running) - 2} more (Processes page)"
+            self.text.setText("Simulated GPU running " + shown
                               + ". The Dashboard, Processes page, alerts and recording all see this load.")
         else:
             self.text.setText(IDLE_TEXT)
