@@ -220,11 +220,16 @@ class TimePlot:
 
     # --- building -------------------------------------------------------------------
     def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0,
-                   downsample: bool = True, *, dashed: bool = False) -> None:
+                   downsample: bool = True, *, dashed: bool = False, below: bool = False) -> None:
         """``downsample=False`` for sparse series (lane marks): a "peak" block holding a NaN is NaN,
-        so downsampling would erase isolated points. ``dashed`` for a derived series (an estimate)."""
+        so downsampling would erase isolated points. ``dashed`` for a derived series (an estimate);
+        ``below`` draws it under the other series (still over the limit lines), so where it equals a
+        measured one the measured line stays visible."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         live, history = _curve(colour, width, dashed), _curve(colour, width, dashed)
+        if below:
+            live.setZValue(-1)
+            history.setZValue(-1)
         self.item.addItem(history)
         self.item.addItem(live)
         self._series[key] = _Series(label, colour, live, history, downsample)

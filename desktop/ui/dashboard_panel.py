@@ -101,7 +101,8 @@ class GpuPanel(QWidget):
         util = self.plots.add_plot("util", UTIL_TITLES[False], "%", y_range=(0, 100))
         util.add_series("utilization_gpu_pct", "GPU")
         util.add_series("utilization_mem_pct", "Memory")
-        util.add_series("effective_load_pct", EFFECTIVE_LOAD_LABEL, colour=theme.series[4], width=1.5, dashed=True)
+        util.add_series("effective_load_pct", EFFECTIVE_LOAD_LABEL, colour=theme.series[4], width=1.5, dashed=True,
+                        below=True)
         vram = self.plots.add_plot("vram", "VRAM used", "MiB")
         vram.add_series("vram_used_mib", "Used")
         temp = self.plots.add_plot("temp", "Temperature", "°C")

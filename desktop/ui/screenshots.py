@@ -68,6 +68,8 @@ def _show_week(app: RigscopeApp) -> None:
 SHOTS: list[Shot] = [
     Shot("dashboard", "dashboard-dark.png", "dark", window="1 h"),
     Shot("dashboard", "dashboard-light.png", "light", window="24 h"),
+    # The demo week's Tuesday-evening memory-bound job: utilization ~97 %, effective load ~34 %.
+    Shot("dashboard", "dashboard-week.png", "dark", window="7 d"),
     Shot("processes", "processes.png", "dark", prepare=_select_first_process),
     Shot("advisor", "advisor.png", "dark"),
     Shot("costs", "costs.png", "dark"),
