@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.portable import Column, Comparison, PortableRecord, Spread, work_per_joule_unit, work_unit
+from advisor.portable import PortableRecord, Spread
+from advisor.run_compare import Column, Comparison, work_per_joule_unit, work_unit
 
 #: Cost is shown per this many units of work (a TFLOP or a step costs a millionth of a cent).
 COST_PER = 1_000_000

@@ -2,7 +2,9 @@
 
 ``Recorder.run`` samples every ``interval_s`` on a fixed schedule and hands each snapshot to
 the HistoryWriter without waiting for the disk; rollups and retention run on the writer
-thread every few minutes. What goes wrong with the writing (and when it is over) is said
+thread every few minutes. Every ``CALIBRATION_RELOAD_S`` it re-reads each GPU's stress-run
+calibration there too (as the window does), so a stress run saved while it records recalibrates
+the effective-load estimate. What goes wrong with the writing (and when it is over) is said
 once through ``report``; the command (desktop/cli/record.py) prints it.
 """
 
@@ -11,11 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from advisor.effective_load import Calibration
 from desktop.config import RetentionSettings
+from desktop.history.calibration import stress_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.telemetry.loop import run_every
@@ -24,6 +28,8 @@ from desktop.telemetry.model import Snapshot
 log = logging.getLogger(__name__)
 
 MAINTENANCE_PERIOD_S = 300.0
+#: How often the stress-run calibrations are read again (the window's period: desktop/ui/app.py).
+CALIBRATION_RELOAD_S = 300.0
 
 
 class _Ticker(Protocol):
@@ -38,8 +44,12 @@ class Recorder:
     def __init__(self, sampler: _Ticker, writer: HistoryWriter, *, interval_s: float = 1.0,
                  retention: RetentionSettings | None = None, maintenance_period_s: float = MAINTENANCE_PERIOD_S,
                  clock: Callable[[], float] = time.time, exporter: Any | None = None,
-                 report: Callable[[str], None] = log.warning) -> None:
-        """``report`` is told, once each, when writing fails and when it works again."""
+                 report: Callable[[str], None] = log.warning,
+                 calibrate: Callable[[Mapping[str, Calibration]], None] | None = None,
+                 calibration_period_s: float = CALIBRATION_RELOAD_S) -> None:
+        """``report`` is told, once each, when writing fails and when it works again. ``calibrate``
+        (the sampler's ``effective_load.calibrate_all``) is given the stress-run calibrations every
+        ``calibration_period_s`` after the first step; the caller loads them once before it."""
         self.sampler = sampler
         self.writer = writer
         self.interval_s = interval_s
@@ -53,6 +63,10 @@ class Recorder:
         self._maintenance: Future[None] | None = None
         self._reported_error: str | None = None
         self._dropped_reported = 0
+        self.calibrate = calibrate
+        self.calibration_period_s = calibration_period_s
+        self._calibrated_at: float | None = None
+        self._calibration: Future[dict[str, Calibration]] | None = None
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
@@ -79,7 +93,34 @@ class Recorder:
             self._maintained_at = now
             self._maintenance = self.writer.call(lambda store: maintain(store, self.retention, now))
             self._maintenance.add_done_callback(_log_failure)
+        if self.calibrate is not None:
+            self._recalibrate(now)
         return snapshot
+
+    def _recalibrate(self, now: float) -> None:
+        """Apply calibrations read on the writer thread (here, on the sampling thread); read again when due."""
+        assert self.calibrate is not None
+        future = self._calibration
+        if future is not None and future.done():
+            self._calibration = None
+            try:
+                self.calibrate(future.result())
+            except Exception as exc:  # a damaged or locked file: the calibrations in use stay
+                log.warning("stress-run calibrations could not be read: %s", exc)
+        if self._calibrated_at is None:
+            self._calibrated_at = now  # the caller loaded them before the first step
+        elif now - self._calibrated_at >= self.calibration_period_s and self._calibration is None:
+            self._calibrated_at = now
+            self._calibration = self.writer.call(stress_calibrations)
+
+    def wait_calibration(self) -> None:
+        """Block until the calibrations being read are read (tests; the next step applies them)."""
+        future = self._calibration
+        if future is not None:
+            try:
+                future.result()
+            except Exception:
+                pass  # said by the step that applies it
 
     def wait_maintenance(self) -> None:
         """Block until the last rollup/retention pass finished (tests; errors are logged, not raised)."""

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from advisor.compare_text import flagged_sentence, rows
-from advisor.portable import Comparison, compare
+from advisor.run_compare import Comparison, compare
 from desktop.cli.common import text_table
 from desktop.errors import UserError
 from desktop.safetext import printable

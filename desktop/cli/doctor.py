@@ -74,6 +74,7 @@ def render(report: dict[str, Any]) -> str:
         rows.append(("max operating °C", *(_threshold(g, "temp_max_operating_c") for g in gpus)))
         rows.append(("shutdown °C", *(_threshold(g, "temp_shutdown_c") for g in gpus)))
         rows.append(("MIG", *(_yes_no(g["mig_enabled"]) for g in gpus)))
+        rows.append(("effective load", *(g["effective_load"] for g in gpus)))
         lines += ["GPUs", text_table(rows), "", "Supported metrics"]
         metric_rows: list[tuple[str, ...]] = [header]
         for name in GPU_METRIC_NAMES:

@@ -22,6 +22,6 @@ def main(args: argparse.Namespace) -> int:
     from desktop.history.calibration import load_calibrations
 
     sampler.effective_load.calibrate_all(load_calibrations(path))  # each GPU's own stress run, where one exists
-    from desktop.ui.app import run_window
+    from desktop.ui.launch import run_window
 
     return run_window(sampler, settings, path, problems)

@@ -46,8 +46,9 @@ def main(args: argparse.Namespace) -> int:
             exporter.follow_stress_runs(path)  # the last stress verdict, as the exporter serves it
         stop = threading.Event()
         previous_handlers = _install_signals(stop)
+        # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
         recorder = Recorder(sampler, writer, interval_s=interval_s, retention=settings.retention, exporter=exporter,
-                            report=_say)
+                            report=_say, calibrate=sampler.effective_load.calibrate_all)
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
         extra = f"; Prometheus metrics on {exporter.url}" if exporter is not None else ""

@@ -37,7 +37,8 @@ from desktop.stress.records import (
     save_failure_reason,
     save_run,
 )
-from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
+from desktop.stress.run_model import Progress, RunResult, StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.stress.verdict_model import Verdict
 from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.sampler import Sampler, open_gpu_backend

@@ -20,7 +20,7 @@ from desktop.cli.common import check_output, load_settings
 from desktop.errors import UserError
 from desktop.safetext import printable
 from desktop.stress.portable import read_record, record_from_stress, write_record
-from desktop.stress.runner import RunResult
+from desktop.stress.run_model import RunResult
 from desktop.stress.verdict_model import Verdict
 
 #: Exit code of a run whose throughput fell more than --max-drop below the baseline's.

@@ -34,7 +34,7 @@ from desktop.errors import UserError
 from desktop.jobs.model import JobRecord
 from desktop.safetext import printable
 from desktop.stress.records import gpu_identity
-from desktop.stress.runner import RunResult
+from desktop.stress.run_model import RunResult
 from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.model import GpuInfo
 

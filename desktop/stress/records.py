@@ -22,7 +22,7 @@ import numpy.typing as npt
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
 from desktop.errors import UserError
-from desktop.stress.runner import RunResult
+from desktop.stress.run_model import RunResult
 from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from desktop.stress.verdict_text import compare_with_baseline, format_duration
 

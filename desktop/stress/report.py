@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable
 
 from desktop.stress.records import extra_json, gpu_identity
-from desktop.stress.runner import RunResult
+from desktop.stress.run_model import RunResult
 from desktop.stress.verdict import Verdict
 
 #: The per-sample series a report carries besides throughput.

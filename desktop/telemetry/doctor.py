@@ -52,6 +52,7 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
             "slowdown_headroom_c": slowdown_headroom_c(info, sample),
             "vbios_version": info.vbios_version,
             "metrics": {name: bool(supported.get(name)) for name in GPU_METRIC_NAMES},
+            "effective_load": effective_load_source(info),
             "metric_errors": dict(errors_of(info.index)) if errors_of is not None else {},
             "mig_enabled": info.mig_enabled,
             "mig_instances": [{**m, "pids": list(m["pids"])} for m in mig],
@@ -72,6 +73,11 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
         "permissions": _permissions([] if source.simulated else gpus),
         "fallback": _fallback(backend, gpus, simulate_requested),
     }
+
+
+def effective_load_source(info: GpuInfo) -> str:
+    """How the GPU's effective load is known: SM activity measured by NVML GPM, or the power/clock estimate."""
+    return "measured (GPM)" if info.gpm_supported else "estimate"
 
 
 def slowdown_headroom_c(info: GpuInfo, sample: GpuSample | None) -> float | None:

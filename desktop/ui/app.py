@@ -8,45 +8,44 @@ a page, add one line to ``_add_pages``::
 
 On the simulated GPU there is one simulated machine (``SimulatedMachine``): the sampler thread
 reads it, a stress run reads it through a second backend (``SimulatedBackend.view``), the
-Dashboard's simulated workloads load it, and "End process" ends its simulated processes, so
-every page, alert and the recording see the same load, heat and processes.
+Dashboard's simulated workloads load it (``simulated_actions.py``), and "End process" ends its
+simulated processes, so every page, alert and the recording see the same load, heat and processes.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-import signal
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop import config
 from desktop.config import Settings
-from desktop.paths import config_dir, default_db_path, demo_db_path, ensure_private_dir
+from desktop.paths import config_dir, default_db_path, demo_db_path
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
-from desktop.telemetry.sampler import Sampler, end_process, open_gpu_backend
+from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.background import Loader
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.processes import ProcessesPage
-from desktop.ui.recording import Recording, open_recording
+from desktop.ui.recording import Recording
+from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
 from desktop.ui.worker import SamplerThread
 
 if TYPE_CHECKING:
     from desktop.reporting import HistorySource
-    from desktop.stress.runner import Clock
+    from desktop.stress.run_model import Clock
     from desktop.ui.advisor_history import HistoryPage
     from desktop.ui.settings_page import SettingsPage
     from desktop.ui.stress_page import StressPage
@@ -64,9 +63,6 @@ class RigscopeApp(QObject):
     ``stress_clock``: the Stress page's runs take time from it (tests pass an accelerated one);
     ``demo_path``: where "Load demo week" writes (default: the demo database of `rigscope demo`).
     """
-
-    #: The demo week's writer says how far it is (from its worker thread): fraction, step.
-    demo_progress = Signal(float, str)
 
     def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
                  settings_path: Path | None = None, tray_available: bool | None = None,
@@ -93,13 +89,9 @@ class RigscopeApp(QObject):
         self.db_path = db_path or default_db_path()
         #: The history the Advisor, Costs and History pages read: the recorded one, or the demo week.
         self.history_path = self.db_path
-        self.demo_path = demo_path or demo_db_path()
-        #: How much simulated history "Load demo week" writes (a week; tests ask for less).
-        self.demo_days = 7.0
         #: Where the Stress page's runs take time from (read when the page is built).
         self.stress_clock = stress_clock
         self._shown_store: Any | None = None
-        self.demo_loader = Loader(self, name="demo-week")
         #: Re-reads the stress-run calibrations: the sampler uses a newly saved run without a restart.
         self.calibration_loader = Loader(self, name="calibration", one_at_a_time=True)
         self.calibration_timer = QTimer(self)
@@ -108,11 +100,12 @@ class RigscopeApp(QObject):
         self._service = service
         self._history_source: HistorySource | None = None
         self._add_pages()
-        bar = self.dashboard.simulated_bar
-        bar.workload_requested.connect(self.start_workload)
-        bar.stop_requested.connect(self.stop_workloads)
-        bar.demo_requested.connect(self.load_demo_week)
-        self.demo_progress.connect(bar.demo_progress, Qt.ConnectionType.QueuedConnection)
+        #: The simulated bar's workloads and demo week (nothing on a real GPU).
+        self.simulated = SimulatedActions(self.machine, self.dashboard, self.window, db_path=self.db_path,
+                                          demo_path=demo_path or demo_db_path(), now_s=self._now_s,
+                                          show_history=self.show_history, parent=self)
+        self.demo_loader = self.simulated.demo_loader
+        self.demo_progress = self.simulated.demo_progress
         self.alerts = AlertMonitor(settings.alerts)
         self.tray = Tray(tray_available)
         self.window.close_to_tray = self.tray.available
@@ -245,61 +238,33 @@ class RigscopeApp(QObject):
             self.settings_page.settings = self.settings
             self.settings_page.revert()
 
-    # --- the simulated machine ----------------------------------------------------------
+    # --- the simulated machine (``SimulatedActions`` does the work) -------------------
     def _now_s(self) -> float:
         return self.last_snapshot.time_s if self.last_snapshot is not None else time.time()
 
-    def start_workload(self, key: str) -> None:
-        """Run a simulated workload on the GPU the Dashboard shows (the first when all are shown)."""
-        if self.machine is None:
-            return
-        gpu = self.dashboard.chosen_gpu or 0
-        try:
-            workload = self.machine.start_workload(key, gpu, now_s=self._now_s())
-        except ValueError as exc:
-            self.window.show_banner(f"Could not start the simulated workload: {exc}", "warning")
-            return
-        # The process list is polled every few seconds; say at once that it started.
-        self.dashboard.simulated_bar.text.setText(f"Starting {workload.command} on simulated GPU {gpu}…")
+    @property
+    def demo_path(self) -> Path:
+        """Where "Load demo week" writes (default: the demo database of `rigscope demo`)."""
+        return self.simulated.demo_path
 
-    def stop_workloads(self) -> None:
-        if self.machine is not None and self.machine.stop_workloads():
-            self.dashboard.simulated_bar.text.setText("Stopping the simulated workloads…")
+    @demo_path.setter
+    def demo_path(self, path: Path) -> None:
+        self.simulated.demo_path = path
+
+    @property
+    def demo_days(self) -> float:
+        """How much simulated history "Load demo week" writes (a week; tests ask for less)."""
+        return self.simulated.demo_days
+
+    @demo_days.setter
+    def demo_days(self, days: float) -> None:
+        self.simulated.demo_days = days
+
+    def start_workload(self, key: str) -> None:
+        self.simulated.start_workload(key)
 
     def load_demo_week(self) -> None:
-        """Write a simulated week into the demo database on a worker thread, then show it."""
-        if self.machine is None or self.demo_loader.busy:
-            return
-        path = self.demo_path
-        if path.resolve() == self.db_path.resolve():
-            self.window.show_banner(f"This window records into {path}: the demo week goes into a separate "
-                                    "database. Start Rigscope with another --db to load it.", "warning")
-            return
-        from desktop.history.demo import write_demo
-
-        profiles = list(self.machine.profiles)
-        end_s, days = self._now_s(), self.demo_days
-        self.dashboard.simulated_bar.demo_started()
-        progress = self.demo_progress.emit
-        self.demo_loader.run(lambda: write_demo(path, profiles, days=days, now_s=end_s, progress=progress),
-                             lambda _summary: self._demo_written(path), self._demo_failed)
-
-    def _demo_written(self, path: Path) -> None:
-        self.dashboard.simulated_bar.demo_finished(f"The demo week was written to {path}")
-        try:
-            self.show_history(path)
-        except Exception as exc:  # a file that vanished or cannot be read: said, not raised
-            self.window.show_banner(f"The demo week was written to {path} but cannot be read: {exc}", "error")
-            return
-        self.dashboard.set_window("7 d")
-        self.window.show_banner(
-            f"Showing the demo week from {path}: a simulated week, not your own history, on the Dashboard's "
-            f"24 h and 7 d windows and on the Advisor, Costs and History pages. Recording goes on into "
-            f"{self.db_path}; restart Rigscope to see your own history again.", "info", key="demo-week")
-
-    def _demo_failed(self, error: str) -> None:
-        self.dashboard.simulated_bar.demo_finished(f"The demo week could not be written: {error}")
-        self.window.show_banner(f"Could not write the demo week: {error}", "error", key="demo-week")
+        self.simulated.load_demo_week()
 
     def show_history(self, path: Path) -> None:
         """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs and History pages."""
@@ -399,8 +364,7 @@ class RigscopeApp(QObject):
         if self.window.is_built("stress"):
             self.stress.shutdown()
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
-        self.demo_loader.discard()
-        self.demo_loader.wait(2.0)  # a demo week half written is replaced by the next one
+        self.simulated.shutdown()  # a demo week half written is replaced by the next one
         if self._shown_store is not None:
             self._shown_store.close()
             self._shown_store = None
@@ -409,45 +373,3 @@ class RigscopeApp(QObject):
         self.window.close_to_tray = False
         self.window.hide()
         self.sampler.close()
-
-
-def run_window(sampler: Sampler, settings: Settings, db: Path,
-               problems: Sequence[tuple[str, str]] = ()) -> int:
-    """Open the window on ``sampler``, recording to ``db``, until the user quits (`rigscope gui`,
-    wired in desktop/cli/gui.py); ``problems`` in the settings are shown in a banner."""
-    ensure_private_dir(db.parent)  # 0700 when created here; an existing folder keeps its mode
-    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(qt_app, QApplication)
-    qt_app.setApplicationName("Rigscope")
-    qt_app.setDesktopFileName("rigscope")
-    qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
-    recording = open_recording(db, retention=settings.retention)
-    # On the simulated GPU, "End process" ends the simulated process, never a real one with its pid.
-    ender = None if isinstance(sampler.gpu, SimulatedBackend) else end_process
-    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=ender, db_path=db)
-    if problems:
-        app.window.show_banner("Some settings were invalid and defaults are used: "
-                               + "; ".join(f"{k}: {m}" for k, m in problems), "warning")
-    app.start()
-    _quit_on_signals(app)
-    try:
-        return qt_app.exec()
-    finally:
-        app.shutdown()
-
-
-def _quit_on_signals(app: RigscopeApp) -> None:
-    """Ctrl+C / SIGTERM in the terminal quit cleanly (flush, no traceback from whatever slot ran).
-
-    Python runs signal handlers only between bytecodes; a short timer gives it that chance
-    while Qt's event loop (C++) waits.
-    """
-    def handler(_signum: int, _frame: object) -> None:
-        QTimer.singleShot(0, app.quit)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, handler)
-    app.signal_timer = QTimer(app)
-    app.signal_timer.timeout.connect(lambda: None)
-    app.signal_timer.start(250)
-

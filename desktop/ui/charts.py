@@ -1,20 +1,8 @@
-"""Reusable live time-series charts: a numpy ring buffer and pyqtgraph plots drawn from it.
+"""Reusable live time-series plots: pyqtgraph curves drawn from numpy views, with a hover readout.
 
-API (the dashboard, the stress page and the reports reuse these pieces):
-
-``RingBuffer(capacity, names)``
-    Preallocated float64 storage for ``capacity`` rows of (time_s, *names). ``append(time_s,
-    values)`` writes one row (a missing value is NaN); ``view(name, start_s=None)`` returns a
-    zero-copy contiguous view of the newest rows (oldest first), optionally only those with
-    time >= ``start_s``; ``times(start_s=None)`` the matching time view. ``version`` grows on
-    every append, so a painter can skip a frame in which nothing changed.
-
-``PlotColumn(theme)`` -- a ``pg.GraphicsLayoutWidget`` holding plots stacked vertically
-    with linked x axes (wall time, local, via ``DateAxisItem``) and one hover crosshair
-    across all of them. ``add_plot(key, title, unit, y_range=None, height=None)`` returns a
-    ``TimePlot``; ``plot(key)`` finds it again; ``set_x_range(start_s, end_s)`` moves the
-    shared time window; ``apply_theme(theme)`` recolours; signal ``hovered(float)`` gives
-    the time under the mouse (NaN when it leaves).
+The pieces (the dashboard, the stress page and the reports reuse them): ``RingBuffer``
+(``desktop/ui/ring_buffer.py``) keeps the live numbers; ``PlotColumn``
+(``desktop/ui/plot_column.py``) stacks plots over one time axis with one crosshair; and here:
 
 ``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1)`` adds a persistent
     curve (created once, fed by ``setData``); ``set_data(key, time_s, values)`` feeds the
@@ -45,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
 from desktop.ui.theme import Theme
@@ -72,70 +60,6 @@ def min_span_range(low: float, high: float, span: float) -> tuple[float, float]:
     middle = (low + high) / 2.0
     return middle - span / 2.0, middle + span / 2.0
 
-
-class RingBuffer:
-    """Fixed-size float64 history of (time_s, *columns), newest last, readable without copies.
-
-    Each row is written twice, at ``slot`` and ``slot + capacity``, so the newest ``n`` rows
-    are always one contiguous slice: ``setData`` gets a view, never a concatenation.
-    """
-
-    def __init__(self, capacity: int, names: Sequence[str]) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
-        self.capacity = capacity
-        self.names = tuple(names)
-        self._index = {name: i + 1 for i, name in enumerate(self.names)}
-        self._data = np.full((len(self.names) + 1, 2 * capacity), np.nan, dtype=np.float64)
-        self._count = 0
-        self.version = 0
-
-    def __len__(self) -> int:
-        return min(self._count, self.capacity)
-
-    def append(self, time_s: float, values: dict[str, float | None]) -> None:
-        slot = self._count % self.capacity
-        row = self._data[:, slot]
-        row[0] = time_s
-        for name, i in self._index.items():
-            value = values.get(name)
-            row[i] = math.nan if value is None else value
-        self._data[:, slot + self.capacity] = row
-        self._count += 1
-        self.version += 1
-
-    def _bounds(self) -> tuple[int, int]:
-        n = len(self)
-        if n == 0:
-            return 0, 0
-        end = (self._count - 1) % self.capacity + 1 + self.capacity
-        return end - n, end
-
-    def _first(self, start: int, end: int, start_s: float | None) -> int:
-        if start_s is None or start == end:
-            return start
-        return start + int(np.searchsorted(self._data[0, start:end], start_s, side="left"))
-
-    def times(self, start_s: float | None = None) -> FloatArray:
-        start, end = self._bounds()
-        return self._data[0, self._first(start, end, start_s):end]
-
-    def view(self, name: str, start_s: float | None = None) -> FloatArray:
-        start, end = self._bounds()
-        return self._data[self._index[name], self._first(start, end, start_s):end]
-
-    def oldest_s(self) -> float | None:
-        start, end = self._bounds()
-        return float(self._data[0, start]) if end > start else None
-
-    def latest_s(self) -> float | None:
-        start, end = self._bounds()
-        return float(self._data[0, end - 1]) if end > start else None
-
-    def clear(self) -> None:
-        self._data.fill(np.nan)
-        self._count = 0
-        self.version += 1
 
 
 def _nearest(times: FloatArray, time_s: float) -> int | None:
@@ -390,96 +314,3 @@ class TimePlot:
         font.setPointSizeF(8.5)
         self.readout.setFont(font)
         self.show_readout(None)
-
-
-class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
-    """Plots stacked over one shared time axis, with a crosshair that follows the mouse."""
-
-    hovered = Signal(float)
-
-    def __init__(self, theme: Theme, parent: pg.QtWidgets.QWidget | None = None) -> None:
-        super().__init__(parent=parent)
-        self.theme = theme
-        self.setBackground(theme.plot_background)
-        self.ci.layout.setSpacing(6)
-        self.ci.setContentsMargins(2, 2, 6, 2)
-        self._plots: dict[str, TimePlot] = {}
-        self._hover_s: float | None = None
-        self.scene().sigMouseMoved.connect(self._mouse_moved)
-
-    def add_plot(self, key: str, title: str, unit: str, y_range: tuple[float, float] | None = None,
-                 height: int | None = None) -> TimePlot:
-        first = next(iter(self._plots.values()), None)
-        for plot in self._plots.values():  # only the bottom plot has a time axis: each one costs a
-            plot.item.hideAxis("bottom")   # tick layout per frame, the largest part of an idle repaint
-            plot.item.getAxis("bottom").unlinkFromView()  # hidden: no range bookkeeping per x move
-        item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
-        plot = TimePlot(item, title, unit, self.theme)
-        if first is not None:  # no setXLink: set_x_range moves every plot itself, without the link cascade
-            (x0, x1), _ = first.item.viewRange()
-            item.setXRange(x0, x1, padding=0)
-        if y_range is not None:
-            plot.set_y_range(*y_range)
-        if height is not None:
-            item.setMaximumHeight(height)
-            item.setMinimumHeight(height)
-        self._plots[key] = plot
-        return plot
-
-    def plot(self, key: str) -> TimePlot:
-        return self._plots[key]
-
-    def plots(self) -> list[TimePlot]:
-        return list(self._plots.values())
-
-    def set_x_range(self, start_s: float, end_s: float) -> None:
-        """Move the time window of every plot; a move of less than a pixel is skipped.
-
-        Each move makes every curve recompute its downsampled view; at 1 Hz in a 1 h window
-        the window slides ~0.4 px per second, so most frames need no move at all.
-        """
-        if not self._plots:
-            return
-        first = next(iter(self._plots.values()))
-        (x0, x1), _ = first.item.viewRange()
-        width_px = max(1.0, first.item.vb.width())
-        pixel_s = (end_s - start_s) / width_px
-        if abs(x0 - start_s) < pixel_s and abs(x1 - end_s) < pixel_s:
-            return
-        for plot in self._plots.values():
-            plot.item.setXRange(start_s, end_s, padding=0)
-            # pyqtgraph applies the new transform lazily, inside the next paint, which then
-            # schedules a second full paint; applying it now makes one paint per frame.
-            plot.item.vb.prepareForPaint()
-
-    def apply_theme(self, theme: Theme) -> None:
-        self.theme = theme
-        self.setBackground(theme.plot_background)
-        for plot in self._plots.values():
-            plot.apply_theme(theme)
-
-    def hover_at(self, time_s: float | None) -> None:
-        """Show the crosshair at ``time_s`` in every plot (None hides it)."""
-        self._hover_s = time_s
-        for plot in self._plots.values():
-            plot.set_crosshair(time_s)
-        self.hovered.emit(math.nan if time_s is None else time_s)
-
-    def refresh_readouts(self) -> None:
-        """Re-read the values under a crosshair that stayed put while new data came in."""
-        if self._hover_s is not None:
-            for plot in self._plots.values():
-                plot.show_readout(self._hover_s)
-
-    def _mouse_moved(self, pos: QPointF) -> None:
-        for plot in self._plots.values():
-            if plot.item.vb.sceneBoundingRect().contains(pos):
-                self.hover_at(plot.item.vb.mapSceneToView(pos).x())
-                return
-        if self._hover_s is not None:
-            self.hover_at(None)
-
-    def leaveEvent(self, event: QEvent) -> None:
-        if self._hover_s is not None:
-            self.hover_at(None)
-        super().leaveEvent(event)

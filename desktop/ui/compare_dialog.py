@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.compare_text import Row, flagged_sentence, rows
-from advisor.portable import Comparison, PortableRecord, compare
+from advisor.portable import PortableRecord
+from advisor.run_compare import Comparison, compare
 from desktop.errors import UserError
 from desktop.stress.portable import read_record
 from desktop.ui.background import Loader

@@ -22,7 +22,8 @@ from PySide6.QtWidgets import QApplication
 from advisor.portable import PortableRecord
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.records import judge_run
-from desktop.stress.runner import SimClock, StressConfig, StressRunner
+from desktop.stress.run_model import SimClock, StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.compare_dialog import CompareDialog

@@ -13,7 +13,9 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading
 from desktop.ui.cards import GpuCard
-from desktop.ui.charts import FloatArray, PlotColumn, RingBuffer, TimePlot
+from desktop.ui.charts import FloatArray, TimePlot
+from desktop.ui.plot_column import PlotColumn
+from desktop.ui.ring_buffer import RingBuffer
 from desktop.ui.theme import REASON_COLOURS, Theme
 
 _EMPTY: FloatArray = np.empty(0, dtype=np.float64)

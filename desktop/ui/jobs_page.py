@@ -38,7 +38,8 @@ from desktop.config import CostSettings
 from desktop.jobs.card import card_of, card_rows, duration_text, format_card, job_frame, job_gpus, pause_spans
 from desktop.jobs.model import JobRecord, JobSeries
 from desktop.ui.background import Loader
-from desktop.ui.charts import PlotColumn
+from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
+from desktop.ui.plot_column import PlotColumn
 from desktop.ui.theme import Theme
 
 #: The empty state (static rich text: nothing from outside goes in it).
@@ -53,6 +54,21 @@ CHARTS: tuple[tuple[str, str, str], ...] = (
     ("throughput", "Throughput", "items/s"), ("utilization_gpu_pct", "GPU utilization", "%"),
     ("temperature_c", "Temperature", "°C"), ("power_w", "Power", "W"),
 )
+
+#: Chart points across a job where the chart's width is not known: a 12 h job at 1 Hz is 43,200 samples,
+#: far more than pixels.
+CHART_BINS = 800
+#: A long job is drawn as one mean per this many pixels of chart: at one per pixel (or more) the means of
+#: a job that idles in a short cycle (a data-starved loader, 40 s on and off) zigzag from pixel to pixel
+#: and alias into a moire; a few pixels per mean read as a band at the job's typical level.
+PX_PER_BIN = 3.0
+#: The fewest stretches, for a chart not laid out yet (or very narrow).
+MIN_CHART_BINS = 100
+
+
+def chart_bins(width_px: float) -> int:
+    """How many means to draw a long job with in a chart ``width_px`` wide."""
+    return max(MIN_CHART_BINS, int(width_px / PX_PER_BIN))
 
 
 @dataclass
@@ -113,7 +129,8 @@ class JobsHistory:
         finally:
             store.close()
 
-    def detail(self, job_id: int) -> JobDetail:
+    def detail(self, job_id: int, bins: int = CHART_BINS) -> JobDetail:
+        """The job's card and telemetry, a long job's as means over ``bins`` stretches (``chart_bins``)."""
         from desktop.advice import load_cloud_offers, load_gpu_specs
         from desktop.history import jobs as job_store
 
@@ -135,14 +152,11 @@ class JobsHistory:
             rows = (gpu.time_s >= record.started_s) & (gpu.time_s <= end_s)
             columns = {}
             for key, _title, _unit in CHARTS[1:]:
-                times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s)
+                times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s,
+                                             bins)
             traces.append(GpuTrace(gpu.meta.index, times, columns))
-        shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s))
+        shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s, bins))
         return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
-
-
-#: Chart points across a job: a 12 h job at 1 Hz is 43,200 samples, far more than pixels.
-CHART_BINS = 800
 
 
 def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float, bins: int = CHART_BINS
@@ -150,6 +164,9 @@ def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float,
     """Means over ``bins`` equal stretches of [start_s, end_s] (NaN where none has a value); short series as they are.
 
     A mean, not pyqtgraph's min/max "peak" envelope: over hours of noisy samples that paints a solid block.
+    Each stretch's mean also takes in half of each neighbour's samples (a triangle, [1, 2, 1]): plain means
+    of a job that cycles a little faster than a stretch (a data-starved loader) beat against the cycle and
+    draw a moire; the triangle damps that to a band at the job's mean.
     """
     time_s = np.asarray(time_s, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
@@ -160,8 +177,11 @@ def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float,
     ok = np.isfinite(values)
     count = np.bincount(index[ok], minlength=bins).astype(np.float64)
     total = np.bincount(index[ok], weights=values[ok], minlength=bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+    triangle = np.array([1.0, 2.0, 1.0])
+    weighted_count = np.convolve(count, triangle, mode="same")
+    weighted_total = np.convolve(total, triangle, mode="same")
+    with np.errstate(invalid="ignore", divide="ignore"):  # a stretch without readings stays a gap
+        means = np.where(count > 0, weighted_total / np.where(count > 0, weighted_count, 1.0), np.nan)
     centres = start_s + width * (np.arange(bins, dtype=np.float64) + 0.5)
     return np.asarray(centres, dtype=np.float64), np.asarray(means, dtype=np.float64)
 
@@ -325,7 +345,8 @@ class JobsPage(QWidget):
 
     def show_job(self, job_id: int) -> None:
         self.title.setText(f"Job #{job_id}: reading its card and telemetry…")
-        self.detail_loader.run(lambda: self.source.detail(job_id), self._show_detail, self._detail_failed)
+        bins = chart_bins(self.charts.width() - LEFT_AXIS_WIDTH_PX)  # the plots' width, read on this thread
+        self.detail_loader.run(lambda: self.source.detail(job_id, bins), self._show_detail, self._detail_failed)
 
     def _detail_failed(self, error: str) -> None:
         self.title.setText(f"Could not read this job: {error}")

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import GpuProcess, Snapshot
-from desktop.ui.charts import PlotColumn
+from desktop.ui.plot_column import PlotColumn
 from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
 

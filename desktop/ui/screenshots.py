@@ -207,8 +207,12 @@ def add_demo_jobs(path: Path, now_s: float) -> None:
             every = max(1, round(10.0 / float(np.median(gpu.duration_s))))  # a report every ~10 s
             clock = gpu.sm_clock_mhz / (gpu.meta.sm_clock_max_mhz or np.nanmax(gpu.sm_clock_mhz))
             rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
-            series = JobSeries(time_s=gpu.time_s[rows][::every],
-                               throughput=(rate * gpu.utilization_gpu_pct / 100.0 * clock)[rows][::every])
+            # What a tqdm bar prints: the rate as an exponential moving average (its `smoothing`), not
+            # the instant speed, so a loader that stalls every 40 s reads as a steady, lower it/s.
+            instant = np.nan_to_num((rate * gpu.utilization_gpu_pct / 100.0 * clock)[rows])
+            weights = np.exp(-np.arange(120) / 40.0)
+            shown = np.convolve(instant, weights / weights.sum())[: len(instant)]
+            series = JobSeries(time_s=gpu.time_s[rows][::every], throughput=shown[::every])
             card = build_card(record, series, frame, Settings().costs, offers=load_cloud_offers(),
                               specs=load_gpu_specs())
             job_id = job_store.add_job(store, dataclasses.replace(record, card=card.as_dict()))

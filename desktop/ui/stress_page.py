@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
     QFileDialog,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -39,13 +38,16 @@ from PySide6.QtWidgets import (
 from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
 from desktop.stress.report import run_html, run_json
-from desktop.stress.runner import Progress, RunResult, StressConfig, StressRunner
+from desktop.stress.run_model import Progress, RunResult, StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.stress.verdict import Verdict
 from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
-from desktop.ui.charts import PlotColumn, RingBuffer
-from desktop.ui.stress_runs import NO_RUN_TITLE, RunsTable, last_run_card
+from desktop.ui.plot_column import PlotColumn
+from desktop.ui.ring_buffer import RingBuffer
+from desktop.ui.stress_runs import RunsTable
+from desktop.ui.stress_verdict_card import VerdictCard
 from desktop.ui.stress_work import FinishedRun, StressWorker, finish_run, list_runs
 from desktop.ui.theme import Theme
 
@@ -91,9 +93,6 @@ class StressPage(QWidget):
         self.verdict: Verdict | None = None
         self.run_id: int | None = None
         self.earlier: list[StressResult] = []
-        #: What the verdict card shows: "idle" (no run this session: the newest stored one, or none),
-        #: "running", "verdict", or "message" (why a run did not start or end).
-        self.card_state = "idle"
         self.runs: list[StressResult] = []
         self._buffer = RingBuffer(4000, _LIVE)
         #: Reads the table of earlier runs; ``judging`` judges and stores a finished run.
@@ -178,38 +177,18 @@ class StressPage(QWidget):
         self._label_start()
         layout.addWidget(self.chart_area, 3)
 
-        self.verdict_card = QFrame()
-        self.verdict_card.setObjectName("verdictCard")
-        card = QVBoxLayout(self.verdict_card)
-        self.verdict_title = QLabel(NO_RUN_TITLE)
-        self.verdict_title.setStyleSheet("font-weight: bold; font-size: 14pt;")
-        self.verdict_text = QLabel("")
-        self.verdict_text.setWordWrap(True)
-        self.verdict_text.setTextFormat(Qt.TextFormat.PlainText)
-        self.verdict_title.setTextFormat(Qt.TextFormat.PlainText)
-        self.comparison_text = QLabel("")
-        self.comparison_text.setWordWrap(True)
-        exports = QHBoxLayout()
-        self.export_html_button = QPushButton("Export HTML…")
-        self.export_json_button = QPushButton("Export JSON…")
-        self.export_html_button.clicked.connect(lambda: self._export_dialog("html"))
-        self.export_json_button.clicked.connect(lambda: self._export_dialog("json"))
-        for button in (self.export_html_button, self.export_json_button):
-            button.setEnabled(False)
-            exports.addWidget(button)
-        exports.addStretch(1)
-        for widget in (self.verdict_title, self.verdict_text, self.comparison_text):
-            card.addWidget(widget)
-        card.addLayout(exports)
+        self.verdict_card = VerdictCard(self.theme)
+        self.verdict_card.export_requested.connect(self._export_dialog)
+        #: The card's title and sentence (what the window and the tests read).
+        self.verdict_title, self.verdict_text = self.verdict_card.title, self.verdict_card.text
         layout.addWidget(self.verdict_card)
-        self._paint_card(None)
 
         self.runs_title = QLabel("Earlier runs")
         self.runs_title.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.runs_title)
         self.table = RunsTable()
         layout.addWidget(self.table, 1)
-        self._show_idle_card()
+        self.verdict_card.show_idle(None)
         self._style_controls()
 
     @property
@@ -274,7 +253,7 @@ class StressPage(QWidget):
         try:
             runner = self.make_runner(config)
         except ValueError as exc:
-            self._show_message("Cannot start", str(exc))
+            self.verdict_card.show_message("Cannot start", str(exc))
             return
         self._buffer.clear()
         self.result = self.verdict = None
@@ -288,13 +267,9 @@ class StressPage(QWidget):
         self._set_running(True)
         self.chart_area.setCurrentWidget(self.charts)
         self.progress_bar.show()
-        self.card_state = "running"
-        self.verdict_title.setText("Running…")
-        self.verdict_text.setText(f"{config.workload} on {self._gpu_name(config)}, "
-                                  f"{format_duration(config.duration_s)}")
-        self.comparison_text.setText("")
+        self.verdict_card.show_running(f"{config.workload} on {self._gpu_name(config)}, "
+                                       f"{format_duration(config.duration_s)}")
         self.live_label.setText("")
-        self._paint_card(None)
         self.worker.start()
 
     def _gpu_name(self, config: StressConfig) -> str:
@@ -314,9 +289,7 @@ class StressPage(QWidget):
 
     def set_unavailable(self, message: str) -> None:
         """Explain why no test can run here (e.g. PyTorch is missing) and disable starting one."""
-        self.card_state = "unavailable"
-        self.verdict_title.setText("Stress test unavailable")
-        self.verdict_text.setText(message)
+        self.verdict_card.show_unavailable(message)
         for button in (self.one_click, self.start_button):
             button.setEnabled(False)
             button.setToolTip(message)
@@ -387,7 +360,7 @@ class StressPage(QWidget):
         self._set_running(False)
         self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
         self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
-        self._show_verdict(done.verdict)
+        self.verdict_card.show_verdict(done.verdict)
         if done.save_error:  # the verdict stays; the page says it is not in the history
             self.live_label.setText(done.save_error)
         if done.runs_error:
@@ -399,16 +372,16 @@ class StressPage(QWidget):
     def _on_judge_failed(self, message: str) -> None:
         self._set_running(False)
         self.progress_bar.setFormat("Not judged")
-        self._show_message("The run could not be judged", message)
+        self.verdict_card.show_message("The run could not be judged", message)
 
     def _on_failed(self, message: str) -> None:
         self._finish_worker()
-        self._show_message("The test failed", message)
+        self.verdict_card.show_message("The test failed", message)
 
     def _on_refused(self, message: str) -> None:
         self._finish_worker()
         self.progress_bar.setFormat("Not started")
-        self._show_message("Cannot run the test", message[:1].upper() + message[1:])
+        self.verdict_card.show_message("Cannot run the test", message[:1].upper() + message[1:])
 
     def _finish_worker(self, idle: bool = True) -> None:
         if self.worker is not None:
@@ -418,33 +391,7 @@ class StressPage(QWidget):
         if idle:
             self._set_running(False)
 
-    # --- verdict and history -------------------------------------------------------------
-    def _show_verdict(self, verdict: Verdict) -> None:
-        titles = {"passed": "Passed: held its speed", "throttled": "Throttled", "errors": "Result errors found",
-                  "aborted": "Aborted", "no_data": "No verdict", "too_short": "Too short to judge",
-                  "inconclusive": "Inconclusive: still heating up"}
-        self.card_state = "verdict"
-        self.verdict_title.setText(titles.get(verdict.status, verdict.status))
-        self.verdict_text.setText(verdict.sentence)
-        self.comparison_text.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
-                                     else "")
-        self._paint_card(verdict)
-        for button in (self.export_html_button, self.export_json_button):
-            button.setEnabled(True)
-
-    def _show_message(self, title: str, text: str) -> None:
-        self.card_state = "message"
-        self.verdict_title.setText(title)
-        self.verdict_text.setText(text)
-
-    def _paint_card(self, verdict: Verdict | None) -> None:
-        colour = self.theme.muted
-        if verdict is not None:
-            colour = {"passed": self.theme.ok, "throttled": self.theme.warn, "inconclusive": self.theme.muted,
-                      "too_short": self.theme.muted}.get(verdict.status, self.theme.bad)
-        self.verdict_card.setStyleSheet(f"#verdictCard {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
-                                        f" border-radius: 3px; }}")
-
+    # --- history -------------------------------------------------------------------------
     def refresh_table(self) -> None:
         """Read the stored runs on a worker thread; the table shows them when they arrive."""
         if self.db_path is None:
@@ -468,18 +415,7 @@ class StressPage(QWidget):
         self.runs = list(runs)
         self.runs_title.setText("Earlier runs" if runs else "Earlier runs: none stored yet")
         self.table.show_runs(runs)
-        self._show_idle_card()
-
-    def _show_idle_card(self) -> None:
-        """Before a run in this session: the newest stored run, or "No test run yet" when there is none."""
-        if self.card_state != "idle":
-            return
-        if self.runs:
-            title, text = last_run_card(self.runs[0])
-        else:
-            title, text = NO_RUN_TITLE, "A run ends in a verdict: whether the GPU held its speed, and why not."
-        self.verdict_title.setText(title)
-        self.verdict_text.setText(text)
+        self.verdict_card.show_idle(self.runs[0] if self.runs else None)
 
     # --- export -------------------------------------------------------------------------
     def _export_dialog(self, kind: str) -> None:
@@ -505,6 +441,6 @@ class StressPage(QWidget):
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.charts.apply_theme(theme)
-        self._paint_card(self.verdict)
+        self.verdict_card.apply_theme(theme, self.verdict)
         self._style_controls()
 

@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from desktop.stress.runner import StressConfig, StressRunner
+from desktop.stress.run_model import StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.host import PsutilHost
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

@@ -17,11 +17,11 @@ from advisor.portable import (
     PortableError,
     PortableRecord,
     Spread,
-    compare,
     energy_joules,
     parse_record,
     record_from_dict,
 )
+from advisor.run_compare import compare
 
 
 def _laptop() -> PortableRecord:

@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pynvml
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from desktop.cli import doctor
 from desktop.telemetry.model import GPU_METRIC_NAMES
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, ada_desktop_gpu, desktop_gpu, hopper_mig_gpu
+from tests.fakes.nvml_driver import NvmlDriver
+from tests.fakes.personalities import Personality, ada_desktop, hopper
 
 
 def _run(capsys: pytest.CaptureFixture[str], *, json_out: bool, simulate: str | None = None) -> str:
@@ -106,3 +109,21 @@ def test_simulated_gpus_carry_the_thresholds_of_the_cards_they_model(capsys: pyt
     assert (h100["temp_max_operating_c"], h100["temp_slowdown_c"], h100["temp_shutdown_c"]) == (87, 89, 95)
     assert laptop["temp_max_operating_c"] == 87 and laptop["temp_shutdown_c"] == 99
     assert all(g["temp_max_operating_c"] <= g["temp_slowdown_c"] < g["temp_shutdown_c"] for g in report["gpus"])
+
+
+@pytest.mark.parametrize(("personality", "expected"), [(hopper, "measured (GPM)"), (ada_desktop, "estimate")])
+def test_doctor_says_whether_effective_load_is_measured_or_estimated(
+        personality: Callable[[], Personality], expected: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The driver-level stand-in: the H200 answers nvmlGpmQueryDeviceSupport, the RTX 4090 does not.
+    NvmlDriver(personality()).install(monkeypatch)
+    (gpu,) = json.loads(_run(capsys, json_out=True))["gpus"]
+    assert gpu["effective_load"] == expected
+    text = _run(capsys, json_out=False)
+    (row,) = [line.strip() for line in text.splitlines() if line.strip().startswith("effective load")]
+    assert row.split(None, 2)[2] == expected
+
+
+def test_doctor_on_the_simulated_gpu_says_effective_load_is_an_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    report = json.loads(_run(capsys, json_out=True, simulate="h100"))
+    assert [g["effective_load"] for g in report["gpus"]] == ["estimate"]

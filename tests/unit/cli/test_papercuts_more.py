@@ -20,7 +20,7 @@ from desktop import cli, config
 from desktop.advice import Advice, advice_json, compute_advice
 from desktop.cli import advise, sample, stress
 from desktop.cli.common import ProgressBar
-from desktop.stress.runner import Progress
+from desktop.stress.run_model import Progress
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
 from tests.unit.advisor.demo_db import DEMO_WEEK_END_S, stored_demo_week

@@ -12,7 +12,7 @@ import pytest
 from advisor.frame import HistoryFrame, StressResult
 from advisor.rules import run_rules
 from desktop.stress.records import judge_run, load_earlier, save_run, to_stress_result
-from desktop.stress.runner import RunResult, StressConfig
+from desktop.stress.run_model import RunResult, StressConfig
 from desktop.telemetry.model import GpuInfo
 from tests.unit.advisor.test_baseline import DAY_S, T0, run
 

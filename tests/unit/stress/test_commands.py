@@ -115,7 +115,7 @@ def test_analyze_an_nvidia_smi_log(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_analyze_a_stored_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from desktop.stress.runner import SimClock
+    from desktop.stress.run_model import SimClock
     from desktop.telemetry.sampler import Sampler
 
     clock = SimClock(time_s=1_793_620_800.0)

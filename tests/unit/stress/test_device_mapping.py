@@ -24,7 +24,8 @@ from desktop.stress.devices import (
     pci_bus_id,
 )
 from desktop.stress.guard import GuardRefused
-from desktop.stress.runner import StressConfig, StressRunner
+from desktop.stress.run_model import StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list

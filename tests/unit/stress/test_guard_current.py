@@ -8,7 +8,8 @@ import pytest
 
 from desktop.cli import main
 from desktop.stress.guard import GuardRefused, check_guard_above_current
-from desktop.stress.runner import SimClock, StressConfig, runner_factory
+from desktop.stress.run_model import SimClock, StressConfig
+from desktop.stress.runner import runner_factory
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 

@@ -10,7 +10,8 @@ from advisor.portable import parse_record
 from desktop.jobs.model import JobRecord
 from desktop.stress.portable import record_from_job, record_from_stress
 from desktop.stress.records import judge_run
-from desktop.stress.runner import SimClock, StressConfig, StressRunner
+from desktop.stress.run_model import SimClock, StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list

@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from desktop.stress.records import exit_code, judge_run
-from desktop.stress.runner import Progress, RealClock, SimClock, StressConfig, StressRunner, guard_temperature
+from desktop.stress.run_model import Progress, RealClock, SimClock, StressConfig
+from desktop.stress.runner import StressRunner, guard_temperature
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 

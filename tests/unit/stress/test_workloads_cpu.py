@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from desktop.stress.records import exit_code, judge_run
-from desktop.stress.runner import Progress, StressConfig, StressRunner
+from desktop.stress.run_model import Progress, StressConfig
+from desktop.stress.runner import StressRunner
 
 # Never import torch here: it must stay out of the test process (as out of the GUI), and a
 # torch import leaves deprecated objects that make the UI tests' gc scan warn.
@@ -86,7 +87,8 @@ def test_cancel_stops_the_child_within_a_second() -> None:
 
 def test_the_child_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
     script = textwrap.dedent("""
-        from desktop.stress.runner import StressConfig, StressRunner
+        from desktop.stress.run_model import StressConfig
+        from desktop.stress.runner import StressRunner
         config = StressConfig(workload="gemm", device="cpu", duration_s=300.0, size=128, threads=1)
         StressRunner(config, on_child_started=lambda pid: print(pid, flush=True)).run()
     """)

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from desktop.ui.charts import PlotColumn, RingBuffer
 from desktop.ui.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
+from desktop.ui.plot_column import PlotColumn
+from desktop.ui.ring_buffer import RingBuffer
 from desktop.ui.theme import DARK, LIGHT
 
 

@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QTableWidget
 
 from desktop.config import CostSettings
-from desktop.ui.jobs_page import JobsHistory, JobsPage, binned
+from desktop.ui.jobs_page import MIN_CHART_BINS, JobsHistory, JobsPage, binned, chart_bins
 from desktop.ui.theme import DARK, LIGHT
 from tests.unit.cli.jobs_history import END, PAUSE, START, record, write_job_history
 
@@ -89,6 +89,32 @@ def test_long_jobs_are_drawn_as_means_of_equal_stretches() -> None:
     assert len(times) == 100 and times[0] == 10.0 and np.isnan(means[:5]).all()
     assert np.allclose(means[5:], 5.0)
     assert binned(time_s[:50], values[:50], 0.0, 50.0, bins=100)[0] is not None  # short: as it is
+
+
+def test_a_short_duty_cycle_reads_as_a_flat_band_not_a_moire() -> None:
+    """The demo week's data-starved job: 12 h at 1 Hz, 20 s busy (100 %) and 20 s waiting (10 %). Plain means
+    of 144 s stretches beat against the 40 s cycle (10 points apart); weighting each with half of its
+    neighbours' samples leaves a band about one point thick at the mean."""
+    time_s = np.arange(0.0, 12 * 3600.0)
+    values = np.where(time_s % 40.0 < 20.0, 100.0, 10.0)
+    _times, means = binned(time_s, values, 0.0, 12 * 3600.0, bins=300)
+    assert np.ptp(means[1:-1]) < 2.0  # the first and last stretch have one neighbour: a plain mean's spread
+    assert abs(float(np.mean(means)) - 55.0) < 0.5 and np.ptp(means) < 10.0
+
+
+def test_a_long_job_gets_one_chart_point_per_few_pixels(tmp_path: Path) -> None:
+    """Means over stretches about 3 px wide, from the chart's own width: a fixed 800 bins put more than one
+    point on each pixel of a 900 px chart, and a job's 40 s duty cycle aliased into a moire."""
+    assert chart_bins(900.0) == 300 and chart_bins(3000.0) == 1000
+    assert chart_bins(0.0) == MIN_CHART_BINS  # a chart not laid out yet still gets a readable picture
+    db = tmp_path / "h.sqlite"
+    job_id = write_job_history(db)
+    source = JobsHistory(db, CostSettings(), clock=lambda: END + 60.0)
+    narrow = source.detail(job_id, bins=40)  # 160 samples of 1 Hz telemetry, 40 stretches of 4 s
+    assert [len(trace.time_s) for trace in narrow.gpus] == [40]
+    assert narrow.gpus[0].time_s[0] == START + 2.0
+    wide = source.detail(job_id, bins=400)  # more stretches than samples: the samples as they are
+    assert len(wide.gpus[0].time_s) == 161  # START to END at 1 Hz
 
 
 def test_copy_card_puts_the_text_on_the_clipboard(qtbot: Any, tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
-from desktop.stress.runner import RunResult, SimClock, StressConfig, StressRunner, runner_factory
+from desktop.stress.run_model import RunResult, SimClock, StressConfig
+from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.stress_page import StressPage
 from desktop.ui.stress_work import FinishedRun, finish_run

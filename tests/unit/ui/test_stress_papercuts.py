@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
-from desktop.stress.runner import SimClock, StressConfig, StressRunner, runner_factory
+from desktop.stress.run_model import SimClock, StressConfig
+from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.stress_page import MIN_SPANS, StressPage
 from desktop.ui.stress_runs import NO_RUN_TITLE, run_cells

@@ -1,0 +1,63 @@
+"""The window as a program (`rigscope gui`): the Qt application, the recording, Ctrl+C and SIGTERM, the event loop.
+
+``RigscopeApp`` (``app.py``) wires the window's objects; this module runs it until the user quits.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from desktop.config import Settings
+from desktop.paths import ensure_private_dir
+from desktop.telemetry.sampler import Sampler, end_process
+from desktop.telemetry.simulated import SimulatedBackend
+from desktop.ui.app import RigscopeApp
+from desktop.ui.recording import open_recording
+
+
+def run_window(sampler: Sampler, settings: Settings, db: Path,
+               problems: Sequence[tuple[str, str]] = ()) -> int:
+    """Open the window on ``sampler``, recording to ``db``, until the user quits (`rigscope gui`,
+    wired in desktop/cli/gui.py); ``problems`` in the settings are shown in a banner."""
+    ensure_private_dir(db.parent)  # 0700 when created here; an existing folder keeps its mode
+    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(qt_app, QApplication)
+    qt_app.setApplicationName("Rigscope")
+    qt_app.setDesktopFileName("rigscope")
+    qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
+    recording = open_recording(db, retention=settings.retention)
+    # On the simulated GPU, "End process" ends the simulated process, never a real one with its pid.
+    ender = None if isinstance(sampler.gpu, SimulatedBackend) else end_process
+    app = RigscopeApp(qt_app, sampler, settings, recording, end_process=ender, db_path=db)
+    if problems:
+        app.window.show_banner("Some settings were invalid and defaults are used: "
+                               + "; ".join(f"{k}: {m}" for k, m in problems), "warning")
+    app.start()
+    _quit_on_signals(app)
+    try:
+        return qt_app.exec()
+    finally:
+        app.shutdown()
+
+
+def _quit_on_signals(app: RigscopeApp) -> None:
+    """Ctrl+C / SIGTERM in the terminal quit cleanly (flush, no traceback from whatever slot ran).
+
+    Python runs signal handlers only between bytecodes; a short timer gives it that chance
+    while Qt's event loop (C++) waits.
+    """
+    def handler(_signum: int, _frame: object) -> None:
+        QTimer.singleShot(0, app.quit)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    app.signal_timer = QTimer(app)
+    app.signal_timer.timeout.connect(lambda: None)
+    app.signal_timer.start(250)
+

@@ -1,0 +1,113 @@
+"""The Stress page's verdict card: what the last run said, or why there is none, and its exports.
+
+Before a run in this session it shows the newest stored run ("Last run: …") or "No test run
+yet"; while a test runs, what runs where; at the end, the verdict with its colour (passed,
+throttled, errors…) and the comparison with earlier runs; or why a run did not start or end.
+The export buttons turn on with the first verdict; exporting needs the run and its charts, so
+the card only asks for it (``export_requested``) and the page writes the file.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from advisor.frame import StressResult
+from desktop.stress.verdict import Verdict
+from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card
+from desktop.ui.theme import Theme
+
+#: The card's title for each verdict status (an unknown status is shown as it is).
+TITLES: dict[str, str] = {
+    "passed": "Passed: held its speed", "throttled": "Throttled", "errors": "Result errors found",
+    "aborted": "Aborted", "no_data": "No verdict", "too_short": "Too short to judge",
+    "inconclusive": "Inconclusive: still heating up"}
+#: Said under NO_RUN_TITLE while nothing is stored and nothing has run.
+NO_RUN_TEXT = "A run ends in a verdict: whether the GPU held its speed, and why not."
+
+
+class VerdictCard(QFrame):
+    """Title, sentence and comparison of the newest run, framed in its verdict's colour, with Export HTML/JSON."""
+
+    export_requested = Signal(str)  # "html" | "json"
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        #: "idle" (no run this session: the newest stored one, or none), "running", "verdict",
+        #: "message" (why a run did not start or end) or "unavailable" (no test can run here).
+        self.state = "idle"
+        self.setObjectName("verdictCard")
+        card = QVBoxLayout(self)
+        self.title = QLabel(NO_RUN_TITLE)
+        self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
+        self.text = QLabel("")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.comparison = QLabel("")
+        self.comparison.setWordWrap(True)
+        exports = QHBoxLayout()
+        self.export_html_button = QPushButton("Export HTML…")
+        self.export_json_button = QPushButton("Export JSON…")
+        self.export_html_button.clicked.connect(lambda: self.export_requested.emit("html"))
+        self.export_json_button.clicked.connect(lambda: self.export_requested.emit("json"))
+        for button in (self.export_html_button, self.export_json_button):
+            button.setEnabled(False)
+            exports.addWidget(button)
+        exports.addStretch(1)
+        for widget in (self.title, self.text, self.comparison):
+            card.addWidget(widget)
+        card.addLayout(exports)
+        self.paint(None)
+
+    def show_idle(self, newest: StressResult | None) -> None:
+        """Before a run in this session: the newest stored run, or "No test run yet" when there is none."""
+        if self.state != "idle":
+            return
+        title, text = last_run_card(newest) if newest is not None else (NO_RUN_TITLE, NO_RUN_TEXT)
+        self.title.setText(title)
+        self.text.setText(text)
+
+    def show_running(self, what: str) -> None:
+        """A test has started: ``what`` says which workload runs where, and for how long."""
+        self.state = "running"
+        self.title.setText("Running…")
+        self.text.setText(what)
+        self.comparison.setText("")
+        self.paint(None)
+
+    def show_verdict(self, verdict: Verdict) -> None:
+        self.state = "verdict"
+        self.title.setText(TITLES.get(verdict.status, verdict.status))
+        self.text.setText(verdict.sentence)
+        self.comparison.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
+                                else "")
+        self.paint(verdict)
+        for button in (self.export_html_button, self.export_json_button):
+            button.setEnabled(True)
+
+    def show_message(self, title: str, text: str) -> None:
+        """Why a run did not start or end."""
+        self.state = "message"
+        self.title.setText(title)
+        self.text.setText(text)
+
+    def show_unavailable(self, message: str) -> None:
+        """No test can run here (e.g. PyTorch is missing)."""
+        self.state = "unavailable"
+        self.title.setText("Stress test unavailable")
+        self.text.setText(message)
+
+    def paint(self, verdict: Verdict | None) -> None:
+        """Frame the card in the verdict's colour (muted without one)."""
+        colour = self.theme.muted
+        if verdict is not None:
+            colour = {"passed": self.theme.ok, "throttled": self.theme.warn, "inconclusive": self.theme.muted,
+                      "too_short": self.theme.muted}.get(verdict.status, self.theme.bad)
+        self.setStyleSheet(f"#verdictCard {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
+                           f" border-radius: 3px; }}")
+
+    def apply_theme(self, theme: Theme, verdict: Verdict | None) -> None:
+        self.theme = theme
+        self.paint(verdict)

@@ -1,0 +1,81 @@
+"""The Stress page's verdict card on its own: its states, its colour per verdict, and its export buttons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QFileDialog
+from pytestqt.qtbot import QtBot
+
+from advisor.frame import StressResult
+from desktop.stress.verdict import Verdict
+from desktop.ui.stress_page import StressPage
+from desktop.ui.stress_runs import NO_RUN_TITLE
+from desktop.ui.stress_verdict_card import NO_RUN_TEXT, VerdictCard
+from desktop.ui.theme import DARK, LIGHT
+
+
+def _verdict(status: str, comparison: str = "") -> Verdict:
+    return Verdict(status=status, throttled=status == "throttled", onset_s=None, peak=70.0, sustained=60.0,
+                   sustained_ratio=60.0 / 70.0, unit="TFLOP/s", basis="throughput", clock_ratio=None, cause=None,
+                   cause_family=None, onset_temperature_c=None, sentence=f"The run {status}.",
+                   comparison=comparison)
+
+
+def _stored() -> StressResult:
+    return StressResult(run_id=1, started_s=1_790_000_000.0, ended_s=1_790_000_600.0, gpu_uuid="GPU-sim-0",
+                        gpu_name="Simulated RTX 4090", workload="gemm", dtype="fp16", unit="TFLOP/s",
+                        peak_throughput=72.0, sustained_throughput=64.5, throttled=True, errors=0,
+                        driver_version=None, summary="Throttled after 2 min 20 s", device="sim")
+
+
+def test_idle_shows_the_newest_stored_run_until_a_run_starts(qtbot: QtBot) -> None:
+    card = VerdictCard(LIGHT)
+    qtbot.addWidget(card)
+    assert (card.state, card.title.text(), card.text.text()) == ("idle", NO_RUN_TITLE, "")
+    card.show_idle(None)
+    assert (card.title.text(), card.text.text()) == (NO_RUN_TITLE, NO_RUN_TEXT)
+    card.show_idle(_stored())
+    assert card.title.text().startswith("Last run: ") and "Throttled after 2 min 20 s" in card.text.text()
+    card.show_running("gemm on sim, 10 min")
+    card.show_idle(None)  # the table refreshing mid-run leaves the running card alone
+    assert (card.state, card.title.text(), card.text.text()) == ("running", "Running…", "gemm on sim, 10 min")
+
+
+def test_a_verdict_titles_colours_and_enables_the_exports(qtbot: QtBot) -> None:
+    card = VerdictCard(LIGHT)
+    qtbot.addWidget(card)
+    assert not card.export_html_button.isEnabled() and not card.export_json_button.isEnabled()
+    assert LIGHT.muted in card.styleSheet()
+    card.show_verdict(_verdict("throttled", "slower than the last 3 runs"))
+    assert (card.state, card.title.text(), card.text.text()) == ("verdict", "Throttled", "The run throttled.")
+    assert card.comparison.text() == "Slower than the last 3 runs"
+    assert LIGHT.warn in card.styleSheet() and card.export_html_button.isEnabled()
+    card.apply_theme(DARK, _verdict("passed"))
+    assert DARK.ok in card.styleSheet()
+    card.show_verdict(_verdict("errors"))
+    assert card.title.text() == "Result errors found" and DARK.bad in card.styleSheet()
+    card.show_message("The test failed", "the child exited")
+    assert (card.state, card.title.text(), card.text.text()) == ("message", "The test failed", "the child exited")
+
+
+@pytest.mark.parametrize("kind", ["html", "json"])
+def test_the_export_buttons_open_the_pages_save_dialog(qtbot: QtBot, monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path, kind: str) -> None:
+    def refuse(_config: object) -> object:
+        raise ValueError("no GPU here")
+
+    page = StressPage(LIGHT, refuse)  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    asked: list[str] = []
+
+    def save_name(_parent: object, caption: str, name: str, _filter: str) -> tuple[str, str]:
+        asked.append(name)
+        return "", ""  # the user cancels: nothing is written
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save_name)
+    button = page.verdict_card.export_html_button if kind == "html" else page.verdict_card.export_json_button
+    button.setEnabled(True)
+    button.click()
+    assert asked == [f"rigscope-stress.{kind}"]
