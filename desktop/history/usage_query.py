@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.frame import FloatArray
-from advisor.usage import GpuEnergy, ProcessUsageRows, UsageBy, UsageTable, account_usage
+from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.history import blocks, codec
 from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S
@@ -79,9 +79,3 @@ def gpu_energy(store: HistoryDb, start_s: float, end_s: float) -> list[GpuEnergy
             out.append(GpuEnergy(info.uuid, time_s, cols["dur_s"], cols["energy_used_mj"] / 3.6e6))
     return out
 
-
-def usage_table(store: HistoryDb, start_s: float, end_s: float, by: UsageBy, *, price_per_kwh: float,
-                currency: str) -> UsageTable:
-    """GPU-hours, energy and cost per ``by`` key over [start_s, end_s), from the history."""
-    return account_usage(process_usage_rows(store, start_s, end_s), gpu_energy(store, start_s, end_s), by,
-                         start_s=start_s, end_s=end_s, price_per_kwh=price_per_kwh, currency=currency)

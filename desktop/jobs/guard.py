@@ -4,7 +4,10 @@ Hysteresis with minimum durations: pause when the GPU reaches the guard temperat
 is back at T - offset (5 °C by default, ``jobs.guard_resume_offset_c``), and never pause again before
 the job ran ``min_run_s`` since the last resume nor resume before it was stopped ``min_pause_s``. With
 the defaults (20 s each) the job is stopped at most 1.5 times a minute, however the temperature
-wanders around T. The first pause is immediate: the minimum run only holds after a resume. Time comes
+wanders around T. The first pause is immediate: the minimum run only holds after a resume, and never
+past T + ``max_overshoot_c`` (3 °C): a GPU that heats fast is stopped there whatever the minimum run
+says (then only the minimum pause bounds the stops: at most 3 a minute), so the guard is never
+overrun for the sake of fewer stops. Time comes
 from the caller (``now_s``), so tests drive it with any clock. An unknown temperature (a failed sensor,
 a lost GPU) changes nothing: the job stays as it is until a reading says otherwise.
 """
@@ -30,6 +33,8 @@ class GuardSettings:
     resume_offset_c: float = 5.0
     min_pause_s: float = 20.0
     min_run_s: float = 20.0
+    #: How far past the limit the minimum run may let the temperature go before the job is stopped anyway.
+    max_overshoot_c: float = 3.0
 
     @property
     def resume_c(self) -> float:
@@ -53,7 +58,8 @@ class ThermalGuard:
         held_s = now_s - self._since_s
         s = self.settings
         if not self.paused:
-            if temperature_c >= s.limit_c and (not self._resumed_once or held_s >= s.min_run_s):
+            overrun = temperature_c >= s.limit_c + s.max_overshoot_c
+            if temperature_c >= s.limit_c and (not self._resumed_once or held_s >= s.min_run_s or overrun):
                 self.paused = True
                 self._since_s = now_s
                 return "pause"

@@ -34,8 +34,8 @@ def test_the_minimum_pause_holds_the_job_even_when_already_cool() -> None:
 def test_the_minimum_run_after_a_resume_keeps_it_from_flapping() -> None:
     settings = GuardSettings(80.0, resume_offset_c=5.0, min_pause_s=20.0, min_run_s=20.0)
     guard = ThermalGuard(settings, 0.0)
-    # The temperature swings across the whole band every 2 s for ten minutes.
-    temps: list[float | None] = [85.0 if (i // 2) % 2 == 0 else 70.0 for i in range(600)]
+    # The temperature swings across the whole band every 2 s for ten minutes (within the 3 °C overshoot).
+    temps: list[float | None] = [82.0 if (i // 2) % 2 == 0 else 70.0 for i in range(600)]
     actions = _drive(guard, temps)
     pauses = [t for t, a in actions if a == "pause"]
     resumes = [t for t, a in actions if a == "resume"]
@@ -43,6 +43,22 @@ def test_the_minimum_run_after_a_resume_keeps_it_from_flapping() -> None:
     assert all(b - a >= 20.0 for a, b in zip(pauses, resumes, strict=False))  # each pause held >= 20 s
     assert all(b - a >= 20.0 for a, b in zip(resumes, pauses[1:], strict=False))  # each run held >= 20 s
     assert len(pauses) <= 600 / 40 + 1  # at most 1.5 stops a minute
+
+
+def test_the_minimum_run_never_lets_the_gpu_run_past_the_overshoot() -> None:
+    settings = GuardSettings(80.0, resume_offset_c=5.0, min_pause_s=20.0, min_run_s=20.0, max_overshoot_c=3.0)
+    guard = ThermalGuard(settings, 0.0)
+    # Paused at 80, cooled to 75 by 20 s, resumed; then it heats 2 °C a second: 81 and 82 are within the
+    # overshoot (the minimum run holds), 83 is not: stopped at once, 4 s into the 20 s minimum run.
+    temps: list[float | None] = [80.0, *[75.0] * 20, 77.0, 79.0, 81.0, 82.0, 83.0, 85.0]
+    assert _drive(guard, temps) == [(0.0, "pause"), (20.0, "resume"), (25.0, "pause")]
+
+
+def test_a_gpu_that_keeps_overrunning_is_still_stopped_at_most_three_times_a_minute() -> None:
+    guard = ThermalGuard(GuardSettings(80.0, min_pause_s=20.0, min_run_s=20.0), 0.0)
+    temps: list[float | None] = [90.0 if (i // 2) % 2 == 0 else 70.0 for i in range(600)]
+    pauses = [t for t, a in _drive(guard, temps) if a == "pause"]
+    assert len(pauses) <= 600 / 20 + 1  # the minimum pause alone bounds it
 
 
 def test_an_unknown_temperature_changes_nothing() -> None:
