@@ -12,7 +12,7 @@ from advisor.job_card import JobCard
 from desktop.advice import json_safe, load_cloud_offers, load_gpu_specs, open_history
 from desktop.cli.common import db_path, load_settings, text_table
 from desktop.errors import UserError
-from desktop.jobs.card import card_of, duration_text, energy_text, format_card, money_text
+from desktop.jobs.card import card_of, duration_text, energy_text, format_card, job_status, money_text
 from desktop.jobs.model import JobRecord
 from desktop.safetext import printable
 
@@ -87,14 +87,6 @@ def _stored_card(record: JobRecord) -> JobCard | None:
         return None
 
 
-def _status(record: JobRecord) -> str:
-    if record.ended_s is None:
-        return "running"
-    if record.exit_code is None:
-        return "?"
-    return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
-
-
 def format_list(records: list[JobRecord]) -> str:
     """One line per job: when, how long, what, how it ended, and the card's headline figures."""
     rows: list[tuple[str, ...]] = [("ID", "started", "duration", "status", "GPU", "busy", "energy", "cost",
@@ -112,6 +104,6 @@ def format_list(records: list[JobRecord]) -> str:
         duration = duration_text(record.duration_s) if record.duration_s is not None else "-"
         paused = duration_text(record.paused_s) if record.paused_s > 0 else "-"
         started = datetime.fromtimestamp(record.started_s).strftime("%Y-%m-%d %H:%M")
-        rows.append((str(record.job_id), started, duration, _status(record), gpus, busy, energy, cost, paused,
+        rows.append((str(record.job_id), started, duration, job_status(record), gpus, busy, energy, cost, paused,
                      record.name))
     return text_table(rows, indent="")

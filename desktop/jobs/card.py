@@ -165,6 +165,15 @@ def duration_text(seconds: float) -> str:
     return f"{secs} s"
 
 
+def job_status(record: JobRecord) -> str:
+    """A job's state in a word, for lists: running, ok, "exit N" (128 + N: died of signal N), or "?"."""
+    if record.ended_s is None:
+        return "running"
+    if record.exit_code is None:
+        return "?"
+    return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
+
+
 def money_text(value: float, currency: str) -> str:
     """Amounts under a cent keep two significant digits (never "2.2e-05"): a short job's energy costs
     fractions of one; under a tenth of a cent it reads "< 0.001"."""

@@ -35,7 +35,16 @@ from PySide6.QtWidgets import (
 from advisor.frame import FloatArray
 from advisor.job_card import JobCard
 from desktop.config import CostSettings
-from desktop.jobs.card import card_of, card_rows, duration_text, format_card, job_frame, job_gpus, pause_spans
+from desktop.jobs.card import (
+    card_of,
+    card_rows,
+    duration_text,
+    format_card,
+    job_frame,
+    job_gpus,
+    job_status,
+    pause_spans,
+)
 from desktop.jobs.model import JobRecord, JobSeries
 from desktop.ui.background import Loader
 from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
@@ -197,14 +206,6 @@ def _broken_at_pauses(time_s: FloatArray, values: FloatArray, pauses: tuple[tupl
     return times[order], np.concatenate([values, np.full(len(starts), np.nan)])[order]
 
 
-def _status(record: JobRecord) -> str:
-    if record.ended_s is None:
-        return "running"
-    if record.exit_code is None:
-        return "?"
-    return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
-
-
 class JobsPage(QWidget):
     """The job list (newest first), the selected job's card and its charts; F5 reads the list again."""
 
@@ -317,7 +318,7 @@ class JobsPage(QWidget):
         for row, record in enumerate(self.records):
             started = datetime.fromtimestamp(record.started_s).strftime("%a %d %b %H:%M")
             duration = duration_text(record.duration_s) if record.duration_s is not None else "running"
-            for col, text in enumerate((str(record.job_id), started, duration, _status(record), record.name)):
+            for col, text in enumerate((str(record.job_id), started, duration, job_status(record), record.name)):
                 item = QTableWidgetItem(text)
                 if col == 0:
                     item.setData(Qt.ItemDataRole.UserRole, record.job_id)
