@@ -69,9 +69,30 @@ def _held(series_time_s: FloatArray, values: FloatArray, at_s: FloatArray) -> Fl
     return np.asarray(np.where(at_s <= series_time_s[-1], out, np.nan), dtype=np.float64)
 
 
+#: A job's rate is judged over two-minute means: a training loop's rate cycles with its data loader,
+#: evaluation and checkpoints (tqdm smooths it, per-interval counts do not), and a stress-test window of
+#: a few seconds would call that cycle a slowdown. A real throttle lasts minutes and survives the mean.
+JOB_SMOOTH_S = 120.0
+
+
+def rolling_mean(time_s: FloatArray, values: FloatArray, window_s: float) -> FloatArray:
+    """The mean of the finite ``values`` within ``window_s`` centred on each time (NaN where none, or where
+    the value itself is NaN: a pause stays a gap)."""
+    finite = np.isfinite(values)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(finite, values, 0.0))])
+    counts = np.concatenate([[0], np.cumsum(finite)])
+    lo = np.searchsorted(time_s, time_s - window_s / 2.0, side="left")
+    hi = np.searchsorted(time_s, time_s + window_s / 2.0, side="right")
+    n = counts[hi] - counts[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (sums[hi] - sums[lo]) / n
+    return np.asarray(np.where(finite & (n > 0), mean, np.nan), dtype=np.float64)
+
+
 def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
                 pauses: Sequence[tuple[float, float]]) -> str:
-    """The throttle verdict sentence on the job's own throughput, on the SM clock when it reported none.
+    """The throttle verdict sentence on the job's own throughput (two-minute means, ``JOB_SMOOTH_S``), on
+    the SM clock when it reported none.
 
     Paused stretches are left out (a stopped job is not a slow one).
     """
@@ -92,7 +113,8 @@ def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s
             columns[name] = counted[rows]
     throughput = None
     if len(series.time_s):
-        throughput = np.where(running, _held(series.time_s, series.throughput, time_s), np.nan)
+        held = np.where(running, _held(series.time_s, series.throughput, time_s), np.nan)
+        throughput = rolling_mean(time_s, held, JOB_SMOOTH_S)
     trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=record.throughput_unit or "",
                                   sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
                                   temp_slowdown_c=gpu.meta.temp_slowdown_c)

@@ -24,6 +24,7 @@ from desktop.history import jobs as job_store
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
+from desktop.jobs.card import JOB_SMOOTH_S, rolling_mean
 from desktop.jobs.guard import GuardSettings, ThermalGuard
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
@@ -344,7 +345,8 @@ class JobRun:
             return None
         time_s, columns = self.trace.arrays(index)
         series, unit = self.series()
-        throughput = series.throughput if unit is not None else None
+        # Judged on two-minute means, as the card judges a stored job (a loader's cycle is not a slowdown).
+        throughput = rolling_mean(time_s, series.throughput, JOB_SMOOTH_S) if unit is not None else None
         info = self.infos.get(index)
         trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=unit or "",
                                       sm_clock_max_mhz=info.sm_clock_max_mhz if info else None,
