@@ -10,6 +10,7 @@ never freezes the window.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from advisor.frame import StressResult
 from desktop.errors import UserError
+from desktop.history.lock import DeviceLock
 from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_failure_reason, save_run
 from desktop.stress.run_model import RunResult
 from desktop.stress.runner import StressRunner
@@ -102,8 +104,9 @@ class StressWorker(QThread):
     def run(self) -> None:
         # The runner closes its own backend (its NVML session) however the run ends.
         try:
-            result = self.runner.run()
-        except UserError as exc:
+            with self._device_lock():
+                result = self.runner.run()
+        except UserError as exc:  # DeviceBusy too: `rigscope stress` already loads this device
             self.refused.emit(str(exc))
         except Exception as exc:  # a runner bug must reach the page, not vanish with the thread
             log.exception("stress run failed")
@@ -113,3 +116,18 @@ class StressWorker(QThread):
 
     def cancel(self) -> None:
         self.runner.cancel()
+
+    def _device_lock(self) -> AbstractContextManager[object]:
+        """The lock `rigscope stress` takes on the same device: one test per device, window or terminal.
+
+        Not on the simulated GPU: the window's is its own machine, which no other process loads."""
+        device = self.runner.config.device
+        if device == "sim":
+            return nullcontext()
+        lock = DeviceLock(device)
+        try:
+            lock.acquire()
+        except OSError as exc:  # an unwritable data folder: run, as the CLI does, without the guard of a lock
+            log.warning("cannot create the device lock %s (%s)", lock.lock_path, exc)
+            return nullcontext()
+        return lock  # held: entering it again is a no-op, leaving it releases it

@@ -1,0 +1,58 @@
+"""The window's Stress page takes the same device lock as `rigscope stress`: one test per device, whether it
+was started in the window or in a terminal (a second would measure the first's load)."""
+
+from __future__ import annotations
+
+from desktop.history.lock import DeviceLock
+from desktop.stress.run_model import StressConfig
+from desktop.stress.runner import StressRunner
+from desktop.ui.stress_work import StressWorker
+
+
+def _worker(device: str) -> tuple[StressWorker, list[str], list[object]]:
+    runner = StressRunner(StressConfig(workload="gemm", device=device, duration_s=1.0, size=64, threads=1))
+    worker = StressWorker(runner)
+    refused: list[str] = []
+    done: list[object] = []
+    worker.refused.connect(refused.append)
+    worker.done.connect(done.append)
+    return worker, refused, done
+
+
+def test_a_test_already_running_on_the_device_in_a_terminal_is_refused_in_the_window(qtbot) -> None:
+    held = DeviceLock("cpu")
+    held.acquire()  # what `rigscope stress --device cpu` holds while it runs
+    try:
+        worker, refused, done = _worker("cpu")
+        worker.start()
+        qtbot.waitUntil(lambda: bool(refused or done), timeout=60_000)
+        worker.wait(5000)
+        assert done == [] and len(refused) == 1
+        assert "cpu" in refused[0], refused[0]
+    finally:
+        held.release()
+
+
+def test_the_window_holds_the_device_while_its_test_runs_and_lets_go_after(qtbot) -> None:
+    worker, refused, done = _worker("cpu")
+    during: list[bool] = []
+
+    def probe(_progress: object) -> None:  # on the GUI thread, while the worker runs the test
+        if not during:
+            other = DeviceLock("cpu")
+            try:
+                other.acquire()
+                during.append(False)
+                other.release()
+            except Exception:
+                during.append(True)
+
+    worker.progress.connect(probe)
+    worker.start()
+    qtbot.waitUntil(lambda: bool(refused or done), timeout=120_000)
+    worker.wait(5000)
+    assert refused == [] and len(done) == 1
+    assert during == [True]  # a terminal's `rigscope stress --device cpu` would have been refused
+    after = DeviceLock("cpu")
+    after.acquire()  # released at the end
+    after.release()
