@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor, QGuiApplication, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -206,6 +206,10 @@ def _broken_at_pauses(time_s: FloatArray, values: FloatArray, pauses: tuple[tupl
     return times[order], np.concatenate([values, np.full(len(starts), np.nan)])[order]
 
 
+#: How long the chart width must stay put before a resized page reads the shown job again.
+REBIN_DELAY_MS = 300
+
+
 class JobsPage(QWidget):
     """The job list (newest first), the selected job's card and its charts; F5 reads the list again."""
 
@@ -216,6 +220,12 @@ class JobsPage(QWidget):
         self.records: list[JobRecord] = []
         self.detail: JobDetail | None = None
         self._loaded_once = False
+        #: The bins the shown job was read with: a much wider or narrower chart reads it again.
+        self.bins = 0
+        self._rebin = QTimer(self)
+        self._rebin.setSingleShot(True)
+        self._rebin.setInterval(REBIN_DELAY_MS)
+        self._rebin.timeout.connect(self._rebin_now)
         self._pause_regions: list[tuple[pg.PlotItem, pg.LinearRegionItem]] = []
         self.list_loader = Loader(self, name="jobs-list")
         self.detail_loader = Loader(self, name="jobs-detail")
@@ -346,8 +356,22 @@ class JobsPage(QWidget):
 
     def show_job(self, job_id: int) -> None:
         self.title.setText(f"Job #{job_id}: reading its card and telemetry…")
-        bins = chart_bins(self.charts.width() - LEFT_AXIS_WIDTH_PX)  # the plots' width, read on this thread
+        bins = self._chart_bins()  # the plots' width, read on this thread
+        self.bins = bins
         self.detail_loader.run(lambda: self.source.detail(job_id, bins), self._show_detail, self._detail_failed)
+
+    def _chart_bins(self) -> int:
+        return chart_bins(self.charts.width() - LEFT_AXIS_WIDTH_PX)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # Re-read the shown job once the resizing settles, when its chart width changed by over a quarter.
+        if self.detail is not None and self.bins and abs(self._chart_bins() - self.bins) > self.bins / 4:
+            self._rebin.start()
+
+    def _rebin_now(self) -> None:
+        if self.detail is not None and not self.detail_loader.busy:
+            self.show_job(self.detail.record.job_id)
 
     def _detail_failed(self, error: str) -> None:
         self.title.setText(f"Could not read this job: {error}")

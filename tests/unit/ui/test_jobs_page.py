@@ -136,3 +136,18 @@ def test_no_jobs_explains_how_to_record_one(qtbot: Any, tmp_path: Path) -> None:
     page.resize(1000, 600)
     page.show()
     _shot(page, "jobs-empty.png")
+
+
+def test_a_much_wider_page_reads_the_job_again_with_more_chart_points(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    write_job_history(db)
+    page = _page(qtbot, db)
+    narrow = page.bins
+    page.resize(2800, 900)  # the charts more than double in width
+    qtbot.waitUntil(lambda: page.bins > narrow * 1.25 and not page.loading, timeout=20_000)
+    assert page.detail is not None and page.bins == page._chart_bins()
+    wide = page.bins
+    page.resize(2860, 900)  # a few pixels more: not worth reading the job again
+    assert not page._rebin.isActive()
+    qtbot.wait(400)
+    assert page.bins == wide
