@@ -209,7 +209,8 @@ class RigscopeApp(QObject):
         return page
 
     def _build_jobs_page(self) -> QWidget:
-        from desktop.ui.jobs_page import JobsHistory, JobsPage
+        from desktop.jobs.detail import JobsHistory
+        from desktop.ui.jobs_page import JobsPage
 
         return JobsPage(JobsHistory(self.db_path, lambda: self.settings.costs), self.theme)
 

@@ -8,10 +8,7 @@ with the thermal guard's pauses shaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,18 +31,14 @@ from PySide6.QtWidgets import (
 
 from advisor.frame import FloatArray
 from advisor.job_card import JobCard
-from desktop.config import CostSettings
 from desktop.jobs.card import (
-    card_of,
     card_rows,
     duration_text,
     format_card,
-    job_frame,
-    job_gpus,
     job_status,
-    pause_spans,
 )
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses, chart_bins
+from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
 from desktop.ui.plot_column import PlotColumn
@@ -59,153 +52,6 @@ EMPTY_TEXT = ("<p style='font-size: 13pt'><b>No jobs recorded yet.</b></p>"
               "<p>Add <code>--guard-c 85</code> to pause the job instead of letting the GPU overheat.</p>")
 PAUSE_NOTE = "Shaded: the thermal guard paused the job."
 #: The charts: key, title, unit (the throughput's unit is the job's own).
-CHARTS: tuple[tuple[str, str, str], ...] = (
-    ("throughput", "Throughput", "items/s"), ("utilization_gpu_pct", "GPU utilization", "%"),
-    ("temperature_c", "Temperature", "°C"), ("power_w", "Power", "W"),
-)
-
-#: Chart points across a job where the chart's width is not known: a 12 h job at 1 Hz is 43,200 samples,
-#: far more than pixels.
-CHART_BINS = 800
-#: A long job is drawn as one mean per this many pixels of chart: at one per pixel (or more) the means of
-#: a job that idles in a short cycle (a data-starved loader, 40 s on and off) zigzag from pixel to pixel
-#: and alias into a moire; a few pixels per mean read as a band at the job's typical level.
-PX_PER_BIN = 3.0
-#: The fewest stretches, for a chart not laid out yet (or very narrow).
-MIN_CHART_BINS = 100
-
-
-def chart_bins(width_px: float) -> int:
-    """How many means to draw a long job with in a chart ``width_px`` wide."""
-    return max(MIN_CHART_BINS, int(width_px / PX_PER_BIN))
-
-
-@dataclass
-class GpuTrace:
-    """One GPU's telemetry over a job's span, for the charts."""
-
-    index: int
-    time_s: FloatArray
-    columns: dict[str, FloatArray]
-
-
-@dataclass
-class JobDetail:
-    """What the page shows for one job (built on a worker thread)."""
-
-    record: JobRecord
-    card: JobCard
-    series: JobSeries
-    pauses: tuple[tuple[float, float], ...]
-    end_s: float
-    gpus: list[GpuTrace] = field(default_factory=list)
-
-
-class JobsHistory:
-    """Reads jobs from the history database (read-only, opened on the calling thread, closed after).
-
-    ``costs``: the electricity price and currency now (a callable: Settings may change them while the page lives).
-    """
-
-    def __init__(self, db_path: Path, costs: CostSettings | Callable[[], CostSettings],
-                 clock: Callable[[], float] | None = None) -> None:
-        import time
-
-        self.db_path = db_path
-        self._costs = costs
-        self.clock = clock or time.time
-
-    @property
-    def costs(self) -> CostSettings:
-        return self._costs if isinstance(self._costs, CostSettings) else self._costs()
-
-    def _open(self) -> Any:
-        from desktop.advice import open_history
-
-        return open_history(self.db_path)
-
-    def jobs(self) -> list[JobRecord]:
-        """Every recorded job, newest first; none when there is no history (or no job in it) yet."""
-        from desktop.errors import UserError
-        from desktop.history import jobs as job_store
-
-        try:
-            store = self._open()
-        except UserError:
-            return []
-        try:
-            return sorted(job_store.jobs(store), key=lambda r: (r.started_s, r.job_id), reverse=True)
-        finally:
-            store.close()
-
-    def detail(self, job_id: int, bins: int = CHART_BINS) -> JobDetail:
-        """The job's card and telemetry, a long job's as means over ``bins`` stretches (``chart_bins``)."""
-        from desktop.advice import load_cloud_offers, load_gpu_specs
-        from desktop.history import jobs as job_store
-
-        now_s = self.clock()
-        store = self._open()
-        try:
-            record = job_store.job(store, job_id)
-            if record is None:
-                raise LookupError(f"job {job_id} is not in the history any more")
-            series = job_store.job_series(store, job_id)
-            frame = job_frame(store, record, now_s)
-            card = card_of(store, record, series, self.costs, now_s=now_s, offers=load_cloud_offers(),
-                           specs=load_gpu_specs(), frame=frame)
-        finally:
-            store.close()
-        end_s = record.ended_s if record.ended_s is not None else now_s
-        traces = []
-        for gpu in job_gpus(record, frame):
-            rows = (gpu.time_s >= record.started_s) & (gpu.time_s <= end_s)
-            columns = {}
-            for key, _title, _unit in CHARTS[1:]:
-                times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s,
-                                             bins)
-            traces.append(GpuTrace(gpu.meta.index, times, columns))
-        shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s, bins))
-        return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
-
-
-def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float, bins: int = CHART_BINS
-           ) -> tuple[FloatArray, FloatArray]:
-    """Means over ``bins`` equal stretches of [start_s, end_s] (NaN where none has a value); short series as they are.
-
-    A mean, not pyqtgraph's min/max "peak" envelope: over hours of noisy samples that paints a solid block.
-    Each stretch's mean also takes in half of each neighbour's samples (a triangle, [1, 2, 1]): plain means
-    of a job that cycles a little faster than a stretch (a data-starved loader) beat against the cycle and
-    draw a moire; the triangle damps that to a band at the job's mean.
-    """
-    time_s = np.asarray(time_s, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    if len(time_s) <= bins or end_s <= start_s:
-        return time_s, values
-    width = (end_s - start_s) / bins
-    index = np.clip(((time_s - start_s) / width).astype(np.int64), 0, bins - 1)
-    ok = np.isfinite(values)
-    count = np.bincount(index[ok], minlength=bins).astype(np.float64)
-    total = np.bincount(index[ok], weights=values[ok], minlength=bins)
-    triangle = np.array([1.0, 2.0, 1.0])
-    weighted_count = np.convolve(count, triangle, mode="same")
-    weighted_total = np.convolve(total, triangle, mode="same")
-    with np.errstate(invalid="ignore", divide="ignore"):  # a stretch without readings stays a gap
-        means = np.where(count > 0, weighted_total / np.where(count > 0, weighted_count, 1.0), np.nan)
-    centres = start_s + width * (np.arange(bins, dtype=np.float64) + 0.5)
-    return np.asarray(centres, dtype=np.float64), np.asarray(means, dtype=np.float64)
-
-
-def _broken_at_pauses(time_s: FloatArray, values: FloatArray, pauses: tuple[tuple[float, float], ...]
-                      ) -> tuple[FloatArray, FloatArray]:
-    """The job's reports with a gap (NaN) at each pause: no line drawn across the time it was stopped."""
-    if not pauses or len(time_s) == 0:
-        return time_s, values
-    starts = np.array([p[0] for p in pauses], dtype=np.float64)
-    times = np.concatenate([time_s, starts])
-    order = np.argsort(times, kind="stable")
-    return times[order], np.concatenate([values, np.full(len(starts), np.nan)])[order]
-
-
 #: How long the chart width must stay put before a resized page reads the shown job again.
 REBIN_DELAY_MS = 300
 
@@ -399,7 +245,7 @@ class JobsPage(QWidget):
     def _draw_charts(self, detail: JobDetail) -> None:
         throughput = self.charts.plot("throughput")
         throughput.unit = detail.record.throughput_unit or "items/s"
-        self._set(throughput, "job", "job", *_broken_at_pauses(detail.series.time_s, detail.series.throughput,
+        self._set(throughput, "job", "job", *broken_at_pauses(detail.series.time_s, detail.series.throughput,
                                                                 detail.pauses))
         for key, _title, _unit in CHARTS[1:]:
             plot = self.charts.plot(key)
