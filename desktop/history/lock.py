@@ -191,14 +191,20 @@ class DeviceLock(_FileLock):
     """One stress test per device at a time: an OS file lock ``stress-<device>.lock`` in the data folder.
 
     Keyed by the device as given (``cuda:0``, ``cpu``, ``sim``): it is taken before the workload
-    starts, when which NVML GPU ``cuda:N`` is cannot be known yet. Like the writer lock it dies
-    with its process.
+    starts, when which NVML GPU ``cuda:N`` is cannot be known yet. Once it is, ``gpu_lock`` takes a
+    second one keyed by the GPU's UUID, so two shells whose ``CUDA_VISIBLE_DEVICES`` make different
+    ``cuda:N`` of one GPU are told apart. Like the writer lock it dies with its process.
     """
 
-    def __init__(self, device: str, folder: Path | None = None) -> None:
-        self.device = device
+    def __init__(self, device: str, folder: Path | None = None, *, label: str | None = None) -> None:
+        self.device = label or device
         key = re.sub(r"[^A-Za-z0-9_.-]", "-", device) or "device"
         super().__init__((folder if folder is not None else data_dir()) / f"stress-{key}.lock")
 
     def _busy(self) -> UserError:
         return DeviceBusy(self.device, read_holder(self.lock_path))
+
+
+def gpu_lock(uuid: str, name: str, folder: Path | None = None) -> DeviceLock:
+    """The stress lock of one NVML GPU, by its UUID (named in a refusal by the GPU's name)."""
+    return DeviceLock(f"gpu-{uuid}", folder, label=f"{name} ({uuid})")

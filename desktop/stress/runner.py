@@ -102,6 +102,9 @@ class StressRunner:
         self.on_child_started = on_child_started
         #: Called once with the GPU under test and the guard temperature (for chart limit lines).
         self.on_start = on_start
+        #: Called with the NVML GPU as soon as it is known, before the samples are watched: the caller
+        #: takes its per-GPU lock there (raising DeviceBusy refuses the run and ends the child).
+        self.claim: Callable[[GpuInfo], None] | None = None
         self._cancel = threading.Event()
         # Set by cancel() and by the child's exit: either wakes the sampling loop at once.
         self._wake = threading.Event()
@@ -132,6 +135,8 @@ class StressRunner:
     def _arm(self, info: GpuInfo | None) -> None:
         """Watch ``info`` from now on: its samples, its guard (an explicit one checked against shutdown)."""
         cfg = self.config
+        if info is not None and self.claim is not None:
+            self.claim(info)
         self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
         self.gpu = info
         self._watch_index = info.index if info is not None else None
@@ -173,7 +178,8 @@ class StressRunner:
                                   sample.power_w if sample else None, errors, checks, phase, self.clock.now()))
 
     def run(self) -> RunResult:
-        """Run the test; raises a UserError (DeviceMappingError, GuardRefused) when it must not start."""
+        """Run the test; raises a UserError (DeviceMappingError, GuardRefused, a claim's DeviceBusy) when it
+        must not start."""
         try:
             if self.config.device == "sim":
                 info = self._gpu_info()

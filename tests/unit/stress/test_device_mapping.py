@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from desktop.history.lock import DeviceLock
 from desktop.stress.devices import (
     CudaIdentity,
     DeviceMappingError,
@@ -261,3 +262,51 @@ def test_cli_cuda_index_beyond_cudas_count_exits_2(monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "h.sqlite").exists()
 
 
+
+
+def test_the_runner_refuses_a_gpu_another_run_holds_and_ends_its_child() -> None:
+    from desktop.history.lock import DeviceBusy, gpu_lock
+
+    backend, gpus = two_gpus()
+    held = gpu_lock(gpus[1].uuid, gpus[1].name)
+    held.acquire()  # another shell's `rigscope stress --device cuda:1` on the same RTX 4090
+    try:
+        runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
+                                config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
+                                sampler=Sampler(backend), owns_sampler=True)
+        claimed: list[DeviceLock] = []
+
+        def claim(info: GpuInfo) -> None:
+            lock = gpu_lock(info.uuid, info.name)
+            lock.acquire()
+            claimed.append(lock)
+
+        runner.claim = claim
+        with pytest.raises(DeviceBusy, match="NVIDIA GeForce RTX 4090"):
+            runner.run()
+        assert claimed == [] and runner.child_pid is not None and _gone(runner.child_pid)
+    finally:
+        held.release()
+
+
+def test_cli_two_shells_whose_cuda_n_is_one_gpu_are_told_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from desktop.cli import main
+    from desktop.history.lock import gpu_lock
+
+    gpus = RealLooking().devices()
+    # This shell: CUDA_VISIBLE_DEVICES=1, so its cuda:0 is the RTX 4090 that another shell loads as cuda:1
+    # (whose device lock, "cuda:1", is another file: only the GPU's own lock tells them apart).
+    _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0)
+    other = gpu_lock(gpus[1].uuid, gpus[1].name)
+    other.acquire()
+    try:
+        code = main(["stress", "--device", "cuda:0", "--minutes", "0.5", "--db", str(tmp_path / "h.sqlite")])
+    finally:
+        other.release()
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "already running on NVIDIA GeForce RTX 4090" in err and "Traceback" not in err
+    # Once the other run is over, the same command runs.
+    _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 1.2)
+    assert main(["stress", "--device", "cuda:0", "--minutes", "0.02", "--db", str(tmp_path / "h.sqlite")]) in (0, 7)

@@ -56,3 +56,26 @@ def test_the_window_holds_the_device_while_its_test_runs_and_lets_go_after(qtbot
     after = DeviceLock("cpu")
     after.acquire()  # released at the end
     after.release()
+
+
+def test_the_window_refuses_a_gpu_a_terminal_loads_under_another_cuda_number(qtbot) -> None:
+    from desktop.history.lock import gpu_lock
+    from desktop.telemetry.sampler import Sampler
+    from tests.unit.stress.test_device_mapping import FakeCudaRunner, two_gpus
+
+    backend, gpus = two_gpus()
+    held = gpu_lock(gpus[1].uuid, gpus[1].name)
+    held.acquire()  # a terminal's run on the RTX 4090, which the window's cuda:0 turns out to be
+    try:
+        runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
+                                config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
+                                sampler=Sampler(backend), owns_sampler=True)
+        worker = StressWorker(runner)
+        refused: list[str] = []
+        worker.refused.connect(refused.append)
+        worker.start()
+        qtbot.waitUntil(lambda: bool(refused), timeout=20_000)
+        worker.wait(5000)
+        assert "NVIDIA GeForce RTX 4090" in refused[0] and "already running" in refused[0]
+    finally:
+        held.release()
