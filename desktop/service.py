@@ -12,6 +12,7 @@ where the unit file is written.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -163,10 +164,35 @@ def _manual_hint(action: str) -> str:
     return f"systemctl --user daemon-reload && systemctl --user {action} --now {UNIT_NAME}"
 
 
+def unit_command(text: str) -> list[str] | None:
+    """The command an installed unit runs (its ExecStart, unquoted as ``render_unit`` quoted it), None without one."""
+    for line in text.splitlines():
+        if line.startswith("ExecStart="):
+            try:
+                words = shlex.split(line.removeprefix("ExecStart="))
+            except ValueError:  # edited by hand into something unbalanced
+                return None
+            return [w.replace("%%", "%").replace("$$", "$") for w in words]
+    return None
+
+
+def recorded_db(command: Sequence[str]) -> str | None:
+    """The history database a recorder command writes (its ``--db``), None for the default."""
+    words = list(command)
+    if "--db" in words[:-1]:
+        return words[words.index("--db") + 1]
+    return None
+
+
 def _linux_status(runner: Runner) -> ServiceStatus:
     path = unit_dir() / UNIT_NAME
     installed = path.exists()
     command = recorder_command()
+    if installed:  # what is installed, not what an install would write now (its --db above all)
+        try:
+            command = unit_command(path.read_text(encoding="utf-8")) or command
+        except (OSError, UnicodeDecodeError):
+            pass
     if not _systemctl_usable(runner):
         return ServiceStatus("systemd", installed, None, None, str(path), command,
                              "systemctl --user is not available here")

@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from desktop import service
 from desktop.cli.common import db_path
+from desktop.paths import default_db_path
 from desktop.service import ServiceStatus
 
 
@@ -36,6 +37,9 @@ def _describe(state: ServiceStatus) -> str:
         f"running: {word(state.active, 'yes', 'no')}",
         f"command: {subprocess.list2cmdline(state.command)}",
     ]
+    if state.installed:
+        db = service.recorded_db(state.command)
+        lines.append(f"history database: {db if db is not None else f'the default ({default_db_path()})'}")
     if state.detail:
         lines.append(f"note: {state.detail}")
     return "\n".join(lines)

@@ -319,3 +319,26 @@ def test_an_injected_directive_was_accepted_by_systemd(tmp_path: Path) -> None:
     assert _verify(unit, tmp_path).returncode == 0
     with pytest.raises(UserError):
         service.render_unit([injected, "record"])
+
+
+def test_status_shows_the_installed_command_and_its_database(unit_dir: Path, with_systemctl: None, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "my 50% history.sqlite"  # a blank and a specifier: quoted and escaped in the unit
+    runner = FakeRunner()
+    service.install(runner, system="linux", db_path=db)
+    state = service.status(runner, system="linux")
+    assert state.command[-2:] == ["--db", str(db)] and service.recorded_db(state.command) == str(db)
+    # The status tells what is installed, not what installing now would write (the default database).
+    assert service.recorder_command() != state.command
+    assert service.unit_command(service.render_unit(["/usr/bin/rigscope", "record"])) == ["/usr/bin/rigscope",
+                                                                                            "record"]
+    assert service.recorded_db(["/usr/bin/rigscope", "record"]) is None
+
+
+def test_cli_status_names_the_installed_database(unit_dir: Path, without_systemctl: None, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "elsewhere.sqlite"
+    (unit_dir).mkdir(parents=True, exist_ok=True)
+    (unit_dir / service.UNIT_NAME).write_text(service.render_unit(service.recorder_command(db_path=db)))
+    assert cli_main(["service", "status"]) == 0
+    assert f"history database: {db}" in capsys.readouterr().out
