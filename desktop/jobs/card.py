@@ -23,6 +23,8 @@ from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
 from desktop.jobs.model import JobRecord, JobSeries
 from desktop.safetext import printable
 from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
+from desktop.stress.verdict_model import Verdict
+from desktop.stress.verdict_text import format_duration
 
 #: A frame for a job should reach this far past its end: raw counters hold the time since the
 #: sample before, so the last interval of the job is counted in the first sample after it.
@@ -89,36 +91,50 @@ def rolling_mean(time_s: FloatArray, values: FloatArray, window_s: float) -> Flo
     return np.asarray(np.where(finite & (n > 0), mean, np.nan), dtype=np.float64)
 
 
-def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
-                pauses: Sequence[tuple[float, float]]) -> str:
-    """The throttle verdict sentence on the job's own throughput (two-minute means, ``JOB_SMOOTH_S``), on
-    the SM clock when it reported none.
+def judge_job(time_s: FloatArray, columns: dict[str, FloatArray], throughput: FloatArray | None, unit: str, *,
+              pauses: Sequence[tuple[float, float]], sm_clock_max_mhz: float | None, power_limit_w: float | None,
+              temp_slowdown_c: float | None) -> Verdict:
+    """The throttle verdict on a job's own throughput (two-minute means, ``JOB_SMOOTH_S``; ``throughput`` at
+    ``time_s``), on the SM clock when it reported none. ``columns`` are GPU samples named as in ``GpuSample``.
 
-    Paused stretches are left out (a stopped job is not a slow one).
+    Paused stretches are left out (a stopped job is not a slow one). The live run (``JobRun.verdict``) and a
+    stored job's card (``job_verdict``) both judge here.
     """
-    rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
-    time_s = gpu.time_s[rows]
     running = np.ones(len(time_s), dtype=bool)
     for paused_from, paused_to in pauses:
         running &= ~((time_s >= paused_from) & (time_s < paused_to))
+    columns = dict(columns)
+    for name in ("sm_clock_mhz", "utilization_gpu_pct"):
+        if name in columns:
+            columns[name] = np.where(running, columns[name], np.nan)
+    smoothed = None
+    if throughput is not None:
+        smoothed = rolling_mean(time_s, np.where(running, throughput, np.nan), JOB_SMOOTH_S)
+    trace = RunTrace.from_columns(time_s, columns, throughput=smoothed, unit=unit,
+                                  sm_clock_max_mhz=sm_clock_max_mhz, power_limit_w=power_limit_w,
+                                  temp_slowdown_c=temp_slowdown_c)
+    return judge(trace, min_load_s=MIN_SUSTAINED_S)
+
+
+def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
+                pauses: Sequence[tuple[float, float]]) -> str:
+    """``judge_job``'s sentence for a stored job: its GPU's history samples over [start_s, end_s), its
+    reported throughput held at each sample until the next report."""
+    rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
+    time_s = gpu.time_s[rows]
     columns: dict[str, FloatArray] = {
-        "sm_clock_mhz": np.where(running, gpu.sm_clock_mhz[rows], np.nan),
-        "temperature_c": gpu.temperature_c[rows], "power_w": gpu.power_w[rows],
-        "clock_event_reasons": gpu.clock_event_reasons[rows].astype(np.float64),
-        "utilization_gpu_pct": np.where(running, gpu.utilization_gpu_pct[rows], np.nan),
+        "sm_clock_mhz": gpu.sm_clock_mhz[rows], "temperature_c": gpu.temperature_c[rows],
+        "power_w": gpu.power_w[rows], "clock_event_reasons": gpu.clock_event_reasons[rows].astype(np.float64),
+        "utilization_gpu_pct": gpu.utilization_gpu_pct[rows],
     }
     for name, reason in CLOCK_EVENT_COUNTERS:
         counted = gpu.counted_seconds.get(int(reason))
         if counted is not None and np.isfinite(counted[rows]).any():
             columns[name] = counted[rows]
-    throughput = None
-    if len(series.time_s):
-        held = np.where(running, _held(series.time_s, series.throughput, time_s), np.nan)
-        throughput = rolling_mean(time_s, held, JOB_SMOOTH_S)
-    trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=record.throughput_unit or "",
-                                  sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
-                                  temp_slowdown_c=gpu.meta.temp_slowdown_c)
-    return judge(trace, min_load_s=MIN_SUSTAINED_S).sentence
+    throughput = _held(series.time_s, series.throughput, time_s) if len(series.time_s) else None
+    return judge_job(time_s, columns, throughput, record.throughput_unit or "", pauses=pauses,
+                     sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
+                     temp_slowdown_c=gpu.meta.temp_slowdown_c).sentence
 
 
 def build_card(record: JobRecord, series: JobSeries, frame: HistoryFrame, costs: CostSettings,
@@ -178,13 +194,10 @@ def duration_text(seconds: float) -> str:
     if 0 < seconds < 0.5:
         return "< 1 s"
     total = max(0, round(seconds))
+    if total < 3600:  # the stress verdict's words; a job may run for hours
+        return format_duration(total)
     hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    if minutes:
-        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    return f"{secs} s"
+    return f"{hours} h {rest // 60:02d} min"
 
 
 def job_status(record: JobRecord) -> str:

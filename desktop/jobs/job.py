@@ -24,12 +24,11 @@ from desktop.history import jobs as job_store
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
-from desktop.jobs.card import JOB_SMOOTH_S, rolling_mean
+from desktop.jobs.card import judge_job
 from desktop.jobs.guard import GuardSettings, ThermalGuard
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
 from desktop.jobs.wrap import Watchdog, WrappedJob
-from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
 from desktop.telemetry.host import process_tree
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, Snapshot
 from desktop.telemetry.sampler import Sampler
@@ -345,14 +344,11 @@ class JobRun:
             return None
         time_s, columns = self.trace.arrays(index)
         series, unit = self.series()
-        # Judged on two-minute means, as the card judges a stored job (a loader's cycle is not a slowdown).
-        throughput = rolling_mean(time_s, series.throughput, JOB_SMOOTH_S) if unit is not None else None
         info = self.infos.get(index)
-        trace = RunTrace.from_columns(time_s, columns, throughput=throughput, unit=unit or "",
-                                      sm_clock_max_mhz=info.sm_clock_max_mhz if info else None,
-                                      power_limit_w=info.power_limit_enforced_w if info else None,
-                                      temp_slowdown_c=info.temp_slowdown_c if info else None)
-        return judge(trace, min_load_s=MIN_SUSTAINED_S).as_dict()
+        return judge_job(time_s, columns, series.throughput if unit is not None else None, unit or "",
+                         pauses=self.pauses, sm_clock_max_mhz=info.sm_clock_max_mhz if info else None,
+                         power_limit_w=info.power_limit_enforced_w if info else None,
+                         temp_slowdown_c=info.temp_slowdown_c if info else None).as_dict()
 
     def store_end(self, series: JobSeries) -> None:
         """The finished record and its series into the history (a no-op without one)."""
