@@ -27,7 +27,7 @@ import numpy as np
 from desktop.cli import stress_gate
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
-from desktop.history.lock import DeviceLock, gpu_lock
+from desktop.history.lock import DeviceLock, GpuClaims
 from desktop.stress.records import (
     exit_code,
     gpu_identity,
@@ -41,7 +41,6 @@ from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.stress.verdict_model import Verdict
 from desktop.stress.verdict_text import format_duration
-from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
@@ -157,9 +156,9 @@ def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
     bar = ProgressBar(1.0, width=24, line_every_s=PROGRESS_LINE_EVERY_S)
     options = stress_gate.prepare(args)  # -o, --baseline: a mistake is exit 2 before the run, not after
     runner = build_runner(args, device, _progress_line(bar))
-    gpu_locks: list[DeviceLock] = []
+    claims = GpuClaims()
     if device != "sim":  # the simulated GPU is this process's own: nobody else loads it
-        runner.claim = lambda info: _claim_gpu(info, gpu_locks)
+        runner.claim = claims.claim
     handler = _cancel_handler(runner)
     previous = {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
     try:
@@ -170,8 +169,7 @@ def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
         bar.close()
         if runner.sampler is not None:
             runner.sampler.close()
-        for gpu in gpu_locks:
-            gpu.release()
+        claims.release()
     path = db_path(args)
     uuid, _name, _driver = gpu_identity(result)
     earlier = _safe_earlier(path, uuid, result.config.workload)
@@ -193,16 +191,6 @@ def _run(args: argparse.Namespace, device: str, note: str | None) -> int:
         if save_error is not None:
             print(f"rigscope stress: the run was not saved to {path}: {save_error}", file=sys.stderr)
     return code
-
-
-def _claim_gpu(info: GpuInfo, held: list[DeviceLock]) -> None:
-    """The run's NVML GPU is known: take its lock too (``cuda:0`` here may be another shell's ``cuda:1``)."""
-    lock = gpu_lock(info.uuid, info.name)
-    try:
-        lock.acquire()
-    except OSError:  # an unwritable data folder: the device lock's note already said no lock guards the run
-        return
-    held.append(lock)
 
 
 def _cancel_handler(runner: StressRunner) -> Any:

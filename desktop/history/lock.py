@@ -10,6 +10,7 @@ refused second writer can say who holds it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -22,6 +23,9 @@ from typing import IO, Any, Self
 from desktop.errors import UserError
 from desktop.history.dbfile import check_target
 from desktop.paths import data_dir, ensure_private_dir
+from desktop.telemetry.model import GpuInfo
+
+log = logging.getLogger(__name__)
 
 #: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
 _WIN_LOCK_OFFSET = 1 << 20
@@ -208,3 +212,27 @@ class DeviceLock(_FileLock):
 def gpu_lock(uuid: str, name: str, folder: Path | None = None) -> DeviceLock:
     """The stress lock of one NVML GPU, by its UUID (named in a refusal by the GPU's name)."""
     return DeviceLock(f"gpu-{uuid}", folder, label=f"{name} ({uuid})")
+
+
+class GpuClaims:
+    """The GPU locks a stress run takes once it knows its NVML GPU (``StressRunner.claim``), for the CLI and
+    the window alike; ``release`` lets them go when the run ends. A lock another run holds is DeviceBusy;
+    one that cannot be made (an unwritable data folder) is skipped, as the device lock is."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self.held: list[DeviceLock] = []
+
+    def claim(self, info: GpuInfo) -> None:
+        lock = gpu_lock(info.uuid, info.name, self.folder)
+        try:
+            lock.acquire()
+        except OSError as exc:
+            log.info("cannot create the GPU lock %s (%s): the run goes on without it", lock.lock_path, exc)
+            return
+        self.held.append(lock)
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        for lock in held:
+            lock.release()

@@ -18,12 +18,11 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from advisor.frame import StressResult
 from desktop.errors import UserError
-from desktop.history.lock import DeviceLock, gpu_lock
+from desktop.history.lock import DeviceLock, GpuClaims
 from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_failure_reason, save_run
 from desktop.stress.run_model import RunResult
 from desktop.stress.runner import StressRunner
 from desktop.stress.verdict import Verdict
-from desktop.telemetry.model import GpuInfo
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +101,9 @@ class StressWorker(QThread):
         runner.on_progress = self.progress.emit
         runner.on_start = self.started_on.emit
         #: The GPU lock taken once the run knows its NVML GPU (released when the run ends).
-        self._gpu_lock: DeviceLock | None = None
+        self._claims = GpuClaims()
         if runner.config.device != "sim":
-            runner.claim = self._claim_gpu
+            runner.claim = self._claims.claim
 
     def run(self) -> None:
         # The runner closes its own backend (its NVML session) however the run ends.
@@ -113,8 +112,7 @@ class StressWorker(QThread):
                 try:
                     result = self.runner.run()
                 finally:
-                    if self._gpu_lock is not None:
-                        self._gpu_lock.release()
+                    self._claims.release()
         except UserError as exc:  # DeviceBusy too: `rigscope stress` already loads this device
             self.refused.emit(str(exc))
         except Exception as exc:  # a runner bug must reach the page, not vanish with the thread
@@ -125,16 +123,6 @@ class StressWorker(QThread):
 
     def cancel(self) -> None:
         self.runner.cancel()
-
-    def _claim_gpu(self, info: GpuInfo) -> None:
-        """On the worker thread, once the run's NVML GPU is known: one test per GPU, by its UUID too."""
-        lock = gpu_lock(info.uuid, info.name)
-        try:
-            lock.acquire()
-        except OSError as exc:  # an unwritable data folder: as for the device lock, run without it
-            log.warning("cannot create the GPU lock %s (%s)", lock.lock_path, exc)
-            return
-        self._gpu_lock = lock
 
     def _device_lock(self) -> AbstractContextManager[object]:
         """The lock `rigscope stress` takes on the same device: one test per device, window or terminal.
