@@ -31,6 +31,31 @@ _HOST_VALUES = operator.attrgetter(*_HOST_FIELDS)
 _HOST_SCALE_LIST = [HOST_SCALES[f] for f in _HOST_FIELDS]
 
 
+def db_text(text: str) -> str | bytes:
+    """``text`` as SQLite can store it, losslessly.
+
+    psutil and ``os`` decode /proc with ``surrogateescape`` and JSON may carry ``\\ud800``:
+    such a ``str`` holds lone surrogates, which sqlite3 cannot encode (``UnicodeEncodeError``,
+    and the whole transaction with it). Those strings are stored as a BLOB of their
+    ``surrogatepass`` UTF-8 bytes; every other string as TEXT. ``text_from_db`` undoes it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def text_from_db(value: str | bytes | None) -> str | None:
+    """The ``str`` that ``db_text`` stored (a BLOB from another writer that is not UTF-8 is kept byte for byte)."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return bytes(value).decode("utf-8", "surrogateescape")
+
+
 def to_ms(time_s: float) -> int:
     return round(time_s * 1000.0)
 
