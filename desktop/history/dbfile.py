@@ -6,6 +6,16 @@ SQLite header carries ``APPLICATION_ID`` (every file since issue 12) or, for old
 holds Rigscope's tables; an empty file is a new database. Anything else (a text file, another
 program's SQLite database) is refused and left byte for byte alone, damaged or not. An existing
 file's permissions are never changed: a read-only database is refused with a message.
+
+Every connection to a history database is made by ``connect`` and known to this process. That
+matters because SQLite's locks are POSIX advisory locks, which belong to the *process*: closing
+*any* descriptor of the file drops all of them ("How To Corrupt An SQLite Database File", 2.2).
+The window holds the writer's connection and opened the file once more to read its header;
+closing that descriptor dropped the writer's locks, the next command to close its connection
+believed it was the last, checkpointed and deleted the write-ahead log, and the window went on
+appending to a log with no name. So a file with a live connection here is never opened by any
+other means: ``header_kind`` answers "ours" for it without reading it (a connection to it was
+opened and checked), and it is never moved aside.
 """
 
 from __future__ import annotations
@@ -13,7 +23,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +41,71 @@ SQLITE_MAGIC = b"SQLite format 3\0"
 _OWN_TABLES = frozenset({"meta", "gpu_samples"})
 
 Kind = Literal["missing", "empty", "ours", "foreign", "unknown"]
+
+
+class _Connection(sqlite3.Connection):
+    """A connection ``connect`` made: the registry of open databases holds it weakly (a plain
+    ``sqlite3.Connection`` cannot be weakly referenced)."""
+
+    file_id: tuple[int, int] | None = None
+
+
+_OPEN: weakref.WeakSet[_Connection] = weakref.WeakSet()
+_OPEN_LOCK = threading.Lock()
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _is_live(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.total_changes  # noqa: B018 - raises ProgrammingError once closed
+    except sqlite3.ProgrammingError:
+        return False
+    return True
+
+
+def connect(target: str, *, uri: bool = False, timeout: float = 10.0) -> sqlite3.Connection:
+    """``sqlite3.connect`` for a history database (autocommit, any thread), known to ``open_here``.
+
+    ``target`` is a path, or with ``uri`` a ``file:`` URI whose path part names the file."""
+    conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False, timeout=timeout,
+                           factory=_Connection)
+    assert isinstance(conn, _Connection)
+    file = target
+    if uri:
+        from urllib.parse import unquote, urlsplit
+
+        file = unquote(urlsplit(target).path)
+        if len(file) > 2 and file[0] == "/" and file[2] == ":":  # file:///C:/... on Windows
+            file = file[1:]
+    register(conn, Path(file))
+    return conn
+
+
+def register(conn: sqlite3.Connection, path: Path) -> None:
+    """Note (again) which file ``conn`` holds: called once the file surely exists."""
+    if isinstance(conn, _Connection):
+        conn.file_id = _file_id(path)
+        with _OPEN_LOCK:
+            _OPEN.add(conn)
+
+
+def open_here(path: Path) -> bool:
+    """Whether this process holds a live connection to the file at ``path`` (any name of it).
+
+    While it does, nothing in this process may open the file by other means (see the module text)."""
+    file = _file_id(path)
+    if file is None:
+        return False
+    with _OPEN_LOCK:
+        conns = [c for c in _OPEN if c.file_id == file]
+    return any(_is_live(c) for c in conns)
 
 
 class NotOurDatabase(UserError):
@@ -63,7 +140,7 @@ def _tables_say(path: Path) -> bool | None:
     if not _header_is_sane(_read_header(path) or b""):
         return None
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -90,6 +167,8 @@ def header_kind(path: Path) -> Kind:
     a file from before the marker, or a header too damaged to read), "missing"."""
     if not path.exists():
         return "missing"
+    if open_here(path):  # a live connection of ours checked it; reading it here would drop its locks
+        return "ours"
     header = _read_header(path)
     if header is None:
         return "unknown"
@@ -173,7 +252,7 @@ def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
     Raises sqlite3.DatabaseError for a damaged file (``codec.is_corruption`` tells which),
     NotOurDatabase for another program's database and UserError for a read-only one."""
     check_writable(path)
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn = connect(str(path))
     try:
         own = is_own_connection(conn)
         if own is False:
@@ -188,6 +267,7 @@ def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
             result = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
             if result != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")
+        register(conn, path)  # SQLite creates a missing file only at the first statement
         schema.migrate(conn)
         if int(conn.execute("PRAGMA application_id").fetchone()[0]) != APPLICATION_ID:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # new, or from before the marker
@@ -227,6 +307,9 @@ class Transaction:
 
 
 def move_aside(path: Path) -> Path:
+    if open_here(path):  # renaming a file under a live connection splits it from its -wal/-shm
+        raise UserError(f"the history database {path} is damaged but still open in this process; "
+                        "close Rigscope's other windows and commands on it, then start again")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1

@@ -32,6 +32,7 @@ from desktop.history.db import HistoryDb
 from desktop.history.dbfile import (
     NotOurDatabase,
     check_target,
+    connect,
     connect_rw,
     is_own_connection,
     may_move_aside,
@@ -114,8 +115,7 @@ class HistoryStore(HistoryDb):
             raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
         conn: sqlite3.Connection | None = None
         try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                   check_same_thread=False, timeout=10.0)
+            conn = connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             own = is_own_connection(conn)
         except sqlite3.DatabaseError as exc:
