@@ -100,8 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     _json(p)
     _simulate(p)
 
-    p = add("sample", "print live readings as a table or JSON lines")
+    p = add("sample", "print live readings: one line per GPU per sample, the full block, or JSON lines")
     _json(p)
+    p.add_argument("--detail", action="store_true",
+                   help="every metric, the host and the GPU processes as a block per sample (redrawn in a terminal)")
     _simulate(p)
     _interval(p, 1.0)
     p.add_argument("--count", type=int, default=0, metavar="N", help="stop after N samples (default: run until Ctrl+C)")

@@ -1,22 +1,127 @@
-"""`rigscope sample`: live readings as one JSON line per tick, or a refreshing table with units."""
+"""`rigscope sample`: live readings as one line per GPU per tick (a header per screen, like
+`nvidia-smi dmon`), the full block with ``--detail``, or one JSON line per tick with ``--json``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
+from typing import Final
 
 from desktop.cli.common import check_interval, open_backend, text_table
 from desktop.errors import UserError
+from desktop.safetext import printable
 from desktop.telemetry.doctor import slowdown_headroom_c
 from desktop.telemetry.live import snapshot_json
 from desktop.telemetry.loop import run_every
-from desktop.telemetry.model import METRICS, ClockEventReason, GpuSample, Metric, Snapshot, format_value
+from desktop.telemetry.model import (
+    METRICS,
+    ClockEventReason,
+    DeviceState,
+    GpuReading,
+    GpuSample,
+    Metric,
+    Snapshot,
+    format_value,
+)
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 _CLEAR = "\x1b[H\x1b[2J"
+
+#: Each reason in a few letters for the one-line form ("pwrcap,hwtherm"): the full labels
+#: ("HW thermal") stay in ``--detail``. Every single reason has one (tests check it).
+SHORT_REASONS: Final[dict[ClockEventReason, str]] = {
+    ClockEventReason.GPU_IDLE: "idle",
+    ClockEventReason.APPLICATIONS_CLOCKS_SETTING: "appclk",
+    ClockEventReason.SW_POWER_CAP: "pwrcap",
+    ClockEventReason.HW_SLOWDOWN: "hwslow",
+    ClockEventReason.SYNC_BOOST: "sync",
+    ClockEventReason.SW_THERMAL_SLOWDOWN: "swtherm",
+    ClockEventReason.HW_THERMAL_SLOWDOWN: "hwtherm",
+    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: "brake",
+    ClockEventReason.DISPLAY_CLOCK_SETTING: "dispclk",
+    ClockEventReason.BOARD_LIMIT: "board",
+    ClockEventReason.RELIABILITY: "reliab",
+}
+
+_MISSING = "-"  # dmon's mark for a value the GPU does not report
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return _MISSING if value is None else f"{value:.{digits}f}"  # no thousands commas: columns split on blanks
+
+
+#: The one-line form's columns: name, unit, width, the cell of one GPU (the reasons column last,
+#: left-aligned and as wide as it needs).
+_Column = tuple[str, str, int, Callable[[GpuReading, GpuSample], str]]
+_COLUMNS: Final[tuple[_Column, ...]] = (
+    ("util", "%", 4, lambda r, s: _num(s.utilization_gpu_pct)),
+    ("mem", "%", 4, lambda r, s: _num(s.utilization_mem_pct)),
+    ("vram", "MiB", 7, lambda r, s: _num(s.vram_used_mib)),
+    ("temp", "°C", 4, lambda r, s: _num(s.temperature_c)),
+    ("toslow", "°C", 6, lambda r, s: _num(slowdown_headroom_c(r.info, s))),  # headroom to slowdown
+    ("power", "W", 6, lambda r, s: _num(s.power_w, 1)),
+    ("limit", "W", 5, lambda r, s: _num(r.info.power_limit_enforced_w)),
+    ("sm", "MHz", 5, lambda r, s: _num(s.sm_clock_mhz)),
+    ("memclk", "MHz", 6, lambda r, s: _num(s.mem_clock_mhz)),
+    ("fan", "%", 3, lambda r, s: _num(s.fan_pct)),
+    ("pst", "", 3, lambda r, s: _MISSING if s.pstate is None else f"P{s.pstate}"),
+)
+
+
+def short_reasons(mask: int | None) -> str:
+    """A clock-event mask in the one-line form: "pwrcap,hwtherm"; "-" when clear or not read."""
+    if not mask:
+        return _MISSING
+    return ",".join(SHORT_REASONS.get(r, r.label) for r in ClockEventReason.decode(mask)) or _MISSING
+
+
+def line_header() -> str:
+    """The two header lines of the one-line form: column names, then their units."""
+    names = ["#    time", "gpu", *(name.rjust(width) for name, _, width, _ in _COLUMNS), "reasons"]
+    units = ["#hh:mm:ss", "idx", *(unit.rjust(width) for _, unit, width, _ in _COLUMNS), ""]
+    return " ".join(names) + "\n" + " ".join(units).rstrip()
+
+
+def gpu_line(time_s: float, reading: GpuReading) -> str:
+    """One GPU's sample as one line under ``line_header`` (a lost or asleep GPU: dashes and its state)."""
+    stamp = datetime.fromtimestamp(time_s).strftime("%H:%M:%S")
+    sample = reading.sample
+    if reading.state is not DeviceState.OK or sample is None:
+        cells = [_MISSING.rjust(width) for _, _, width, _ in _COLUMNS]
+        last = reading.state.value.upper()
+    else:
+        cells = [cell(reading, sample).rjust(width) for _, _, width, cell in _COLUMNS]
+        last = short_reasons(sample.clock_event_reasons)
+    return " ".join([stamp.rjust(9), str(reading.info.index).rjust(3), *cells, last])
+
+
+class LinePrinter:
+    """The one-line form over ticks: the GPUs named once, the header again every screen."""
+
+    def __init__(self, screen_lines: int) -> None:
+        self._screen_lines = max(screen_lines, 4)
+        self._since_header: int | None = None
+
+    def lines(self, snapshot: Snapshot) -> list[str]:
+        out: list[str] = []
+        if self._since_header is None:  # the first tick: which GPU each index is, and where it comes from
+            out.append(f"# {printable(snapshot.source.detail)}")
+            if snapshot.source.fallback_reason:
+                out.append(f"# (simulated: {printable(snapshot.source.fallback_reason)})")
+            out.extend(f"# GPU {r.info.index}: {printable(r.info.name)}" for r in snapshot.gpus)
+        for reading in snapshot.gpus:
+            # The header, again once the previous one has scrolled off the screen (dmon does the same).
+            if self._since_header is None or self._since_header + 2 >= self._screen_lines:
+                out.extend(line_header().split("\n"))
+                self._since_header = 0
+            out.append(gpu_line(snapshot.time_s, reading))
+            self._since_header += 1
+        return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -25,9 +130,13 @@ def main(args: argparse.Namespace) -> int:
     if count < 0:
         raise UserError("--count must be 0 (run until Ctrl+C) or a positive number of samples")
     check_interval(interval_s)  # the one range record, serve and Settings allow
+    detail = bool(getattr(args, "detail", False))
+    if detail and args.json:
+        raise UserError("--detail and --json do not go together: --json carries every metric already")
     sampler = Sampler(open_backend(args.simulate), open_host_backend())
     out = sys.stdout
-    refresh = not args.json and out.isatty()
+    refresh = detail and out.isatty()
+    printer = LinePrinter(shutil.get_terminal_size((80, 24)).lines)
     ticks = 0
 
     def tick() -> None:
@@ -35,10 +144,12 @@ def main(args: argparse.Namespace) -> int:
         snapshot = sampler.tick()
         if args.json:
             out.write(json.dumps(snapshot_json(snapshot)) + "\n")
-        else:
+        elif detail:
             # The fallback reason once: on the first table when they scroll, on the one screen when it redraws.
             text = render(snapshot, with_reason=refresh or ticks == 0)
             out.write((_CLEAR if refresh else "") + text + ("\n" if refresh else "\n\n"))
+        else:
+            out.write("".join(line + "\n" for line in printer.lines(snapshot)))
         ticks += 1
         out.flush()
 

@@ -93,7 +93,7 @@ def test_rigscope_advise_json_says_the_history_is_thin(capsys: pytest.CaptureFix
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    base: dict[str, object] = {"json": False, "count": 3, "interval": 0.1, "simulate": ""}
+    base: dict[str, object] = {"json": False, "detail": True, "count": 3, "interval": 0.1, "simulate": ""}
     base.update(kw)
     return argparse.Namespace(**base)
 

@@ -292,7 +292,7 @@ def test_sample_json_carries_process_utilization_null_when_not_supported(
     first = json.loads(capsys.readouterr().out.splitlines()[0])
     assert {p["pid"]: p["sm_util_pct"] for p in first["processes"]} == expected
     assert all(set(UTIL_FIELDS) <= set(p) for p in first["processes"])
-    assert main(["sample", "--count", "1", "--interval", "0.1"]) == 0
+    assert main(["sample", "--detail", "--count", "1", "--interval", "0.1"]) == 0
     table = capsys.readouterr().out
     assert "SM" in table and ("87 %" in table if expected[4242] else "n/a" in table)
     driver.check()
