@@ -17,7 +17,7 @@ from typing import Any
 from desktop.history.bulk import write_gpu_columns
 from desktop.history.nvsmi_csv import ImportResult
 from desktop.history.store import HistoryStore
-from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo
 
 _GPU_INFO_FIELDS = {f.name for f in dataclasses.fields(GpuInfo)}
 
@@ -74,7 +74,10 @@ def import_result(store: HistoryStore, result: ImportResult, *, machine: str | N
     imported = 0
     for key, (time_s, columns) in result.series.items():
         info = known.resolve(key, result.info.get(key, {}), name)
-        imported += write_gpu_columns(store, info, time_s, columns)
+        # Columns the history has no place for (the instantaneous power, ...) are the parser's
+        # ``unstored``: read for ``analyze``, not stored.
+        stored = {column: values for column, values in columns.items() if column in GPU_METRIC_NAMES}
+        imported += write_gpu_columns(store, info, time_s, stored)
         known.add(info)
     result.imported = imported
     return imported

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history.logfile import MAX_LINE_BYTES, LogLines, Unreadable
-from desktop.telemetry.model import ClockEventReason
+from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -41,7 +41,9 @@ SAMPLE_FIELDS: dict[str, str] = {
     "temperature.gpu": "temperature_c",
     "power.draw": "power_w",
     "power.draw.average": "power_w",
-    "power.draw.instant": "power_w",
+    # The instantaneous draw spikes far past the limit (774 W on a 700 W H800): read, never stored as power.
+    "power.draw.instant": "power_instant_w",
+    "temperature.memory": "temperature_memory_c",
     "clocks.sm": "sm_clock_mhz",
     "clocks.current.sm": "sm_clock_mhz",
     "clocks.mem": "mem_clock_mhz",
@@ -80,6 +82,11 @@ INFO_FIELDS: dict[str, str] = {
     "pcie.link.width.max": "pcie_width_max",
     "persistence_mode": "persistence_mode",
 }
+#: Where several columns of a log fill one field, the lower rank wins where it has a value (the
+#: others fill in): the 1 s average over ``power.draw`` (the same average on Ampere and newer, the
+#: instantaneous value on older boards), the enforced limit over the requested one. Never the
+#: largest or the last column of them.
+FIELD_RANK: dict[str, int] = {"power.draw.average": 0, "power.draw": 1, "enforced.power.limit": 0, "power.limit": 1}
 #: Per-reason columns (after ``clocks_event_reasons.`` or ``clocks_throttle_reasons.``) -> bit.
 REASON_FIELDS: dict[str, int] = {
     "gpu_idle": int(ClockEventReason.GPU_IDLE),
@@ -227,6 +234,10 @@ class ImportResult:
     imported: int = 0
     #: The nvidia-smi fields found in the header(s).
     fields: list[str] = field(default_factory=list)
+    #: Fields of the header(s) Rigscope does not read at all (``clocks.gr``, ``ecc.errors...``).
+    ignored: list[str] = field(default_factory=list)
+    #: Fields read (``analyze`` uses them) that the history has no column for: the importer drops them.
+    unstored: list[str] = field(default_factory=list)
     source: str = ""
 
 
@@ -237,8 +248,11 @@ class _Layout:
         self.names = [_field_name(c) for c in cells]
         self.width = len(cells)
         self.time_col = self.names.index("timestamp") if "timestamp" in self.names else None
-        self.sample = [(i, SAMPLE_FIELDS[n]) for i, n in enumerate(self.names) if n in SAMPLE_FIELDS]
-        self.info = [(i, INFO_FIELDS[n]) for i, n in enumerate(self.names) if n in INFO_FIELDS]
+        self.sample = _ranked([(i, SAMPLE_FIELDS[n]) for i, n in enumerate(self.names) if n in SAMPLE_FIELDS],
+                              self.names)
+        # Read in reverse rank, so the best column of a field is written last and stands.
+        self.info = _ranked([(i, INFO_FIELDS[n]) for i, n in enumerate(self.names) if n in INFO_FIELDS],
+                            self.names)[::-1]
         self.reasons = []
         for i, n in enumerate(self.names):
             prefix, _, reason = n.partition(".")
@@ -253,6 +267,17 @@ class _Layout:
         known = sum(1 for n in names if n == "timestamp" or n in SAMPLE_FIELDS or n in INFO_FIELDS
                     or n.startswith(("clocks_event_reasons.", "clocks_throttle_reasons.")))
         return known >= max(1, len(names) // 2)
+
+
+def _ranked(columns: list[tuple[int, str]], names: list[str]) -> list[tuple[int, str]]:
+    """``(column, field)`` pairs, the best-ranked column of each field first (see ``FIELD_RANK``)."""
+    return sorted(columns, key=lambda pair: FIELD_RANK.get(names[pair[0]], 1))
+
+
+def _known_field(name: str) -> bool:
+    prefix, _, reason = name.partition(".")
+    return (name == "timestamp" or name in SAMPLE_FIELDS or name in INFO_FIELDS
+            or (prefix in ("clocks_event_reasons", "clocks_throttle_reasons") and reason in REASON_FIELDS))
 
 
 def _split(line: str) -> list[str]:
@@ -301,6 +326,9 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
                 and _Layout.looks_like_header(cells):
             layout = _Layout(cells)
             result.fields.extend(n for n in layout.names if n not in result.fields)
+            result.ignored.extend(n for n in layout.names if not _known_field(n) and n not in result.ignored)
+            result.unstored.extend(n for n in layout.names if n in SAMPLE_FIELDS
+                                   and SAMPLE_FIELDS[n] not in GPU_METRIC_NAMES and n not in result.unstored)
             if layout.time_col is None:
                 result.skipped.append((line_no, "header has no timestamp field; its rows cannot be placed in time"))
             continue
@@ -315,7 +343,10 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
             continue
         try:
             time_s = clock.parse(cells[layout.time_col])
-            values = {name: parse_number(cells[i]) for i, name in layout.sample}
+            values: dict[str, float | None] = {}
+            for i, name in layout.sample:  # best-ranked column first: a later one only fills a gap
+                if values.get(name) is None:
+                    values[name] = parse_number(cells[i])
             if layout.reasons and not layout.has_mask:
                 bits = [(bit, parse_number(cells[i])) for i, bit in layout.reasons]
                 known = [(bit, v) for bit, v in bits if v is not None]

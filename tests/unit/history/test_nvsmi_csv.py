@@ -168,3 +168,56 @@ def test_odd_cells_skip_their_row_only(cell: str) -> None:
     text = f"timestamp, power.draw [W]\n2024/01/01 00:00:00, {cell}\n2024/01/01 00:00:01, 10 W\n"
     result = parse_nvsmi_csv(text)
     assert result.rows == 1 and [line for line, _ in result.skipped] == [2]
+
+
+# --- real datacenter logs (issue 22): three power columns, memory temperature, two limits ------
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+H800_THREE_POWER = FIXTURES / "nvsmi_h800_three_power_columns.csv"
+H100_PCIE = FIXTURES / "nvsmi_h100_pcie_power_capped.csv"
+
+
+@pytest.mark.parametrize(("log", "limit_w", "instant_peak_w"), [(H800_THREE_POWER, 700.0, 774.0),
+                                                                (H100_PCIE, 350.0, 456.0)])
+def test_stored_power_is_the_average_never_the_instantaneous_spike(tmp_path: Path, log: Path, limit_w: float,
+                                                                    instant_peak_w: float) -> None:
+    """An imported H800 log peaked at 774 W on a 700 W card (H100 PCIe: 456 W on 350 W): power.draw.instant won."""
+    result = parse_nvsmi_csv(log)
+    ((_time_s, columns),) = result.series.values()
+    text = log.read_text().splitlines()
+    header = [c.split("[")[0].strip() for c in text[0].split(",")]
+    average = np.array([float(line.split(",")[header.index("power.draw.average")].split()[0]) for line in text[1:]])
+    np.testing.assert_allclose(columns["power_w"], average)
+    assert float(np.nanmax(columns["power_w"])) <= limit_w
+    # The spike is in the log, on its own column, and not what is stored.
+    assert float(np.nanmax(columns["power_instant_w"])) == instant_peak_w
+    (info,) = result.info.values()
+    assert info["power_limit_enforced_w"] == limit_w
+    with HistoryStore.open(tmp_path / "h.sqlite") as store:
+        import_result(store, result)
+        (gpu,) = store.gpus()
+        stored = store.query(gpu.uuid, ["power_w"], 0, 2e9).columns["power_w"]
+        assert float(np.nanmax(stored)) <= limit_w
+        assert gpu.power_limit_enforced_w == limit_w
+    assert "power.draw.instant" in result.unstored and "clocks.gr" in result.ignored
+
+
+def test_power_draw_alone_is_stored_and_the_average_wins_in_either_column_order() -> None:
+    one = parse_nvsmi_csv("timestamp, power.draw [W]\n2025/01/01 00:00:00, 301.5 W\n")
+    assert next(iter(one.series.values()))[1]["power_w"].tolist() == [301.5]
+    swapped = parse_nvsmi_csv("timestamp, power.draw.instant [W], power.draw.average [W], power.draw [W]\n"
+                              "2025/01/01 00:00:00, 774 W, 699 W, 698 W\n"
+                              "2025/01/01 00:00:01, 770 W, [N/A], 697 W\n")
+    columns = next(iter(swapped.series.values()))[1]
+    # The 1 s average where the log has it, power.draw where not; the instant value never.
+    assert columns["power_w"].tolist() == [699.0, 697.0]
+    assert columns["power_instant_w"].tolist() == [774.0, 770.0]
+
+
+def test_enforced_limit_wins_over_the_requested_one_and_memory_temperature_is_read() -> None:
+    result = parse_nvsmi_csv("timestamp, enforced.power.limit [W], power.limit [W], temperature.memory\n"
+                             "2025/01/01 00:00:00, 300 W, 350 W, 71\n")
+    (info,) = result.info.values()
+    assert info["power_limit_enforced_w"] == 300.0
+    ((_t, columns),) = result.series.values()
+    assert columns["temperature_memory_c"].tolist() == [71.0]
