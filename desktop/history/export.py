@@ -48,6 +48,21 @@ def _next_sample_s(store: Any, gpu_ids: list[int], from_s: float) -> float | Non
     return min(found) / 1000.0 if found else None
 
 
+def raw_time_range(store: Any) -> tuple[float, float] | None:
+    """(first, last) raw GPU sample time, what an export can write; None when there is none.
+
+    ``store.time_range()`` spans the minute and hour aggregates too, which outlive the raw rows."""
+    lows: list[float] = []
+    highs: list[float] = []
+    for info in store.gpus():
+        lo, hi = store.conn.execute("SELECT min(ts), max(ts) FROM gpu_samples WHERE gpu = ?",
+                                    (store.gpu_id(info.uuid),)).fetchone()
+        if lo is not None:
+            lows.append(lo / 1000.0)
+            highs.append(hi / 1000.0)
+    return (min(lows), max(highs)) if lows else None
+
+
 def write_export(store: Any, start_s: float, end_s: float, fmt: str, out: TextIO) -> int:
     """Write samples in [start_s, end_s) as ``csv`` or ``jsonl``; returns the number of rows."""
     count = 0
