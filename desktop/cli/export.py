@@ -14,7 +14,7 @@ from typing import Any
 
 from desktop.cli.common import STDOUT, check_output, db_path, drop_stdout, iso_local, time_range
 from desktop.errors import UserError
-from desktop.history.export import write_export
+from desktop.history.export import raw_time_range, write_export
 from desktop.safetext import printable
 
 
@@ -45,12 +45,26 @@ def main(args: argparse.Namespace) -> int:
                 return 0
             rows = written
         if rows == 0:
-            span = store.time_range()
-            hint = "the database holds no samples yet" if span is None else (
-                "raw samples are kept for the retention period (Settings); older history is kept only as "
-                "minute and hour aggregates")
-            print(f"no samples between {iso_local(start)} and {iso_local(end)}: {hint}", file=sys.stderr)
+            print(f"no samples between {iso_local(start)} and {iso_local(end)}: {_what_is_held(store, start)}",
+                  file=sys.stderr)
     return 0
+
+
+def _what_is_held(store: Any, start_s: float) -> str:
+    """What the database does hold (as `analyze` says it), and retention only where raw samples
+    before the range's end were pruned (aggregates older than the first raw sample)."""
+    span = store.time_range()
+    raw = raw_time_range(store)
+    if span is None:
+        return "the database holds no samples yet"
+    if raw is None:
+        return (f"the database holds only minute and hour aggregates ({iso_local(span[0])} .. {iso_local(span[1])}): "
+                "raw samples are kept for the retention period (Settings)")
+    held = f"the database holds raw samples {iso_local(raw[0])} .. {iso_local(raw[1])}"
+    if start_s < raw[0] and span[0] < raw[0]:  # older rows are aggregates only: retention pruned the raw ones
+        return (f"{held}; older history is kept only as minute and hour aggregates "
+                "(raw samples are kept for the retention period, Settings)")
+    return f"{held}; choose the range with --from/--to"
 
 
 def _export_to_stdout(store: Any, start_s: float, end_s: float, fmt: str) -> int | None:
