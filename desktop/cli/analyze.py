@@ -81,11 +81,22 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdic
     for key in keys:
         time_s, columns = series[key]
         info = imported.info.get(key, {})
-        label = f"GPU {info['index']} {info.get('name', '')}".strip() if "index" in info else str(key)
+        label = _log_gpu_label(key, info, several=len(series) > 1)
         out.append((label, verdicts_for_log(np.asarray(time_s), dict(columns),
                                             sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
                                             power_limit_w=_number(info.get("power_limit_enforced_w")))))
     return out
+
+
+def _log_gpu_label(key: str, info: dict[str, Any], *, several: bool) -> str:
+    """"GPU 0 NVIDIA A10" with an index column; the log's name without one ("NVIDIA A10", the key
+    beside it only to tell several GPUs apart); the key ("pci:...") only when the log names nothing."""
+    name = printable(info["name"]) if info.get("name") else ""
+    if "index" in info:
+        return f"GPU {info['index']} {name}".strip()
+    if name:
+        return f"{name} ({printable(key)})" if several else name
+    return printable(key)
 
 
 def _number(value: object) -> float | None:
