@@ -22,6 +22,7 @@ import numpy.typing as npt
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
 from desktop.errors import UserError
+from desktop.stress.cpu_noise import judge_within_noise
 from desktop.stress.run_model import RunResult
 from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from desktop.stress.verdict_text import compare_with_baseline, format_duration
@@ -59,6 +60,8 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
 def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regression_pct: float = 5.0) -> Verdict:
     """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
     verdict = judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True)
+    if result.config.device == "cpu":  # a drop inside the run's own noise band is not throttling
+        verdict = judge_within_noise(verdict, result.trace(), result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S)
     if verdict.status == "no_data":  # a few samples: too short to judge, said as such
         verdict = replace(verdict, status="too_short",
                           sentence=f"Load of {format_duration(result.ended_s - result.started_s)}: too short to "

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from desktop.stress.child import ChildReader, close_pipes, stop_child
+from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.devices import CudaIdentity, map_cuda_device
 from desktop.stress.guard import check_guard_above_current, guard_temperature
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
@@ -334,6 +335,8 @@ class StressRunner:
         extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency}
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index
+        if cfg.device == "cpu":  # the CPU shares its cores: its verdict reads drops against this (stress.cpu_noise)
+            extra["warmup_noise_pct"] = warmup_noise_pct(time_s, throughput_arr)
         return RunResult(status, message, self._watched_config(), started if started is not None else launched,
                          self.clock.now(), state.unit, str(state.start_info.get("dtype", cfg.dtype or "")), time_s,
                          throughput_arr, columns, errors=state.errors, checks=state.checks, gpu=self.gpu, extra=extra)

@@ -1,0 +1,78 @@
+"""The noise band of a CPU stress run, measured from its own warm-up, and the verdict read against it (pure).
+
+A GPU's GEMM rate is steady to a fraction of a percent, so the verdict's fixed 95 % line
+(DCGM's) separates throttling from chance. A CPU run shares its cores with everything else on
+the machine: on a busy 2-core box its rate wanders ±5 % from second to second, the best early
+window lands above the end's level by chance and the run read "Throttled: unexplained
+slowdown". A CPU reports no clock-event reasons, so such a drop can only be judged against how
+much the run itself wanders: the spread of its successive samples over the stretch the
+verdict reads its peak from (the warm-up and the reference after it, up to the first third).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.stress.verdict import DROP_THRESHOLD, REFERENCE_WINDOW_S, WARMUP_S
+from desktop.stress.verdict_model import RunTrace, Verdict
+from desktop.stress.verdict_text import sentence_for
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Fewer early samples than this give no noise estimate (the fixed 95 % line alone applies).
+MIN_NOISE_SAMPLES = 6
+#: The band is this many standard deviations of one sample's relative noise: a drop inside it is chance.
+NOISE_SIGMAS = 3.0
+
+
+def warmup_noise_pct(time_s: FloatArray, throughput: FloatArray) -> float | None:
+    """One sample's noise (a robust standard deviation, % of the level) over the early stretch of a run.
+
+    None when the run has fewer than ``MIN_NOISE_SAMPLES`` finite samples.
+    """
+    time_s = np.asarray(time_s, dtype=np.float64)
+    values = np.asarray(throughput, dtype=np.float64)
+    finite = np.isfinite(values) & np.isfinite(time_s) & (values > 0)
+    if int(finite.sum()) < MIN_NOISE_SAMPLES:
+        return None
+    t, v = time_s[finite], values[finite]
+    rel = t - t[0]
+    early = v[rel <= min(WARMUP_S + REFERENCE_WINDOW_S, (rel[-1] - rel[0]) / 3.0 + 1e-9)]
+    if early.size < MIN_NOISE_SAMPLES:
+        early = v[:MIN_NOISE_SAMPLES]
+    level = float(np.median(early))
+    # A robust standard deviation (MAD) around the early level: the machine's other work comes and
+    # goes over seconds, so the wander, not only the jitter between two samples, is the noise.
+    sigma = 1.4826 * float(np.median(np.abs(early - level)))
+    return 100.0 * sigma / level if level > 0 else None
+
+
+def noise_band(noise_pct: float | None) -> float:
+    """The drop (a share of the peak) a CPU run may show by chance: the fixed 5 % plus its own noise band."""
+    fixed = 1.0 - DROP_THRESHOLD
+    return fixed + (NOISE_SIGMAS * noise_pct / 100.0 if noise_pct is not None and math.isfinite(noise_pct) else 0.0)
+
+
+def judge_within_noise(verdict: Verdict, trace: RunTrace, noise_pct: float | None, min_load_s: float = 0.0) -> Verdict:
+    """A CPU run judged "throttled" on a drop no larger than its own noise band held its speed.
+
+    Only an unexplained drop is reconsidered (a CPU has no clock-event reasons to explain one);
+    a drop beyond the band stays throttled, and the sentence names the band either way.
+    """
+    if noise_pct is None or not math.isfinite(noise_pct):
+        return verdict
+    note = f" (its rate wandered ±{NOISE_SIGMAS * noise_pct:.1f} % in its warm-up)"
+    ratio = verdict.sustained_ratio
+    if (verdict.throttled and verdict.cause == "unexplained" and math.isfinite(ratio)
+            and 1.0 - ratio <= noise_band(noise_pct)):
+        status = "errors" if verdict.errors else "passed"
+        verdict = replace(verdict, status=status, throttled=False, onset_s=None, cause=None, cause_family=None,
+                          onset_temperature_c=None)
+        verdict = replace(verdict, sentence=sentence_for(verdict, trace, min_load_s))
+    if verdict.sentence.endswith(".") and verdict.status in ("passed", "throttled", "errors"):
+        verdict = replace(verdict, sentence=verdict.sentence[:-1] + note + ".")
+    return verdict
