@@ -428,6 +428,25 @@ class NvmlDriver:
     def counter_ns(self, ns_per_s: float) -> int:
         return round(ns_per_s * self._seconds())
 
+    def reasons(self, dev: _Dev) -> int | None:
+        """The clock-event mask now: the timeline's step at this moment, else the capture's mask."""
+        spec, now = dev.spec, self._seconds()
+        mask = spec.clock_event_reasons
+        for start_s, step_mask in spec.clock_event_timeline:
+            if start_s <= now:
+                mask = step_mask
+        return mask
+
+    def bit_ns(self, dev: _Dev, bit: int) -> int:
+        """Nanoseconds the timeline has had ``bit`` set since the driver started."""
+        now, total = self._seconds(), 0.0
+        steps = dev.spec.clock_event_timeline
+        for i, (start_s, mask) in enumerate(steps):
+            end_s = steps[i + 1][0] if i + 1 < len(steps) else now
+            if mask & bit and start_s < now:
+                total += min(end_s, now) - start_s
+        return round(total * 1e9)
+
     def processes(self, dev: _Dev, kind: str) -> list[ProcessSpec]:
         if dev.mig is not None:
             pool = list(dev.mig.processes)

@@ -277,7 +277,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     scalar("nvmlDeviceGetNumFans", _U, lambda dev: 1 if dev.spec.fan_pct is not None else None)
     scalar("nvmlDeviceGetPerformanceState", _U, lambda dev: dev.spec.pstate)
     for noun in ("Event", "Throttle"):
-        scalar(f"nvmlDeviceGetCurrentClocks{noun}Reasons", _ULL, lambda dev: dev.spec.clock_event_reasons)
+        scalar(f"nvmlDeviceGetCurrentClocks{noun}Reasons", _ULL, d.reasons)
         scalar(f"nvmlDeviceGetSupportedClocks{noun}Reasons", _ULL,
                lambda dev: 0x1FF if dev.spec.clock_event_reasons is not None else None)
 
@@ -317,6 +317,13 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         }
         for counter_id, ns_per_s in spec.clock_event_ns_per_s.items():
             answers[counter_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.counter_ns(ns_per_s))
+        for counter_id, bit in spec.counter_field_bits.items():
+            answers[counter_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.bit_ns(dev, bit))
+        for constant_id, number in spec.constant_fields.items():
+            answers[constant_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", number)
+        if spec.memory_temperature_c is not None:
+            answers[_nv.NVML_FI_DEV_MEMORY_TEMP] = (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal",
+                                                    spec.memory_temperature_c)
         answer = answers.get(field_id)
         return answer if answer is not None and answer[2] is not None else None
 

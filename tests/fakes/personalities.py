@@ -19,6 +19,8 @@ from typing import Any
 
 import pynvml as _nv
 
+from desktop.telemetry.nvml.counters import id_sets_for
+
 REALDATA = "../shared/realdata/nvidia-smi-q/"
 
 # Symbols each driver branch lacks, as far as Rigscope, pynvml and nvitop ask for them ((u) = the
@@ -175,6 +177,15 @@ class GpuSpec:
     #: GPM metric id -> the activity (%) its samples measure while the driver's clock runs (modelled:
     #: nvidia-smi -q does not print GPM metrics; an idle GPU reads 0).
     gpm_activity_pct: dict[int, float] = field(default_factory=dict)
+    #: Modelled throttling: (from this second after the driver's start, reason mask) steps; empty: the
+    #: mask above at every moment. The captures are idle, so any change under load is modelled.
+    clock_event_timeline: tuple[tuple[float, int], ...] = ()
+    #: Field id -> reason bit: a time counter (ns) that gains 1 s per second while the timeline has the bit.
+    counter_field_bits: dict[int, int] = field(default_factory=dict)
+    #: Field id -> the constant it answers (power smoothing settings at the other branch's counter ids).
+    constant_fields: dict[int, int] = field(default_factory=dict)
+    #: NVML_FI_DEV_MEMORY_TEMP (field 82, HBM temperature, "Memory Current Temp"); None: NotSupported.
+    memory_temperature_c: int | None = None
 
 
 @dataclass
@@ -234,21 +245,21 @@ class Personality:
         gpus = []
         for report in doctor_json.get("gpus", []):
             index = int(report["index"])
-            gpus.append(_gpu_from_recording(report, by_index.get(index, {}), processes.get(index, []), interval_s))
+            gpus.append(_gpu_from_recording(report, by_index.get(index, {}), processes.get(index, []), interval_s,
+                                            _counter_metrics(version)))
         return cls(key, f"recorded: {doctor_json.get('source', {}).get('detail', '?')}", driver, gpus)
 
 
-#: Rigscope's per-cause time metrics and the counter field each is read from.
-_COUNTER_METRICS = {
-    "clock_event_sw_power_cap_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
-    "clock_event_sw_thermal_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
-    "clock_event_hw_thermal_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
-    "clock_event_hw_power_brake_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
-}
+def _counter_metrics(driver_version: str) -> dict[str, int]:
+    """Rigscope's per-cause time metrics and the field the recorded driver's branch counts each at."""
+    sw_thermal, hw_thermal, hw_brake = id_sets_for(driver_version)[0]
+    return {"clock_event_sw_power_cap_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
+            "clock_event_sw_thermal_s": sw_thermal, "clock_event_hw_thermal_s": hw_thermal,
+            "clock_event_hw_power_brake_s": hw_brake}
 
 
 def _gpu_from_recording(report: dict[str, Any], sample: dict[str, Any], procs: list[ProcessSpec],
-                        interval_s: float) -> GpuSpec:
+                        interval_s: float, counter_metrics: dict[str, int]) -> GpuSpec:
     supported: dict[str, bool] = report.get("metrics", {})
 
     def metric(name: str) -> Any:
@@ -266,7 +277,7 @@ def _gpu_from_recording(report: dict[str, Any], sample: dict[str, Any], procs: l
     if supported.get("pcie_tx_kib_s"):
         fields |= {197, 198}
     counters = {fid: float(sample.get(name) or 0.0) / interval_s * 1e9
-                for name, fid in _COUNTER_METRICS.items() if supported.get(name)}
+                for name, fid in counter_metrics.items() if supported.get(name)}
     fields |= set(counters)
     temperature_c = whole(metric("temperature_c")) or 0
     thresholds = {k: whole(report.get(f"temp_{k}_c")) for k in ("slowdown", "shutdown", "max_operating")}
@@ -503,3 +514,9 @@ PERSONALITIES: dict[str, Callable[[], Personality]] = {
     "ada_desktop+bad_utf8_name": lambda: with_name_bytes(ada_desktop()),
     "ada_laptop+bogus_power": lambda: with_bogus_power(ada_laptop()),
 }
+
+# The counter-id personalities (R575, R580.65, R580.82+) live beside this module; imported last
+# because they build on hopper() above.
+from tests.fakes.personalities_counters import COUNTER_PERSONALITIES  # noqa: E402
+
+PERSONALITIES.update(COUNTER_PERSONALITIES)

@@ -30,6 +30,7 @@ from desktop.telemetry.model import (
     MigInstance,
     SourceInfo,
 )
+from desktop.telemetry.nvml.counters import CounterTracker
 from desktop.telemetry.nvml.device import NvmlDevice
 from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost, load_module
 from desktop.telemetry.nvml.gpm import close_gpm, open_gpm, read_gpm
@@ -219,7 +220,8 @@ class NvmlBackend:
         return DriverVersions(driver=self.driver_version, cuda=self.cuda_version)
 
     def _open_device(self, index: int, uuid: str | None = None) -> NvmlDevice:
-        dev = NvmlDevice(index=index, handle=None, info=GpuInfo(index=index, uuid=uuid or "", name=f"GPU {index}"))
+        dev = NvmlDevice(index=index, handle=None, info=GpuInfo(index=index, uuid=uuid or "", name=f"GPU {index}"),
+                         counters=CounterTracker(self.driver_version))
         gateway = self._gateway
         try:
             handle = MISSING

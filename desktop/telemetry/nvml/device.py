@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.nvml.counters import CounterTracker
 from desktop.telemetry.nvml.gateway import CallMemory
 
 
@@ -36,8 +37,8 @@ class NvmlDevice:
     slow_count: int = 0
     #: (time_s, tx_bytes, rx_bytes) of the previous PCIe counter reading.
     pcie_prev: tuple[float, float, float] | None = None
-    #: Per clock-event counter metric: (field id, value ns, time_s) of the previous sample.
-    counters_prev: dict[str, tuple[int, float, float | None]] = field(default_factory=dict)
+    #: The clock-event time counters: which field ids to ask and believe (set with the driver version at open).
+    counters: CounterTracker = field(default_factory=CounterTracker)
     #: Newest per-process utilization sample seen (driver CPU time, µs): the next poll asks for newer ones.
     util_seen_us: int = 0
     #: Process polls so far, and the utilization of each pid listed at the last one that asked (None: n/a).

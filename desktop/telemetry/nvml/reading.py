@@ -13,11 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from desktop.telemetry.model import GpuSample
+from desktop.telemetry.nvml.counters import ALL_COUNTER_FIELD_IDS
 from desktop.telemetry.nvml.device import NvmlDevice
 from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost
 from desktop.telemetry.nvml.values import (
-    COUNTER_FIELD_IDS,
-    COUNTER_FIELDS,
     FIELD_ENERGY_MJ,
     FIELD_PCIE_RX_BYTES,
     FIELD_PCIE_TX_BYTES,
@@ -29,7 +28,6 @@ from desktop.telemetry.nvml.values import (
     as_number,
     field_number,
     plausible_power_w,
-    tick_fields,
 )
 
 log = logging.getLogger(__name__)
@@ -77,21 +75,27 @@ def _first(gateway: NvmlGateway, dev: NvmlDevice, attempts: Sequence[Attempt]) -
     return MISSING
 
 
+def _unsupported_fields(dev: NvmlDevice) -> set[int]:
+    return {int(key[6:]) for key in dev.calls.unsupported if key.startswith("field:") and key[6:].isdigit()}
+
+
 def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[float, float | None]]:
     """Ask the batch call for every field this GPU still answers: {field id: (value, timestamp_s)}."""
-    wanted = [f for f in tick_fields(dev.calls.unsupported) if not gateway.skips(dev.calls, f"field:{f}")]
+    unsupported = _unsupported_fields(dev)
+    wanted = [f for f in (*(f for f in TICK_FIELDS if f not in unsupported), *dev.counters.fields(unsupported))
+              if not gateway.skips(dev.calls, f"field:{f}")]
     if not wanted:
         return {}
     values = _asker(gateway, dev)("fields", "nvmlDeviceGetFieldValues", wanted)
     if values is MISSING:
         if dev.calls.is_unsupported("fields"):
-            if COUNTER_FIELD_IDS.intersection(wanted):
+            if ALL_COUNTER_FIELD_IDS.intersection(wanted):
                 # Perhaps refused whole over a counter id this driver does not know: once more without them.
                 dev.calls.forget_unsupported("fields")
-                dev.calls.mark_unsupported(*(f"field:{f}" for f in COUNTER_FIELD_IDS))
+                dev.calls.mark_unsupported(*(f"field:{f}" for f in ALL_COUNTER_FIELD_IDS))
                 return _field_values(gateway, dev)
             # The driver has no batch call: every field falls back.
-            dev.calls.mark_unsupported(*(f"field:{f}" for f in (*TICK_FIELDS, *COUNTER_FIELD_IDS)))
+            dev.calls.mark_unsupported(*(f"field:{f}" for f in (*TICK_FIELDS, *ALL_COUNTER_FIELD_IDS)))
         return {}
     out: dict[int, tuple[float, float | None]] = {}
     for requested, entry in zip(wanted, values, strict=False):
@@ -132,7 +136,6 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
     energy_mj = (energy[0] if energy
                  else as_number(ask("energy", "nvmlDeviceGetTotalEnergyConsumption")))
     rx_kib_s, tx_kib_s = _pcie_rates(dev, fields, now_s)
-    counted = _clock_event_seconds(dev, fields, now_s)
 
     # Under MIG the parent's utilization is not available (some drivers answer 0): not asked.
     util = MISSING if dev.info.mig_enabled else ask("util", "nvmlDeviceGetUtilizationRates")
@@ -150,6 +153,7 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
     sm_clock = ask("sm_clock", "nvmlDeviceGetClockInfo", gateway.const("NVML_CLOCK_SM", 1))
     reasons = _first(gateway, dev, [("reasons", "nvmlDeviceGetCurrentClocksEventReasons", (), {}),
                                     ("reasons_legacy", "nvmlDeviceGetCurrentClocksThrottleReasons", (), {})])
+    counted = _clock_event_seconds(dev, fields, as_int(reasons), now_s)
     if dev.calls.every_query_failed():
         # Not one failing sensor but the whole GPU (a fall off the bus often answers UNKNOWN):
         # lost, so that reinit() asks for a fresh handle.
@@ -213,36 +217,15 @@ def _pcie_rates(dev: NvmlDevice, fields: dict[int, tuple[float, float | None]],
     return d_rx / dt_s / 1024.0, d_tx / dt_s / 1024.0
 
 
-def _clock_event_seconds(dev: NvmlDevice, fields: dict[int, tuple[float, float | None]],
+def _clock_event_seconds(dev: NvmlDevice, fields: dict[int, tuple[float, float | None]], reasons: int | None,
                          now_s: float | None) -> dict[str, float | None]:
     """Seconds under each clock-event cause since the previous sample: deltas of NVML's ns counters.
 
     None for a cause without a counter, on the first sample (the priming read at open only
-    learns what the GPU answers: an interval that is no sample interval would be attributed
-    to the first sample), after a counter reset and when the field id answered changed.
+    learns what the GPU answers), after a counter reset, and while no field answered is believed
+    (nvml/counters.py). A field found to be no time counter is remembered as NotSupported.
     """
-    prev, dev.counters_prev = dev.counters_prev, {}
-    out: dict[str, float | None] = {}
-    for name, ids in COUNTER_FIELDS.items():
-        out[name] = None
-        fid = next((f for f in ids if f in fields), None)
-        if fid is None or now_s is None:
-            continue
-        value_ns, stamp = fields[fid]
-        stamp = stamp if stamp is not None else now_s
-        dev.counters_prev[name] = (fid, value_ns, stamp)
-        before = prev.get(name)
-        if before is None or before[0] != fid or value_ns < before[1]:
-            continue  # first sample, the older field took over, or the driver reloaded (reset)
-        seconds = (value_ns - before[1]) / 1e9
-        elapsed_s = stamp - before[2] if before[2] is not None else None
-        if elapsed_s is not None and seconds > 2.0 * max(elapsed_s, 0.0) + 1.0:
-            # Far more time than passed: not a time counter on this driver (field ids moved
-            # between nvml.h versions). Leave the cause n/a rather than report nonsense.
-            log.info("NVML field %d of GPU %d does not behave as a time counter (%.1f s in %.1f s): "
-                     "not read again", fid, dev.index, seconds, elapsed_s)
-            dev.calls.mark_unsupported(f"field:{fid}")
-            del dev.counters_prev[name]
-            continue
-        out[name] = seconds
-    return out
+    counted = dev.counters.update(fields, reasons, now_s)
+    dropped = dev.counters.rejected | (ALL_COUNTER_FIELD_IDS - dev.counters.candidate_ids)
+    dev.calls.mark_unsupported(*(f"field:{f}" for f in dropped))
+    return counted

@@ -6,10 +6,10 @@ are pure and small; nothing here touches a driver.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any, Final
 
 from desktop.telemetry.model import GPU_METRIC_NAMES
+from desktop.telemetry.nvml.counters import ALL_COUNTER_FIELDS
 from desktop.telemetry.nvml.gateway import MISSING
 
 MIB: Final = 1024.0 * 1024.0
@@ -19,42 +19,9 @@ FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
 FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
 FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
 FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
-# Time under each clock-event cause: cumulative nanosecond counters since the driver loaded.
-# SW power cap kept its perf-policy id (NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP =
-# NVML_FI_DEV_PERF_POLICY_POWER = 74); SW/HW thermal and HW power brake are 269-271 in the nvml.h
-# of nvidia-ml-py 13.x (an earlier header had them at 251-253, ids 13.x gives to power smoothing,
-# hence the plausibility check in nvml/reading.py). Drivers before the "Clocks Event Reasons Counters"
-# (575) answer only the perf-policy fields 74-81, in ns like nvmlDeviceGetViolationStatus; of those,
-# PERF_POLICY_THERMAL (75) is the SW thermal counter under its older id. HW thermal and power brake
-# have no perf-policy counterpart.
-FIELD_SW_POWER_CAP_NS: Final = 74  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP
-FIELD_PERF_POLICY_THERMAL_NS: Final = 75  # NVML_FI_DEV_PERF_POLICY_THERMAL
-FIELD_SW_THERMAL_NS: Final = 269  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN
-FIELD_HW_THERMAL_NS: Final = 270  # NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN
-FIELD_HW_POWER_BRAKE_NS: Final = 271  # NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN
-#: Each per-cause time metric and its counter fields, newest first.
-COUNTER_FIELDS: Final[dict[str, tuple[int, ...]]] = {
-    "clock_event_sw_power_cap_s": (FIELD_SW_POWER_CAP_NS,),
-    "clock_event_sw_thermal_s": (FIELD_SW_THERMAL_NS, FIELD_PERF_POLICY_THERMAL_NS),
-    "clock_event_hw_thermal_s": (FIELD_HW_THERMAL_NS,),
-    "clock_event_hw_power_brake_s": (FIELD_HW_POWER_BRAKE_NS,),
-}
-COUNTER_FIELD_IDS: Final = frozenset(f for ids in COUNTER_FIELDS.values() for f in ids)
-TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES,
-                      FIELD_SW_POWER_CAP_NS, FIELD_SW_THERMAL_NS, FIELD_HW_THERMAL_NS, FIELD_HW_POWER_BRAKE_NS)
-#: A field asked in place of a tick field the GPU answered NotSupported (an older driver's id).
-FALLBACK_FIELDS: Final[dict[int, int]] = {FIELD_SW_THERMAL_NS: FIELD_PERF_POLICY_THERMAL_NS}
-
-
-def tick_fields(unsupported: Collection[str]) -> list[int]:
-    """The field ids to ask this tick: each tick field still answered, else its fallback while that is."""
-    out = []
-    for fid in TICK_FIELDS:
-        if f"field:{fid}" not in unsupported:
-            out.append(fid)
-        elif (older := FALLBACK_FIELDS.get(fid)) is not None and f"field:{older}" not in unsupported:
-            out.append(older)
-    return out
+# Time under each clock-event cause: cumulative ns counters whose field ids moved between driver
+# branches; which ids are asked and believed is nvml/counters.py's business.
+TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
 
 
 #: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).
@@ -75,7 +42,7 @@ METRIC_SOURCES: Final[dict[str, tuple[str, ...]]] = {
     "pcie_gen": ("pcie_gen",),
     "pcie_width": ("pcie_width",),
     "pstate": ("pstate",),
-    **{name: tuple(f"field:{fid}" for fid in ids) for name, ids in COUNTER_FIELDS.items()},
+    **{name: tuple(f"field:{fid}" for fid in ids) for name, ids in ALL_COUNTER_FIELDS.items()},
     # Estimated by the sampler from power and clock (desktop/telemetry/effective_load.py): there with power.
     "effective_load_pct": (f"field:{FIELD_POWER_AVERAGE_MW}", "power"),
 }
