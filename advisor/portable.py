@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -22,6 +23,19 @@ import numpy as np
 FORMAT = "rigscope-run"
 VERSION = 1
 KINDS = ("stress", "job")
+
+# The limits a record file is read under (it may come from anywhere: a colleague, a CI artefact).
+#: A record is a few kB; anything much bigger is not one (and is not read into memory whole).
+MAX_RECORD_BYTES = 1_000_000
+#: A record nests three deep; deeper is not one (and json's own recursion is never reached).
+MAX_DEPTH = 32
+#: Digits a whole number may have: an epoch second or a count has under 20 (Python refuses 4,301).
+MAX_INT_DIGITS = 30
+#: Magnitudes a measurement can have (besides 0): beyond them it is garbage, and its ratios overflow.
+MIN_MAGNITUDE = 1e-9
+MAX_MAGNITUDE = 1e15
+#: Characters a text field may have (a verdict sentence is a few hundred).
+MAX_TEXT_CHARS = 10_000
 
 
 class PortableError(ValueError):
@@ -123,9 +137,10 @@ class PortableRecord:
         return f"{self.machine} · {gpu}" if self.machine else gpu
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form (``FORMAT``, ``VERSION``): plain types only, None for what is unknown."""
+        """The JSON form (``FORMAT``, ``VERSION``): plain types only, None for what is unknown (a NaN or
+        infinite number too), text as valid UTF-8 (``utf8_text``)."""
         env = {f.name: getattr(self.environment, f.name) for f in fields(Environment)}
-        return {
+        data: dict[str, Any] = finite_json({
             "format": FORMAT, "version": VERSION, "kind": self.kind, "workload": self.workload,
             "started_s": self.started_s, "duration_s": self.duration_s, "machine": self.machine,
             "device": self.device, "dtype": self.dtype,
@@ -138,14 +153,50 @@ class PortableRecord:
                         "errors": self.errors},
             "price_per_hour": self.price_per_hour, "currency": self.currency,
             "environment": env,
-        }
+        })
+        return data
 
     def to_json(self) -> str:
+        """The JSON text (``as_dict``): UTF-8 text only, no ``NaN`` or ``Infinity``."""
         return json.dumps(self.as_dict(), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 def _spread_dict(spread: Spread) -> dict[str, float | None]:
     return {"p5": spread.p5, "p50": spread.p50, "p95": spread.p95, "mean": spread.mean}
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with each lone surrogate written out as ``desktop.safetext`` shows it (``\\xff`` for the byte a
+    surrogate-escaped name held): a job named ``train\\xff`` writes a record every reader accepts."""
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+    return _SURROGATE.sub(escape, text)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` (dicts, lists, numbers, text) as JSON can carry it: every NaN or infinite float as None,
+    every text as valid UTF-8 (``utf8_text``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def finite_or_none(value: float | None) -> float | None:
@@ -178,10 +229,65 @@ def energy_joules(time_s: np.ndarray, power_w: np.ndarray | None, energy_mj: np.
 # --- reading ---------------------------------------------------------------------------------
 
 
-def parse_record(text: str) -> PortableRecord:
-    """A record from its JSON text; PortableError when it is not JSON or not a valid record."""
+@dataclass(frozen=True)
+class _Unreadable:
+    """A value no record field can take (a 400-digit integer, NaN): refused by the field that reads it."""
+
+    what: str
+
+
+def _parse_int(text: str) -> int | _Unreadable:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else _Unreadable(f"a {digits}-digit integer")
+
+
+def _parse_float(text: str) -> float | _Unreadable:
+    value = float(text)
+    return value if math.isfinite(value) else _Unreadable(text if len(text) <= 20 else text[:17] + "...")
+
+
+#: JSON strings (with their escapes), taken out before the brackets are counted.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_depth(text: str) -> int:
+    """How deep ``text``'s JSON arrays and objects nest (brackets inside strings do not count), without parsing it."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
+def parse_record_bytes(data: bytes) -> PortableRecord:
+    """A record from a file's bytes: at most ``MAX_RECORD_BYTES``, UTF-8 (a BOM allowed), then ``parse_record``."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise PortableError(f"not a Rigscope run record (over {MAX_RECORD_BYTES // 1000} kB)")
     try:
-        data = json.loads(text)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PortableError(f"not a Rigscope run record (not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                            f"{exc.start})") from None
+    return parse_record(text)
+
+
+def parse_record(text: str) -> PortableRecord:
+    """A record from its JSON text; PortableError (one line, naming the field) when it is not a valid record.
+
+    Read under limits, so that no file makes it fail any other way: nesting (``MAX_DEPTH``, checked before
+    parsing), whole numbers' digits (``MAX_INT_DIGITS``), finite numbers of a measurable magnitude, valid
+    UTF-8 text of bounded length; a value no field reads (a long number under an unknown key) is harmless.
+    """
+    if not _is_utf8(text):
+        raise PortableError("not a Rigscope run record (not UTF-8 text: it holds a lone surrogate)")
+    if len(text) > MAX_RECORD_BYTES:
+        raise PortableError(f"not a Rigscope run record (over {MAX_RECORD_BYTES // 1000} kB)")
+    if nesting_depth(text) > MAX_DEPTH:
+        raise PortableError(f"not a Rigscope run record (nested deeper than {MAX_DEPTH} levels)")
+    try:
+        data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_Unreadable)
     except json.JSONDecodeError as exc:
         raise PortableError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                             "is the file complete?") from None
@@ -250,6 +356,11 @@ class _Reader:
             return None
         if not isinstance(value, str) or (required and not value):
             raise self._bad(key, "text")
+        if not _is_utf8(value):
+            raise self._bad(key, "valid UTF-8 text (it holds a lone surrogate)")
+        if len(value) > MAX_TEXT_CHARS:
+            raise PortableError(f'damaged record: "{self.prefix}{key}" must be text of at most {MAX_TEXT_CHARS:,} '
+                                f"characters, not {len(value):,}")
         return value
 
     def number(self, key: str, *, required: bool = False, low: float | None = None) -> float | None:
@@ -260,6 +371,8 @@ class _Reader:
             raise self._bad(key, "a number")
         if low is not None and value < low:
             raise self._bad(key, f"a number from {low:g}")
+        if value != 0 and not MIN_MAGNITUDE <= abs(value) <= MAX_MAGNITUDE:
+            raise self._bad(key, f"0 or a number from {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in size")
         return float(value)
 
     def flag(self, key: str) -> bool | None:
@@ -296,5 +409,7 @@ def _show(value: object) -> str:
     """A found value for a message, cut short (a damaged file may hold anything)."""
     if value is None:
         return "missing"
+    if isinstance(value, _Unreadable):
+        return value.what
     text = json.dumps(value, ensure_ascii=True) if isinstance(value, str | int | float | bool) else _json_type(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -8,11 +8,12 @@ text is ``advisor.compare_text``; ``rigscope compare`` and the Compare dialog sh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.portable import Latency, PortableRecord
+from advisor.portable import Latency, PortableRecord, finite_json
 
 #: Environment facts that explain a throughput gap: flagged when they differ between records.
 EXPLAINING: dict[str, str] = {
@@ -75,7 +76,8 @@ class Comparison:
         return tuple(d for d in self.differences if d.flagged)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The JSON form; every number finite (a ratio that would not be is None)."""
+        data: dict[str, Any] = finite_json({
             "reference": 0,
             "records": [{"label": c.record.label, "record": c.record.as_dict(),
                          "throughput_ratio": c.throughput_ratio,
@@ -89,7 +91,8 @@ class Comparison:
             "differences": [{"key": d.key, "label": d.label, "values": list(d.values), "differs": d.differs,
                              "flagged": d.flagged} for d in self.differences],
             "notes": list(self.notes),
-        }
+        })
+        return data
 
 
 def work_unit(unit: str | None) -> str | None:
@@ -104,23 +107,28 @@ def work_per_joule_unit(unit: str | None) -> str | None:
     return f"{work}/J" if work else None
 
 
+def _finite(value: float) -> float | None:
+    """A quotient that overflowed (a tiny reference) or underflowed to 0 is no figure: None."""
+    return value if math.isfinite(value) and value != 0 else None
+
+
 def _ratio(value: float | None, reference: float | None) -> float | None:
     if value is None or reference is None or reference <= 0:
         return None
-    return value / reference
+    return 0.0 if value == 0 else _finite(value / reference)
 
 
 def _work_per_joule(record: PortableRecord) -> float | None:
     power = record.power_w.mean
     if record.throughput is None or power is None or power <= 0:
         return None
-    return record.throughput / power
+    return 0.0 if record.throughput == 0 else _finite(record.throughput / power)
 
 
 def _cost_per_unit(record: PortableRecord) -> float | None:
     if record.price_per_hour is None or not record.throughput:
         return None
-    return record.price_per_hour / 3600.0 / record.throughput
+    return 0.0 if record.price_per_hour == 0 else _finite(record.price_per_hour / 3600.0 / record.throughput)
 
 
 def _environment_value(record: PortableRecord, key: str) -> str | None:

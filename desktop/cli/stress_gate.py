@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.compare_text import number
-from advisor.portable import PortableRecord
+from advisor.portable import PortableRecord, finite_json
 from desktop.cli.common import check_output, load_settings
 from desktop.errors import UserError
 from desktop.safetext import printable
@@ -55,9 +55,11 @@ class Gate:
                 f"({allowed})")
 
     def as_dict(self) -> dict[str, object]:
-        return {"throughput": self.throughput, "baseline": self.baseline, "unit": self.unit,
-                "drop_pct": self.drop_pct, "max_drop_pct": self.max_drop_pct, "passed": not self.failed,
-                "sentence": self.sentence}
+        """The gate in `--json`: every number finite (JSON has no Infinity)."""
+        data: dict[str, object] = finite_json({
+            "throughput": self.throughput, "baseline": self.baseline, "unit": self.unit, "drop_pct": self.drop_pct,
+            "max_drop_pct": self.max_drop_pct, "passed": not self.failed, "sentence": self.sentence})
+        return data
 
 
 def judge_gate(record: PortableRecord, baseline: PortableRecord, max_drop_pct: float) -> Gate:

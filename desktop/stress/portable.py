@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.portable import (
+    MAX_RECORD_BYTES,
     Environment,
     Latency,
     PortableError,
@@ -27,7 +28,7 @@ from advisor.portable import (
     Spread,
     energy_joules,
     finite_or_none,
-    parse_record,
+    parse_record_bytes,
 )
 from desktop import __version__
 from desktop.errors import UserError
@@ -39,8 +40,6 @@ from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.model import GpuInfo
 
 FloatArray = npt.NDArray[np.float64]
-#: A record file is a few kB; anything much bigger is not one (and is not read into memory whole).
-MAX_RECORD_BYTES = 1_000_000
 
 
 def torch_version() -> str | None:
@@ -189,7 +188,8 @@ def record_from_job(job: JobRecord, card: Mapping[str, Any] | None = None, *,
 
 
 def read_record(path: Path) -> PortableRecord:
-    """The record in ``path``; a UserError naming the file and what is wrong with it."""
+    """The record in ``path``; a UserError naming the file and what is wrong with it (in one line: the field,
+    for a value past the parser's limits). `compare`, `stress --baseline` and the Compare dialog read here."""
     shown = printable(path)
     try:
         with path.open("rb") as handle:
@@ -200,15 +200,9 @@ def read_record(path: Path) -> PortableRecord:
         raise UserError(f"cannot read {shown}: it is a folder, not a run record") from None
     except OSError as exc:
         raise UserError(f"cannot read {shown}: {exc.strerror or exc}") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise UserError(f"{shown} is not a Rigscope run record (over {MAX_RECORD_BYTES // 1000} kB)")
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UserError(f"{shown} is not a Rigscope run record (not UTF-8 text)") from None
-    try:
-        return parse_record(text)
-    except PortableError as exc:
+        return parse_record_bytes(data)
+    except PortableError as exc:  # one line naming the file and the field (advisor.portable's limits)
         raise UserError(f"{shown}: {printable(exc)}") from None
 
 

@@ -50,13 +50,15 @@ Entry = tuple[Path, PortableRecord | str]
 
 
 def _read(paths: Sequence[Path]) -> list[Entry]:
-    """Each file's record, or what is wrong with it (on the worker thread)."""
+    """Each file's record, or what is wrong with it (on the worker thread): one refused file never costs the others."""
     out: list[Entry] = []
     for path in paths:
         try:
             out.append((path, read_record(path)))
-        except UserError as exc:
+        except UserError as exc:  # the parser's refusals: one line naming the field
             out.append((path, str(exc)))
+        except Exception as exc:  # anything else is a bug, but still only this file's
+            out.append((path, f"could not read it ({type(exc).__name__}: {exc})"))
     return out
 
 

@@ -121,3 +121,55 @@ def test_a_folder_is_not_a_record(two_files: tuple[Path, Path], tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(two_files[0]), str(tmp_path)]) == 2
     assert "it is a folder" in capsys.readouterr().err
+
+
+HOSTILE_HEAD = '{"format": "rigscope-run", "version": 1, "kind": "stress", "workload": "gemm", "started_s": 1'
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (', "throughput": {"sustained": ' + "9" * 400 + "}}", "throughput.sustained"),  # OverflowError before
+    (', "energy_j": ' + "1" * 4301 + "}", "energy_j"),  # ValueError (int digit limit) before
+    (', "machine": "box\\ud800"}', "machine"),  # UnicodeEncodeError before
+    (', "power_w": {"mean": -Infinity}}', "power_w.mean"),
+])
+def test_a_hostile_record_is_one_line_naming_file_and_field_exit_2(
+        two_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
+        field: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(HOSTILE_HEAD + body, encoding="utf-8")
+    assert main(["compare", str(two_files[0]), str(bad), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and f'"{field}"' in lines[0], captured.err
+
+
+def test_nesting_and_size_are_refused_in_one_line(two_files: tuple[Path, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    deep, huge = tmp_path / "deep.json", tmp_path / "huge.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    huge.write_bytes(b" " * 5_000_000)
+    for bad in (deep, huge):
+        assert main(["compare", str(two_files[0]), str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and str(bad) in err and "Traceback" not in err
+
+
+def test_compare_json_on_a_tiny_baseline_has_only_finite_numbers(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    tiny, big = tmp_path / "tiny.json", tmp_path / "big.json"
+    write_record(tiny, replace(_laptop(), throughput=1e-9, power_w=Spread(mean=1e15), price_per_hour=1e-9))
+    write_record(big, replace(_cloud(), throughput=1e15, power_w=Spread(mean=1e-9), price_per_hour=1e15))
+    assert main(["compare", str(tiny), str(big), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "Infinity" not in out and "NaN" not in out
+    json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+
+
+def test_a_subnormal_baseline_is_refused_not_an_infinite_ratio(two_files: tuple[Path, Path], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = tmp_path / "tiny.json"
+    tiny.write_text(HOSTILE_HEAD + ', "throughput": {"sustained": 5e-324, "unit": "TFLOP/s"}}', encoding="utf-8")
+    assert main(["compare", str(tiny), str(two_files[1]), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and '"throughput.sustained"' in captured.err and "Infinity" not in captured.err

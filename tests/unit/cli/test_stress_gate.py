@@ -121,3 +121,23 @@ def test_the_gate_sentence_reads_as_the_issue_asks() -> None:
     gate = Gate(throughput=812.0, baseline=947.0, unit="it/s", max_drop_pct=10.0, drop_pct=(1 - 812 / 947) * 100)
     assert gate.failed
     assert gate.sentence == "throughput 812 it/s is 14.3 % below the baseline's 947 it/s (allowed 10 %)"
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (', "throughput": {"unit": "TFLOP/s", "sustained": ' + "9" * 400 + "}}", "throughput.sustained"),
+    (', "throughput": {"unit": "TFLOP/s", "sustained": ' + "1" * 4301 + "}}", "throughput.sustained"),
+    (', "throughput": {"unit": "TFLOP/s", "sustained": 5e-324}}', "throughput.sustained"),
+    (', "throughput": {"sustained": 70, "unit": "TFLOP/s\\udcff"}}', "throughput.unit"),
+])
+def test_a_hostile_baseline_is_exit_2_naming_the_field_before_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, field: str) -> None:
+    base = tmp_path / "base.json"
+    base.write_text('{"format": "rigscope-run", "version": 1, "kind": "stress", "workload": "gemm", '
+                    '"started_s": 1' + body, encoding="utf-8")
+    db = tmp_path / "h.sqlite"
+    assert main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(db), "--json",
+                 "--baseline", str(base)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and str(base) in lines[0] and f'"{field}"' in lines[0], captured.err
+    assert not db.exists()

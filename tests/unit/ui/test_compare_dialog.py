@@ -161,3 +161,20 @@ def test_ctrl_k_opens_the_dialog_from_the_window(qtbot) -> None:  # type: ignore
     window.apply_theme(LIGHT)
     assert dialog.theme is LIGHT
     dialog.close()
+
+
+def test_hostile_files_are_listed_and_the_good_ones_kept(qtbot, files: list[Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    head = '{"format": "rigscope-run", "version": 1, "kind": "stress", "workload": "gemm", "started_s": 1'
+    bad = {"overflow.json": head + ', "energy_j": ' + "9" * 400 + "}",
+           "digits.json": head + ', "energy_j": ' + "9" * 4301 + "}",
+           "surrogate.json": head + ', "machine": "\\udcff"}',
+           "deep.json": "[" * 100_000 + "]" * 100_000}
+    paths = []
+    for name, text in bad.items():
+        paths.append(tmp_path / name)
+        paths[-1].write_text(text, encoding="utf-8")
+    dialog = _open(qtbot, [files[0], *paths, files[1]])
+    assert dialog.comparison is not None and len(dialog.comparison.columns) == 2
+    listed = [dialog.files.item(i).text() for i in range(dialog.files.count())]
+    assert [t.startswith("✗") for t in listed] == [False, True, True, True, True, False]
+    assert '"energy_j"' in listed[1] and '"energy_j"' in listed[2] and '"machine"' in listed[3]
