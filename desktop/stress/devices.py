@@ -9,9 +9,11 @@ refused: a guard watching the wrong GPU would let the loaded one overheat.
 
 from __future__ import annotations
 
+import platform
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from desktop.errors import UserError
@@ -121,6 +123,37 @@ def map_cuda_device(identity: CudaIdentity, gpus: Sequence[GpuInfo]) -> GpuInfo:
         f"cannot tell which GPU cuda:{identity.index} is ({identity.name or 'unnamed'}, "
         f"UUID {identity.uuid or 'unknown'}, PCI {identity.pci_bus_id or 'unknown'}); NVML sees {seen}. "
         "The temperature guard would watch the wrong GPU, so the test is not started")
+
+
+# --- the CPU, when it stands in for a GPU (--device cpu) ---------------------------------------
+
+#: The fields of /proc/cpuinfo that name the processor: x86's "model name"; ARM kernels write
+#: "Model" (a Raspberry Pi) or "Hardware", and many only "CPU part" (no name).
+_CPUINFO_NAMES = ("model name", "Model", "Hardware", "cpu model")
+
+
+def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo"), processor: str | None = None) -> str:
+    """The CPU's model ("AMD Ryzen 9 7945HX with Radeon Graphics"), not the architecture "x86_64" that
+    ``platform.processor()`` answers on Linux: /proc/cpuinfo first, then ``platform.processor()``
+    where it says more than the machine type (Windows: "Intel64 Family 6 Model 183 ..."), else "CPU"."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        text = ""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), " ".join(value.split())
+        if sep and value and key in _CPUINFO_NAMES and key not in found:
+            found[key] = value
+    for key in _CPUINFO_NAMES:
+        if key in found:
+            return found[key]
+    named = " ".join((processor if processor is not None else platform.processor()).split())
+    if named and named.lower() not in {platform.machine().lower(), "x86_64", "amd64", "aarch64", "arm64", "i386",
+                                       "i686"}:
+        return named
+    return f"{platform.machine()} CPU" if platform.machine() else "CPU"
 
 
 # --- precision ---------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import platform
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
 from desktop.errors import UserError
 from desktop.stress.cpu_noise import judge_within_noise
+from desktop.stress.devices import cpu_model_name
 from desktop.stress.run_model import RunResult
 from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from desktop.stress.verdict_text import compare_with_baseline, format_duration
@@ -34,7 +34,7 @@ def gpu_identity(result: RunResult) -> tuple[str, str, str | None]:
     """(uuid, name, driver) of what was stressed; the CPU stands in for a GPU with --device cpu."""
     if result.gpu is not None and result.config.device != "cpu":
         return result.gpu.uuid, result.gpu.name, result.gpu.driver_version
-    return "cpu", platform.processor() or platform.machine() or "CPU", None
+    return "cpu", cpu_model_name(), None
 
 
 def to_stress_result(result: RunResult, verdict: Verdict, run_id: int = 0) -> StressResult:
