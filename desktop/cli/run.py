@@ -140,6 +140,9 @@ def _conclude(run: JobRun, settings: config.Settings, history: JobHistory, outpu
     try:
         history.flush()
         card = _card(run, settings, history, series, sentence)
+        note = run.guard_note()
+        if note is not None:
+            card = replace(card, notes=(*card.notes, note))
         card_dict = card.as_dict()
         from desktop.jobs.card import format_card
 

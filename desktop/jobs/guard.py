@@ -72,6 +72,16 @@ class ThermalGuard:
             return "resume"
         return None
 
+    def resumed_elsewhere(self, now_s: float) -> None:
+        """The job was found running while paused (continued from outside the guard): the pause ends at
+        ``now_s`` as a resume would, so the guard pauses it again when the temperature says so."""
+        if not self.paused:
+            return
+        self.paused = False
+        self.paused_s += now_s - self._since_s
+        self._since_s = now_s
+        self._resumed_once = True
+
     def total_paused_s(self, now_s: float) -> float:
         """Seconds stopped so far, the running pause included."""
         return self.paused_s + (now_s - self._since_s if self.paused else 0.0)

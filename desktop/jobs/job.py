@@ -29,6 +29,8 @@ from desktop.jobs.guard import GuardSettings, ThermalGuard
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
 from desktop.jobs.wrap import Watchdog, WrappedJob
+from desktop.safetext import printable
+from desktop.telemetry import owned
 from desktop.telemetry.host import process_tree
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, Snapshot
 from desktop.telemetry.sampler import Sampler
@@ -36,6 +38,8 @@ from desktop.telemetry.simulated import SimulatedBackend
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: At most this many processes that left the job's session are named (on the card, in messages).
+MAX_ESCAPED = 20
 #: VRAM the simulated GPU shows the job holding (a mid-size training run).
 SIM_JOB_VRAM_MIB = 6144.0
 
@@ -140,7 +144,14 @@ class JobRun:
         self.line_open = {1: False, 2: False}
         self._protocol_at = 0
         self.trace = _Trace()
+        #: PIDs seen in the job's session, for the record and the GPUs it used: never signalled (a PID seen minutes
+        #: ago may be another user's process now; signals go to the session's members as /proc lists them then).
         self.pids: dict[int, None] = {}
+        #: Processes of the job that left its session (setsid, a daemon's double fork): the guard cannot stop
+        #: them. (pid, start ticks) -> name.
+        self.escaped: dict[tuple[int, int], str] = {}
+        self._members_seen: set[tuple[int, int]] = set()
+        self._marker: bytes | None = None
         self.gpus: dict[int, str] = {}  # index -> uuid, in the order first seen
         self.events: list[GuardEvent] = []
         self.pauses: list[tuple[float, float]] = []
@@ -163,6 +174,8 @@ class JobRun:
 
             env = dict(os.environ) if env is None else env
             env[PROGRESS_ENV] = str(self.progress_path)
+            # Inherited by every process the job starts, daemons too: how one that left the session is found.
+            self._marker = f"{PROGRESS_ENV}={self.progress_path}".encode("utf-8", "surrogateescape")
         self.record = replace(self.record, started_s=self.clock())
         self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
                               stdout_fd=self._fds[0], stderr_fd=self._fds[1])
@@ -170,6 +183,7 @@ class JobRun:
         if self._want_watchdog:
             try:
                 self.watchdog = Watchdog(self.job)
+                self.job.on_reader_gone = self.watchdog.drop
             except OSError as exc:
                 self.say(f"could not start the watchdog ({exc}): if rigscope is killed while the job is paused, "
                          f"continue it yourself with `kill -CONT -{self.job.pgid}`")
@@ -203,18 +217,62 @@ class JobRun:
     def _follow_tree(self, snapshot: Snapshot) -> None:
         assert self.job is not None
         before = len(self.pids)
-        for pid in process_tree(self.job.pid):
+        members = self.job.members()
+        current = {m.pid for m in members} if self.job.session is not None else set(process_tree(self.job.pid))
+        if self.job.session is not None:
+            self._find_escaped(members)
+            current |= {pid for pid, _start in self.escaped}
+        for pid in sorted(current):
             self.pids.setdefault(pid, None)
         if len(self.pids) != before and self.watchdog is not None:
-            self.watchdog.tell_pids(list(self.pids))
+            self.watchdog.tell_pids(sorted(current))
         uuids = {r.info.index: r.info.uuid for r in snapshot.gpus}
         for proc in snapshot.processes:
-            if proc.pid in self.pids and proc.gpu_index not in self.gpus:
+            if proc.pid in current and proc.gpu_index not in self.gpus:
                 self.gpus[proc.gpu_index] = uuids.get(proc.gpu_index, "")
         if self.guard is not None and len(self.gpus) > 1 and not self._warned_ranks:
             self._warned_ranks = True
             self.say(f"the job uses {len(self.gpus)} GPUs ({', '.join(str(i) for i in self.gpus)}): pausing it "
                      "stops every rank, and ranks that talk to each other (NCCL) all wait while it is paused")
+
+    def _find_escaped(self, members: list[owned.Member]) -> None:
+        """Processes of the job outside its session now: a child that called setsid, a member seen before that
+        left, a daemon (double fork) that still has the job's environment. Named, never signalled."""
+        assert self.job is not None and self.job.session is not None
+        session = self.job.session
+        found: list[owned.Member] = []
+        for pid in process_tree(self.job.pid)[1:]:
+            member = owned.read_stat(pid, session.proc)
+            if member is not None and member.sid != session.sid:
+                found.append(member)
+        for pid, start in self._members_seen:
+            member = owned.read_stat(pid, session.proc)
+            if member is not None and member.start_ticks == start and member.sid != session.sid:
+                found.append(member)
+        if self._marker is not None:
+            for member in owned.all_processes(session.proc):
+                if member.sid != session.sid and member.start_ticks >= session.leader_start_ticks \
+                        and member.identity not in self.escaped and owned.environ_has(member.pid, self._marker,
+                                                                                     session.proc):
+                    found.append(member)
+        self._members_seen = {m.identity for m in members}
+        for member in found:
+            if member.state in ("Z", "X") or member.identity in self.escaped or len(self.escaped) >= MAX_ESCAPED:
+                continue
+            self.escaped[member.identity] = member.name
+            if self.guard is not None:
+                self.say(f"pid {member.pid} ({printable(member.name)}) left the job's session (setsid, or a "
+                         "daemon's double fork): the guard cannot pause it, it runs on while the job is paused")
+
+    def guard_note(self) -> str | None:
+        """For the card: the job's processes the guard could not stop, when there is a guard and were any."""
+        if self.guard is None or not self.escaped:
+            return None
+        named = ", ".join(f"pid {pid} ({printable(name)})" for (pid, _), name in list(self.escaped.items())[:5])
+        more = f" and {len(self.escaped) - 5} more" if len(self.escaped) > 5 else ""
+        count = len(self.escaped)
+        return (f"not under the guard: {count} process{'es' if count != 1 else ''} of the job left its session "
+                f"(setsid, a daemon's double fork) and {'were' if count != 1 else 'was'} never paused: {named}{more}")
 
     def _read_protocol(self, now: float) -> None:
         if self.progress_path is None:
@@ -241,26 +299,51 @@ class JobRun:
         temps = [(r.sample.temperature_c, r.info.index) for r in snapshot.gpus
                  if r.info.index in watched and r.sample is not None and r.sample.temperature_c is not None]
         hottest = max(temps) if temps else None
+        if self.guard.paused and self.job.stopped() is False:
+            self._continued_elsewhere(now, hottest)
         action = self.guard.update(hottest[0] if hottest else None, now)
         if action is None:
             return
         temp, index = hottest if hottest else (None, None)
         if action == "pause":
-            self.job.stop(list(self.pids))
+            self.job.stop(self._windows_pids())
             self._set_sim_load(running=False)
             limit, resume = self.guard.settings.limit_c, self.guard.settings.resume_c
             self.say(f"paused the job: GPU {index} at {temp:.0f} °C reached the guard of {limit:g} °C; "
                      f"it continues at {resume:g} °C or below")
         else:
-            self.job.cont(list(self.pids))
+            self.job.cont(self._windows_pids())
             self._set_sim_load(running=True)
             self.pauses.append((self.events[-1].time_s if self.events else now, now))
             paused_from, paused_to = self.pauses[-1]
             self.say(f"continued the job: GPU {index} at {temp:.0f} °C (paused {paused_to - paused_from:.0f} s)")
-        event = GuardEvent(now, action, temp, index)
+        self._add_event(GuardEvent(now, action, temp, index))
+
+    def _windows_pids(self) -> list[int]:
+        """What Windows suspends (it has no sessions: the tree as psutil lists it now); nothing on POSIX."""
+        import os
+
+        return process_tree(self.job.pid) if os.name == "nt" and self.job is not None else []
+
+    def _continued_elsewhere(self, now: float, hottest: tuple[float, int] | None) -> None:
+        """The guard holds the job paused but /proc shows it running (a forwarded signal's SIGCONT, a
+        ``kill -CONT`` from elsewhere): the pause ends here, and the guard decides afresh from this reading."""
+        assert self.guard is not None
+        self.guard.resumed_elsewhere(now)
+        self._set_sim_load(running=True)
+        self.pauses.append((self.events[-1].time_s if self.events else now, now))
+        temp, index = hottest if hottest else (None, None)
+        self.say("the job runs again though the guard had paused it (continued from outside the guard); "
+                 "the guard takes it up from here")
+        self._add_event(GuardEvent(now, "resume", temp, index))
+
+    def _add_event(self, event: GuardEvent) -> None:
+        assert self.guard is not None
         self.events.append(event)
+        action, temp, index = event.kind, event.temperature_c, event.gpu_index
         if self.record.job_id:
-            detail = f"job {self.record.job_id} ({self.record.name}): {action} at {temp:.0f} °C, guard " \
+            at = f"{temp:.0f} °C" if temp is not None else "an unknown temperature"
+            detail = f"job {self.record.job_id} ({self.record.name}): {action} at {at}, guard " \
                      f"{self.guard.settings.limit_c:g} °C"
             uuid = self.infos[index].uuid if index in self.infos else None
             self._store(lambda store: job_store.add_job_event(store, self.record.job_id, event, uuid, detail))
@@ -281,7 +364,7 @@ class JobRun:
             return
         self.job.send_signal(sig)
         if self.guard is not None and self.guard.paused:
-            self.job.cont(list(self.pids))
+            self.job.cont(self._windows_pids())  # the next step reads it back: the guard takes it up from there
 
     def run(self) -> int:
         """Start (unless started), watch until the job ends, finish; the job's exit code."""
@@ -304,9 +387,10 @@ class JobRun:
         """After the job ended: pass on its last output, close the watchdog, store the record and series."""
         assert self.job is not None
         code = self.job.poll()
-        self.job.finish_output()
+        ended = self.job.finish_output()
         if self.watchdog is not None:
-            self.watchdog.close(done=True)
+            # A process the job left (a daemon) still writes to its output: the watchdog passes it on from here.
+            self.watchdog.close(done=True, relay=not ended)
         end = self.clock()
         self._set_sim_load(running=False)
         if self.guard is not None and self.guard.paused and self.events:

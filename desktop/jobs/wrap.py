@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.telemetry import owned
+
 #: ``on_output(stream, chunk, time_s)``: stream 1 is the job's standard output, 2 its standard error.
 OutputHook = Callable[[int, bytes, float], None]
 _CHUNK = 1 << 16
@@ -48,6 +50,7 @@ class _Relay:
     dst: int  # where it goes on: 1 or 2
     stream: int  # which of the job's streams (1: stdout, 2: stderr; a shared pty counts as 2)
     pty: bool
+    closed: bool = False  # ``src`` closed early: the reader of ``dst`` went away
 
 
 def _same_terminal(a: int, b: int) -> bool:
@@ -150,11 +153,17 @@ class WrappedJob:
                 except OSError:
                     pass
         self.pid: int = self.process.pid
-        #: The job's process group (its own session's): what signals and SIGSTOP/SIGCONT go to.
+        #: The job's process group (its own session's): where forwarded signals go.
         self.pgid: int = self.pid
+        #: The job's session, known by its first process's start time (Linux): what SIGSTOP/SIGCONT go to,
+        #: member by member as they are now. None where /proc cannot be read (then: the process group).
+        self.session: owned.Session | None = owned.Session(self.pid) if owned.supported() else None
         self.started_s = clock()
         self._relays = relays
         self._exited_at: float | None = None
+        #: Called with a relay's source descriptor when its reader went away (the watchdog closes its copy).
+        self.on_reader_gone: Callable[[int], None] | None = None
+        self.hook_errors = 0
         self._threads = [threading.Thread(target=self._pump, args=(r,), name=f"rigscope-run-relay-{r.stream}",
                                           daemon=True) for r in relays]
         for thread in self._threads:
@@ -178,20 +187,38 @@ class WrappedJob:
                     view = memoryview(data)
                     while view:
                         view = view[os.write(dst, view):]
-                except OSError:  # our own output closed (`| head`): keep draining so the job does not block
+                except BrokenPipeError:
+                    # The reader went away (`| head -1`): the job's next write must fail as it would unwrapped,
+                    # so this end closes (and the watchdog's copy: ``on_reader_gone``) instead of draining forever.
+                    relay.closed = True
+                    os.close(src)
+                    if self.on_reader_gone is not None:
+                        self.on_reader_gone(src)
+                    break
+                except OSError:  # our own output failed otherwise (a full disk): keep draining, the job must not block
                     broken = True
             if hook is not None:
-                hook(relay.stream, data, clock())
+                try:
+                    hook(relay.stream, data, clock())
+                except Exception as exc:  # a reader's bug must not stop the relay: the job would block on its output
+                    self.hook_errors += 1
+                    if self.hook_errors == 1:
+                        import logging
+
+                        logging.getLogger(__name__).warning("reading the job's output failed: %r", exc)
 
     def relay_descriptors(self) -> list[tuple[int, int]]:
-        """(source, destination) of each output relay: what the watchdog takes over if rigscope dies."""
-        return [(r.src, r.dst) for r in self._relays]
+        """(source, destination) of each open output relay: what the watchdog takes over if rigscope dies."""
+        return [(r.src, r.dst) for r in self._relays if not r.closed]
 
     # --- signals -------------------------------------------------------------------------
 
     def send_signal(self, sig: int) -> None:
-        """Forward ``sig`` to the job's process group (on Windows: Ctrl+Break for SIGINT, else terminate)."""
-        if self._returncode is not None:
+        """Forward ``sig`` to the job's process group (on Windows: Ctrl+Break for SIGINT, else terminate).
+
+        Only while the job's first process is not reaped (its PID, and so its group's, cannot have been
+        handed out again) and, where /proc says, is still the process we started."""
+        if not self._leader_ours():
             return
         if os.name == "posix":
             try:
@@ -203,35 +230,52 @@ class WrappedJob:
         else:
             self.process.terminate()
 
-    def stop(self, pids: Sequence[int] = ()) -> None:
-        """Stop the job's process tree: SIGSTOP to its group and to ``pids`` outside it (Windows: suspend ``pids``)."""
-        self._stop_or_continue(True, pids)
+    def _leader_ours(self) -> bool:
+        if self._returncode is not None or self.process.returncode is not None:
+            return False
+        return self.session is None or self.session.ours()
 
-    def cont(self, pids: Sequence[int] = ()) -> None:
-        """Continue what ``stop`` stopped."""
-        self._stop_or_continue(False, pids)
+    def stop(self, pids: Sequence[int] = ()) -> list[int]:
+        """Stop the job: SIGSTOP to each live member of its session, checked as it is sent (no /proc: its
+        process group; Windows: suspend ``pids``). The PIDs stopped (empty without /proc)."""
+        return self._stop_or_continue(True, pids)
 
-    def _stop_or_continue(self, stop: bool, pids: Sequence[int]) -> None:
+    def cont(self, pids: Sequence[int] = ()) -> list[int]:
+        """Continue what ``stop`` stopped: SIGCONT to each live member of the job's session that is stopped."""
+        return self._stop_or_continue(False, pids)
+
+    def stopped(self) -> bool | None:
+        """Whether the job is stopped now, read from /proc (every member stopped, or stopping); None: unknown."""
+        if self.session is None or self.poll() is not None:
+            return None
+        return self.session.stopped()
+
+    def members(self) -> list[owned.Member]:
+        """The live members of the job's session now (empty when it ended or /proc cannot be read)."""
+        if self.session is None or not self._leader_ours():
+            return []
+        return self.session.members()
+
+    def _stop_or_continue(self, stop: bool, pids: Sequence[int]) -> list[int]:
         if self.poll() is not None:
-            return
+            return []
         if os.name != "posix":
             from desktop.telemetry.host import resume_processes, suspend_processes
 
             (suspend_processes if stop else resume_processes)([self.pid, *pids])
-            return
+            return []
         sig = signal.SIGSTOP if stop else signal.SIGCONT
-        try:
-            os.killpg(self.pgid, sig)
-        except ProcessLookupError:
-            pass
-        for pid in pids:
-            if pid == self.pid:
-                continue
+        if self.session is None:  # no /proc (macOS): the group, whose id is ours while the leader is unreaped
             try:
-                if os.getpgid(pid) != self.pgid:
-                    os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+            except ProcessLookupError:
                 pass
+            return []
+        if not self.session.ours():
+            return []
+        proc = self.session.proc
+        skip = None if stop else (lambda m: not owned.is_stopped(m, proc))
+        return [m.pid for m in self.session.signal(sig, skip=skip)]
 
     # --- life ----------------------------------------------------------------------------
 
@@ -260,10 +304,12 @@ class WrappedJob:
         done = not any(t.is_alive() for t in self._threads)
         if done:
             for relay in self._relays:
-                try:
-                    os.close(relay.src)
-                except OSError:
-                    pass
+                if not relay.closed:
+                    relay.closed = True
+                    try:
+                        os.close(relay.src)
+                    except OSError:
+                        pass
         return done
 
 
@@ -271,6 +317,8 @@ def spawn_watchdog(job: WrappedJob) -> subprocess.Popen[bytes]:
     """Start the watchdog (desktop/jobs/watchdog.py) for ``job``: it continues the job and takes over its
     output if rigscope ends without saying ``done``. Its own session: Ctrl+C and a closed terminal leave it."""
     argv = [sys.executable, "-I", "-S", str(WATCHDOG), "--pgid", str(job.pgid)]
+    if job.session is not None:
+        argv += ["--leader", f"{job.session.sid}:{job.session.leader_start_ticks}"]
     pass_fds: tuple[int, ...] = ()
     kwargs: dict[str, object] = {}
     if os.name == "posix":
@@ -286,17 +334,27 @@ def spawn_watchdog(job: WrappedJob) -> subprocess.Popen[bytes]:
 
 
 class Watchdog:
-    """rigscope's end of the watchdog's pipe: tell it the job's PIDs, and ``done`` at a normal end."""
+    """rigscope's end of the watchdog's pipe: ``done`` at a normal end, ``relay`` when what the job left behind
+    still writes, ``drop`` for an output whose reader went away; the job's PIDs on Windows only."""
 
     def __init__(self, job: WrappedJob) -> None:
         self.process = spawn_watchdog(job)
 
     def tell_pids(self, pids: Sequence[int]) -> None:
-        self._say("pids " + " ".join(str(p) for p in pids))
+        """Windows only (no sessions there): the PIDs to resume if rigscope dies."""
+        if os.name == "nt":
+            self._say("pids " + " ".join(str(p) for p in pids))
 
-    def close(self, done: bool = True) -> None:
-        """End the watchdog: ``done`` (the job ended) lets it go quietly, else it resumes the job first."""
-        if done:
+    def drop(self, src: int) -> None:
+        self._say(f"drop {src}")
+
+    def close(self, done: bool = True, relay: bool = False) -> None:
+        """End the watchdog: ``done`` (the job ended) lets it go quietly, else it resumes the job first;
+        ``relay`` (the job ended, a process it left keeps its output open): it passes that output on until it
+        ends, so that process is not killed by a broken pipe when rigscope exits."""
+        if relay:
+            self._say("relay")
+        elif done:
             self._say("done")
         stdin = self.process.stdin
         if stdin is not None:
@@ -304,6 +362,8 @@ class Watchdog:
                 stdin.close()
             except OSError:
                 pass
+        if relay:
+            return  # it lives as long as that output: not ours to wait for
         try:
             self.process.wait(5.0)
         except subprocess.TimeoutExpired:
