@@ -146,6 +146,8 @@ def rows(comparison: Comparison) -> list[Row]:
 def flagged_sentence(comparison: Comparison) -> str:
     """One line naming the flagged differences, or saying there are none."""
     flagged = comparison.flagged
+    if not comparison.comparable:
+        return "No ratio is computed: the records ran on different kinds of device."
     if not flagged:
         return "No driver, CUDA, PyTorch, precision or power-limit difference between the records."
     parts = [f"{d.label} {' vs '.join(v or UNKNOWN for v in d.values)}" for d in flagged]

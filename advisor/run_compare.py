@@ -66,6 +66,8 @@ class Comparison:
     differences: tuple[Difference, ...]
     #: What keeps ratios from being computed (different workloads or units, different currencies).
     notes: tuple[str, ...] = ()
+    #: False for a CPU run beside a GPU run: no ratio, nothing flagged as explaining the gap.
+    comparable: bool = True
 
     @property
     def records(self) -> tuple[PortableRecord, ...]:
@@ -91,8 +93,20 @@ class Comparison:
             "differences": [{"key": d.key, "label": d.label, "values": list(d.values), "differs": d.differs,
                              "flagged": d.flagged} for d in self.differences],
             "notes": list(self.notes),
+            "comparable": self.comparable,
         })
         return data
+
+
+#: The note for records that ran on a CPU and on a GPU.
+NOT_COMPARABLE = "a CPU and a GPU run: not comparable"
+
+
+def device_kind(device: str | None) -> str | None:
+    """ "cpu" or "gpu" (cuda:N, the simulated GPU); None when the record does not say."""
+    if not device:
+        return None
+    return "cpu" if device.strip().lower() == "cpu" else "gpu"
 
 
 def work_unit(unit: str | None) -> str | None:
@@ -162,8 +176,13 @@ def compare(records: Iterable[PortableRecord]) -> Comparison:
         raise ValueError("a comparison needs two or more records")
     first = runs[0]
     notes: list[str] = []
-    same_unit = all(r.unit == first.unit and r.unit is not None for r in runs)
-    if not same_unit:
+    # A CPU's rate beside a GPU's is no ratio (0.00×), and no precision or CUDA difference explains it.
+    kinds = {device_kind(r.device) for r in runs} - {None}
+    comparable = len(kinds) < 2
+    if not comparable:
+        notes.append(NOT_COMPARABLE)
+    same_unit = comparable and all(r.unit == first.unit and r.unit is not None for r in runs)
+    if comparable and not same_unit:
         units = ", ".join(sorted({r.unit or "none" for r in runs}))
         notes.append(f"the records measure different things ({units}): throughput is not compared")
     workloads = {r.workload for r in runs}
@@ -195,5 +214,5 @@ def compare(records: Iterable[PortableRecord]) -> Comparison:
         if all(v is None for v in values):
             continue
         differs = _differs(key, runs)
-        differences.append(Difference(key, label, values, differs, differs and key in EXPLAINING))
-    return Comparison(tuple(columns), tuple(differences), tuple(notes))
+        differences.append(Difference(key, label, values, differs, comparable and differs and key in EXPLAINING))
+    return Comparison(tuple(columns), tuple(differences), tuple(notes), comparable)

@@ -37,7 +37,8 @@ def text_report(comparison: Comparison, names: list[str]) -> str:
         table.append((f"{mark}{row.label}", *row.cells))
     lines = [text_table(table, indent=""), "", printable(flagged_sentence(comparison))]
     lines += [f"Note: {printable(note)}." for note in comparison.notes]
-    lines.append("Ratios (×) are against A.")
+    if comparison.comparable:
+        lines.append("Ratios (×) are against A.")
     return "\n".join(lines)
 
 
