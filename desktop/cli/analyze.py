@@ -82,9 +82,11 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdic
         time_s, columns = series[key]
         info = imported.info.get(key, {})
         label = _log_gpu_label(key, info, several=len(series) > 1)
+        name = info["name"] if isinstance(info.get("name"), str) else None
         out.append((label, verdicts_for_log(np.asarray(time_s), dict(columns),
                                             sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
-                                            power_limit_w=_number(info.get("power_limit_enforced_w")))))
+                                            power_limit_w=_number(info.get("power_limit_enforced_w")),
+                                            power_limit_source="log", gpu_name=name)))
     return out
 
 
@@ -128,7 +130,7 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict
             samples += len(rows.time_s)
             out.append((f"GPU {info.index} {info.name}",
                         verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
-                                         power_limit_w=info.power_limit_enforced_w,
+                                         power_limit_w=info.power_limit_enforced_w, gpu_name=info.name,
                                          temp_slowdown_c=info.temp_slowdown_c)))
         if samples == 0:  # nothing to judge is not "held its speed": say so (exit 2)
             span = store.time_range()

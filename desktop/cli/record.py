@@ -19,6 +19,7 @@ from desktop.history.calibration import load_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.recorder import Recorder
+from desktop.safetext import printable
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,7 @@ def main(args: argparse.Namespace) -> int:
         sampler.close()
     status = writer.status
     print(f"Stopped: {status.rows_written:,} samples written to {path}"
-          + (f", {status.rows_pending:,} could not be written ({status.last_error})" if status.rows_pending else ""),
-          file=sys.stderr)
+          + (f"; {printable(writer.lost_on_close)}" if writer.lost_on_close else ""), file=sys.stderr)
     return 0
 
 

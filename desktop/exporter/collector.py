@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from advisor.clock_events import SINGLE_REASONS
 from desktop import __version__
+from desktop.safetext import printable
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuProcess, GpuReading, Snapshot
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class SnapshotCollector(Collector):
     """A prometheus-client collector over the latest Snapshot (thread-safe: fed and scraped concurrently)."""
 
     def __init__(self, hostname: str) -> None:
-        self.hostname = hostname
+        self.hostname = printable(hostname)
         self._lock = threading.Lock()
         self._gpus: dict[str, _GpuState] = {}
         self._snapshot: Snapshot | None = None
@@ -183,7 +184,8 @@ class SnapshotCollector(Collector):
     # --- scraping ------------------------------------------------------------------
 
     def _gpu_labels(self, info: GpuInfo) -> list[str]:
-        return [str(info.index), info.uuid, f"nvidia{info.index}", info.name, self.hostname]
+        return [str(info.index), printable(info.uuid), f"nvidia{info.index}", printable(info.name),
+                self.hostname]
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
@@ -215,8 +217,9 @@ class SnapshotCollector(Collector):
             for info, proc in kept:
                 value = getattr(proc, attr)
                 if value is not None:
-                    family.add_metric([str(info.index), info.uuid, self.hostname, str(proc.pid), proc.name],
-                                      float(value))
+                    # A process names itself (prctl): any byte, shown escaped so the scrape still encodes.
+                    family.add_metric([str(info.index), printable(info.uuid), self.hostname,
+                                       str(proc.pid), printable(proc.name)], float(value))
             if family.samples:
                 yield family
 
@@ -316,7 +319,8 @@ class SnapshotCollector(Collector):
 
 def _stress_metrics(result: StressResult, hostname: str) -> Iterator[Metric]:
     labels = ["UUID", "modelName", "Hostname", "workload", "dtype", "unit"]
-    values = [result.gpu_uuid, result.gpu_name, hostname, result.workload, result.dtype, result.unit]
+    values = [printable(v) for v in (result.gpu_uuid, result.gpu_name, hostname, result.workload, result.dtype,
+                                      result.unit)]
     rows: list[tuple[str, str, float]] = [
         ("rigscope_stress_last_throughput", "Sustained throughput of the last stress test (in its unit label).",
          result.sustained_throughput),

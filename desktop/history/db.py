@@ -88,7 +88,8 @@ class HistoryDb:
     def _load_gpus(self) -> None:
         for gid, uuid, info_json, state, mask in self.conn.execute(
                 "SELECT id, uuid, info_json, state, throttle_mask FROM gpus"):
-            self._gpu_cache[uuid] = CachedGpu(int(gid), codec.info_from_json(info_json), state, int(mask))
+            key = codec.text_from_db(uuid) or ""
+            self._gpu_cache[key] = CachedGpu(int(gid), codec.info_from_json(info_json), state, int(mask))
 
     def gpus(self) -> list[GpuInfo]:
         self._gpu_cache.clear()
@@ -114,7 +115,7 @@ class HistoryDb:
         if entry is None:
             cur = self.conn.execute(
                 "INSERT INTO gpus (uuid, idx, name, info_json, first_seen_s, last_seen_s) VALUES (?, ?, ?, ?, ?, ?)",
-                (info.uuid, info.index, info.name, info_json, time_s, time_s))
+                (codec.db_text(info.uuid), info.index, codec.db_text(info.name), info_json, time_s, time_s))
             gid = int(cur.lastrowid or 0)
             self._gpu_cache[info.uuid] = CachedGpu(gid, info, "ok", 0)
             return gid
@@ -125,17 +126,20 @@ class HistoryDb:
             if old.vbios_version and info.vbios_version and old.vbios_version != info.vbios_version:
                 self.add_event(time_s, "vbios_change", info.uuid, f"{old.vbios_version} -> {info.vbios_version}")
             self.conn.execute("UPDATE gpus SET idx = ?, name = ?, info_json = ? WHERE id = ?",
-                              (info.index, info.name, info_json, entry.id))
+                              (info.index, codec.db_text(info.name), info_json, entry.id))
             entry.info = info
         return entry.id
 
     # --- strings (process names, users) ----------------------------------------------------
 
     def string_id(self, text: str) -> int:
+        """The ``strings`` id of ``text``, stored losslessly whatever it holds (``codec.db_text``):
+        a process name with a non-UTF-8 byte costs nothing but its own row."""
         sid = self._strings.get(text)
         if sid is None:
-            self.conn.execute("INSERT OR IGNORE INTO strings (text) VALUES (?)", (text,))
-            sid = int(self.conn.execute("SELECT id FROM strings WHERE text = ?", (text,)).fetchone()[0])
+            stored = codec.db_text(text)
+            self.conn.execute("INSERT OR IGNORE INTO strings (text) VALUES (?)", (stored,))
+            sid = int(self.conn.execute("SELECT id FROM strings WHERE text = ?", (stored,)).fetchone()[0])
             self._strings[text] = sid
         return sid
 
@@ -146,13 +150,22 @@ class HistoryDb:
         return user, command, container
 
     def string_table(self) -> dict[int, str]:
-        return {int(i): t for i, t in self.conn.execute("SELECT id, text FROM strings")}
+        return {int(i): codec.text_from_db(t) or "" for i, t in self.conn.execute("SELECT id, text FROM strings")}
+
+    def strings_by_id(self, ids: Sequence[int]) -> dict[int, str]:
+        """The texts of ``strings`` rows ``ids`` (the whole table when that is cheaper than asking)."""
+        if len(ids) > 500:
+            return self.string_table()
+        if not ids:
+            return {}
+        return {int(i): codec.text_from_db(t) or "" for i, t in self.conn.execute(
+            f"SELECT id, text FROM strings WHERE id IN ({', '.join('?' * len(ids))})", list(ids))}
 
     # --- events ------------------------------------------------------------------------
 
     def add_event(self, time_s: float, kind: str, gpu_uuid: str | None, detail: str = "") -> None:
         self.conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, ?, ?, ?)",
-                          (time_s, kind, gpu_uuid, detail))
+                          (time_s, kind, None if gpu_uuid is None else codec.db_text(gpu_uuid), codec.db_text(detail)))
 
     def events(self, start_s: float, end_s: float, kinds: Sequence[str] | None = None) -> list[Event]:
         """Events in [start_s, end_s), oldest first, optionally of some kinds only."""
@@ -162,4 +175,5 @@ class HistoryDb:
             sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
             params += list(kinds)
         rows = self.conn.execute(sql + " ORDER BY ts, id", params).fetchall()
-        return [Event(time_s=t, kind=k, gpu_uuid=u, detail=d) for t, k, u, d in rows]
+        return [Event(time_s=t, kind=k, gpu_uuid=codec.text_from_db(u), detail=codec.text_from_db(d) or "")
+                for t, k, u, d in rows]

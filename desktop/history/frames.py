@@ -111,8 +111,7 @@ def _processes(store: HistoryDb, start_s: float, end_s: float,
     user_ids = arr[first[order], 4]
     # Only the strings these rows name (the table also holds every name and user ever seen).
     wanted = sorted({int(i) for i in distinct} | {int(u) for u in user_ids if np.isfinite(u)})
-    strings = store.string_table() if len(wanted) > 500 else {int(i): t for i, t in store.conn.execute(
-        f"SELECT id, text FROM strings WHERE id IN ({', '.join('?' * len(wanted))})", wanted)}
+    strings = store.strings_by_id(wanted)
     gpu_ids, gpu_of_row = np.unique(arr[:, 1].astype(np.int64), return_inverse=True)
     gpu_index = np.array([index_of_gpu.get(int(g), -1) for g in gpu_ids], dtype=np.int64)
     return ProcessSamples(

@@ -43,7 +43,7 @@ SAMPLE_FIELDS: dict[str, str] = {
     "power.draw.average": "power_w",
     # The instantaneous draw spikes far past the limit (774 W on a 700 W H800): read, never stored as power.
     "power.draw.instant": "power_instant_w",
-    "temperature.memory": "temperature_memory_c",
+    "temperature.memory": "memory_temperature_c",
     "clocks.sm": "sm_clock_mhz",
     "clocks.current.sm": "sm_clock_mhz",
     "clocks.mem": "mem_clock_mhz",

@@ -204,9 +204,10 @@ def process_history(store: HistoryDb, start_s: float, end_s: float,
     for (ts, idx, proc_pid, name, user, vram, kind, cpu, started_ms, own, sm, mem, enc, dec, command,
          container) in store.conn.execute(sql, params):
         out.append((ts / 1000.0, GpuProcess(
-            pid=int(proc_pid), gpu_index=int(idx), name=str(name), user=user, vram_mib=tenth(vram),
+            pid=int(proc_pid), gpu_index=int(idx), name=codec.text_from_db(name) or "", user=codec.text_from_db(user),
+            vram_mib=tenth(vram),
             kind=cast("ProcessKind", codec.PROCESS_KINDS[int(kind)]), cpu_pct=tenth(cpu),
             started_s=None if started_ms is None else started_ms / 1000.0, own=bool(own),
             sm_util_pct=tenth(sm), mem_util_pct=tenth(mem), enc_util_pct=tenth(enc), dec_util_pct=tenth(dec),
-            command=command, container=container)))
+            command=codec.text_from_db(command), container=codec.text_from_db(container))))
     return out

@@ -24,13 +24,8 @@ _COLUMNS = ("ts", "gpu", "pid", "vram_mib", "sm_util_pct", "user_id", "command_i
 def _ids_to_labels(store: HistoryDb, columns: list[FloatArray]) -> tuple[list[np.ndarray], tuple[str, ...]]:
     """``strings`` id columns (NaN = none) -> indices into one label tuple (-1 = none)."""
     wanted = sorted({int(v) for col in columns for v in np.unique(col[np.isfinite(col)])})
-    if len(wanted) > 500:
-        table = store.string_table()
-        texts = {i: table.get(i, "?") for i in wanted}
-    else:
-        texts = dict.fromkeys(wanted, "?")
-        texts.update({int(i): t for i, t in store.conn.execute(
-            f"SELECT id, text FROM strings WHERE id IN ({', '.join('?' * len(wanted))})", wanted)})
+    table = store.strings_by_id(wanted)
+    texts = {i: table.get(i, "?") for i in wanted}
     labels = tuple(dict.fromkeys(texts.values()))
     index_of_label = {label: n for n, label in enumerate(labels)}
     ids = np.array(wanted, dtype=np.int64)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -59,6 +60,16 @@ class WriterStatus:
     last_commit_s: float | None = None
 
 
+def describe_loss(snapshots: list[Snapshot], reason: str | None) -> str:
+    """"N samples from 12:03:04 to 12:05:10 (local time) could not be written (why) and are lost"."""
+    first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(min(s.time_s for s in snapshots)))
+    last = time.strftime("%H:%M:%S", time.localtime(max(s.time_s for s in snapshots)))
+    count = len(snapshots)
+    noun = "sample" if count == 1 else "samples"
+    return (f"{count} {noun} from {first} to {last} (local time) could not be written "
+            f"({reason or 'the writer stopped first'}) and are lost")
+
+
 class HistoryWriter:
     """Owns the writer thread and the store it writes; takes the single-writer lock on start."""
 
@@ -91,8 +102,14 @@ class HistoryWriter:
         self._disk_full = False
         self._last_commit_s: float | None = None
         self._store: HistoryStore | None = None
+        #: Connections whose write-ahead log was taken away: kept, never used or closed (see ``_check_wal``).
+        self._orphaned: list[HistoryStore] = []
+        #: (st_dev, st_ino) of the ``-wal`` file this connection writes, once a commit made it.
+        self._wal_id: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
         self.recovered_from: Path | None = None
+        #: What ``close`` could not write (None when everything was), for the owner to tell the user.
+        self.lost_on_close: str | None = None
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -130,8 +147,8 @@ class HistoryWriter:
         if self._lock is not None:
             self._lock.release()
         if self._buffer:
-            log.error("history: %d snapshots could not be written before exit (%s)", len(self._buffer),
-                      self._last_error or "unknown reason")
+            self.lost_on_close = describe_loss([s for _, s in self._buffer], self._last_error)
+            log.error("history: %s", self.lost_on_close)
 
     def __enter__(self) -> HistoryWriter:
         self.start()
@@ -234,7 +251,39 @@ class HistoryWriter:
                 self._note_failure(exc)
             future.set_exception(exc)
 
+    def _wal_file_id(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(f"{self.store_path}-wal")
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def _check_wal(self) -> None:
+        """Reopen the database when the write-ahead log this connection writes no longer has its name.
+
+        That happens only when something broke SQLite's locks (see ``dbfile``): every commit after
+        it would go to a file nobody else can see, and be lost. The old connection is kept, unused
+        and never closed, until the process ends: closing it could checkpoint its orphaned log
+        into the database or delete the new log by name."""
+        if self._wal_id is None or self._wal_file_id() == self._wal_id:
+            return
+        assert self._store is not None
+        message = ("the history database's write-ahead log was removed behind this writer (its file locks "
+                   "were lost); reopened the database so that samples land in it again")
+        log.error("history: %s (%s)", message, self.store_path)
+        self._orphaned.append(self._store)
+        self._store = HistoryStore.open(self.store_path)
+        self._wal_id = None
+        with self._cond:
+            self._last_error = message
+
     def _write(self, batch: list[tuple[int, Snapshot]], events: list[tuple[float, str, str | None, str]]) -> None:
+        try:
+            self._check_wal()
+        except Exception as exc:  # the reopen failed: the batch stays in memory, retried next interval
+            with self._cond:
+                self._last_error = f"cannot reopen the history database: {exc}"
+            return
         store = self._store
         assert store is not None
         try:
@@ -250,11 +299,17 @@ class HistoryWriter:
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 with self._cond:
                     self._last_error = f"history write failed: {exc!r}"
-            log.exception("history: a batch of %d snapshots could not be written and is dropped", len(batch))
+            # A bug in one snapshot (one value nobody foresaw) costs that snapshot, not the batch.
+            log.exception("history: a batch of %d snapshots could not be written; writing them one by one",
+                          len(batch))
+            dropped = self._write_one_by_one(store, batch, events)
             with self._cond:
                 self._forget(batch, events)
-                self._dropped += len(batch)
+                self._dropped += dropped
+                self._written += len(batch) - dropped
             return
+        if self._wal_id is None:
+            self._wal_id = self._wal_file_id()
         with self._cond:
             self._forget(batch, events)
             self._written += len(batch)
@@ -263,6 +318,26 @@ class HistoryWriter:
                 log.info("history: writing again (%d snapshots caught up)", len(batch))
             self._disk_full = False
             self._last_error = None
+
+    def _write_one_by_one(self, store: HistoryStore, batch: list[tuple[int, Snapshot]],
+                          events: list[tuple[float, str, str | None, str]]) -> int:
+        """Each snapshot (then each event) in its own transaction; returns how many snapshots failed."""
+        failed = 0
+        for _, snap in batch:
+            try:
+                with store.transaction():
+                    store.write_snapshots_in_transaction([snap])
+            except Exception:
+                failed += 1
+        for event in events:
+            try:
+                with store.transaction():
+                    store.add_event(*event)
+            except Exception:
+                log.warning("history: event %s could not be written and is dropped", event[1])
+        if failed:
+            log.error("history: %d of %d snapshots could not be written and are dropped", failed, len(batch))
+        return failed
 
     def _forget(self, batch: list[tuple[int, Snapshot]], events: list[tuple[float, str, str | None, str]]) -> None:
         last = batch[-1][0] if batch else 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from desktop.stress.power_cap import datasheet_power_limit_w
 from desktop.stress.verdict import LOAD_UTIL_PCT, MIN_SUSTAINED_S, RunTrace, Verdict, judge
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,9 +80,12 @@ def load_segments(time_s: FloatArray, utilization_pct: FloatArray | None, *, thr
 
 
 def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, sm_clock_max_mhz: float | None = None,
-                     power_limit_w: float | None = None, temp_slowdown_c: float | None = None,
+                     power_limit_w: float | None = None, power_limit_source: str = "reported",
+                     gpu_name: str | None = None, temp_slowdown_c: float | None = None,
                      min_load_s: float = MIN_SUSTAINED_S) -> list[RunVerdict]:
-    """One verdict per run in the log; an empty list when nothing in it was under load."""
+    """One verdict per run in the log; an empty list when nothing in it was under load.
+
+    Without ``power_limit_w`` the datasheet limit for ``gpu_name`` stands in, and the sentence says so."""
     time_s = np.asarray(time_s, dtype=np.float64)
     columns = {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}
     source = "reported"
@@ -89,6 +93,8 @@ def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, s
     if sm_clock_max_mhz is None and clocks is not None and np.isfinite(clocks).any():
         # A log rarely carries the max clock; the highest clock in it stands in, and the sentence says so.
         sm_clock_max_mhz, source = float(np.nanmax(clocks)), "log"
+    if not power_limit_w:
+        power_limit_w, power_limit_source = datasheet_power_limit_w(gpu_name), "datasheet"
     segments = load_segments(time_s, columns.get("utilization_gpu_pct"))
     step = _step_s(time_s)
     out = []
@@ -96,7 +102,8 @@ def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, s
         part = slice(segment.start, segment.stop)
         trace = RunTrace.from_columns(time_s[part], {k: v[part] for k, v in columns.items()},
                                       sm_clock_max_mhz=sm_clock_max_mhz, sm_clock_max_source=source,
-                                      power_limit_w=power_limit_w, temp_slowdown_c=temp_slowdown_c)
+                                      power_limit_w=power_limit_w, power_limit_source=power_limit_source,
+                                      gpu_name=gpu_name, temp_slowdown_c=temp_slowdown_c)
         out.append(RunVerdict(run=number, runs=len(segments), start_s=float(time_s[segment.start]),
                               end_s=float(time_s[segment.stop - 1]) + step,
                               verdict=judge(trace, min_load_s=min_load_s)))

@@ -7,7 +7,7 @@ end of the run against the best sustained level of its first minute after warm-u
 thermal or hardware slowdown appeared under load. The GPU's reported max clock is not a
 reference: it is the top of the V/F curve (3105 MHz on every Ada card) and never sustained,
 and a GEMM held at its power limit from the first second is the normal state of a
-datacenter GPU, so the SW power cap alone is reported, not judged. Reasons count only under
+datacenter GPU, so the SW power cap alone is reported (named: ``power_cap``), not judged. Reasons count only under
 load (A10, A40 and RTX 5090 report SW power cap Active at idle). Every decision reads a
 rolling median, so single noisy samples cannot trigger it.
 """
@@ -31,6 +31,7 @@ from desktop.stress.causes import (
     reason_bits,
     sample_intervals,
 )
+from desktop.stress.power_cap import PowerCap, power_cap
 from desktop.stress.verdict_model import RunTrace, Verdict
 from desktop.stress.verdict_text import sentence_for
 
@@ -57,7 +58,8 @@ REFERENCE_SMOOTH_S = 45.0
 LOAD_UTIL_PCT = 50.0
 #: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled.
 SLOWDOWN_MIN_SHARE = 0.02
-#: The power cap active this share of the load time or more = "ran at its power limit".
+#: The power cap active this share of the load time or more names it the cause of a run that held its speed
+#: (``power_limited`` itself is ``power_cap``'s judgement: the averaged power, most of the load, or a plateau).
 POWER_LIMITED_SHARE = 0.2
 #: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
 MIN_SUSTAINED_S = 60.0
@@ -134,11 +136,15 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                   cause_timing=run.causes.timing if run.causes else "none", sm_clock_max_mhz=clock_max,
                   sm_clock_max_source=trace.sm_clock_max_source if clock_max else None)
     shares, seconds = _cause_shares(run)
+    cap = power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
+                    cap_share=shares.get("power_cap", 0.0))
+    common.update(_power_fields(trace, cap))
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
                           peak=math.nan, sustained=typical, sustained_ratio=math.nan,
-                          clock_ratio=_clock_ratio(trace, loaded, clock_max), cause=None, cause_family=None,
+                          clock_ratio=_clock_ratio(trace, loaded, clock_max),
+                          cause="power_cap" if cap.limited else None, cause_family="power" if cap.limited else None,
                           onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
                           **common)  # type: ignore[arg-type]
         return _with_sentence(verdict, trace, min_load_s)
@@ -158,6 +164,8 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         if appeared is not None and (onset is None or appeared < onset):
             onset = appeared
     cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
+    if cause is None and cap.limited:
+        cause = "power_cap"
     throttled = dropped or slowdown is not None
     status = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
@@ -169,9 +177,15 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                       cause_family=CAUSE_FAMILY.get(cause) if cause else None,
                       onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
                       cause_shares=shares, cause_seconds=seconds,
-                      power_limited=shares.get("power_cap", 0.0) >= POWER_LIMITED_SHARE,
                       **common)  # type: ignore[arg-type]
     return _with_sentence(verdict, trace, min_load_s)
+
+
+def _power_fields(trace: RunTrace, cap: PowerCap) -> dict[str, object]:
+    limit = trace.power_limit_w if trace.power_limit_w and trace.power_limit_w > 0 else None
+    return dict(power_limited=cap.limited, power_cap=cap.kind, power_level_w=cap.level_w, power_limit_w=limit,
+                power_limit_source=trace.power_limit_source if limit else None,
+                power_at_limit_share=cap.at_limit_share)
 
 
 def temperature_rise(trace: RunTrace, rel: FloatArray, loaded: BoolArray) -> float | None:

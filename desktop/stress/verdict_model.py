@@ -36,6 +36,9 @@ class RunTrace:
     #: Where the max clock came from: "reported" (the GPU's) or "log" (the highest clock in the log).
     sm_clock_max_source: str = "reported"
     power_limit_w: float | None = None
+    #: Where the limit came from: "reported" (NVML), "log" (a limit column) or "datasheet" (by ``gpu_name``).
+    power_limit_source: str = "reported"
+    gpu_name: str | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
     checks: int = 0
@@ -87,6 +90,15 @@ class Verdict:
     power_limited: bool = False
     sm_clock_max_mhz: float | None = None
     sm_clock_max_source: str | None = None
+    #: How the run met its power limit (``power_cap.PowerCap.kind``): "at_limit", "cap_bit",
+    #: "below_limit", "plateau" or None; ``power_limited`` is true for any of them.
+    power_cap: str | None = None
+    #: Averaged power under load (W), the limit it was judged against and where that came from.
+    power_level_w: float | None = None
+    power_limit_w: float | None = None
+    power_limit_source: str | None = None
+    #: Share of the load time at >= 95 % of the limit.
+    power_at_limit_share: float | None = None
     #: °C per minute the temperature still rose over the end of the run (a least-squares slope); None: unknown.
     rising_c_per_min: float | None = None
 

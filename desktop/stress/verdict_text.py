@@ -14,7 +14,9 @@ import numpy as np
 
 from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.frame import StressResult
+from desktop.safetext import printable
 from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
+from desktop.stress.power_cap import WHOLE_RUN_SHARE
 from desktop.stress.verdict_model import RunTrace, Verdict
 
 
@@ -48,18 +50,53 @@ def _of_max_clock(verdict: Verdict) -> str:
     return f"{_pct(verdict.clock_ratio)} of {which} ({verdict.sm_clock_max_mhz:,.0f} MHz)"
 
 
+def _limit_text(verdict: Verdict, trace: RunTrace) -> str:
+    """ "its 700 W power limit", with where a datasheet figure came from."""
+    if verdict.power_limit_w is None:
+        return "its power limit"
+    text = f"its {verdict.power_limit_w:.0f} W power limit"
+    if verdict.power_limit_source == "datasheet":
+        text += f" (the datasheet figure for an {printable(trace.gpu_name or 'unnamed GPU')})"
+    return text
+
+
+def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
+    """The power cap in plain words ("at its 700 W power limit the whole run: normal for a dense GEMM; ..."), or ""."""
+    of_max = _of_max_clock(verdict)
+    cap_share = verdict.cause_shares.get("power_cap", 0.0)
+    level = verdict.power_level_w
+    if verdict.power_cap == "at_limit":
+        share = verdict.power_at_limit_share
+        whole = "the whole run" if share is None or share >= WHOLE_RUN_SHARE else f"{_pct(share)} of the run"
+        text = f"at {_limit_text(verdict, trace)} {whole}: normal for a dense GEMM"
+        return text + (f"; the clock at {of_max} is what that limit buys" if of_max else "")
+    if verdict.power_cap in ("cap_bit", "below_limit") and level is not None and verdict.power_limit_w:
+        text = (f"power cap active {_pct(cap_share)} of the load at {level:.0f} W, "
+                f"{_pct(level / verdict.power_limit_w)} of {_limit_text(verdict, trace)}")
+        if verdict.power_cap == "below_limit":
+            return text + ": another limit than the board power (a clock setting or power policy)"
+        return text + (f"; the clock at {of_max} is what that limit buys" if of_max else "")
+    if verdict.power_cap == "plateau" and level is not None:
+        return f"likely power-capped at ~{level:.0f} W (flat power while the clock moved; no power limit known)"
+    return ""
+
+
 def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> str:
     """The sentence for a judged run: "Throttled after 3 min 40 s: HW thermal slowdown at 87 °C; ..." and the like."""
     unit = f" {verdict.unit}" if verdict.unit else ""
     label = CAUSE_LABELS.get(verdict.cause or "", "")
     of_max = _of_max_clock(verdict)
     clock = f"clock at {of_max}" if of_max else ""
+    cap = power_cap_clause(verdict, trace)
     if verdict.load_s < min_load_s:
         text = (f"Load of {format_duration(verdict.load_s)}: too short for a sustained verdict (needs "
-                f"{format_duration(min_load_s)}); median {verdict.basis} {_fmt(verdict.sustained, verdict.unit)}{unit}")
-        text += f", {of_max}" if of_max and verdict.basis == "clock" else ""
+                f"{format_duration(min_load_s)})")
+        text += f"; {cap}" if cap else ""
+        text += f"; median {verdict.basis} {_fmt(verdict.sustained, verdict.unit)}{unit}"
+        text += f", {of_max}" if of_max and verdict.basis == "clock" and of_max not in cap else ""
     else:
-        figures = (f"sustained {verdict.basis} {_pct(verdict.sustained_ratio)} of peak "
+        # "Peak" was the best sustained level early in the run (after warm-up), and is named so.
+        figures = (f"sustained {verdict.basis} {_pct(verdict.sustained_ratio)} of its early sustained level "
                    f"({_fmt(verdict.sustained, verdict.unit)} vs {_fmt(verdict.peak, verdict.unit)}{unit})")
         if verdict.onset_s is not None:
             where = ""
@@ -76,11 +113,11 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
         elif verdict.status == "inconclusive":
             text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising "
                     f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run the Sustained test; {figures}")
-        elif verdict.power_limited:
-            limit = f"its {trace.power_limit_w:.0f} W power limit" if trace.power_limit_w else "its power limit"
-            text = (f"Held its speed at {limit}: {figures}; power cap active "
-                    f"{_pct(verdict.cause_shares.get('power_cap', 0.0))} of the time under load")
-            text += f"; {clock}" if clock else ""
+        elif cap:
+            text = f"Held its speed{' ' if cap.startswith('at ') else ': '}{cap}; {figures}"
+            if verdict.power_cap in ("at_limit", "plateau") and verdict.cause_shares.get("power_cap", 0.0) > 0:
+                text += f"; power cap active {_pct(verdict.cause_shares['power_cap'])} of the time under load"
+            text += f"; {clock}" if clock and of_max not in cap else ""
         else:
             text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
     if verdict.errors:

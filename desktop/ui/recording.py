@@ -74,12 +74,16 @@ class Recording:
             log.warning("could not record event %s: %s", kind, exc)
 
     def close(self) -> None:
+        """Flush and close the writer, then the reading store; a loss at exit is said on stderr with its times."""
         for thing, method in ((self.writer, "close"), (self.store, "close")):
             if thing is not None and hasattr(thing, method):
                 try:
                     getattr(thing, method)()
                 except Exception as exc:
                     log.warning("closing %s failed: %s", type(thing).__name__, exc)
+        lost = getattr(self.writer, "lost_on_close", None)
+        if lost:  # the window is gone by now: the terminal (or the journal) is where it can be said
+            log.error("%s", lost)
         self.writer = self.store = None
 
 

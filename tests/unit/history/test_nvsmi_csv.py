@@ -220,4 +220,4 @@ def test_enforced_limit_wins_over_the_requested_one_and_memory_temperature_is_re
     (info,) = result.info.values()
     assert info["power_limit_enforced_w"] == 300.0
     ((_t, columns),) = result.series.values()
-    assert columns["temperature_memory_c"].tolist() == [71.0]
+    assert columns["memory_temperature_c"].tolist() == [71.0]

@@ -21,6 +21,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BURSTS = FIXTURES / "nvsmi_h800_gemm_bursts.csv"
 POWER_CAPPED = FIXTURES / "nvsmi_h800_power_capped_gemm.csv"
 A10_IDLE = FIXTURES / "nvsmi_a10_idle_power_cap.csv"
+H800_THREE_POWER = FIXTURES / "nvsmi_h800_three_power_columns.csv"
+H100_PCIE = FIXTURES / "nvsmi_h100_pcie_power_capped.csv"
 
 
 def percentages(text: str) -> list[float]:
@@ -53,12 +55,15 @@ def test_h800_power_capped_runs_get_one_verdict_each(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert len(lines) == 2, out
+    # The cap named as what it is: the limit holds the clock, and that is normal for a GEMM.
     assert lines[0].startswith("GPU 0 NVIDIA H800, run 1 of 2 (10:00:30, 5 min): Held its speed at its 700 W power "
-                               "limit: sustained clock")
+                               "limit 79 % of the run: normal for a dense GEMM; the clock at 91 % of the GPU's "
+                               "reported max (1,980 MHz) is what that limit buys; sustained clock")
     assert lines[1].startswith("GPU 0 NVIDIA H800, run 2 of 2 (10:07:00, 4 min): Held its speed at its 700 W power "
                                "limit")
     for line in lines:
-        assert "of the GPU's reported max (1,980 MHz)" in line
+        assert "of the GPU's reported max (1,980 MHz) is what that limit buys" in line
+        assert "peak" not in line
     assert max(percentages(out)) <= 100.0
     assert main(["analyze", str(POWER_CAPPED), "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
@@ -72,7 +77,8 @@ def test_h800_power_capped_runs_get_one_verdict_each(capsys: pytest.CaptureFixtu
 def test_a10_power_cap_at_idle_is_not_mentioned(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", str(A10_IDLE)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("GPU 0 NVIDIA A10: Held its speed: sustained clock 100 % of peak (1,695 vs 1,695 MHz)")
+    assert out.startswith("GPU 0 NVIDIA A10: Held its speed: sustained clock 100 % of its early sustained level "
+                          "(1,695 vs 1,695 MHz)")
     assert "power" not in out
     assert "100 % of the GPU's reported max (1,695 MHz)" in out
 
@@ -121,3 +127,76 @@ def test_analyze_help_reads_well(capsys: pytest.CaptureFixture[str]) -> None:
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "nvidia-smi" in out and "--from" in out
+
+
+# --- the power cap, named (issue 22) --------------------------------------------------------
+
+AT_THE_LIMIT = "the whole run: normal for a dense GEMM"
+
+
+def _without_columns(source: Path, target: Path, names: tuple[str, ...]) -> Path:
+    """``source`` with the columns ``names`` removed (a log written with fewer --query-gpu fields)."""
+    rows = [line.split(", ") for line in source.read_text().splitlines()]
+    drop = {i for i, cell in enumerate(rows[0]) if cell.split(" [")[0] in names}
+    target.write_text("\n".join(", ".join(c for i, c in enumerate(row) if i not in drop) for row in rows) + "\n")
+    return target
+
+
+def test_short_h800_bursts_at_the_cap_name_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bursts at 693-699 W of 700 W, cap bit set the whole load, read power_limited false and no word of the cap."""
+    assert main(["analyze", str(H800_THREE_POWER), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert len(runs) == 5
+    for run in runs[:3]:
+        assert run["status"] == "too_short" and run["power_limited"] and run["cause"] == "power_cap"
+        assert run["power_cap"] == "at_limit" and run["power_limit_w"] == 700.0 and run["power_limit_source"] == "log"
+        assert 693.0 <= run["power_level_w"] <= 699.0
+        assert f"at its 700 W power limit {AT_THE_LIMIT}" in run["sentence"]
+        assert "is what that limit buys" in run["sentence"]
+    # All-zero data: the cap bit at 405-465 W, flat clock: not the board power.
+    for run in runs[3:]:
+        assert run["power_limited"] and run["power_cap"] == "below_limit"
+        assert 405.0 <= run["power_level_w"] <= 465.0
+        assert "another limit than the board power (a clock setting or power policy)" in run["sentence"]
+        assert AT_THE_LIMIT not in run["sentence"]
+    assert all("peak" not in run["sentence"] for run in runs)
+
+
+def test_h100_pcie_pinned_at_its_limit_with_a_limit_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """348 of 350 W for 3 minutes at 47 % of the max clock read "Held its speed ... 47 %", power_limited false."""
+    assert main(["analyze", str(H100_PCIE)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"GPU 0 NVIDIA H100 PCIe: Held its speed at its 350 W power limit {AT_THE_LIMIT}; "
+                          "the clock at 47 % of the GPU's reported max (1,755 MHz) is what that limit buys")
+    assert "peak" not in out
+    assert main(["analyze", str(H100_PCIE), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert run["power_limited"] and run["cause"] == "power_cap" and run["power_limit_source"] == "log"
+
+
+def test_without_a_limit_column_the_datasheet_limit_of_the_named_gpu_is_used(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _without_columns(H100_PCIE, tmp_path / "h100.csv", ("power.limit", "enforced.power.limit"))
+    assert main(["analyze", str(log), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert run["power_limited"] and run["power_limit_w"] == 350.0 and run["power_limit_source"] == "datasheet"
+    assert "at its 350 W power limit (the datasheet figure for an NVIDIA H100 PCIe)" in run["sentence"]
+    # The older H800 bursts log has neither a limit column nor a max clock: the datasheet's 700 W.
+    assert main(["analyze", str(BURSTS), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [(r["power_limited"], r["cause"], r["power_limit_w"]) for r in runs] == [(True, "power_cap", 700.0)] * 3
+
+
+def test_a_flat_power_plateau_while_the_clock_moves_is_likely_a_cap(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """No limit anywhere (no column, a name no datasheet knows): the shape of the log still says it."""
+    log = _without_columns(H100_PCIE, tmp_path / "anon.csv", ("power.limit", "enforced.power.limit", "name"))
+    assert main(["analyze", str(log), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert run["power_limited"] and run["power_cap"] == "plateau" and run["power_limit_w"] is None
+    assert "likely power-capped at ~348 W" in run["sentence"]
+    # A steady load that draws what it needs at a fixed clock is no plateau: the A10 never mentions power.
+    assert main(["analyze", str(_without_columns(A10_IDLE, tmp_path / "a10.csv", ("power.limit", "name"))),
+                 "--json"]) == 0
+    (a10,) = json.loads(capsys.readouterr().out)
+    assert not a10["power_limited"] and "power" not in a10["sentence"]

@@ -94,7 +94,7 @@ def test_thermal_slowdown_appearing_is_throttled_even_before_throughput_falls() 
     assert verdict.throttled and verdict.cause == "sw_thermal"
     assert verdict.onset_s == 220.0
     assert verdict.sentence.startswith("Throttled after 3 min 40 s: SW thermal slowdown at 84 °C;")
-    assert "sustained throughput 100 % of peak" in verdict.sentence
+    assert "sustained throughput 100 % of its early sustained level" in verdict.sentence
 
 
 def test_a_gpu_held_down_by_temperature_from_the_first_second_is_throttled_from_the_start() -> None:

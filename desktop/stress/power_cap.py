@@ -1,0 +1,134 @@
+"""Was a run held at its power limit? Its averaged power against the limit, the cap bit, or the shape of the log.
+
+Pure numpy, for the verdict. A GEMM at its power limit is the normal state of a datacenter GPU,
+and the main fact about such a run: its clock is what the limit buys (an H100 PCIe at 348 of
+350 W runs at 47 % of its max clock, correctly). Three ways to see it:
+
+- the averaged power under load sits at >= 95 % of the enforced limit (from NVML, a log column,
+  or the datasheet figure for the GPU's name when the log has no limit);
+- the SW power cap bit is set for most of the load. Set far below the limit (an H800 on
+  all-zero data: the bit at 405-465 W of 700 W, flat clocks) it is another limit than the board
+  power: a clock setting or a power policy;
+- no limit known at all: a flat power plateau while the clock moves is "likely power-capped".
+
+Judge averaged power only: the instantaneous reading spikes past the limit (456 W on 350 W).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Averaged power at or above this share of the limit = at the limit.
+AT_LIMIT_SHARE = 0.95
+#: The cap bit set for at least this share of the load = "most of its load".
+CAP_MOST_SHARE = 0.5
+#: The cap bit held with the power below this share of the limit: not the board power.
+BELOW_LIMIT_SHARE = 0.8
+#: "The whole run" from this share of the load at the limit on.
+WHOLE_RUN_SHARE = 0.9
+#: A plateau: power within this spread (10th-90th percentile, of its median) ...
+PLATEAU_POWER_SPREAD = 0.03
+#: ... while the clock spreads at least this much (a fixed clock draws flat power too) ...
+PLATEAU_CLOCK_SPREAD = 0.05
+#: ... over at least this many loaded samples.
+PLATEAU_MIN_SAMPLES = 20
+
+#: Board power limits by the name NVML and nvidia-smi report (the default limit in real
+#: ``nvidia-smi -q`` captures, ../shared/realdata/nvidia-smi-q/; H800 SXM and H100 PCIe from
+#: ../shared/REFERENCE.md). Laptop GPUs are left out: their limit moves with the platform.
+DATASHEET_POWER_LIMIT_W: dict[str, float] = {
+    "nvidia a10": 150.0,
+    "nvidia a40": 300.0,
+    "nvidia a100-sxm4-80gb": 500.0,
+    "nvidia gh200 480gb": 900.0,
+    "nvidia h100 80gb hbm3": 700.0,
+    "nvidia h100 nvl": 400.0,
+    "nvidia h100 pcie": 350.0,
+    "nvidia h200": 700.0,
+    "nvidia h800": 700.0,
+    "nvidia l4": 72.0,
+    "nvidia l40s": 350.0,
+    "nvidia rtx 2000 ada generation": 70.0,
+    "nvidia rtx 4000 ada generation": 130.0,
+    "nvidia rtx 6000 ada generation": 300.0,
+    "nvidia rtx a6000": 300.0,
+    "nvidia geforce gtx 1050 ti": 75.0,
+    "nvidia geforce rtx 3070": 220.0,
+    "nvidia geforce rtx 3080": 320.0,
+    "nvidia geforce rtx 3090": 350.0,
+    "nvidia geforce rtx 4060 ti": 165.0,
+    "nvidia geforce rtx 4090": 450.0,
+    "nvidia geforce rtx 5090": 575.0,
+    "tesla v100-sxm2-16gb": 300.0,
+}
+
+
+def datasheet_power_limit_w(gpu_name: str | None) -> float | None:
+    """The board power limit of a GPU known by its exact reported name, else None."""
+    if not gpu_name:
+        return None
+    return DATASHEET_POWER_LIMIT_W.get(" ".join(gpu_name.lower().split()))
+
+
+@dataclass(frozen=True)
+class PowerCap:
+    """How a run met its power limit, for the verdict and its sentence."""
+
+    #: "at_limit" | "cap_bit" (the cap bit most of the load, the power 80-95 % of the limit) |
+    #: "below_limit" (the cap bit far below the limit) | "plateau" (no limit known) | None.
+    kind: str | None
+    #: The averaged power under load (a 10 % trimmed mean), W; None without power readings.
+    level_w: float | None
+    #: Share of the load time at >= 95 % of the limit (None without a limit).
+    at_limit_share: float | None
+
+    @property
+    def limited(self) -> bool:
+        return self.kind is not None
+
+
+def _trimmed_mean(values: FloatArray) -> float | None:
+    finite = np.sort(values[np.isfinite(values)])
+    if not finite.size:
+        return None
+    cut = int(finite.size * 0.1)
+    return float(np.mean(finite[cut:finite.size - cut]))
+
+
+def _spread(values: FloatArray) -> float:
+    """10th-90th percentile range over the median (0 for a constant)."""
+    low, mid, high = np.percentile(values, [10.0, 50.0, 90.0])
+    return float((high - low) / mid) if mid > 0 else 0.0
+
+
+def power_cap(power_w: FloatArray | None, sm_clock_mhz: FloatArray | None, loaded: BoolArray,
+              interval_s: FloatArray, *, limit_w: float | None, cap_share: float) -> PowerCap:
+    """How the run under ``loaded`` met its limit; ``cap_share``: the share of the load with the cap bit set."""
+    n = loaded.shape[0]
+    power = np.asarray(power_w, dtype=np.float64)[:n] if power_w is not None else np.full(n, np.nan)
+    ok = loaded & np.isfinite(power)
+    level = _trimmed_mean(power[ok]) if ok.any() else None
+    limit = limit_w if limit_w and limit_w > 0 else None
+    at_share = None
+    if limit is not None and ok.any():
+        weight = interval_s[ok]
+        at_share = float(np.sum(weight[power[ok] >= AT_LIMIT_SHARE * limit]) / np.sum(weight))
+    if limit is not None and level is not None and level >= AT_LIMIT_SHARE * limit:
+        return PowerCap("at_limit", level, at_share)
+    if cap_share >= CAP_MOST_SHARE:
+        if limit is None or level is None:
+            return PowerCap("at_limit", level, at_share)  # the driver says so; nothing to weigh it against
+        return PowerCap("below_limit" if level < BELOW_LIMIT_SHARE * limit else "cap_bit", level, at_share)
+    if limit is None and level is not None and sm_clock_mhz is not None:
+        clocks = np.asarray(sm_clock_mhz, dtype=np.float64)[:n]
+        both = ok & np.isfinite(clocks) & (clocks > 0)
+        if (int(both.sum()) >= PLATEAU_MIN_SAMPLES and _spread(power[both]) <= PLATEAU_POWER_SPREAD
+                and _spread(clocks[both]) >= PLATEAU_CLOCK_SPREAD):
+            return PowerCap("plateau", level, None)
+    return PowerCap(None, level, at_share)
