@@ -285,7 +285,10 @@ class JobRun:
             return
         self._protocol_at += len(data)
         if data:
-            self.protocol.feed(data, now)
+            try:
+                self.protocol.feed(data, now)
+            except Exception:  # the parser is bounded; should it still fail, the line is lost, never the run
+                self.protocol.bad_lines += 1
 
     def watched_gpus(self) -> list[int]:
         """The GPUs the guard watches: --gpu, else the job's own, else every GPU (until its own are known)."""

@@ -9,6 +9,12 @@ whatever the job prints.
 
 The protocol: each line ``{"items": 512, "unit": "samples"}`` says 512 more items were done (a delta
 since the line before); an optional ``"time"`` (epoch seconds) says when, else the time it was read.
+
+Whatever the job writes, the run goes on: a line longer than ``MAX_LINE_BYTES`` or nested deeper than
+``MAX_DEPTH``, a number of more than ``MAX_NUMBER_CHARS`` characters, not finite or out of range (items
+from 0 to ``MAX_ITEMS``, a time within ``MAX_CLOCK_SKEW_S`` of its reading), a unit that is not a short
+string: the line is skipped and counted (``bad_lines``), never parsed further. A rate read from the
+output is taken only up to ``MAX_RATE`` items per second.
 """
 
 from __future__ import annotations
@@ -45,6 +51,14 @@ _WINDOW = 48
 _MAX_TAIL = 4096
 #: At most this many "/s" occurrences are tried per chunk (from its end).
 _MAX_TRIES = 16
+#: The protocol's limits: a line longer, deeper, with a longer number or a number out of range is skipped.
+MAX_LINE_BYTES = 4096
+MAX_DEPTH = 4
+MAX_NUMBER_CHARS = 32
+MAX_ITEMS = 1e15
+MAX_CLOCK_SKEW_S = 86400.0
+#: A rate over this is not a job's speed (a misread number, or 1e-300 s/it).
+MAX_RATE = 1e12
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +117,7 @@ def _last_rate(text: bytes) -> tuple[int, float, str] | None:
         if not _accept(text, match.start(), unit):
             continue
         rate = float(match.group(1)) * _PREFIX[match.group(2).decode("ascii")]
-        if math.isfinite(rate):
+        if _rate_ok(rate):
             return pos, rate, _unit_name(unit)
     return None
 
@@ -126,9 +140,13 @@ def _last_inverse(text: bytes, after: int) -> tuple[int, float, str] | None:
         if not _accept(text, number.start(), unit):
             continue
         seconds = float(number.group(1))
-        if seconds > 0 and math.isfinite(seconds):
+        if seconds > 0 and _rate_ok(1.0 / seconds):
             return pos, 1.0 / seconds, _unit_name(unit)
     return None
+
+
+def _rate_ok(rate: float) -> bool:
+    return math.isfinite(rate) and 0.0 <= rate <= MAX_RATE
 
 
 class OutputProgress:
@@ -180,34 +198,113 @@ class ProtocolProgress:
     #: Lines that were not a progress record (said once by the caller, not fatal).
     bad_lines: int = 0
     _tail: bytes = b""
+    #: The line being read is already over the limit: skipped up to its end.
+    _overlong: bool = False
 
     def feed(self, data: bytes, time_s: float) -> None:
-        text = self._tail + data
-        lines = text.split(b"\n")
-        self._tail = lines.pop()[-_MAX_TAIL:]
+        lines = data.split(b"\n")
+        rest = lines.pop()
         for line in lines:
-            self._line(line, time_s)
+            if self._overlong:
+                self._overlong = False
+                self.bad_lines += 1
+                continue
+            self._line(self._tail + line if self._tail else line, time_s)
+            self._tail = b""
+        if not self._overlong:
+            self._tail += rest
+            if len(self._tail) > MAX_LINE_BYTES:
+                self._tail, self._overlong = b"", True
 
     def finish(self, time_s: float) -> None:
-        if self._tail.strip():
+        if self._overlong:
+            self.bad_lines += 1
+        elif self._tail.strip():
             self._line(self._tail, time_s)
-        self._tail = b""
+        self._tail, self._overlong = b"", False
 
     def _line(self, line: bytes, time_s: float) -> None:
         if not line.strip():
             return
+        reading = parse_protocol_line(line, time_s)
+        if reading is None:
+            self.bad_lines += 1
+            return
+        if self.readings and reading.time_s < self.readings[-1].time_s:  # the series needs times in order
+            reading = ItemsReading(self.readings[-1].time_s, reading.items, reading.unit)
+        self.readings.append(reading)
+
+
+def parse_protocol_line(line: bytes, time_s: float) -> ItemsReading | None:
+    """One protocol line read at ``time_s``, or None when it is not a progress record within the limits."""
+    if len(line) > MAX_LINE_BYTES or _too_deep(line):
+        return None
+    try:
+        record = json.loads(line, parse_int=_number, parse_float=_number, parse_constant=_no_constant)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    items = _finite(record.get("items"))
+    when = _finite(record.get("time", time_s))
+    unit = record.get("unit") or "items"
+    if items is None or when is None or not isinstance(unit, str):
+        return None
+    if not (0.0 <= items <= MAX_ITEMS and abs(when - time_s) <= MAX_CLOCK_SKEW_S):
+        return None
+    return ItemsReading(when, items, unit[:24])
+
+
+def _too_deep(line: bytes) -> bool:
+    """Nested deeper than ``MAX_DEPTH`` (brackets inside strings do not count)."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def _number(text: str) -> float:
+    """A JSON number as a float; a longer one than ``MAX_NUMBER_CHARS`` is refused before any conversion."""
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError("number too long")
+    return float(text)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def _finite(value: object) -> float | None:
+    """A finite number from a JSON value: a number, or a short numeric string ("1e3"); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if len(value) > MAX_NUMBER_CHARS:
+            return None
         try:
-            record = json.loads(line)
-            items = float(record["items"])
-            unit = str(record.get("unit") or "items")[:24]
-            when = float(record.get("time", time_s))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            self.bad_lines += 1
-            return
-        if not (math.isfinite(items) and items >= 0 and math.isfinite(when)):
-            self.bad_lines += 1
-            return
-        self.readings.append(ItemsReading(when, items, unit))
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def throughput_series(sample_times_s: Iterable[float], rates: list[RateReading], items: list[ItemsReading],

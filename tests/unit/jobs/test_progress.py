@@ -112,3 +112,43 @@ def test_a_huge_protocol_value_is_json_not_code() -> None:
     proto = ProtocolProgress()
     proto.feed(json.dumps({"items": "1e3", "unit": "tok"}).encode() + b"\n", 1.0)
     assert proto.readings == [ItemsReading(1.0, 1000.0, "tok")]
+
+
+@pytest.mark.parametrize("line", [
+    b'{"items": ' + b"9" * 400 + b'}',  # a float() of it overflowed: a traceback and exit 1 (issue 21, defect 3)
+    b'{"items": ' + b"9" * 5000 + b'}',  # over Python's 4300-digit int limit
+    b"[" * 100_000 + b"]" * 100_000,  # nested 100,000 deep: RecursionError
+    b'{"items": ' + b"[" * 50 + b"1" + b"]" * 50 + b'}',
+    b'{"items": NaN}', b'{"items": Infinity}', b'{"items": -1}', b'{"items": 1e300}', b'{"items": true}',
+    b'{"items": 5, "time": 1e308}', b'{"items": 5, "time": "soon"}', b'{"items": 5, "unit": {"a": 1}}',
+    b'{"items": "' + b"1" * 400 + b'"}', b'[1, 2]', b'"items"', b'{"items": 5, "unit": "' + b"x" * 5000 + b'"}',
+    b"\xff\xfe{}",
+])
+def test_a_bad_protocol_line_is_skipped_and_counted_and_the_next_one_read(line: bytes) -> None:
+    proto = ProtocolProgress()
+    proto.feed(line + b'\n{"items": 3, "unit": "tok"}\n', 100.0)
+    assert proto.bad_lines == 1
+    assert proto.readings == [ItemsReading(100.0, 3.0, "tok")]
+
+
+def test_an_endless_line_is_not_kept_and_counts_once_when_it_ends() -> None:
+    proto = ProtocolProgress()
+    for _ in range(64):
+        proto.feed(b"9" * 65536, 1.0)  # 4 MiB without a newline
+    assert len(proto._tail) == 0
+    proto.feed(b'999}\n{"items": 2}\n', 2.0)
+    assert proto.bad_lines == 1 and proto.readings == [ItemsReading(2.0, 2.0, "items")]
+    proto.feed(b"7" * 10000, 3.0)
+    proto.finish(3.0)
+    assert proto.bad_lines == 2
+
+
+def test_protocol_times_out_of_order_are_kept_in_order() -> None:
+    proto = ProtocolProgress()
+    proto.feed(b'{"items": 1, "time": 50}\n{"items": 1, "time": 40}\n', 60.0)
+    assert [r.time_s for r in proto.readings] == [50.0, 50.0]
+
+
+@pytest.mark.parametrize("text", [b"[00:01<00:02, 1e-300s/it]", b"[00:01<00:02, 1e300it/s]"])
+def test_a_rate_out_of_range_is_not_read(text: bytes) -> None:
+    assert rate_in(text) is None

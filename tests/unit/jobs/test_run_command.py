@@ -158,3 +158,24 @@ def test_sigkill_of_rigscope_while_the_job_is_paused_lets_the_job_run_again_with
                 pass
         log.close()
         out.close()
+
+
+def test_bad_progress_lines_never_crash_the_run_they_are_skipped_and_counted(tmp_path: Path) -> None:
+    """Issue 21, defect 3: a 400-digit integer or JSON nested 100,000 deep crashed `rigscope run` (exit 1, a
+    traceback, the job orphaned, no card)."""
+    code = ("import os, time\n"
+            "with open(os.environ['RIGSCOPE_PROGRESS'], 'a') as f:\n"
+            "    f.write('{\"items\": ' + '9' * 400 + '}\\n')\n"
+            "    f.write('[' * 100000 + ']' * 100000 + '\\n')\n"
+            "    f.write('{\"items\": 5, \"unit\": \"tok\"}\\n')\n"
+            "time.sleep(0.6)\n"
+            "print('done', flush=True)\n")
+    proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err and out == b"done\n"
+    assert b"2 line(s) in RIGSCOPE_PROGRESS" in err
+    with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
+        (record,) = job_store.jobs(store)
+    assert record.card is not None and record.throughput_unit == "tok/s"
