@@ -71,14 +71,22 @@ def guard_temperature(info: GpuInfo | None, guard_c: float | None, offset_c: flo
 
 
 def check_guard_above_current(info: GpuInfo | None, guard_c: float | None, current_c: float | None, *,
-                              source: str = "explicit") -> None:
-    """Refuse a guard at or below the GPU's temperature at the start: the run would stop at its first sample.
+                              source: str = "explicit", resume_offset_c: float = 0.0) -> None:
+    """Refuse a guard at or below the GPU's temperature at the start (+ ``resume_offset_c`` for a guard that
+    pauses and resumes, `rigscope run`'s): the run would stop at its first sample (and never resume).
 
     ``source`` says where the guard came from, for the message: ``explicit`` (``--guard-c``), ``setting``
     (the configured absolute guard) or ``default`` (the GPU's own limits).
     """
-    if guard_c is None or current_c is None or current_c < guard_c:
+    if guard_c is None or current_c is None or current_c + resume_offset_c < guard_c:
         return
+    if resume_offset_c > 0:
+        name = info.name if info is not None else "the GPU"
+        raise GuardRefused(
+            f"--guard-c {guard_c:g} °C is at or below the current temperature of {name} ({current_c:.0f} °C) "
+            f"plus the resume offset ({resume_offset_c:g} °C): the job would be paused at its first sample and "
+            f"continue only at {guard_c - resume_offset_c:g} °C, below where the GPU is now; use a guard above "
+            f"{current_c + resume_offset_c:.0f} °C")
     name = info.name if info is not None else "the GPU"
     what = {"explicit": f"--guard-c {guard_c:g} °C",
             "setting": f"The guard temperature set in Settings ({guard_c:g} °C)"}.get(
