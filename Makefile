@@ -1,12 +1,16 @@
-# Rigscope: `make run` sets everything up and starts the app; `make test` sets everything
-# up and runs the whole test suite. Both create .venv on first use.
+# Rigscope: `make run` installs the app (with PyTorch for the stress test) and starts it;
+# `make test` adds the test tool chain and runs the whole test suite. Both create .venv on first use.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # The CPU build of PyTorch lies on these machines' disks; on a workstation with an
 # NVIDIA GPU, `make run TORCH_SPEC=torch` lets pip choose the CUDA build instead.
 TORCH_SPEC ?= torch==2.13.0
-STAMP  := $(VENV)/.installed
+# Two stamps: the app and its stress extra (`make run`), then the test tool chain on top
+# (`make test`, `lint`, `bench`, `screenshots`): a user who only runs the app never waits for
+# pytest, mypy, ruff, gpustat or nvitop.
+STAMP      := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 # Debian packages Qt needs to open a window on X11: the PySide6 wheel's xcb platform plugin
 # (libqxcb.so) loads these, and a fresh Debian/Ubuntu lacks several (libxcb-icccm4,
 # libxcb-keysyms1, libxcb-cursor0, ...). desktop/ui/platform_check.py maps each library to its
@@ -42,8 +46,12 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test,stress]"
+	$(BIN)/python -m pip install --quiet -e ".[stress]"
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[test,stress]"
+	touch $(TEST_STAMP)
 
 run: $(STAMP) xcb-deps
 	QT_QPA_PLATFORM= $(BIN)/rigscope
@@ -58,20 +66,20 @@ xcb-deps:
 sysdeps:
 	$(call install_debs,$(DEB_PACKAGES),integration tests that need them will be skipped)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check desktop advisor tests tools
 	$(BIN)/mypy desktop advisor
 	$(BIN)/lint-imports
 
-test: $(STAMP) sysdeps lint
+test: $(TEST_STAMP) sysdeps lint
 	$(BIN)/python -m pytest -q tests --ignore=tests/bench
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q tests/bench -p no:randomly --benchmark-enable -s
 
 # The window's pages from the running app on the demo week, and the Stress page during and
 # after a simulated one-click Sustained test (its pytest-qt test, on an accelerated clock).
-screenshots: $(STAMP)
+screenshots: $(TEST_STAMP)
 	$(BIN)/python -m desktop.ui.screenshots resources/screenshots
 	RIGSCOPE_SCREENSHOTS=resources/screenshots $(BIN)/python -m pytest -q \
 	  tests/unit/ui/test_stress_page.py -k one_click_sustained

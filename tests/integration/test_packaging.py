@@ -125,3 +125,27 @@ def test_pyinstaller_spec_leaves_torch_out_and_ships_resources(repo_root: Path) 
     assert "'desktop/resources'" in ast.unparse(keywords["datas"])
     assert "__main__.py" in ast.unparse(analysis.args[0])
     assert (repo_root / "desktop/__main__.py").exists()
+
+
+@pytest.mark.slow
+def test_building_the_package_prints_no_setuptools_warning(repo_root: Path, tmp_path: Path) -> None:
+    """`pip install -e .` printed ~100 lines of setuptools warnings (the license as a TOML table, the
+    screenshots folder as an unlisted package); the build of a copy of the sources prints none."""
+    import importlib.util
+    import shutil
+    import sys
+
+    src = tmp_path / "src"
+    for name in ("desktop", "advisor", "resources"):
+        shutil.copytree(repo_root / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(repo_root / name, src / name)
+    # Offline with this environment's setuptools where it has one (>= 77 for the SPDX license).
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    done = run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-v", "--wheel-dir",
+                str(tmp_path / "dist"), str(src)], cwd=src)
+    assert done.returncode == 0, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    warnings = [line for line in output.splitlines() if "warning" in line.lower() and "setuptools" in line.lower()
+                or "is absent from the `packages`" in line or "deprecated" in line.lower()]
+    assert warnings == [], "\n".join(warnings)
