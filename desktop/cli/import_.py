@@ -27,7 +27,6 @@ _SKIPS_SHOWN = 20
 
 def main(args: argparse.Namespace) -> int:
     from desktop.history.importer import import_result
-    from desktop.history.lock import WriterLock
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
     from desktop.history.rollup import run_rollups
     from desktop.history.store import HistoryStore
@@ -37,7 +36,9 @@ def main(args: argparse.Namespace) -> int:
     reports: list[dict[str, Any]] = []
     failed = False
     try:
-        with WriterLock(path), HistoryStore.open(path) as store:
+        # No writer lock: the sample stream's writer (window or recorder) may run; each chunk is a
+        # short transaction beside it (docs/architecture.md, "Who writes the database").
+        with HistoryStore.open(path) as store:
             if store.recovered_from is not None:
                 print(f"note: the history database was damaged and was moved to {printable(store.recovered_from)}",
                       file=sys.stderr)
@@ -55,7 +56,13 @@ def main(args: argparse.Namespace) -> int:
                     failed = True
                     reports.append({"file": str(file), "error": f"cannot read: {exc.strerror or exc}"})
                     continue
-                imported = import_result(store, result, machine=machine) if result.series else 0
+                if not result.series:  # binary, /dev/zero, another CSV: no sample in it at all
+                    failed = True
+                    reasons = [reason for _, reason in result.skipped]
+                    why = next((r for r in reasons if "binary" in r), reasons[0] if reasons else "no data lines")
+                    reports.append({"file": str(file), "error": f"not an nvidia-smi log, nothing imported ({why})"})
+                    continue
+                imported = import_result(store, result, machine=machine)
                 reports.append(_import_report(file, result, imported, machine))
             run_rollups(store, args.now_s)
     except sqlite3.Error as exc:

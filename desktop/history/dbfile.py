@@ -277,6 +277,10 @@ def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
     return conn
 
 
+#: BEGIN IMMEDIATE attempts, each waiting the connection's busy timeout.
+_BEGIN_ATTEMPTS = 3
+
+
 class Transaction:
     """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (the connection is autocommit)."""
 
@@ -285,7 +289,15 @@ class Transaction:
         self.on_rollback = on_rollback
 
     def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        # The connection waits up to its busy timeout (10 s) for the write lock; a writer beside a
+        # long rollup or retention pass tries twice more before the error reaches its owner.
+        for attempt in range(_BEGIN_ATTEMPTS):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == _BEGIN_ATTEMPTS - 1:
+                    raise
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

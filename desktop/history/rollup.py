@@ -148,12 +148,12 @@ def _catch_up(store: HistoryDb, marker: str, end_s: float, *, period_s: float, c
     A crash leaves the marker at the last complete chunk; stretches without source rows
     (days the machine was off) are skipped rather than rolled up empty.
     """
-    marker_text = store.meta(marker)
-    if marker_text is None:
+    expected = store.meta(marker)  # the marker as this pass last read or wrote it
+    if expected is None:
         first = oldest(store)
         start = end_s if first is None else math.floor(first / period_s) * period_s
     else:
-        start = float(marker_text)
+        start = float(expected)
     while start < end_s:
         following = next_at(store, start)
         if following is None or following >= end_s:
@@ -161,11 +161,21 @@ def _catch_up(store: HistoryDb, marker: str, end_s: float, *, period_s: float, c
         start = max(start, math.floor(following / period_s) * period_s)  # skip stretches without samples
         stop = min(end_s, start + chunk_s)
         with store.transaction():
+            # Another connection (an import, a job, the window beside `record`) may have written rows
+            # before ``start`` and moved the marker back since this pass read it: redo from there, or
+            # those rows would never be rolled up (and retention would later delete them unrolled).
+            current = store.meta(marker)
+            if current != expected and current is not None and (expected is None or float(current) < float(expected)):
+                expected, start = current, float(current)
+                continue
             roll(store, start, stop)
-            store.set_meta(marker, repr(stop))
+            expected = repr(stop)
+            store.set_meta(marker, expected)
         start = stop
-    if float(store.meta(marker) or "-inf") < end_s:
-        store.set_meta(marker, repr(end_s))
+    with store.transaction():  # no source rows left before end_s: the marker jumps, unless moved meanwhile
+        current = store.meta(marker)
+        if current == expected and float(current or "-inf") < end_s:
+            store.set_meta(marker, repr(end_s))
 
 
 def apply_retention(store: HistoryDb, retention: RetentionSettings, now_s: float) -> dict[str, int]:

@@ -68,6 +68,19 @@ def _create_private(path: Path) -> None:
         os.close(fd)
 
 
+_WARNED_NEWER: set[Path] = set()
+
+
+def _warn_newer(path: Path, version: int) -> None:
+    """Said once per file and process: what a reader shows may lack what a newer Rigscope stored."""
+    if path in _WARNED_NEWER:
+        return
+    _WARNED_NEWER.add(path)
+    log.warning("the history database %s was written by a newer Rigscope (schema version %d; this one knows up "
+                "to %d): it is read as far as this version understands it, and newer figures are left out; "
+                "update Rigscope to see everything", path, version, schema.SCHEMA_VERSION)
+
+
 class HistoryStore(HistoryDb):
     """One open history database. Not thread-safe: use it from one thread (or via HistoryWriter)."""
 
@@ -131,6 +144,8 @@ class HistoryStore(HistoryDb):
             conn.close()
             cls.open(path).close()
             return cls._open_readonly(path)
+        if version > schema.SCHEMA_VERSION:
+            _warn_newer(path, int(version))
         return cls(conn, path, readonly=True, recovered_from=None)
 
     @staticmethod

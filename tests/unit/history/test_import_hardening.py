@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from desktop import cli
-from desktop.history import lock
+from desktop.history import store as store_module
 from desktop.history.bulk import write_gpu_columns
 from desktop.history.importer import import_result
 from desktop.history.nvsmi_csv import MAX_LINE_BYTES, parse_nvsmi_csv
@@ -167,11 +167,11 @@ def test_a_full_or_read_only_database_is_a_message_and_keeps_the_data(
 
 def test_a_folder_that_cannot_be_written_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(self: lock.WriterLock) -> None:
-        # what a read-only folder gives a non-root user when the lock file is created
-        raise PermissionError(13, "Permission denied", str(tmp_path / "ro" / "h.sqlite.lock"))
+    def refuse(path: Path) -> None:
+        # what a read-only folder gives a non-root user when the database file is created
+        raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(lock.WriterLock, "acquire", refuse)
+    monkeypatch.setattr(store_module, "_create_private", refuse)
     rc, _, err = _import(capsys, tmp_path / "ro" / "h.sqlite", HOSTILE / "nvsmi_far_timestamps.csv")
     assert rc == 2 and err.count("\n") == 1 and "Permission denied" in err and "h.sqlite" in err
 
