@@ -8,6 +8,7 @@ bar; if the database cannot be opened at all, the window still works live, unrec
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ class Recording:
     events: list[tuple[float, str, str]] = field(default_factory=list)
     #: What the writer runs every few minutes (None when not recording).
     maintenance: SettingsMaintenance | None = None
+    #: When recording began (the wall clock), for ``stalled_since``.
+    started_s: float = field(default_factory=time.time)
 
     @property
     def label(self) -> str:
@@ -85,6 +88,18 @@ class Recording:
         if lost:  # the window is gone by now: the terminal (or the journal) is where it can be said
             log.error("%s", lost)
         self.writer = self.store = None
+
+
+#: Samples waiting longer than this without a commit mean the writer is stuck (it commits every 5 s).
+STALL_AFTER_S = 20.0
+
+
+def stalled_since(status: Any, started_s: float, now_s: float) -> float | None:
+    """Since when samples wait without being committed (None while they land): from the writer's status."""
+    if not status.rows_pending:
+        return None
+    since = status.last_commit_s if status.last_commit_s is not None else started_s
+    return since if now_s - since > STALL_AFTER_S else None
 
 
 def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None) -> Recording:
