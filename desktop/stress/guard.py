@@ -13,8 +13,12 @@ means the platform's cooling is no longer holding the GPU.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
 from desktop.errors import UserError
-from desktop.telemetry.model import GpuInfo
+from desktop.safetext import printable
+from desktop.telemetry.model import GpuInfo, GpuProcess
 
 #: How far below shutdown the guard stays at most. An RTX 3090 reports slowdown 95 °C and
 #: shutdown 98 °C (nvsmi_q_RTX3090.txt), an A10 98 and 101 (nvsmi_q_A10.txt): slowdown + 5
@@ -95,3 +99,82 @@ def check_guard_above_current(info: GpuInfo | None, guard_c: float | None, curre
               else "let the GPU cool down first" + (", or raise the setting" if source == "setting" else ""))
     raise GuardRefused(f"{what} is at or below the current temperature of {name} ({current_c:.0f} °C): "
                        f"the run would stop at once; {advice}")
+
+
+#: How long the watched GPU's temperature may be unknown before the guard stops the run. A failing
+#: temperature query is only asked again after minutes (the NVML gateway rests a failing call), and
+#: a guard that cannot read the GPU cannot protect it: a few seconds, not five minutes.
+TEMP_UNKNOWN_LIMIT_S = 5.0
+#: The HBM guard where the GPU has a memory sensor but no memory threshold: the max operating
+#: temperature of HBM2e on an A100 (nvsmi_q_A100SXMx4.txt "Memory Max Operating Temp: 95 C").
+DEFAULT_MEMORY_MAX_C = 95.0
+
+
+def memory_guard_temperature(info: GpuInfo | None) -> float:
+    """The HBM guard: the memory max operating temperature + 3 °C where known, else 95 °C."""
+    if info is not None and info.temp_memory_max_c is not None:
+        return info.temp_memory_max_c + MAX_OPERATING_MARGIN_C
+    return DEFAULT_MEMORY_MAX_C
+
+
+def process_label(process: GpuProcess) -> str:
+    """``pid 4242 python train.py``: a foreign process as the warning and the verdict name it (escaped)."""
+    what = process.command or process.name or "?"
+    user = f" ({printable(process.user)})" if process.user else ""
+    return f"pid {process.pid} {printable(what)}{user}"
+
+
+@dataclass
+class RunWatch:
+    """What the guard watches beside the GPU temperature: an unknown temperature, HBM, foreign processes."""
+
+    #: Processes of this run (the child, this process): never foreign.
+    own_pids: set[int] = field(default_factory=set)
+    temp_unknown_since_s: float | None = None
+    #: Foreign compute processes on the GPU at the start (labels), None before the first look.
+    at_start: tuple[str, ...] | None = None
+    #: Every foreign compute process seen on the GPU during the run: pid -> label.
+    shared_with: dict[int, str] = field(default_factory=dict)
+
+    def unknown_temperature(self, temperature_c: float | None, now_s: float) -> str | None:
+        """The stop message once the temperature has been unknown for ``TEMP_UNKNOWN_LIMIT_S``, else None."""
+        if temperature_c is not None:
+            self.temp_unknown_since_s = None
+            return None
+        if self.temp_unknown_since_s is None:
+            self.temp_unknown_since_s = now_s
+            return None
+        unknown_s = now_s - self.temp_unknown_since_s
+        if unknown_s < TEMP_UNKNOWN_LIMIT_S:
+            return None
+        return (f"stopped by the temperature guard: temperature unknown for {unknown_s:.0f} s, and a guard "
+                "cannot protect a GPU it cannot read")
+
+    @staticmethod
+    def memory_too_hot(memory_c: float | None, info: GpuInfo | None) -> str | None:
+        """The stop message where the HBM is at or past its guard, else None (also where it has no sensor)."""
+        if memory_c is None:
+            return None
+        guard_c = memory_guard_temperature(info)
+        if memory_c < guard_c:
+            return None
+        return f"stopped by the temperature guard: memory (HBM) at {memory_c:.0f} °C >= {guard_c:.0f} °C"
+
+    def note_processes(self, processes: Iterable[GpuProcess], gpu_index: int) -> list[str]:
+        """Record the foreign compute processes on ``gpu_index``; returns the ones new at the start (to warn)."""
+        foreign = {p.pid: process_label(p) for p in processes
+                   if p.gpu_index == gpu_index and p.kind != "graphics" and p.pid not in self.own_pids}
+        self.shared_with.update(foreign)
+        if self.at_start is None:
+            self.at_start = tuple(foreign.values())
+            return list(self.at_start)
+        return []
+
+    def extra(self) -> dict[str, list[str]]:
+        """What the run record keeps: the foreign processes at the start and during the run."""
+        out: dict[str, list[str]] = {}
+        if self.at_start:
+            out["foreign_processes_at_start"] = list(self.at_start)
+        if self.shared_with:
+            out["shared_with"] = sorted(self.shared_with.values())
+        return out

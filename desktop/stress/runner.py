@@ -31,10 +31,10 @@ import numpy as np
 from desktop.stress.child import ChildReader, close_pipes, stop_child
 from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.devices import CudaIdentity, map_cuda_device
-from desktop.stress.guard import check_guard_above_current, guard_temperature
+from desktop.stress.guard import RunWatch, check_guard_above_current, guard_temperature
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
 from desktop.telemetry.backend import GpuBackend
-from desktop.telemetry.model import DeviceState, GpuInfo, GpuSample, Snapshot
+from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
 
@@ -116,6 +116,10 @@ class StressRunner:
         #: The GPU under test and its NVML index, once known (sim: at once; cuda: from the child).
         self.gpu: GpuInfo | None = None
         self._watch_index: int | None = None
+        #: The unknown-temperature, HBM and foreign-process watch (desktop.stress.guard).
+        self.watch = RunWatch(own_pids={os.getpid()})
+        #: Called with a warning for the user (foreign compute processes on the GPU at the start).
+        self.on_warning: Callable[[str], None] | None = None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -149,26 +153,51 @@ class StressRunner:
             return self.config
         return replace(self.config, gpu_index=self._watch_index)
 
-    def _sample(self, snapshot: Snapshot | None) -> GpuSample | None:
+    def _reading(self, snapshot: Snapshot | None) -> GpuReading | None:
         if snapshot is None or self._watch_index is None:
             return None
         reading = snapshot.reading(self._watch_index)
-        if reading is None or reading.state is not DeviceState.OK:
-            return None
-        return reading.sample
+        return reading if reading is not None and reading.state is DeviceState.OK else None
 
-    def _too_hot(self, sample: GpuSample | None) -> bool:
-        if not self._start_checked and sample is not None and sample.temperature_c is not None:
+    def _sample(self, snapshot: Snapshot | None) -> GpuSample | None:
+        reading = self._reading(snapshot)
+        return reading.sample if reading is not None else None
+
+    def _guard_stop(self, snapshot: Snapshot | None, now_s: float) -> str | None:
+        """Why the guard stops the run now (GPU or HBM too hot, temperature unknown), or None; also
+        notes foreign processes on the GPU."""
+        if self._watch_index is None:
+            return None  # the CPU, or a CUDA GPU not mapped yet: nothing watched
+        if snapshot is not None and snapshot.processes_fresh:
+            for label in self.watch.note_processes(snapshot.processes, self._watch_index):
+                self._warn(f"another compute process is using this GPU ({label}): its load is measured too")
+        reading = self._reading(snapshot)
+        sample = reading.sample if reading is not None else None
+        temperature_c = sample.temperature_c if sample is not None else None
+        if reading is not None and self.config.guard_c is None and reading.info != self.gpu:
+            # Limits re-read by the backend (T.Limit margin, AC/battery): the guard follows the current ones.
+            cfg = self.config
+            self.gpu = reading.info
+            self._guard_c = guard_temperature(reading.info, None, cfg.guard_offset_c, cfg.guard_absolute_c)
+        if not self._start_checked and temperature_c is not None:
             # A guard the GPU is already at would stop the run at its first sample: refuse it instead.
             self._start_checked = True
             cfg = self.config
             source = "explicit" if cfg.guard_c is not None else "setting" if cfg.guard_absolute_c > 0 else "default"
-            check_guard_above_current(self.gpu, self._guard_c, sample.temperature_c, source=source)
-        return (self._guard_c is not None and sample is not None and sample.temperature_c is not None
-                and sample.temperature_c >= self._guard_c)
+            check_guard_above_current(self.gpu, self._guard_c, temperature_c, source=source)
+        if self._guard_c is not None and temperature_c is not None and temperature_c >= self._guard_c:
+            return f"stopped by the temperature guard: {temperature_c:.0f} °C >= {self._guard_c:.0f} °C"
+        hbm = self.watch.memory_too_hot(reading.memory_temperature_c if reading is not None else None, self.gpu)
+        if hbm is not None:
+            return hbm
+        if self._guard_c is not None:
+            return self.watch.unknown_temperature(temperature_c, now_s)
+        return None
 
-    def _guard_message(self, sample: GpuSample) -> str:
-        return f"stopped by the temperature guard: {sample.temperature_c:.0f} °C >= {self._guard_c:.0f} °C"
+    def _warn(self, text: str) -> None:
+        log.warning("%s", text)
+        if self.on_warning is not None:
+            self.on_warning(text)
 
     def _report(self, elapsed_s: float, throughput: float | None, unit: str, sample: GpuSample | None, *,
                 errors: int = 0, checks: int = 0, phase: str = "running") -> None:
@@ -227,9 +256,9 @@ class StressRunner:
                 recorder.add(now, throughput, sample)
                 elapsed = now - started
                 self._report(elapsed, throughput, "TFLOP/s", sample)
-                if self._too_hot(sample):
-                    assert sample is not None
-                    status, message = "guard", self._guard_message(sample)
+                stop = self._guard_stop(snapshot, now)
+                if stop is not None:
+                    status, message = "guard", stop
                     break
                 if elapsed >= cfg.duration_s:
                     break
@@ -242,7 +271,7 @@ class StressRunner:
         time_s, throughput_arr, columns = recorder.arrays()
         return RunResult(status, message, cfg, started, self.clock.now(), "TFLOP/s", cfg.dtype or "bf16",
                          time_s, throughput_arr, columns, gpu=info,
-                         extra={"guard_c": self._guard_c, "simulated": True})
+                         extra={"guard_c": self._guard_c, "simulated": True, **self.watch.extra()})
 
     # --- child process ------------------------------------------------------------------
 
@@ -271,6 +300,7 @@ class StressRunner:
         proc = subprocess.Popen(self.child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
         self.child_pid = proc.pid
+        self.watch.own_pids.add(proc.pid)
         if self.on_child_started is not None:
             self.on_child_started(proc.pid)
         reader = ChildReader(proc, self._wake)
@@ -295,9 +325,9 @@ class StressRunner:
                 elapsed = now - started if started is not None else 0.0
                 self._report(elapsed, state.throughput, state.unit, sample, errors=state.errors,
                              checks=state.checks, phase="running" if state.progress_seen else "starting")
-                if self._too_hot(sample):
-                    assert sample is not None
-                    status, message = "guard", self._guard_message(sample)
+                stop = self._guard_stop(snapshot, now)
+                if stop is not None:
+                    status, message = "guard", stop
                     break
                 if reader.finished.is_set() or proc.poll() is not None:
                     proc.wait()
@@ -332,7 +362,7 @@ class StressRunner:
             time_s = started + np.asarray([t for t, _ in points], dtype=np.float64)
             throughput_arr = np.asarray([v for _, v in points], dtype=np.float64)
             columns = {name: np.full(time_s.shape[0], np.nan) for name in SAMPLE_FIELDS}
-        extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency}
+        extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency, **self.watch.extra()}
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index
         if cfg.device == "cpu":  # the CPU shares its cores: its verdict reads drops against this (stress.cpu_noise)

@@ -140,3 +140,13 @@ def compare_with_baseline(verdict: Verdict, baseline: StressResult | None, regre
     else:
         text = f"within {abs(delta_pct):.0f} % of your baseline from {date}"
     return replace(verdict, comparison=text)
+
+
+def shared_run_sentence(shared_with: list[str] | None) -> str:
+    """The sentence for a run that shared its GPU with other compute processes ("" when it did not)."""
+    if not shared_with:
+        return ""
+    names = ", ".join(printable(label) for label in shared_with[:3])
+    more = f" and {len(shared_with) - 3} more" if len(shared_with) > 3 else ""
+    return (f"Shared run: other compute processes used this GPU during the test ({names}{more}); its throughput, "
+            "clocks and temperatures include their load.")

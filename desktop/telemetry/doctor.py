@@ -7,8 +7,11 @@ import glob
 import importlib.metadata
 import os
 import platform
+import re
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from desktop.telemetry.backend import GpuBackend
@@ -23,6 +26,7 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
     gpus = []
     errors_of = getattr(backend, "metric_errors", None)  # NVML only: the simulated GPU has no failing sensor
     mig_of = getattr(backend, "mig_instances", None)
+    counters_of = getattr(backend, "counter_fields", None)  # NVML only: which field ids count each cause
     for info in backend.devices():
         reading = readings.get(info.index)
         lost = reading is not None and reading.state is DeviceState.LOST
@@ -49,6 +53,9 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
             "temp_shutdown_c": info.temp_shutdown_c,
             "temp_max_operating_c": info.temp_max_operating_c,
             "temp_thresholds_relative": info.temp_thresholds_relative,
+            "memory_temperature_c": reading.memory_temperature_c if reading else None,
+            "temp_memory_max_c": info.temp_memory_max_c,
+            "clock_event_counter_fields": dict(counters_of(info.index)) if counters_of is not None else {},
             "slowdown_headroom_c": slowdown_headroom_c(info, sample),
             "vbios_version": info.vbios_version,
             "metrics": {name: bool(supported.get(name)) for name in GPU_METRIC_NAMES},
@@ -72,6 +79,8 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
         "gpus": gpus,
         "permissions": _permissions([] if source.simulated else gpus),
         "fallback": _fallback(backend, gpus, simulate_requested),
+        "pytorch": torch_report(None if source.simulated else (first.cuda_version if first else None),
+                                nvidia_gpu=not source.simulated and bool(gpus)),
     }
 
 
@@ -132,3 +141,94 @@ def _fallback(backend: GpuBackend, gpus: list[dict[str, Any]], simulate_requeste
                 "reason": f"{names} — the other GPUs keep sampling; lost ones are retried every "
                           f"{DEFAULT_REINIT_PERIOD_S:.0f} s"}
     return {"active": False, "uses": "NVML", "reason": None}
+
+
+# --- PyTorch (the stress test's workload) -------------------------------------------------
+
+#: The CUDA versions PyTorch publishes wheels for, oldest first: https://download.pytorch.org/whl/cuXYZ.
+TORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+_TORCH_INDEX = "https://download.pytorch.org/whl/"
+_VERSION_FILE_FIELD = re.compile(r"^(cuda|hip)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.MULTILINE)
+
+
+def _torch_version_file() -> str | None:
+    """torch/version.py, read as text through the package's metadata: torch itself is never imported
+    (importing it takes seconds and, in a CUDA build, starts talking to the driver)."""
+    try:
+        path = Path(str(importlib.metadata.distribution("torch").locate_file("torch/version.py")))
+        return path.read_text(encoding="utf-8")
+    except (importlib.metadata.PackageNotFoundError, OSError, AttributeError):
+        return None
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
+
+
+def torch_build(version: str, version_file: str | None) -> tuple[str | None, str | None]:
+    """("cuda" | "rocm" | "cpu" | None, the CUDA runtime it was built with): from torch/version.py's
+    ``cuda``/``hip`` fields, else the version's local tag ("2.3.1+cu121", "2.13.0+cpu")."""
+    if version_file is not None:
+        fields = {m.group(1): m.group(2) or m.group(3) for m in _VERSION_FILE_FIELD.finditer(version_file)}
+        if "cuda" in fields or "hip" in fields:
+            if fields.get("cuda"):
+                return "cuda", fields["cuda"]
+            return ("rocm", None) if fields.get("hip") else ("cpu", None)
+    local = version.partition("+")[2].lower()
+    if local.startswith("cu") and local[2:].isdigit() and len(local) >= 5:
+        return "cuda", f"{int(local[2:-1])}.{local[-1]}"
+    if local.startswith("rocm"):
+        return "rocm", None
+    if local == "cpu":
+        return "cpu", None
+    return None, None
+
+
+def _wheel_for(driver_cuda: str) -> str | None:
+    """The newest PyTorch CUDA build this driver runs (its CUDA version or older), or None."""
+    fitting = [v for v in TORCH_CUDA_BUILDS if _version_key(v) <= _version_key(driver_cuda)]
+    return fitting[-1] if fitting else None
+
+
+def _install_command(python: str, cuda: str | None, *, replace: bool = True) -> str:
+    """pip's command for the PyTorch build ``cuda`` (None: pip's default), replacing the installed one."""
+    index = f" --index-url {_TORCH_INDEX}cu{cuda.replace('.', '')}" if cuda else ""
+    install = f"{python} -m pip install torch{index}"
+    # Uninstall first: pip keeps an installed torch of the same version whatever its build.
+    return f"{python} -m pip uninstall -y torch && {install}" if replace else install
+
+
+def torch_report(driver_cuda: str | None, *, nvidia_gpu: bool,
+                 version_of: Callable[[str], str | None] | None = None,
+                 version_file: Callable[[], str | None] | None = None,
+                 python: str | None = None) -> dict[str, Any]:
+    """PyTorch as the stress test needs it: its version, whether it is a CUDA build, the CUDA runtime it
+    needs against the driver's CUDA version, and the command that fixes a mismatch (``status``:
+    ok | not_installed | cpu_build | driver_too_old | no_driver | unknown_build)."""
+    version = (version_of or _package_version)("torch")
+    python = python or sys.executable
+    out: dict[str, Any] = {"installed": version is not None, "version": version, "build": None,
+                           "cuda_build": None, "cuda_runtime": None, "driver_cuda": driver_cuda,
+                           "status": "ok", "problem": None, "fix": None}
+    wheel = _wheel_for(driver_cuda) if driver_cuda else None
+    if version is None:
+        out.update(status="not_installed", fix=_install_command(python, wheel if nvidia_gpu else None, replace=False),
+                   problem="PyTorch is not installed: `rigscope stress` has no workload to run")
+        return out
+    build, runtime = torch_build(version, (version_file or _torch_version_file)())
+    out.update(build=build, cuda_build=None if build is None else build == "cuda", cuda_runtime=runtime)
+    if build is None:
+        out.update(status="unknown_build", problem="cannot tell whether this PyTorch is a CUDA build")
+    elif build == "cpu" and nvidia_gpu:
+        out.update(status="cpu_build", fix=_install_command(python, wheel),
+                   problem="a CPU build of PyTorch: `rigscope stress --device cuda:0` cannot use the GPU "
+                           "(only --device cpu runs)")
+    elif build == "cuda" and runtime and not nvidia_gpu:
+        out.update(status="no_driver", problem=f"a CUDA {runtime} build of PyTorch, but no NVIDIA driver answers: "
+                                               "the stress test can only run with --device cpu")
+    elif build == "cuda" and runtime and driver_cuda and _version_key(runtime) > _version_key(driver_cuda):
+        out.update(status="driver_too_old",
+                   problem=f"this PyTorch needs CUDA {runtime}; the driver supports CUDA {driver_cuda} at most",
+                   fix=(_install_command(python, wheel) if wheel else
+                        f"update the NVIDIA driver to one for CUDA {runtime} or newer"))
+    return out

@@ -91,6 +91,9 @@ class GpuInfo:
     #: NVML's GPU performance monitoring (GPM: Hopper, Blackwell) measures this GPU's SM activity:
     #: its ``effective_load_pct`` is then measured SM activity, not the power/clock estimate.
     gpm_supported: bool = False
+    #: Memory (HBM) max operating temperature, absolute °C (nvmlDeviceGetTemperatureThreshold MEM_MAX):
+    #: nvsmi_q_A100SXMx4.txt "Memory Max Operating Temp: 95 C"; None where not answered.
+    temp_memory_max_c: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,9 @@ class GpuReading:
     state_detail: str | None = None
     #: GPM's measured activity this tick (GPUs with ``info.gpm_supported``), else None.
     activity: GpmActivity | None = None
+    #: HBM/memory temperature (°C, NVML_FI_DEV_MEMORY_TEMP, nvidia-smi's "Memory Current Temp") where
+    #: the GPU has a memory sensor (A100, H100, H200), else None. Live only: watched by the stress guard.
+    memory_temperature_c: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,6 +209,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
             _nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: spec.temp_slowdown_c,
             _nv.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: spec.temp_max_operating_c,
             _nv.NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR: spec.target_temp_c,
+            _nv.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: spec.temp_memory_max_c,
         }.get(kind)
         return _put(ptr, _U, value)
 

@@ -186,6 +186,8 @@ class GpuSpec:
     constant_fields: dict[int, int] = field(default_factory=dict)
     #: NVML_FI_DEV_MEMORY_TEMP (field 82, HBM temperature, "Memory Current Temp"); None: NotSupported.
     memory_temperature_c: int | None = None
+    #: "Memory Max Operating Temp" (absolute, nvmlDeviceGetTemperatureThreshold MEM_MAX); None: NotSupported.
+    temp_memory_max_c: int | None = None
 
 
 @dataclass

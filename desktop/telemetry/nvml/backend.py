@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Final
+from typing import Any, Final
 
 from desktop.telemetry.backend import BackendUnavailable
 from desktop.telemetry.model import (
@@ -128,7 +128,8 @@ class NvmlBackend:
                         activity = read_gpm(self._gateway, dev)
                         if activity is not None:  # measured SM activity: the sampler keeps it, no estimate
                             sample = replace(sample, effective_load_pct=activity.sm_active_pct)
-                        readings.append(GpuReading(dev.info, DeviceState.OK, sample, activity=activity))
+                        readings.append(GpuReading(dev.info, DeviceState.OK, sample, activity=activity,
+                                                   memory_temperature_c=dev.memory_temperature_c))
                         continue
                     except NvmlLost as exc:
                         self._mark_lost(dev, str(exc))
@@ -178,6 +179,15 @@ class NvmlBackend:
                 if failed and len(failed) == len(messages):
                     out[name] = failed[0]
             return out
+
+    def counter_fields(self, index: int) -> dict[str, dict[str, Any]]:
+        """Per clock-event cause: the NVML field ids asked and the one proven to count (nvml/counters.py)."""
+        with self._lock:
+            dev = self._device(index)
+            if dev is None or dev.lost_detail is not None:
+                return {}
+            unsupported = {int(k[6:]) for k in dev.calls.unsupported if k.startswith("field:") and k[6:].isdigit()}
+            return dev.counters.describe(unsupported)
 
     def mig_instances(self, index: int) -> list[MigInstance]:
         """The MIG instances of GPU ``index`` with their memory and processes, read now (empty: no MIG)."""

@@ -38,7 +38,7 @@ import logging
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from advisor.clock_events import ClockEventReason
 
@@ -119,6 +119,14 @@ class CounterTracker:
     @property
     def candidate_ids(self) -> frozenset[int]:
         return frozenset(c.fid for cands in self.candidates.values() for c in cands)
+
+    def describe(self, unsupported: Collection[int]) -> dict[str, dict[str, Any]]:
+        """Per cause: the ids still asked and the one proven to count (None: not yet), for ``doctor``."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, cands in self.candidates.items():
+            live = [c for c in cands if c.fid not in unsupported and c.fid not in self.rejected]
+            out[name] = {"asked": [c.fid for c in live], "counting": next((c.fid for c in live if c.proven), None)}
+        return out
 
     def fields(self, unsupported: Collection[int]) -> list[int]:
         """The counter ids to ask this tick: each live candidate; 75 only once the newer SW thermal ids are gone."""

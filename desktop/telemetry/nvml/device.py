@@ -49,6 +49,8 @@ class NvmlDevice:
     sleep_file_resolved: bool = False
     #: The GPU slept when it was opened: its static info is read when it wakes.
     info_pending: bool = False
+    #: The HBM temperature of the last read (field 82), None where the GPU has no memory sensor.
+    memory_temperature_c: float | None = None
     #: A bogus power reading was logged for this GPU (said once, the reading is n/a every time).
     bogus_power_logged: bool = False
     #: GPM support was asked (once per handle), and the two GPM sample buffers where it answered yes.

@@ -124,6 +124,8 @@ def read_info(gateway: NvmlGateway, dev: NvmlDevice, versions: DriverVersions) -
         mig_enabled=mig_enabled,
         is_laptop=is_laptop_gpu(name),
         simulated=False,
+        temp_memory_max_c=as_number(call("mem_max_c", "nvmlDeviceGetTemperatureThreshold",
+                                         gateway.const("NVML_TEMPERATURE_THRESHOLD_MEM_MAX", 5))),
     )
 
 

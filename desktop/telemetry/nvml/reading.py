@@ -18,6 +18,7 @@ from desktop.telemetry.nvml.device import NvmlDevice
 from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost
 from desktop.telemetry.nvml.values import (
     FIELD_ENERGY_MJ,
+    FIELD_MEMORY_TEMP_C,
     FIELD_PCIE_RX_BYTES,
     FIELD_PCIE_TX_BYTES,
     FIELD_POWER_AVERAGE_MW,
@@ -136,6 +137,9 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
     energy_mj = (energy[0] if energy
                  else as_number(ask("energy", "nvmlDeviceGetTotalEnergyConsumption")))
     rx_kib_s, tx_kib_s = _pcie_rates(dev, fields, now_s)
+    memory_temp = fields.get(FIELD_MEMORY_TEMP_C)
+    # 0 °C from an HBM sensor is no reading (a GPU without one may answer 0 rather than NotSupported).
+    dev.memory_temperature_c = memory_temp[0] if memory_temp and 0.0 < memory_temp[0] < 150.0 else None
 
     # Under MIG the parent's utilization is not available (some drivers answer 0): not asked.
     util = MISSING if dev.info.mig_enabled else ask("util", "nvmlDeviceGetUtilizationRates")

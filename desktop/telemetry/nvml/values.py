@@ -19,9 +19,11 @@ FIELD_ENERGY_MJ: Final = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
 FIELD_POWER_AVERAGE_MW: Final = 185  # NVML_FI_DEV_POWER_AVERAGE (the 1 s average nvidia-smi shows)
 FIELD_PCIE_TX_BYTES: Final = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
 FIELD_PCIE_RX_BYTES: Final = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
+FIELD_MEMORY_TEMP_C: Final = 82  # NVML_FI_DEV_MEMORY_TEMP (HBM; nvsmi_q_H200.txt "Memory Current Temp: 25 C")
 # Time under each clock-event cause: cumulative ns counters whose field ids moved between driver
 # branches; which ids are asked and believed is nvml/counters.py's business.
-TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES)
+TICK_FIELDS: Final = (FIELD_POWER_AVERAGE_MW, FIELD_ENERGY_MJ, FIELD_PCIE_TX_BYTES, FIELD_PCIE_RX_BYTES,
+                      FIELD_MEMORY_TEMP_C)
 
 
 #: Each GpuSample field and the call keys that can answer it (any one not remembered as missing).

@@ -110,6 +110,8 @@ def test_an_ambiguous_version_asks_both_and_keeps_the_set_that_counts(backend_ov
     assert rows[1]["clock_event_hw_thermal_s"] == 0.0
     # Once 270 advanced under HW thermal, the power smoothing ids 251-253 are dropped.
     assert not set(IDS_R575) & set(tracker.fields(set()))
+    counting = backend.counter_fields(0)  # what doctor shows
+    assert counting["clock_event_hw_thermal_s"] == {"asked": [270], "counting": 270}
     assert _totals(rows)["clock_event_hw_power_brake_s"] == pytest.approx(4.0)
 
 
