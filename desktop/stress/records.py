@@ -25,7 +25,7 @@ from desktop.stress.cpu_noise import judge_within_noise
 from desktop.stress.devices import cpu_model_name
 from desktop.stress.run_model import RunResult
 from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
-from desktop.stress.verdict_text import compare_with_baseline, format_duration
+from desktop.stress.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regr
     if result.aborted:
         verdict = replace(verdict, status="errors" if result.errors else "aborted",
                           sentence=f"Aborted ({result.message}). {verdict.sentence}")
+    if shared := shared_run_sentence(result.extra.get("shared_with")):
+        verdict = replace(verdict, sentence=f"{verdict.sentence} {shared}")
     if earlier:
         current = to_stress_result(result, verdict)
         # The verdict's unit, not the workload's: a run judged on its clock has no throughput to compare.
