@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from desktop.cli.common import open_backend, text_table
+from desktop.safetext import printable
 from desktop.telemetry.doctor import collect
 from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME
 
@@ -40,6 +41,30 @@ def _threshold(gpu: dict[str, Any], key: str) -> str:
     return f"{text} (from T.Limit)" if gpu[key] is not None and gpu["temp_thresholds_relative"] else text
 
 
+_BUILDS = {"cuda": "CUDA", "cpu": "CPU only (no CUDA)", "rocm": "ROCm", None: "unknown"}
+
+
+def _pytorch_lines(torch: dict[str, Any] | None) -> list[str]:
+    """The stress test's PyTorch: version, build, the CUDA it needs against the driver's, and the fix."""
+    if torch is None:
+        return []
+    build = _BUILDS.get(torch["build"], str(torch["build"]))
+    if torch["build"] == "cuda" and torch["cuda_runtime"]:
+        build = f"CUDA {torch['cuda_runtime']}"
+    rows: list[tuple[str, ...]] = [("version", torch["version"] or "not installed")]
+    if torch["installed"]:
+        rows.append(("build", build))
+        if torch["build"] == "cuda" or torch["driver_cuda"]:
+            needed, driver = _yes_no(torch["cuda_runtime"]), _yes_no(torch["driver_cuda"])
+            rows.append(("CUDA needed / driver's", f"{needed} / {driver}"))
+    lines = ["PyTorch (the stress test)", text_table(rows)]
+    if torch["problem"]:
+        lines.append(f"  PROBLEM: {printable(torch['problem'])}")
+    if torch["fix"]:
+        lines.append(f"  fix: {printable(torch['fix'])}")
+    return [*lines, ""]
+
+
 def render(report: dict[str, Any]) -> str:
     lines = ["Rigscope doctor", ""]
     fallback = report["fallback"]
@@ -52,6 +77,7 @@ def render(report: dict[str, Any]) -> str:
         ("platform", f"{report['platform']}, Python {report['python']}"),
     ]
     lines += [text_table(summary), ""]
+    lines += _pytorch_lines(report.get("pytorch"))
     if fallback["active"]:
         lines += [f"FALLBACK: using the {fallback['uses']}", f"  why: {fallback['reason']}", ""]
     elif fallback["reason"]:

@@ -127,3 +127,75 @@ def test_doctor_says_whether_effective_load_is_measured_or_estimated(
 def test_doctor_on_the_simulated_gpu_says_effective_load_is_an_estimate(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(_run(capsys, json_out=True, simulate="h100"))
     assert [g["effective_load"] for g in report["gpus"]] == ["estimate"]
+
+
+# --- PyTorch: the stress test's workload (issue 26) -------------------------------------------
+
+def _version_file(cuda: str | None) -> str:
+    """torch/version.py as a wheel writes it."""
+    quoted = f"'{cuda}'" if cuda else "None"
+    return (f"from typing import Optional\n__version__ = '2.5.1'\ndebug = False\n"
+            f"cuda: Optional[str] = {quoted}\nhip: Optional[str] = None\n")
+
+
+def _torch(version: str | None, file_text: str | None) -> dict[str, object]:
+    return {"version_of": lambda name: version if name == "torch" else None,
+            "version_file": lambda: file_text, "python": "/venv/bin/python"}
+
+
+def test_doctor_reads_the_cuda_build_and_finds_it_fits_the_driver() -> None:
+    from desktop.telemetry.doctor import torch_report
+
+    report = torch_report("12.4", nvidia_gpu=True, **_torch("2.5.1", _version_file("12.1")))  # type: ignore[arg-type]
+    assert (report["version"], report["build"], report["cuda_build"]) == ("2.5.1", "cuda", True)
+    assert (report["cuda_runtime"], report["driver_cuda"], report["status"]) == ("12.1", "12.4", "ok")
+    assert report["problem"] is None and report["fix"] is None
+
+
+def test_a_cuda_build_newer_than_the_driver_gets_the_wheel_the_driver_runs() -> None:
+    from desktop.telemetry.doctor import torch_report
+
+    report = torch_report("12.4", nvidia_gpu=True, **_torch("2.7.0", _version_file("12.8")))  # type: ignore[arg-type]
+    assert report["status"] == "driver_too_old" and "12.8" in report["problem"] and "12.4" in report["problem"]
+    assert report["fix"] == ("/venv/bin/python -m pip uninstall -y torch && /venv/bin/python -m pip install torch "
+                             "--index-url https://download.pytorch.org/whl/cu124")
+    old_driver = torch_report("11.4", nvidia_gpu=True, **_torch("2.7.0", _version_file("12.8")))  # type: ignore[arg-type]
+    assert old_driver["fix"] == "update the NVIDIA driver to one for CUDA 12.8 or newer"
+
+
+def test_the_cpu_build_on_a_gpu_machine_is_said_with_its_fix(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The laptop user with the CPU build learned it only when `stress --device cuda:0` failed."""
+    from desktop.telemetry import doctor as doctor_data
+
+    FakeNvml([desktop_gpu()]).install(monkeypatch)
+    monkeypatch.setattr(doctor_data, "_package_version",
+                        lambda name: "2.13.0+cpu" if name == "torch" else "12.565.57")
+    monkeypatch.setattr(doctor_data, "_torch_version_file", lambda: _version_file(None))
+    torch = json.loads(_run(capsys, json_out=True))["pytorch"]
+    assert (torch["version"], torch["build"], torch["cuda_build"], torch["status"]) == (
+        "2.13.0+cpu", "cpu", False, "cpu_build")
+    assert torch["driver_cuda"] == "12.7" and torch["fix"].endswith("--index-url https://download.pytorch.org/whl/cu126")
+    text = _run(capsys, json_out=False)
+    assert "PyTorch" in text and "CPU only" in text and "PROBLEM: a CPU build of PyTorch" in text
+    assert "fix: " in text and "whl/cu126" in text
+
+
+def test_no_torch_and_the_version_tag_fallback() -> None:
+    from desktop.telemetry.doctor import torch_build, torch_report
+
+    missing = torch_report(None, nvidia_gpu=False, **_torch(None, None))  # type: ignore[arg-type]
+    assert missing["status"] == "not_installed" and missing["fix"] == "/venv/bin/python -m pip install torch"
+    assert torch_build("2.3.1+cu121", None) == ("cuda", "12.1")
+    assert torch_build("2.13.0+cpu", None) == ("cpu", None)
+    assert torch_build("2.3.1", None) == (None, None)
+    cpu_here = torch_report(None, nvidia_gpu=False, **_torch("2.13.0+cpu", _version_file(None)))  # type: ignore[arg-type]
+    assert cpu_here["status"] == "ok"  # no NVIDIA GPU: the CPU build is the right one
+
+
+def test_doctor_never_imports_torch() -> None:
+    code = ("import sys; from desktop.cli import main; main(['doctor', '--json', '--simulate']); "
+            "sys.exit(3 if 'torch' in sys.modules else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pytorch"]["installed"] in (True, False)
