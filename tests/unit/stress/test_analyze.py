@@ -200,3 +200,29 @@ def test_a_flat_power_plateau_while_the_clock_moves_is_likely_a_cap(tmp_path: Pa
                  "--json"]) == 0
     (a10,) = json.loads(capsys.readouterr().out)
     assert not a10["power_limited"] and "power" not in a10["sentence"]
+
+
+# --- bounded memory (issue 22): a 7 ms log made every window a copy of rows x window -------------
+
+
+def test_the_rolling_median_of_a_fast_log_holds_no_rows_x_window_copy() -> None:
+    import tracemalloc
+
+    from desktop.stress.verdict import rolling_median
+
+    rng = np.random.default_rng(7)
+    n, window = 60_000, 715  # 7 ms samples, the verdict's 5 s window: 343 MB as one copy
+    values = 1800.0 + rng.normal(0.0, 40.0, n)
+    values[20_000:40_000] -= 300.0  # a drop the median must follow
+    values[rng.integers(0, n, 500)] = np.nan
+    tracemalloc.start()
+    try:
+        smooth = rolling_median(values, window)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 << 20, f"{peak / 2**20:.0f} MiB"
+    half = window // 2
+    for i in (0, 100, 19_000, 20_500, 30_000, 39_000, n - 1):
+        exact = float(np.nanmedian(values[max(0, i - half):i + half + 1]))
+        assert abs(smooth[i] - exact) < 12.0, (i, smooth[i], exact)
