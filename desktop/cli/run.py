@@ -49,10 +49,23 @@ def _guard(args: argparse.Namespace, settings: config.Settings, sampler: Sampler
         return None
     devices = sampler.gpu.devices()
     watched = [d for d in devices if args.gpu is None or d.index == args.gpu]
-    check_guard_c(args.guard_c, watched)
     jobs = settings.jobs
+    check_guard_c(args.guard_c, watched, _temperatures(sampler, {d.index for d in watched}),
+                  resume_offset_c=jobs.guard_resume_offset_c)
     return GuardSettings(args.guard_c, resume_offset_c=jobs.guard_resume_offset_c, min_pause_s=jobs.guard_min_pause_s,
                          min_run_s=jobs.guard_min_run_s)
+
+
+def _temperatures(sampler: Sampler, indices: set[int]) -> dict[int, float]:
+    """The watched GPUs' temperatures now (those that can be read), for the guard's check before the job starts."""
+    import time
+
+    try:
+        readings = sampler.gpu.sample(time.time())
+    except Exception:  # a GPU that cannot be read now: the guard's other checks still hold
+        return {}
+    return {r.info.index: float(r.sample.temperature_c) for r in readings
+            if r.info.index in indices and r.sample is not None and r.sample.temperature_c is not None}
 
 
 def main(args: argparse.Namespace) -> int:

@@ -15,11 +15,12 @@ a lost GPU) changes nothing: the job stays as it is until a reading says otherwi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from desktop.errors import UserError
-from desktop.stress.guard import check_guard
+from desktop.stress.guard import check_guard, check_guard_above_current
 from desktop.telemetry.model import GpuInfo
 
 GuardAction = Literal["pause", "resume"]
@@ -87,10 +88,17 @@ class ThermalGuard:
         return self.paused_s + (now_s - self._since_s if self.paused else 0.0)
 
 
-def check_guard_c(guard_c: float, gpus: list[GpuInfo]) -> None:
-    """Refuse a guard below room temperature, or at or above a GPU's shutdown temperature (as `rigscope stress`)."""
+def check_guard_c(guard_c: float, gpus: list[GpuInfo], temperatures_c: Mapping[int, float] | None = None,
+                  resume_offset_c: float = 5.0) -> None:
+    """Refuse a guard below room temperature, at or above a GPU's shutdown temperature, or at or below a GPU's
+    temperature now (``temperatures_c``, by GPU index) + the resume offset: the job would be paused at its first
+    sample and never continued, its resume point being below where the GPU already is (as `rigscope stress`,
+    which refuses a guard at or below the current temperature)."""
     if not (math.isfinite(guard_c) and guard_c >= MIN_GUARD_C):
         raise UserError(f"--guard-c {guard_c:g} °C is below room temperature: the job would never run "
                         f"(use {MIN_GUARD_C:g} °C or more)")
     for info in gpus:
         check_guard(info, guard_c)
+        current = (temperatures_c or {}).get(info.index)
+        check_guard_above_current(info, guard_c, current, source="explicit",
+                                  resume_offset_c=max(resume_offset_c, 0.0))

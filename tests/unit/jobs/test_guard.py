@@ -87,3 +87,18 @@ def test_a_guard_below_room_temperature_or_at_shutdown_is_refused(guard_c: float
 
 def test_a_guard_below_shutdown_is_accepted() -> None:
     check_guard_c(85.0, [_gpu(95.0), _gpu(None)])
+
+
+@pytest.mark.parametrize(("guard_c", "refused"), [(30.0, True), (40.0, True), (40.5, False), (85.0, False)])
+def test_a_guard_at_or_below_the_temperature_now_plus_the_resume_offset_is_refused(guard_c: float,
+                                                                                   refused: bool) -> None:
+    """Issue 21, defect 6: at 35 °C a 30 °C guard paused the job at its first sample and never resumed it."""
+    if refused:
+        with pytest.raises(UserError, match="resume offset"):
+            check_guard_c(guard_c, [_gpu(95.0)], {0: 35.0}, resume_offset_c=5.0)
+    else:
+        check_guard_c(guard_c, [_gpu(95.0)], {0: 35.0}, resume_offset_c=5.0)
+
+
+def test_a_gpu_whose_temperature_is_unknown_is_checked_against_its_limits_only() -> None:
+    check_guard_c(31.0, [_gpu(95.0)], {}, resume_offset_c=5.0)

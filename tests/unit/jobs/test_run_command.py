@@ -103,6 +103,9 @@ def test_a_sigterm_for_rigscope_is_forwarded_to_the_job(tmp_path: Path) -> None:
     ([], "Put the command after `--`"),
     (["--guard-c", "20", "--", "true"], "below room temperature"),
     (["--guard-c", "200", "--", "true"], "shutdown temperature"),
+    # Issue 21, defect 6: the simulated GPU idles at 35 °C; a 30 °C guard would resume only at 25 °C, never.
+    (["--guard-c", "30", "--", "true"], "plus the resume offset (5 °C)"),
+    (["--guard-c", "40", "--", "true"], "use a guard above 40 °C"),
     (["--gpu", "5", "--", "true"], "no such GPU"),
     (["--", "/nonexistent/tool"], "cannot run"),
 ])
@@ -124,9 +127,14 @@ def test_sigkill_of_rigscope_while_the_job_is_paused_lets_the_job_run_again_with
             f"    time.sleep(0.01)\n")
     log = (tmp_path / "rigscope.err").open("wb")
     out = (tmp_path / "job.out").open("wb")
-    # The simulated GPU starts at 35 °C: a 30 °C guard pauses the job at the first sample, and it stays paused.
-    proc = _rigscope("--guard-c", "30", "--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=out,
-                     stderr=log)
+    # The simulated GPU starts at 35 °C and warms under the job: with a 1 °C resume offset a 36.5 °C guard is
+    # accepted (over 35 + 1), pauses the job within seconds, and its resume point (35.5 °C) is far off.
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.toml").write_text("[jobs]\nguard_resume_offset_c = 1.0\n")
+    env = {**os.environ, "RIGSCOPE_CONFIG_DIR": str(config)}
+    proc = _rigscope("--guard-c", "36.5", "--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=out,
+                     stderr=log, env=env)
     job_pid: int | None = None
     try:
         _until(lambda: b"paused the job" in (tmp_path / "rigscope.err").read_bytes())
