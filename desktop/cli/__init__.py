@@ -22,6 +22,7 @@ from typing import cast
 from desktop import __version__, config
 from desktop.cli.common import TIME_HELP, attach_relative_times, check_db_arg, drop_stdout, interval_arg
 from desktop.errors import UserError
+from desktop.safetext import printable
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -280,8 +281,8 @@ def main(argv: Sequence[str] | None = None, *, now_s: float | None = None) -> in
     try:
         check_db_arg(args)
         return handler(args.command)(args)
-    except UserError as exc:
-        print(f"rigscope {args.command}: {exc}", file=sys.stderr)
+    except UserError as exc:  # printable: a message may quote a lock file's pid and host, a file name, a value
+        print(f"rigscope {args.command}: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
