@@ -15,9 +15,12 @@ import dataclasses
 import io
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -40,6 +43,7 @@ from desktop.advice import (
 )
 from desktop.csvsafe import CsvWriter
 from desktop.errors import UserError
+from desktop.safetext import printable
 
 WEEK_S = 7 * 86400.0
 
@@ -210,21 +214,24 @@ def to_json(data: ReportData) -> str:
     payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
                "summary": json_safe(summary), "advice": advice_json(data.advice),
                "who_used_the_gpu": [table.to_dict() for table in data.who], "who_notes": list(data.who_notes)}
-    return json.dumps(payload, indent=2, ensure_ascii=False)
+    # ASCII only: a name's ESC, C1 control, bidi override or lone surrogate is written as its \\u escape,
+    # so `report --format json -o -` is safe on a terminal and any reader gets the exact name back.
+    return json.dumps(payload, indent=2, ensure_ascii=True)
 
 
 def to_csv(data: ReportData) -> str:
     """Long format: section, gpu, item, value, unit (one figure a line, easy to pivot).
 
-    The gpu column is the index; where a slot held two cards it is "index (uuid)". Cells go
-    through ``desktop.csvsafe`` (a process may be named ``=cmd|...``)."""
+    The gpu column is the index; where a slot held two cards it is "index (uuid)". Text cells are
+    ``printable`` (a process named ``py\\x1b]0;…`` shows the escape, never the byte, so `-o -` is safe
+    on a terminal) and go through ``desktop.csvsafe`` (a process may be named ``=cmd|...``)."""
     out = io.StringIO()
     w = CsvWriter(out)
     w.writerow(["section", "gpu", "item", "value", "unit"])
     slots = Counter(g.index for g in data.summary.gpus)
 
     def row(*cells: Any) -> None:
-        w.writerow(cells)
+        w.writerow(printable(c) if isinstance(c, str) else c for c in cells)
 
     for g in data.summary.gpus:
         gpu: int | str = g.index if slots[g.index] == 1 else f"{g.index} ({g.uuid})"
@@ -259,6 +266,55 @@ def to_csv(data: ReportData) -> str:
             row("cost", cost.gpu_name, f"{o.offer.gpu_model} at {o.offer.provider}, on demand per month",
                 round(o.on_demand_month, 2), "USD")
     return out.getvalue()
+
+
+def _umask() -> int:
+    """The process's umask without changing it (os.umask sets it: not thread-safe); 022 where it cannot be read."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def write_beside(path: Path, write: Callable[[Path], None]) -> None:
+    """Make ``path`` whole or not at all: ``write(temporary)`` fills a file beside it (same folder, so the
+    rename is atomic), which then replaces ``path`` (``os.replace``). A symlink at ``path`` is replaced by
+    the file, never followed (what it points to is untouched); a write that fails (a full disk) leaves the
+    old file as it was and no partial one. The new file gets the old one's permissions, else the umask's."""
+    try:
+        mode = os.lstat(path).st_mode & 0o777 if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        mode = None
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        os.chmod(temporary, mode if mode is not None else 0o666 & ~_umask())
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_report_text(path: Path, text: str) -> None:
+    """A report's text (HTML, JSON, CSV) into ``path`` through ``write_beside``, flushed to the disk."""
+    data = memoryview(text.encode("utf-8"))
+
+    def write(temporary: Path) -> None:
+        fd = os.open(temporary, os.O_WRONLY | os.O_TRUNC)
+        try:
+            view = data
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    write_beside(path, write)
 
 
 def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[str, HistoryFrame,

@@ -14,7 +14,15 @@ from pathlib import Path
 from desktop.advice import open_history
 from desktop.cli.common import STDOUT, check_output, db_path, load_settings
 from desktop.errors import UserError
-from desktop.reporting import SystemLocalTime, build_report, load_usage_rows, load_week, to_csv, to_json
+from desktop.reporting import (
+    SystemLocalTime,
+    build_report,
+    load_usage_rows,
+    load_week,
+    to_csv,
+    to_json,
+    write_report_text,
+)
 from desktop.safetext import printable
 
 FORMATS = ("html", "pdf", "json", "csv")
@@ -64,19 +72,16 @@ def main(args: argparse.Namespace) -> int:
             pngs = render_charts(data)
             if fmt == "html":
                 text = to_html(data, pngs)
-            else:
+            else:  # written beside the target and renamed over it, as the text formats below
                 pages = write_pdf(data, pngs, output)
-                if not output.is_file() or output.stat().st_size == 0:
-                    raise UserError(f"could not write the PDF to {printable(output)} (Qt's PDF writer gave no file: "
-                                    "a full disk, or the file is open in another program?)")
         if to_stdout:
             if sys.stdout is None:  # started with standard output closed (``>&-``)
                 raise UserError("standard output is closed: give -o FILE to write the report to a file")
             sys.stdout.write(text)
             sys.stdout.flush()
             return 0
-        if fmt != "pdf":
-            output.write_text(text, encoding="utf-8")
+        if fmt != "pdf":  # a temporary file beside it, renamed: a full disk keeps the old report whole
+            write_report_text(output, text)
     except BrokenPipeError:  # `rigscope report -o - | head`: handled as a normal end by the dispatch
         raise
     except OSError as exc:

@@ -1,10 +1,11 @@
 """The weekly report as HTML (for the browser and, through QTextDocument, for the PDF).
 
 Everything that comes from the machine or the user (process and GPU names, recommendation
-texts that quote them, notes) passes through ``e``: ``html.escape`` (a process may be named
-``<script>alert(1)</script>``) and ``neutralise_bidi`` (``invoice\u202egpj.exe`` must not
-read as ``invoiceexe.jpg``). The markup stays within what Qt's rich text understands
-(tables, inline styles, ``page-break-before``), so the PDF is rendered from the same HTML.
+texts that quote them, notes) passes through ``e``: ``printable`` (ESC, BEL, NUL, C1 controls and
+lone surrogates shown as ``\\x1b``; ``invoice\u202egpj.exe`` must not read as ``invoiceexe.jpg``)
+and ``html.escape`` (a process may be named ``<script>alert(1)</script>``). The markup stays within
+what Qt's rich text understands (tables, inline styles, ``page-break-before``), so the PDF is
+rendered from the same HTML.
 
 Colours come from a ``ReportColours``: ``PAPER`` (dark text on white) for exported files, which
 are printed and opened outside the app, and ``report_colours(theme)`` for the History page,
@@ -22,7 +23,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from advisor.profile import KIND_LABELS, KINDS
-from desktop.safetext import neutralise_bidi
+from desktop.safetext import printable
 
 if TYPE_CHECKING:
     from desktop.reporting import ReportData
@@ -76,7 +77,10 @@ def report_colours(theme: Theme) -> ReportColours:
 
 
 def e(value: object) -> str:
-    return neutralise_bidi(escape(str(value), quote=True))
+    """``value`` as HTML text: control characters, bidi controls and lone surrogates shown escaped
+    (``printable``: an ESC or BEL in a process name must not reach a report or a terminal that cats it),
+    then ``html.escape``."""
+    return escape(printable(value), quote=True)
 
 
 def num(value: float | None, digits: int = 1, unit: str = "") -> str:

@@ -7,11 +7,12 @@ the HTML (``report_html``) is what both the browser and the PDF show.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.summary import WEEKDAYS
-from desktop.reporting import ReportData, chart_key
+from desktop.reporting import ReportData, chart_key, write_beside
 from desktop.ui.report_html import data_uri, render_html
 
 if TYPE_CHECKING:
@@ -60,7 +61,22 @@ def to_html(data: ReportData, pngs: dict[str, bytes]) -> str:
 
 
 def write_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
-    """Render the HTML through QTextDocument into a PDF (A4); returns the page count."""
+    """Render the HTML through QTextDocument into a PDF (A4) written beside ``path`` and renamed over it
+    (``write_beside``: never through a symlink, an old file kept when it fails); returns the page count.
+    OSError when Qt's PDF writer gave no file (a full disk, a folder it cannot write)."""
+    pages = 0
+
+    def write(temporary: Path) -> None:
+        nonlocal pages
+        pages = _render_pdf(data, pngs, temporary)
+        if temporary.stat().st_size == 0:
+            raise OSError(errno.EIO, "Qt's PDF writer gave no file (a full disk, or the folder is not writable?)")
+
+    write_beside(path, write)
+    return pages
+
+
+def _render_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
     from PySide6.QtCore import QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPdfWriter, QTextDocument
 

@@ -46,7 +46,8 @@ def report() -> ReportData:
 def test_report_csv_defuses_every_formula_start(report: ReportData, name: str) -> None:
     rows = list(csv.reader(io.StringIO(to_csv(_with_process_name(report, name)), newline="")))
     (process,) = [r for r in rows if r[0] == "process"]
-    assert process[2] == "'" + name
+    # A leading tab or CR is shown as its escape (no raw control character in a report): no formula then.
+    assert process[2] == ("'" + name if name[0] not in "\t\r" else name.replace("\t", "\\x09").replace("\r", "\\x0d"))
 
 
 def test_report_csv_keeps_numbers_as_numbers(report: ReportData) -> None:
