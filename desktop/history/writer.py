@@ -58,6 +58,8 @@ class WriterStatus:
     #: Snapshots dropped because the buffer overflowed (or a batch failed for a bug).
     rows_dropped: int = 0
     last_commit_s: float | None = None
+    #: Snapshots handed to ``submit`` since start (written + pending + dropped).
+    rows_submitted: int = 0
 
 
 def describe_loss(snapshots: list[Snapshot], reason: str | None) -> str:
@@ -197,7 +199,7 @@ class HistoryWriter:
     def status(self) -> WriterStatus:
         with self._cond:
             return WriterStatus(self._written, len(self._buffer), self._last_error, self._disk_full,
-                                self._dropped, self._last_commit_s)
+                                self._dropped, self._last_commit_s, self._submitted)
 
     # --- the writer thread --------------------------------------------------------------------
 

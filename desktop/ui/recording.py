@@ -84,6 +84,10 @@ class Recording:
                     getattr(thing, method)()
                 except Exception as exc:
                     log.warning("closing %s failed: %s", type(thing).__name__, exc)
+        status = getattr(self.writer, "status", None)
+        if status is not None:
+            log.info("history: %d of %d samples written (%d dropped)", status.rows_written, status.rows_submitted,
+                     status.rows_dropped)
         lost = getattr(self.writer, "lost_on_close", None)
         if lost:  # the window is gone by now: the terminal (or the journal) is where it can be said
             log.error("%s", lost)
