@@ -235,23 +235,63 @@ class Bandwidth:
         return int((got != idx).sum())
 
 
+#: Tokens per train step per SM: enough rows that every SM has GEMM tiles to work on. The old fixed
+#: 8 x 128 tokens at width 1024 left an H100/H200 (132 SMs) waiting on the CPU's kernel launches, so
+#: steps/s measured the host, not the GPU.
+TRAIN_TOKENS_PER_SM = 512
+#: Infer keeps small batches (serving latency) but a datacenter GPU still gets rows for its SMs.
+INFER_TOKENS_PER_SM = 64
+#: Of the free memory, what the activations of one step may take (the rest: weights, AdamW, the allocator).
+ACTIVATION_SHARE = 0.3
+
+
+def block_shape(sm_count: int | None, free_bytes: int | None, *, train: bool,
+                width: int = 0) -> tuple[int, int, int]:
+    """(width, seq, batch) of the train/infer block for a GPU with ``sm_count`` SMs and ``free_bytes`` free.
+
+    ``sm_count=None`` is the CPU: the small block. On a GPU the width grows with the SM count (1024
+    up to 47 SMs, 2048 up to 99, 4096 beyond: an H100's FFN GEMMs are then 4096 x 16384), the
+    sequence is 512 and the batch gives ``TRAIN_TOKENS_PER_SM`` (train) or ``INFER_TOKENS_PER_SM``
+    (infer, at least batch 1) tokens per SM, capped so that one step's activations (~64 bytes a
+    token per width unit plus the attention scores) stay within ``ACTIVATION_SHARE`` of free memory.
+    """
+    if sm_count is None:
+        return width or 128, 32, 4 if train else 1
+    width = width or (1024 if sm_count < 48 else 2048 if sm_count < 100 else 4096)
+    seq = 512
+    tokens = sm_count * (TRAIN_TOKENS_PER_SM if train else INFER_TOKENS_PER_SM)
+    heads = max(1, width // 64)
+    bytes_per_token = width * 64 + heads * seq * 4 * (2 if train else 1)
+    if free_bytes:
+        tokens = min(tokens, int(free_bytes * ACTIVATION_SHARE / bytes_per_token))
+    batch = max(1, tokens // seq)
+    return width, seq, batch
+
+
+def _gpu_shape(device: torch.device, size: int, *, train: bool) -> tuple[int, int, int]:
+    if device.type != "cuda":
+        return block_shape(None, None, train=train, width=size)
+    free_b, _total = torch.cuda.mem_get_info(device)
+    sms = int(torch.cuda.get_device_properties(device).multi_processor_count)
+    return block_shape(sms, int(free_b), train=train, width=size)
+
+
 def _block(width: int) -> torch.nn.Module:
     return torch.nn.TransformerEncoderLayer(d_model=width, nhead=max(1, width // 64), dim_feedforward=4 * width,
                                             dropout=0.0, batch_first=True)
 
 
 class _BlockWorkload:
-    """Shared by train and infer: a small transformer block and its float64 check."""
+    """Shared by train and infer: a transformer block sized to the GPU (``block_shape``) and its float64 check."""
 
     unit = "steps/s"
     work_per_step = 1.0
     #: Copying the block for the float64 reference is not free: check less often than a GEMM.
     check_period_s = 5.0
 
-    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool, batch: int) -> None:
+    def __init__(self, device: torch.device, dtype: str, size: int, inject: bool, *, train: bool) -> None:
         configure_precision(dtype)
-        width = size or (1024 if device.type == "cuda" else 128)
-        self.seq = 128 if device.type == "cuda" else 32
+        width, self.seq, batch = _gpu_shape(device, size, train=train)
         torch.manual_seed(0)
         self.device, self.dtype, self.inject, self.width = device, dtype, inject, width
         self.model = _block(width).to(device)
@@ -291,7 +331,7 @@ class Train(_BlockWorkload):
     """Forward, backward and an AdamW step of one transformer block; steps/s."""
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
-        super().__init__(device, dtype, size, inject, batch=8 if device.type == "cuda" else 4)
+        super().__init__(device, dtype, size, inject, train=True)
         self.target = torch.randn_like(self.x)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
 
@@ -303,10 +343,10 @@ class Train(_BlockWorkload):
 
 
 class Infer(_BlockWorkload):
-    """Batch-1 forward passes; steps/s plus p50/p95/p99 step latency (what serving cares about)."""
+    """Small-batch forward passes (batch 1 up to ~64 tokens per SM); steps/s plus p50/p95/p99 step latency."""
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
-        super().__init__(device, dtype, size, inject, batch=1)
+        super().__init__(device, dtype, size, inject, train=False)
         self.model.eval()
 
     def step(self) -> None:
