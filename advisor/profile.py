@@ -122,7 +122,8 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries) -> WorkloadProfile:
         top = max(mine, key=lambda j: j.busy_s)
         first_names = sorted({n for j in mine for n in j.process_names[:1]})
         who = f" ({', '.join(first_names[:3])})" if first_names else ""
-        reasons[kind] = f"{len(mine)} stretch(es), {fmt_hours(by_kind[kind])} busy{who}; longest: {top.reason}"
+        stretches = f"{len(mine)} stretch" + ("" if len(mine) == 1 else "es")
+        reasons[kind] = f"{stretches}, {fmt_hours(by_kind[kind])} busy{who}; longest: {top.reason}"
     idle_share = 1.0 - busy_total / total_s if total_s > 0 else 1.0
     reasons["idle"] = f"{idle_share * 100:.0f} % of the time nothing ran"
     return WorkloadProfile(gpu.meta.index, total_s, busy_total, shares, idle_share, reasons, tuple(jobs))

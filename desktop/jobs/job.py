@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from advisor.wording import count_text
 from desktop.history import jobs as job_store
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
@@ -403,7 +404,7 @@ class JobRun:
         self._read_protocol(end)
         self.protocol.finish(end)
         if self.protocol.bad_lines:
-            self.say(f"{self.protocol.bad_lines} line(s) in {PROGRESS_ENV} were not "
+            self.say(f"{count_text(self.protocol.bad_lines, 'line')} in {PROGRESS_ENV} were not "
                      '{"items": N, "unit": "..."} and were skipped')
         _series, unit = self.series()
         paused_s = self.guard.total_paused_s(end) if self.guard is not None else 0.0

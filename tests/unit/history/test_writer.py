@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,36 @@ def test_the_writer_rolls_up_and_applies_retention_by_itself(tmp_path: Path) -> 
     assert 0 < counts["gpu_samples"] <= 24 * 6 + 1  # raw older than a day is gone ...
     assert counts["gpu_minute"] > counts["gpu_samples"]  # ... but its minute rollups are kept
     assert counts["gpu_hour"] >= 3 * 24 - 2
+
+
+def test_samples_still_in_memory_at_close_are_said_lost_with_their_time_range(tmp_path: Path) -> None:
+    """Issue 20: the disk-full message says "keeping samples in memory"; at exit they cannot be kept,
+    so close says how many and from when to when instead of dropping them silently."""
+    writer = HistoryWriter(tmp_path / "h.sqlite", flush_interval_s=3600)
+    writer.start()
+    writer.submit(snapshot(T0))
+    assert writer.flush()
+    pages = writer.call(lambda s: s.conn.execute("PRAGMA page_count").fetchone()[0]).result()
+    writer.call(lambda s: s.conn.execute(f"PRAGMA max_page_count = {pages + 1}")).result()
+    for i in range(1, 401):
+        writer.submit(snapshot(T0 + i))
+    assert writer.flush() is False and writer.status.disk_full
+    writer.close()
+    lost = writer.lost_on_close or ""
+    first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(T0 + 1))
+    last = time.strftime("%H:%M:%S", time.localtime(T0 + 400))
+    assert lost.startswith(f"400 samples from {first} to {last}") and "full" in lost and "lost" in lost, lost
+
+
+def test_one_bad_snapshot_costs_only_itself_not_its_batch(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with HistoryWriter(tmp_path / "h.sqlite", flush_interval_s=3600) as writer:
+        for i in range(5):
+            writer.submit(snapshot(T0 + i))
+        writer.submit("not a snapshot")  # type: ignore[arg-type]
+        for i in range(5, 10):
+            writer.submit(snapshot(T0 + i))
+        with caplog.at_level(logging.ERROR):
+            assert writer.flush(timeout_s=30) is True
+        assert (writer.status.rows_written, writer.status.rows_dropped) == (10, 1)
+    with HistoryStore.open(tmp_path / "h.sqlite", readonly=True) as store:
+        assert store.conn.execute("SELECT count(*) FROM gpu_samples").fetchone()[0] == 10
