@@ -183,7 +183,7 @@ def test_bad_progress_lines_never_crash_the_run_they_are_skipped_and_counted(tmp
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err and out == b"done\n"
-    assert b"2 line(s) in RIGSCOPE_PROGRESS" in err
+    assert b"2 lines in RIGSCOPE_PROGRESS" in err
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
         (record,) = job_store.jobs(store)
     assert record.card is not None and record.throughput_unit == "tok/s"
