@@ -68,7 +68,38 @@ def _temperatures(sampler: Sampler, indices: set[int]) -> dict[int, float]:
             if r.info.index in indices and r.sample is not None and r.sample.temperature_c is not None}
 
 
+def _own_std_streams() -> None:
+    """A standard stream closed at the start (`2>&-`) gets /dev/null under its number: else the next file
+    rigscope opens (a pipe to the job, the database) would take that number, and what is meant for it (the
+    card, the job's output) would land there. Messages and the card then go to the terminal, or nowhere."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd``, since the ones below are open
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 1:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - rigscope's own stdout for its whole life
+        elif fd == 2:
+            sys.stderr = _terminal_or_nothing()
+
+
+def _terminal_or_nothing() -> Any:
+    """Where messages go when standard error is closed: the controlling terminal, else /dev/null; never stdout
+    (``print(file=None)``, which a closed stderr's ``sys.stderr`` is, writes to standard output)."""
+    try:
+        return open("/dev/tty", "w", encoding="utf-8", errors="backslashreplace")
+    except OSError:
+        return open(os.devnull, "w")
+
+
 def main(args: argparse.Namespace) -> int:
+    if os.name == "posix":
+        _own_std_streams()
     argv = _command(args)
     settings, _problems = load_settings()
     interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
@@ -123,7 +154,26 @@ def _forward_signals(run: JobRun) -> dict[int, Any]:
     def handler(signum: int, frame: FrameType | None) -> None:
         run.forward(signum)
 
-    return {sig: signal.signal(sig, handler) for sig in FORWARDED}
+    previous = {sig: signal.signal(sig, handler) for sig in FORWARDED}
+    tstp = getattr(signal, "SIGTSTP", None)
+    if tstp is not None:
+        def suspend(signum: int, frame: FrameType | None) -> None:
+            _suspend_with_job(run, tstp, suspend)
+
+        previous[tstp] = signal.signal(tstp, suspend)
+    return previous
+
+
+def _suspend_with_job(run: JobRun, tstp: int, handler: Any) -> None:
+    """Ctrl+Z: the job is in a session of its own, out of the terminal's reach, so rigscope stops it, then itself;
+    ``fg`` (SIGCONT) wakes rigscope here, and it continues the job unless the guard holds it paused."""
+    run.hold(True)
+    signal.signal(tstp, signal.SIG_DFL)
+    try:
+        os.kill(os.getpid(), tstp)  # stopped here until SIGCONT (ignored by the kernel in an orphaned group)
+    finally:
+        signal.signal(tstp, handler)
+        run.hold(False)
 
 
 def _restore(previous: dict[int, Any]) -> None:

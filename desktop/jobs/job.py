@@ -183,8 +183,9 @@ class JobRun:
         self.pids[self.job.pid] = None
         if self._want_watchdog:
             try:
-                self.watchdog = Watchdog(self.job)
-                self.job.on_reader_gone = self.watchdog.drop
+                with self.job.relay_lock:  # no relay may close between handing its descriptor over and this
+                    self.watchdog = Watchdog(self.job)
+                    self.job.on_reader_gone = self.watchdog.drop
             except OSError as exc:
                 self.say(f"could not start the watchdog ({exc}): if rigscope is killed while the job is paused, "
                          f"continue it yourself with `kill -CONT -{self.job.pgid}`")
@@ -369,6 +370,15 @@ class JobRun:
         self.job.send_signal(sig)
         if self.guard is not None and self.guard.paused:
             self.job.cont(self._windows_pids())  # the next step reads it back: the guard takes it up from there
+
+    def hold(self, stop: bool) -> None:
+        """Stop the job with rigscope (Ctrl+Z), or continue it when rigscope continues (unless the guard holds it)."""
+        if self.job is None:
+            return
+        if stop:
+            self.job.stop(self._windows_pids())
+        elif self.guard is None or not self.guard.paused:
+            self.job.cont(self._windows_pids())
 
     def run(self) -> int:
         """Start (unless started), watch until the job ends, finish; the job's exit code."""

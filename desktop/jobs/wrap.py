@@ -163,6 +163,8 @@ class WrappedJob:
         self._exited_at: float | None = None
         #: Called with a relay's source descriptor when its reader went away (the watchdog closes its copy).
         self.on_reader_gone: Callable[[int], None] | None = None
+        #: Held while a relay closes early, and while its descriptors are handed to the watchdog.
+        self.relay_lock = threading.Lock()
         self.hook_errors = 0
         self._threads = [threading.Thread(target=self._pump, args=(r,), name=f"rigscope-run-relay-{r.stream}",
                                           daemon=True) for r in relays]
@@ -190,10 +192,11 @@ class WrappedJob:
                 except BrokenPipeError:
                     # The reader went away (`| head -1`): the job's next write must fail as it would unwrapped,
                     # so this end closes (and the watchdog's copy: ``on_reader_gone``) instead of draining forever.
-                    relay.closed = True
-                    os.close(src)
-                    if self.on_reader_gone is not None:
-                        self.on_reader_gone(src)
+                    with self.relay_lock:
+                        relay.closed = True
+                        os.close(src)
+                        if self.on_reader_gone is not None:
+                            self.on_reader_gone(src)
                     break
                 except OSError:  # our own output failed otherwise (a full disk): keep draining, the job must not block
                     broken = True

@@ -187,3 +187,98 @@ def test_bad_progress_lines_never_crash_the_run_they_are_skipped_and_counted(tmp
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
         (record,) = job_store.jobs(store)
     assert record.card is not None and record.throughput_unit == "tok/s"
+
+
+def test_a_reader_that_goes_away_ends_the_job_as_it_would_unwrapped(tmp_path: Path) -> None:
+    """Issue 21, defect 8: `rigscope run -- yes | head -1` never ended (rigscope drained the pipe for ever)."""
+    proc = _rigscope("--", "yes", db=tmp_path / "h.db", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"y\n"
+    proc.stdout.close()  # `head -1` exits
+    try:
+        code = proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert code == 128 + signal.SIGPIPE, err  # as a shell reports `yes` in that pipeline
+    assert "Traceback" not in err
+
+
+def test_a_daemon_that_outlives_the_job_is_not_killed_by_a_broken_pipe_when_rigscope_exits(tmp_path: Path) -> None:
+    """Issue 21, defect 8: rigscope's end of the output pipe closed with it, so the job's daemon died of SIGPIPE."""
+    pid_file = tmp_path / "daemon.pid"
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+            "    for i in range(400):\n"
+            "        print('tick', i, flush=True)\n"
+            "        time.sleep(0.02)\n"
+            "    os._exit(0)\n"
+            "time.sleep(0.1)\n")
+    out_path = tmp_path / "out"
+    with out_path.open("wb") as out:  # the reader stays: only rigscope's end may go away
+        proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        reader = subprocess.Popen(["cat"], stdin=proc.stdout, stdout=out)
+        proc.stdout.close()
+        daemon = 0
+        try:
+            assert proc.wait(30) == 0
+            daemon = int(pid_file.read_text())
+            time.sleep(1.0)  # the old watchdog left with rigscope; the daemon's next line raised SIGPIPE
+            assert psutil.pid_exists(daemon) and psutil.Process(daemon).status() != psutil.STATUS_ZOMBIE
+            size = out_path.stat().st_size
+            _until(lambda: out_path.stat().st_size > size, 5.0)  # still printing, passed on by the watchdog
+        finally:
+            if daemon and psutil.pid_exists(daemon):
+                os.kill(daemon, signal.SIGKILL)
+            reader.wait(20)
+    assert b"tick 0\n" in out_path.read_bytes()
+
+
+def test_ctrl_z_stops_the_job_with_rigscope_and_fg_continues_both(tmp_path: Path) -> None:
+    """Issue 21, defect 8: SIGTSTP stopped rigscope but not the job (its own session), which ran on unguarded."""
+    ready = tmp_path / "ready"
+    code = (f"import pathlib, time\n"
+            f"pathlib.Path({str(ready)!r}).touch()\n"
+            f"while True: time.sleep(0.01)\n")
+    # A process group of its own whose parent (pytest) is in the same session: not orphaned, so the kernel
+    # does not discard the stop (it does for an orphaned group, as a terminal's Ctrl+Z would be).
+    proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE, process_group=0)
+    try:
+        _until(ready.exists)
+        job = next(p for p in psutil.Process(proc.pid).children() if "pathlib" in " ".join(p.cmdline()))
+        rigscope = psutil.Process(proc.pid)
+        proc.send_signal(signal.SIGTSTP)
+        _until(lambda: rigscope.status() == psutil.STATUS_STOPPED and job.status() == psutil.STATUS_STOPPED, 10.0)
+        proc.send_signal(signal.SIGCONT)  # fg
+        _until(lambda: rigscope.status() != psutil.STATUS_STOPPED and job.status() != psutil.STATUS_STOPPED, 10.0)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait(10)
+
+
+def test_with_stderr_closed_the_card_never_goes_into_the_jobs_stdout(tmp_path: Path) -> None:
+    """Issue 21, defect 8: with `2>&-` the card (and every message) was printed into the job's stdout."""
+    code = "print('only this', flush=True)"
+    argv = [sys.executable, "-m", "desktop", "run", "--simulate", "--interval", "0.2", "--db", str(tmp_path / "h.db"),
+            "--", sys.executable, "-c", code]
+    # No controlling terminal (a new session): the card has nowhere to go but /dev/null.
+    proc = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", *argv], cwd=REPO, stdout=subprocess.PIPE,
+                          timeout=60, start_new_session=True, check=False)
+    assert proc.returncode == 0
+    assert proc.stdout == b"only this\n"
+    with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
+        (record,) = job_store.jobs(store)
+    assert record.card is not None
