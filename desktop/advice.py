@@ -25,6 +25,7 @@ from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_pr
 from advisor.rules import Recommendation, run_rules
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from advisor.thresholds import Thresholds
+from advisor.wording import duration_text, plural_word
 from desktop import config
 from desktop.errors import UserError
 from desktop.paths import config_dir, demo_db_path, resource_path
@@ -45,7 +46,8 @@ def _rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
             reader = csv.DictReader(handle)
             missing = [c for c in required if c not in (reader.fieldnames or [])]
             if missing:
-                raise UserError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(required)})")
+                raise UserError(f"{path}: missing {plural_word(len(missing), 'column')} {', '.join(missing)} "
+                                f"(expected {', '.join(required)})")
             return list(reader)
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from exc
@@ -135,19 +137,8 @@ class Advice:
 
 
 def span_text(seconds: float) -> str:
-    """How much history, in plain words: "45 seconds", "5 minutes", "1.5 hours", "6.0 days"."""
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        value, unit = round(seconds), "second"
-    elif seconds < 90 * 60:
-        value, unit = round(seconds / 60), "minute"
-    elif seconds < 48 * 3600:
-        hours = seconds / 3600
-        return f"{hours:.0f} hours" if hours.is_integer() else f"{hours:.1f} hours"
-    else:
-        days = seconds / 86400
-        return f"{days:.0f} days" if days.is_integer() else f"{days:.1f} days"
-    return f"{value} {unit}" + ("" if value == 1 else "s")
+    """How much history, in plain words: "45 seconds", "5 minutes", "1.5 hours", "6 days" (advisor.wording)."""
+    return duration_text(seconds)
 
 
 def usage_of(frame: HistoryFrame, index: int) -> Usage:

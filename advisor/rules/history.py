@@ -9,6 +9,7 @@ from advisor.frame import ProcessSamples, StressResult
 from advisor.rules import actions
 from advisor.rules.base import IDLE_UTIL_PCT, Evidence, Recommendation, RuleContext, Severity
 from advisor.stats import intervals_from_mask, values_at
+from advisor.wording import plural_word
 
 
 def idle_memory(ctx: RuleContext) -> list[Recommendation]:
@@ -93,7 +94,7 @@ def driver_change(ctx: RuleContext) -> list[Recommendation]:
         if not changes and not differs:
             continue
         evidence = (Evidence(f"Driver at the last stress test: {result.driver_version or 'unknown'}; now: "
-                             f"{now or 'unknown'}", float(len(changes) or 1), "change(s)"),
+                             f"{now or 'unknown'}", float(len(changes) or 1), plural_word(len(changes) or 1, "change")),
                     Evidence("Days since that test", (ctx.frame.end_s - result.ended_s) / 86400.0, "days"))
         when = changes[0].time_s if changes else ctx.frame.end_s
         out.append(Recommendation("driver_change", "info",

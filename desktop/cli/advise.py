@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 
 from advisor.profile import KIND_LABELS, KINDS
+from advisor.wording import count_text
 from desktop.advice import Advice, advice_json, compute_advice, load_recent_frame, open_history
 from desktop.cli.common import db_path, load_settings
 from desktop.errors import UserError
@@ -47,7 +48,7 @@ def format_advice(advice: Advice) -> str:
     line break smuggled in a name), so the lines are built without newlines of their own."""
     frame = advice.frame
     lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
-             f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({len(frame.gpus)} GPU(s))"
+             f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({count_text(len(frame.gpus), 'GPU')})"
              + ("  [demo data: a simulated week]" if frame.demo else "")]
     names = {g.meta.index: g.meta.name for g in frame.gpus}
     for prof in advice.profiles:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor.wording import count_text
 from desktop.cli.common import db_path, iso_local, time_range
 from desktop.errors import UserError
 from desktop.safetext import printable
@@ -75,7 +76,7 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdic
     keys = sorted(series)
     if gpu is not None:
         if gpu >= len(keys):
-            raise UserError(f"the log has {len(keys)} GPU(s); --gpu {gpu} is not one of them")
+            raise UserError(f"the log has {count_text(len(keys), 'GPU')}; --gpu {gpu} is not one of them")
         keys = [keys[gpu]]
     out = []
     for key in keys:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from advisor.wording import count_text, duration_text
 from desktop.cli.common import db_path
 from desktop.errors import UserError
 
@@ -31,9 +32,9 @@ def main(args: argparse.Namespace) -> int:
                           "gpus": summary.gpus, "rows": summary.counts, "seconds": round(summary.seconds, 2)},
                          indent=2))
     else:
-        days = (summary.end_s - summary.start_s) / 86400.0
-        print(f"Demo history written to {summary.path} (clearly labelled as demo data): {days:g} days, "
-              f"{len(summary.gpus)} simulated GPU(s) ({', '.join(summary.gpus)}), "
+        span = duration_text(summary.end_s - summary.start_s)
+        print(f"Demo history written to {summary.path} (clearly labelled as demo data): {span}, "
+              f"{count_text(len(summary.gpus), 'simulated GPU')} ({', '.join(summary.gpus)}), "
               f"{summary.counts['gpu_samples']:,} GPU samples, {summary.counts['events']:,} events, "
               f"in {summary.seconds:.1f} s.")
         print(f"Open it with: rigscope --db {summary.path}    or    rigscope advise --db {summary.path}")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.wording import count_text
 from desktop.cli.common import ProgressBar, db_path
 from desktop.errors import UserError
 from desktop.safetext import printable
@@ -116,7 +117,8 @@ def _print_import(report: dict[str, Any]) -> None:
         lines.append(f"{report['file']}: {report['error']}")
     else:
         skipped = report["skipped"]
-        lines.append(f"{report['file']}: {report['imported']:,} rows imported from {len(report['gpus'])} GPU(s), "
+        gpus = count_text(len(report["gpus"]), "GPU")
+        lines.append(f"{report['file']}: {report['imported']:,} rows imported from {gpus}, "
                      f"{report['rows'] - report['imported']:,} already stored or repeated, "
                      f"{len(skipped):,} lines skipped")
         if "machine" in report:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
+from advisor.wording import plural_word
 from desktop.history import blocks, codec, rollup_math
 from desktop.history.codec import fetch_columns
 from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
@@ -165,7 +166,8 @@ def run_query(store: HistoryDb, gpu_uuid: str, metrics: Sequence[str], start_s: 
               max_points: int = 2000, resolution: Resolution | None = None) -> QueryResult:
     unknown = [m for m in metrics if m not in QUERYABLE]
     if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(QUERYABLE))}")
+        raise ValueError(f"unknown {plural_word(len(unknown), 'metric')} {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(QUERYABLE))}")
     gpu_id = store.gpu_id(gpu_uuid)
     if gpu_id is None:
         empty = np.empty(0, dtype=np.float64)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.wording import count_text
 from desktop.errors import UserError
 from desktop.telemetry.model import GpuInfo
 
@@ -97,7 +98,7 @@ def cuda_index_problem(index: int, count: int, visible_devices: str | None = Non
         return None
     visible = f", CUDA_VISIBLE_DEVICES={visible_devices!r}" if visible_devices is not None else ""
     last = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0 only"
-    return f"there is no cuda:{index}: CUDA sees {count} GPU(s) ({last}{visible})"
+    return f"there is no cuda:{index}: CUDA sees {count_text(count, 'GPU')} ({last}{visible})"
 
 
 def map_cuda_device(identity: CudaIdentity, gpus: Sequence[GpuInfo]) -> GpuInfo:

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.clock_events import ClockEventReason
+from advisor.wording import count_text
 from desktop.stress.causes import (
     CAUSE_BITS,
     CAUSE_FAMILY,
@@ -271,7 +272,8 @@ def _best_level(signal: FloatArray, mask: BoolArray, window: int) -> float:
 
 
 def _no_data(trace: RunTrace, basis: str, unit: str) -> Verdict:
-    errors = (f"{trace.errors} result error(s) in {trace.checks} checks — the GPU computed wrong results. "
+    errors = (f"{count_text(trace.errors, 'result error')} in {count_text(trace.checks, 'check')} — "
+              "the GPU computed wrong results. "
               if trace.errors else "")
     return Verdict(status="errors" if trace.errors else "no_data", throttled=False, onset_s=None, peak=math.nan,
                    sustained=math.nan, sustained_ratio=math.nan, unit=unit, basis=basis, clock_ratio=None, cause=None,

@@ -14,6 +14,7 @@ import numpy as np
 
 from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.frame import StressResult
+from advisor.wording import count_text
 from desktop.safetext import printable
 from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
 from desktop.stress.power_cap import WHOLE_RUN_SHARE
@@ -121,7 +122,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
         else:
             text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
     if verdict.errors:
-        text = f"{verdict.errors} result error(s) in {verdict.checks} checks — the GPU computed wrong results. " + text
+        text = (f"{count_text(verdict.errors, 'result error')} in {count_text(verdict.checks, 'check')} — "
+                "the GPU computed wrong results. " + text)
     return text + "."
 
 

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.rules import Recommendation
+from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
@@ -210,7 +211,7 @@ class AdvisorPage(AdvicePage):
             self.cards.append(card)
         judged = span_text(advice.recorded_s)
         shown = len(advice.recommendations) - (0 if show_hidden else hidden_count)
-        text = (f"{shown} recommendation(s) from {judged} of recorded history"
+        text = (f"{count_text(shown, 'recommendation')} from {judged} of recorded history"
                 + (f" ({hidden_count} dismissed or snoozed)" if hidden_count else "")
                 + ("  [demo data: a simulated week]" if advice.frame.demo else ""))
         shortfall = advice.shortfall()

@@ -43,7 +43,7 @@ def test_import_reports_rows_and_skips_and_adds_nothing_twice(tmp_path: Path,
     log = str(DATA / "nvsmi_units_two_gpus.csv")
     assert cli.main(["import", log, "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "5 rows imported from 2 GPU(s)" in out and "2 lines skipped" in out
+    assert "5 rows imported from 2 GPUs" in out and "2 lines skipped" in out
     assert "line 6:" in out and "line 8: bad value 'lots %'" in out
     assert cli.main(["import", log, "--db", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["files"][0]

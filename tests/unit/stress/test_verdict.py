@@ -130,7 +130,7 @@ def test_result_errors_are_reported_first() -> None:
     verdict = judge(RunTrace(**{**run.__dict__, "errors": 3, "checks": 60}))
     assert verdict.status == "errors"
     assert verdict.errors == 3
-    assert verdict.sentence.startswith("3 result error(s) in 60 checks")
+    assert verdict.sentence.startswith("3 result errors in 60 checks")
 
 
 def test_too_few_samples_give_no_verdict() -> None:

@@ -1,0 +1,41 @@
+"""Counts and spans of time in plain words: "1 recommendation", "2 GPUs", "1 day", "1.5 hours".
+
+One copy for the CLI, the reports, the advisor's texts and the window, so that no message says
+"recommendation(s)", "stretch(es)", "GPU(s)" or "1 days". Pure (advisor imports nothing from desktop;
+desktop imports this).
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["count_text", "duration_text", "plural_word"]
+
+_SIBILANT_ENDINGS = ("s", "sh", "ch", "x", "z")
+
+
+def plural_word(count: float, singular: str, plural: str | None = None) -> str:
+    """``singular`` for exactly one, else ``plural`` (default: English's regular form, "stretch" -> "stretches")."""
+    if count == 1:
+        return singular
+    if plural is not None:
+        return plural
+    return singular + ("es" if singular.endswith(_SIBILANT_ENDINGS) else "s")
+
+
+def count_text(count: float, singular: str, plural: str | None = None) -> str:
+    """"1 recommendation", "2 GPUs", "1,234 samples", "0 errors": the number and the word that fits it."""
+    number = f"{count:,.0f}" if float(count).is_integer() else f"{count:,.1f}"
+    return f"{number} {plural_word(float(number.replace(',', '')), singular, plural)}"
+
+
+def duration_text(seconds: float) -> str:
+    """How long, in words: "45 seconds", "1 minute", "5 minutes", "1.5 hours", "1 day", "6.5 days"."""
+    seconds = max(0.0, seconds) if math.isfinite(seconds) else 0.0
+    if seconds < 90:
+        return count_text(round(seconds), "second")
+    if seconds < 90 * 60:
+        return count_text(round(seconds / 60), "minute")
+    if seconds < 48 * 3600:
+        return count_text(round(seconds / 3600, 1), "hour")
+    return count_text(round(seconds / 86400, 1), "day")
