@@ -1,21 +1,32 @@
 """`make device-check`: record what Rigscope sees on a real NVIDIA GPU, in under 8 minutes, as replayable fixtures.
 
+It runs under the GPU machine's own ``python3`` (``python3 tools/device_check.py``, or ``make
+device-check``): no virtual environment is created and nothing is downloaded. The machine needs
+numpy, psutil and nvidia-ml-py (and a CUDA build of torch for the stress runs); the few pure-Python
+packages it may lack (platformdirs) are unpacked beforehand into ``.device-deps/`` by
+``tools/fetch_wheels.py`` on a machine with network, and carried over with the checkout. A check of
+those imports runs first and says what is missing.
+
 On a machine with an NVIDIA GPU and driver it runs ``rigscope doctor --json``, ``nvidia-smi -q``
 (when present), 30 s of ``rigscope sample --json`` and a short stress test of each workload on
-``cuda:0``, and writes, under ``<out>/<gpu-name-slug>/``:
+``cuda:0`` while sampling the GPU once a second in this process, and writes, under
+``<out>/<gpu-name-slug>/`` (at most 8 files, each at most 16 MiB):
 
 - ``doctor.json``: GPUs, driver/CUDA/NVML versions, limits, thresholds, supported metrics;
-- ``samples.jsonl``: one ``rigscope sample --json`` line per second (process users blanked);
-- ``stress-<workload>.json``: each stress command's JSON result (verdict, throughput, cause);
+- ``samples.jsonl``: one ``rigscope sample --json`` line per second at idle (process users blanked);
+- ``samples-load.jsonl``: the same lines taken during each stress run, each with its ``phase``
+  (``stress-gemm`` ...): reason bits, throttle counters and GPM under load;
+- ``stress.json``: each stress command's JSON result by workload (verdict, throughput, cause);
 - ``nvidia-smi-q.txt``: the driver's own view, like ``../shared/realdata/nvidia-smi-q/``;
 - ``run.json``: every command, its exit code, duration and stderr, what was skipped and why.
 
-``tests/fakes/personalities.py``'s ``Personality.from_recording(doctor, samples)`` replays a
-recording under the driver-level NVML stand-in (tests/unit/telemetry/test_device_recordings.py).
+``tests/fakes/personalities.py``'s ``Personality.from_recording(doctor, samples, load=...)`` replays a
+recording under the driver-level NVML stand-in (tests/unit/telemetry/test_device_recordings.py),
+the under-load reason bits and counters included.
 A global deadline (default 450 s) bounds the whole run; a step that would not fit is skipped and
 named. Exit 0: everything recorded; 1: something failed or was skipped; 2: no NVIDIA GPU or
-driver here (nothing written), or a bad option. ``--simulate`` runs the same recording on the
-simulated GPU, into a folder you name, to check this script without a GPU.
+driver here (nothing written), a missing module, or a bad option. ``--simulate`` runs the same
+recording on the simulated GPU, into a folder you name, to check this script without a GPU.
 """
 
 from __future__ import annotations
@@ -31,16 +42,24 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REAL_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "real"
+#: Pure-Python packages tools/fetch_wheels.py unpacks for a machine without network (never installed).
+DEPS_DIR = REPO_ROOT / ".device-deps"
+#: What `rigscope doctor|sample|stress` import on the GPU machine; torch is probed on its own.
+REQUIRED_MODULES = ("numpy", "psutil", "pynvml", "platformdirs")
 WORKLOADS = ("gemm", "bandwidth", "train", "infer")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MAX_FILES = 8
+MAX_FILE_BYTES = 16 * 1024 * 1024
+LOAD_SAMPLE_INTERVAL_S = 1.0
 # 8 minutes less the grace a command killed at the deadline gets (15 s) and room to write files.
 DEFAULT_DEADLINE_S = 450.0
 DEFAULT_SAMPLE_S = 30
@@ -51,8 +70,10 @@ DEFAULT_STRESS_MINUTES = 1.0
 # A stress run is started only with its duration plus this much left before the deadline.
 STRESS_STARTUP_ALLOWANCE_S = 30.0
 STDERR_KEPT_CHARS = 4000
-RECORDED_FILES = ("doctor.json", "samples.jsonl", "nvidia-smi-q.txt", "run.json",
-                  *(f"stress-{w}.json" for w in WORKLOADS))
+RECORDED_FILES = ("doctor.json", "samples.jsonl", "samples-load.jsonl", "nvidia-smi-q.txt", "stress.json", "run.json")
+#: Files of the schema-1 layout, removed from a folder that is recorded again.
+_OLD_FILES = tuple(f"stress-{w}.json" for w in WORKLOADS)
+assert len(RECORDED_FILES) <= MAX_FILES
 
 
 @dataclass
@@ -99,9 +120,32 @@ def run_command(argv: Sequence[str], timeout_s: float, env: dict[str, str] | Non
     return Outcome(code, out, err, time.monotonic() - start)
 
 
+def import_path() -> list[str]:
+    """Where this checkout's code and its carried pure-Python packages are found (no install, no venv)."""
+    return [str(REPO_ROOT), *([str(DEPS_DIR)] if DEPS_DIR.is_dir() else [])]
+
+
+def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every command: this checkout and ``.device-deps`` first on PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join([*import_path(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    env["PIP_NO_INDEX"] = "1"  # nothing here may reach a package index
+    return env
+
+
+def missing_modules(modules: Sequence[str] = REQUIRED_MODULES) -> list[str]:
+    """The required modules this interpreter cannot import with ``import_path()`` (found, not imported)."""
+    import importlib.util
+
+    for entry in reversed(import_path()):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
 def rigscope_runner(workdir: Path) -> Runner:
     """Runs `rigscope ARGS` from this checkout, with private settings so defaults apply."""
-    env = dict(os.environ)
+    env = child_env()
     env["RIGSCOPE_CONFIG_DIR"] = str(workdir / "config")
     env["RIGSCOPE_DATA_DIR"] = str(workdir / "data")
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -149,6 +193,75 @@ _TORCH_PROBE = (
 )
 
 
+class TickSource(Protocol):
+    """What samples the GPU in this process: desktop.telemetry.sampler.Sampler (or a test's stand-in)."""
+
+    def tick(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def default_load_sampler(simulate: str | None) -> Callable[[], TickSource]:
+    def make() -> TickSource:
+        from desktop.telemetry.sampler import Sampler, open_gpu_backend, open_host_backend
+
+        return Sampler(open_gpu_backend(simulate), open_host_backend())
+
+    return make
+
+
+class LoadSampler:
+    """Samples the GPU while one stress command runs: a line at the start, one a second, one at the end.
+
+    The two synchronous lines make sure every workload has samples under load however fast the
+    machine; the thread adds the seconds in between.
+    """
+
+    def __init__(self, source: TickSource, phase: str, lines: list[dict[str, Any]],
+                 interval_s: float = LOAD_SAMPLE_INTERVAL_S) -> None:
+        self.source, self.phase, self.lines, self.interval_s = source, phase, lines, interval_s
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name=f"load-sampler-{phase}", daemon=True)
+
+    def take(self) -> None:
+        from desktop.telemetry.live import snapshot_json
+
+        with self._lock:
+            line = scrub_sample(snapshot_json(self.source.tick()))
+            line["phase"] = self.phase
+            self.lines.append(line)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.take()
+
+    def __enter__(self) -> LoadSampler:
+        self.take()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.take()
+
+
+def fit_lines(lines: list[str], max_bytes: int) -> tuple[list[str], int]:
+    """Evenly spaced lines whose total fits ``max_bytes`` (each ends in a newline); and how many were dropped."""
+    total = sum(len(line.encode()) for line in lines)
+    if total <= max_bytes or not lines:
+        return lines, 0
+    keep = max(1, int(len(lines) * max_bytes / total))
+    while keep > 1:
+        step = len(lines) / keep
+        kept = [lines[int(i * step)] for i in range(keep)]
+        if sum(len(line.encode()) for line in kept) <= max_bytes:
+            return kept, len(lines) - keep
+        keep -= 1
+    return [], len(lines)
+
+
 @dataclass
 class Recording:
     """One device check: its steps as they ran, and where the files go."""
@@ -168,6 +281,10 @@ class Recording:
     notes: list[str] = field(default_factory=list)
     torch: dict[str, Any] | None = None
     folder: Path | None = None
+    #: Opens what samples the GPU in this process during the stress runs (None: no samples under load).
+    load_sampler: Callable[[], TickSource] | None = None
+    load_lines: list[dict[str, Any]] = field(default_factory=list)
+    stress_results: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._start = self.monotonic()
@@ -192,8 +309,20 @@ class Recording:
         return outcome
 
     def write(self, name: str, text: str) -> None:
-        assert self.folder is not None
+        """Write one recorded file, within ``MAX_FILE_BYTES`` (a JSON-lines file keeps evenly spaced lines)."""
+        assert self.folder is not None and name in RECORDED_FILES
+        if len(text.encode()) > MAX_FILE_BYTES:
+            if not name.endswith(".jsonl"):
+                self.notes.append(f"{name}: {len(text.encode())} bytes is over {MAX_FILE_BYTES}: not written")
+                return
+            kept, dropped = fit_lines(text.splitlines(keepends=True), MAX_FILE_BYTES)
+            self.notes.append(f"{name}: {dropped} of {dropped + len(kept)} lines dropped to stay under "
+                              f"{MAX_FILE_BYTES} bytes")
+            text = "".join(kept)
         (self.folder / name).write_text(text, encoding="utf-8")
+
+    def write_jsonl(self, name: str, lines: list[dict[str, Any]]) -> None:
+        self.write(name, "".join(json.dumps(line) + "\n" for line in lines))
 
     def simulate_args(self) -> list[str]:
         return [] if self.simulate is None else [f"--simulate={self.simulate}"]
@@ -233,7 +362,7 @@ class Recording:
             raise RuntimeError("rigscope doctor listed no GPU")
         self.folder = self.out / slug(str(gpus[0].get("name") or "gpu"), len(gpus))
         self.folder.mkdir(parents=True, exist_ok=True)
-        for stale in RECORDED_FILES:  # an earlier recording's file for a step skipped now would mislead
+        for stale in (*RECORDED_FILES, *_OLD_FILES):  # an earlier recording's file for a skipped step would mislead
             (self.folder / stale).unlink(missing_ok=True)
         self.write("doctor.json", json.dumps(report, indent=2) + "\n")
         return report
@@ -266,7 +395,7 @@ class Recording:
                 continue
         self.steps[-1]["ok"] = outcome.exit_code == 0 and len(lines) == count
         self.steps[-1]["samples"] = len(lines)
-        self.write("samples.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+        self.write_jsonl("samples.jsonl", lines)
 
     def probe_torch(self) -> bool:
         outcome = self.step("torch", ["python", "-c", _TORCH_PROBE], 120.0, None)
@@ -278,8 +407,9 @@ class Recording:
         if self.torch is None or not self.torch.get("cuda_available"):
             build = f"torch {self.torch['version']}" if self.torch else "no PyTorch"
             for workload in self.workloads:
-                self.skip(f"stress-{workload}", f"{build} here cannot use CUDA: make clean && make device-check "
-                                                f"TORCH_SPEC=torch (a CUDA build of PyTorch)")
+                self.skip(f"stress-{workload}", f"{build} here cannot use CUDA: run this with a python3 that has "
+                                                f"a CUDA build of PyTorch (pip install torch; TORCH_SPEC=torch for "
+                                                f"the venv)")
             return False
         return True
 
@@ -287,6 +417,23 @@ class Recording:
         device = "sim" if self.simulate is not None else "cuda:0"
         if self.simulate is None and not self.probe_torch():
             return
+        source: TickSource | None = None
+        if self.load_sampler is not None:
+            try:
+                source = self.load_sampler()
+            except Exception as exc:  # a recording without samples under load still has its verdicts
+                self.notes.append(f"no samples under load: {type(exc).__name__}: {exc}")
+        try:
+            self._stress_each(device, source)
+        finally:
+            if source is not None:
+                source.close()
+        if self.stress_results:
+            self.write("stress.json", json.dumps(self.stress_results, indent=2) + "\n")
+        if self.load_lines:
+            self.write_jsonl("samples-load.jsonl", self.load_lines)
+
+    def _stress_each(self, device: str, source: TickSource | None) -> None:
         run_s = self.stress_minutes * 60.0
         for workload in self.workloads:
             name = f"stress-{workload}"
@@ -297,7 +444,13 @@ class Recording:
                 continue
             args = ["stress", "--workload", workload, "--minutes", f"{self.stress_minutes:g}", "--device", device,
                     "--json", "--db", str(self.out_db())]
-            outcome = self.step(name, args, run_s + 120.0, f"{name}.json")
+            if source is not None:
+                before = len(self.load_lines)
+                with LoadSampler(source, name, self.load_lines):
+                    outcome = self.step(name, args, run_s + 120.0, "stress.json")
+                self.steps[-1]["load_samples"] = len(self.load_lines) - before
+            else:
+                outcome = self.step(name, args, run_s + 120.0, "stress.json")
             try:
                 result = json.loads(outcome.stdout)
             except json.JSONDecodeError:
@@ -305,7 +458,7 @@ class Recording:
             # Exit 1 (throttled), 3 (errors) and 4 (guard) are verdicts: what the GPU did is the data.
             self.steps[-1]["ok"] = isinstance(result, dict) and not outcome.timed_out
             if isinstance(result, dict):
-                self.write(f"{name}.json", json.dumps(result, indent=2) + "\n")
+                self.stress_results[workload] = result
 
     def out_db(self) -> Path:
         return Path(tempfile.gettempdir()) / f"rigscope-device-check-{os.getpid()}.sqlite"
@@ -352,7 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, runner: Runner | None = None,
          monotonic: Callable[[], float] = time.monotonic,
-         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> int:
+         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+         load_sampler: Callable[[], TickSource] | None = None,
+         required_modules: Sequence[str] = REQUIRED_MODULES) -> int:
     args = build_parser().parse_args(argv)
 
     def refuse(message: str) -> int:
@@ -368,11 +523,19 @@ def main(argv: Sequence[str] | None = None, *, runner: Runner | None = None,
         return refuse("--deadline-s, --sample-s and --stress-minutes must be positive")
     if args.simulate is not None and (args.out is None or args.out.resolve() == REAL_FIXTURES.resolve()):
         return refuse(f"--simulate makes a synthetic recording: give --out DIR, not {REAL_FIXTURES}")
+    missing = missing_modules(required_modules)
+    if missing:
+        return refuse(f"{sys.executable} cannot import {', '.join(missing)}. On a machine with network run "
+                      f"`python3 tools/fetch_wheels.py` (pure-Python wheels unpacked into {DEPS_DIR.name}/, "
+                      "nothing installed) and bring that folder along; numpy, psutil, nvidia-ml-py and torch "
+                      "come with the GPU machine's own Python")
     out: Path = args.out if args.out is not None else REAL_FIXTURES
     with tempfile.TemporaryDirectory(prefix="rigscope-device-check-") as work:
         recording = Recording(out=out, simulate=args.simulate, deadline_s=args.deadline_s, sample_s=args.sample_s,
                               stress_minutes=args.stress_minutes, workloads=workloads,
-                              run=runner or rigscope_runner(Path(work)), monotonic=monotonic, now=now)
+                              run=runner or rigscope_runner(Path(work)), monotonic=monotonic, now=now,
+                              load_sampler=load_sampler if load_sampler is not None
+                              else default_load_sampler(args.simulate))
         try:
             return recording.record()
         except NoGpu as exc:

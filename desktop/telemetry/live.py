@@ -26,6 +26,7 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
         # Absolute °C on every GPU, also where NVML gave it relative to the thermal limit (Ada and newer).
         entry["temp_slowdown_c"] = reading.info.temp_slowdown_c
         entry["slowdown_headroom_c"] = slowdown_headroom_c(reading.info, reading.sample)
+        entry["memory_temperature_c"] = reading.memory_temperature_c  # HBM, where the GPU has the sensor
         gpus.append(entry)
     return {
         "time_s": snapshot.time_s,

@@ -217,12 +217,15 @@ class Personality:
 
     @classmethod
     def from_recording(cls, doctor_json: dict[str, Any], samples: list[dict[str, Any]],
-                       key: str = "recorded") -> Personality:
+                       key: str = "recorded", load: list[dict[str, Any]] | None = None) -> Personality:
         """A personality from ``rigscope doctor --json`` and ``rigscope sample --json`` lines of one machine.
 
         Values come from the doctor report and the first sample that read each GPU; a metric doctor
         lists as unsupported, or a null in the sample, becomes NotSupported. The driver branch is
-        taken from the driver version (R470-, R535-style or newer).
+        taken from the driver version (R470-, R535-style or newer). ``load`` (the device check's
+        ``samples-load.jsonl``) replays the run under load: its reason masks become the GPU's
+        clock-event timeline from the driver's start, one line a recorded second apart, and the
+        supported counters count the time their bit is set in it, at the branch's field ids.
         """
         version = str(doctor_json.get("driver_version") or "550.0")
         head = version.split(".", 1)[0]
@@ -249,6 +252,9 @@ class Personality:
             index = int(report["index"])
             gpus.append(_gpu_from_recording(report, by_index.get(index, {}), processes.get(index, []), interval_s,
                                             _counter_metrics(version)))
+        if load:
+            for gpu in gpus:
+                _replay_load(gpu, load, gpus.index(gpu))
         return cls(key, f"recorded: {doctor_json.get('source', {}).get('detail', '?')}", driver, gpus)
 
 
@@ -322,6 +328,45 @@ def _gpu_from_recording(report: dict[str, Any], sample: dict[str, Any], procs: l
         processes=procs,
         **tlimit,
     )
+
+
+_CAUSE_BITS = {"clock_event_sw_power_cap_s": 0x4, "clock_event_sw_thermal_s": 0x20,
+               "clock_event_hw_thermal_s": 0x40, "clock_event_hw_power_brake_s": 0x80}
+
+
+def _replay_load(gpu: GpuSpec, load: list[dict[str, Any]], position: int) -> None:
+    """The recorded reason masks under load as ``gpu``'s timeline; its counters integrate them."""
+    steps: list[tuple[float, int]] = []
+    start: float | None = None
+    for line in load:
+        entries = [g for g in line.get("gpus", []) if g.get("state") == "ok"]
+        if position >= len(entries) or entries[position].get("clock_event_reasons") is None:
+            continue
+        t = float(line.get("time_s", 0.0))
+        start = t if start is None else start
+        steps.append((t - start, int(entries[position]["clock_event_reasons"])))
+    if not steps:
+        return
+    gpu.clock_event_timeline = tuple(steps)
+    counters = dict(gpu.clock_event_ns_per_s)
+    gpu.clock_event_ns_per_s = {}
+    by_fid = {fid: _CAUSE_BITS[name] for name, fid in _counter_metrics_by_fid(counters)}
+    gpu.counter_field_bits = by_fid
+
+
+def _counter_metrics_by_fid(counters: dict[int, float]) -> list[tuple[str, int]]:
+    """(cause, field id) for each counter field the recording answered (its branch's ids)."""
+    out = []
+    for fid in counters:
+        if fid == 74:
+            out.append(("clock_event_sw_power_cap_s", fid))
+        elif fid in (251, 269):
+            out.append(("clock_event_sw_thermal_s", fid))
+        elif fid in (252, 270):
+            out.append(("clock_event_hw_thermal_s", fid))
+        elif fid in (253, 271):
+            out.append(("clock_event_hw_power_brake_s", fid))
+    return out
 
 
 # --- the personalities ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,8 +72,30 @@ class FakeMachine:
         raise AssertionError(f"unexpected command {args}")
 
 
-def _record(tmp_path: Path, machine: FakeMachine, *extra: str) -> int:
-    return main(["--out", str(tmp_path), *extra], runner=machine, monotonic=machine.clock, now=lambda: NOW)
+class FakeSampler:
+    """A fake backend sampled in the script's own process during each stress run (counts its ticks)."""
+
+    def __init__(self) -> None:
+        from desktop.telemetry.sampler import Sampler
+        from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+        self.sampler = Sampler(SimulatedBackend(parse_profile_list("h100")), clock=lambda: 1_777_000_000.0)
+        self.ticks = 0
+        self.closed = False
+
+    def tick(self) -> Any:
+        self.ticks += 1
+        return self.sampler.tick()
+
+    def close(self) -> None:
+        self.closed = True
+        self.sampler.close()
+
+
+def _record(tmp_path: Path, machine: FakeMachine, *extra: str, sampler: FakeSampler | None = None) -> int:
+    source = sampler or FakeSampler()
+    return main(["--out", str(tmp_path), *extra], runner=machine, monotonic=machine.clock, now=lambda: NOW,
+                load_sampler=lambda: source)
 
 
 def test_without_an_nvidia_gpu_it_exits_2_and_writes_nothing(tmp_path, capsys):
@@ -89,8 +112,10 @@ def test_a_gpu_machine_gets_every_step_recorded_within_the_deadline(tmp_path, mo
     assert _record(tmp_path, machine) == 0
     folder = tmp_path / "nvidia-h200"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["doctor.json", "samples.jsonl", "nvidia-smi-q.txt", "run.json",
-         "stress-gemm.json", "stress-bandwidth.json", "stress-train.json", "stress-infer.json"])
+        ["doctor.json", "samples.jsonl", "samples-load.jsonl", "nvidia-smi-q.txt", "run.json", "stress.json"])
+    assert len(list(folder.iterdir())) <= device_check.MAX_FILES
+    assert all(p.stat().st_size <= device_check.MAX_FILE_BYTES for p in folder.iterdir())
+    assert sorted(json.loads((folder / "stress.json").read_text())) == sorted(device_check.WORKLOADS)
     stress = [args for args, _, _ in machine.calls if args[0] == "stress"]
     assert [a[a.index("--workload") + 1] for a in stress] == ["gemm", "bandwidth", "train", "infer"]
     assert all(a[a.index("--device") + 1] == "cuda:0" and "--json" in a and "--db" in a for a in stress)
@@ -112,7 +137,7 @@ def test_the_deadline_skips_a_run_that_would_not_fit_and_says_so(tmp_path, capsy
     run = json.loads((tmp_path / "nvidia-h200" / "run.json").read_text())
     assert [s["name"] for s in run["skipped"]] == ["stress-infer"]
     assert "deadline" in run["skipped"][0]["reason"]
-    assert not (tmp_path / "nvidia-h200" / "stress-infer.json").exists()
+    assert "infer" not in json.loads((tmp_path / "nvidia-h200" / "stress.json").read_text())
     assert run["complete"] is False
     assert "skipped stress-infer" in capsys.readouterr().err
 
@@ -121,7 +146,7 @@ def test_a_cpu_build_of_torch_skips_the_stress_runs_with_the_fix(tmp_path, capsy
     assert _record(tmp_path, FakeMachine(cuda=False)) == 1
     run = json.loads((tmp_path / "nvidia-h200" / "run.json").read_text())
     assert [s["name"] for s in run["skipped"]] == [f"stress-{w}" for w in device_check.WORKLOADS]
-    assert all("TORCH_SPEC=torch" in s["reason"] for s in run["skipped"])
+    assert all("CUDA build of PyTorch" in s["reason"] for s in run["skipped"])
     assert (tmp_path / "nvidia-h200" / "doctor.json").is_file()
     assert (tmp_path / "nvidia-h200" / "samples.jsonl").is_file()
 
@@ -129,9 +154,10 @@ def test_a_cpu_build_of_torch_skips_the_stress_runs_with_the_fix(tmp_path, capsy
 def test_a_new_recording_replaces_the_old_files_of_its_gpu(tmp_path):
     folder = tmp_path / "nvidia-h200"
     folder.mkdir()
-    (folder / "stress-train.json").write_text("{}")
+    (folder / "stress-train.json").write_text("{}")  # the schema-1 layout
+    (folder / "stress.json").write_text("{}")
     assert _record(tmp_path, FakeMachine(cuda=False)) == 1
-    assert not (folder / "stress-train.json").exists()
+    assert not (folder / "stress-train.json").exists() and not (folder / "stress.json").exists()
 
 
 @pytest.mark.parametrize("argv", [
@@ -169,7 +195,8 @@ def test_a_synthetic_recording_of_the_simulated_gpu_has_every_file_in_its_schema
     assert main(["--simulate", "--out", str(tmp_path), "--sample-s", "3", "--stress-minutes", "0.02"]) == 0
     (folder,) = tmp_path.iterdir()
     assert folder.name == "nvidia-geforce-rtx-4090-laptop-gpu-simulated"
-    assert sorted(p.name for p in folder.iterdir()) == ["doctor.json", "run.json", "samples.jsonl", "stress-gemm.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["doctor.json", "run.json", "samples-load.jsonl",
+                                                        "samples.jsonl", "stress.json"]
     check_recording(folder)
     run = json.loads((folder / "run.json").read_text())
     assert run["simulated"] is True and run["complete"] is True and run["workloads"] == ["gemm"]
@@ -194,12 +221,76 @@ def check_recording(folder: Path) -> None:
     assert run["elapsed_s"] <= run["deadline_s"]
     for step in run["steps"]:
         assert {"name", "command", "exit_code", "timed_out", "duration_s", "stderr", "file", "ok"} <= set(step)
+    stress = json.loads((folder / "stress.json").read_text()) if (folder / "stress.json").exists() else {}
+    load = [json.loads(t) for t in (folder / "samples-load.jsonl").read_text().splitlines()] \
+        if (folder / "samples-load.jsonl").exists() else []
     for workload in run["workloads"]:
-        path = folder / f"stress-{workload}.json"
         if any(s["name"] == f"stress-{workload}" for s in run["skipped"]):
-            assert not path.exists()
+            assert workload not in stress
+            assert not [line for line in load if line["phase"] == f"stress-{workload}"]
             continue
-        result = json.loads(path.read_text())
+        result = stress[workload]
         assert result["workload"] == workload
+        assert [line for line in load if line["phase"] == f"stress-{workload}"]
         assert {"exit_code", "status", "verdict", "gpu"} <= set(result)
         assert {"status", "throttled", "sustained_ratio", "sentence"} <= set(result["verdict"])
+    assert len(list(folder.iterdir())) <= device_check.MAX_FILES
+
+
+def test_samples_are_recorded_during_each_stress_workload(tmp_path):
+    sampler = FakeSampler()
+    assert _record(tmp_path, FakeMachine(), sampler=sampler) == 0
+    folder = tmp_path / "nvidia-h200"
+    load = [json.loads(t) for t in (folder / "samples-load.jsonl").read_text().splitlines()]
+    phases = [line["phase"] for line in load]
+    for workload in device_check.WORKLOADS:  # one at its start and one at its end, whatever the speed
+        assert phases.count(f"stress-{workload}") >= 2
+    assert phases == sorted(phases, key=lambda p: device_check.WORKLOADS.index(p.removeprefix("stress-")))
+    assert all(line["gpus"] and "clock_event_reasons" in line["gpus"][0] for line in load)
+    run = json.loads((folder / "run.json").read_text())
+    assert all(s["load_samples"] >= 2 for s in run["steps"] if s["name"].startswith("stress-"))
+    assert sampler.closed and sampler.ticks == len(load)
+
+
+def test_it_never_creates_a_venv_installs_or_reaches_the_network(tmp_path, monkeypatch):
+    import socket
+    import subprocess
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the device check reached for the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    started: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, *a, **k: started.append(list(argv)) or no_network())
+    machine = FakeMachine()
+    assert _record(tmp_path, machine) == 0
+    assert started == []  # every command went through the given runner
+    for args, _, _ in machine.calls:
+        assert not {"pip", "venv", "ensurepip", "install"} & set(args), args
+    env = device_check.child_env({"PATH": "/usr/bin"})
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(device_check.REPO_ROOT)
+    assert env["PIP_NO_INDEX"] == "1" and "VIRTUAL_ENV" not in env
+
+
+def test_a_missing_module_is_named_with_the_fix_and_nothing_runs(tmp_path, capsys):
+    machine = FakeMachine()
+    code = main(["--out", str(tmp_path)], runner=machine, load_sampler=FakeSampler,
+                required_modules=("numpy", "no_such_module_xyz"))
+    assert code == 2 and machine.calls == []
+    err = capsys.readouterr().err
+    assert "cannot import no_such_module_xyz" in err and "tools/fetch_wheels.py" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_over_the_size_limit_keeps_evenly_spaced_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr(device_check, "MAX_FILE_BYTES", 6_000)
+    machine = FakeMachine()
+    assert _record(tmp_path, machine) == 0
+    folder = tmp_path / "nvidia-h200"
+    assert all(p.stat().st_size <= 6_000 for p in folder.iterdir() if p.suffix == ".jsonl")
+    run = json.loads((folder / "run.json").read_text())
+    assert any("lines dropped" in note for note in run["notes"])
+    lines = [f"{i:03d}\n" for i in range(100)]
+    kept, dropped = device_check.fit_lines(lines, 40)
+    assert len(kept) == 10 and dropped == 90 and kept[0] == "000\n" and kept[1] == "010\n"

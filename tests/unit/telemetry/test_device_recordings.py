@@ -74,3 +74,40 @@ def test_a_recording_replays_through_doctor_and_sample(recording: str | Path, re
             if first.get(key) is not None:
                 assert now_gpu[key] == pytest.approx(first[key], abs=0.5), key
     driver.check()
+
+
+def test_the_synthetic_recording_has_samples_under_load(synthetic: Path) -> None:
+    load = [json.loads(line) for line in (synthetic / "samples-load.jsonl").read_text().splitlines()]
+    assert load and {line["phase"] for line in load} == {"stress-gemm"}
+
+
+def test_an_under_load_recording_replays_its_reason_bits_and_counters(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A recording as the device check writes it on an H200 under R580.159 (modelled lines): the cap
+    # for 3 s, then HW thermal for 4 s, then the cap again.
+    counters = {name: True for name in ("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s",
+                                        "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")}
+    recorded = {"driver_version": "580.159.03", "cuda_version": "13.0", "source": {"detail": "NVML"},
+                "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-h200", "vram_total_mib": 143771.0,
+                          "metrics": {"temperature_c": True, "power_w": True, "clock_event_reasons": True,
+                                      **counters}}]}
+    idle = [{"time_s": 0.0, "gpus": [{"index": 0, "state": "ok", "temperature_c": 30.0, "power_w": 80.0,
+                                      "clock_event_reasons": 1, **dict.fromkeys(counters, 0.0)}]}]
+    masks = [0x4] * 3 + [0x48] * 4 + [0x4] * 3
+    load = [{"time_s": 100.0 + i, "phase": "stress-gemm",
+             "gpus": [{"index": 0, "state": "ok", "clock_event_reasons": m}]} for i, m in enumerate(masks)]
+    personality = Personality.from_recording(recorded, idle, load=load)
+    assert personality.gpus[0].counter_field_bits == {74: 0x4, 269: 0x20, 270: 0x40, 271: 0x80}
+    from desktop.telemetry.nvml import NvmlBackend
+
+    driver = NvmlDriver(personality)
+    backend = NvmlBackend.open(driver.install(monkeypatch))
+    try:
+        readings = [backend.sample(1000.0 + i)[0].sample for i in range(9)]
+    finally:
+        backend.close()
+    assert all(r is not None for r in readings)
+    seen = [r.clock_event_reasons for r in readings if r is not None]
+    assert 0x48 in seen and 0x4 in seen
+    hw_thermal = sum((r.clock_event_hw_thermal_s or 0.0) for r in readings if r is not None)
+    assert hw_thermal == pytest.approx(4.0)  # the recorded 4 s of HW thermal, counted at 270
+    driver.check()
