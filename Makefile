@@ -84,12 +84,15 @@ screenshots: $(TEST_STAMP)
 	RIGSCOPE_SCREENSHOTS=resources/screenshots $(BIN)/python -m pytest -q \
 	  tests/unit/ui/test_stress_page.py -k one_click_sustained
 
-# On a machine with an NVIDIA GPU (and a CUDA build of PyTorch: `make device-check
-# TORCH_SPEC=torch` on a fresh .venv), in under 8 minutes: doctor, 30 s of samples and a
-# 1-minute stress test of each workload, saved under tests/fixtures/real/<gpu> for the
-# driver-level NVML stand-in to replay. Exit 2, saying why, where there is no GPU.
-device-check: $(STAMP)
-	$(BIN)/python tools/device_check.py --out tests/fixtures/real
+# On a machine with an NVIDIA GPU, in under 8 minutes: doctor, 30 s of samples and a 1-minute
+# stress test of each workload with samples taken during it, saved under tests/fixtures/real/<gpu>
+# for the driver-level NVML stand-in to replay. Runs under the machine's own python3 (numpy, psutil,
+# nvidia-ml-py and a CUDA torch there): no venv, no network. The pure-Python packages it may lack
+# come from `python3 tools/fetch_wheels.py`, run beforehand where there is network (.device-deps/).
+# Exit 2, saying why, where there is no GPU or a module is missing.
+DEVICE_PYTHON ?= python3
+device-check:
+	$(DEVICE_PYTHON) tools/device_check.py --out tests/fixtures/real
 
 demo: $(STAMP)
 	$(BIN)/rigscope demo
