@@ -66,7 +66,7 @@ class RigscopeApp(QObject):
 
     def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
                  settings_path: Path | None = None, tray_available: bool | None = None,
-                 end_process: Callable[[int], str | None] | None = None,
+                 end_process: Callable[[int, float | None], str | None] | None = None,
                  service: Callable[[bool], None] | None = None, db_path: Path | None = None,
                  stress_clock: Clock | None = None, demo_path: Path | None = None) -> None:
         super().__init__()

@@ -150,7 +150,7 @@ def build(history_db: Path | None, end_s: float) -> tuple[QApplication, Rigscope
     settings = Settings()
     settings = dataclasses.replace(settings, costs=dataclasses.replace(settings.costs, purchase_price=PURCHASE_PRICE))
     app = RigscopeApp(qt_app, sampler, settings, recording, tray_available=False,
-                      end_process=lambda pid: None,  # never clicked: it only enables the button
+                      end_process=lambda pid, started_s: None,  # never clicked: it only enables the button
                       db_path=history_db, settings_path=Path(os.devnull) if history_db is None else
                       history_db.with_name("settings.toml"))
     app.window.resize(*SIZE)

@@ -144,8 +144,9 @@ class SimulatedMachine:
         manual = self.manual
         return manual.workloads() if manual is not None else []
 
-    def end_process(self, pid: int) -> str | None:
-        """The window's "End process" on a simulated process: stop its workload (an error message, or None)."""
+    def end_process(self, pid: int, started_s: float | None = None) -> str | None:
+        """The window's "End process" on a simulated process: stop its workload (an error message, or None).
+        ``started_s`` is for the real ender's signature: a simulated PID is never handed out again."""
         manual = self.manual
         if manual is not None:
             for index in range(len(self.infos)):
@@ -228,8 +229,8 @@ class SimulatedBackend:
     def reinit(self) -> None:
         self.machine.reinit()
 
-    def end_process(self, pid: int) -> str | None:
-        return self.machine.end_process(pid)
+    def end_process(self, pid: int, started_s: float | None = None) -> str | None:
+        return self.machine.end_process(pid, started_s)
 
     def close(self) -> None:
         pass

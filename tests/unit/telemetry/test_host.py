@@ -38,7 +38,8 @@ def test_describe_fills_name_user_and_ownership_and_keeps_unknown_pids() -> None
 def test_end_process_ends_an_own_process() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        assert end_process(child.pid) is None
+        started = PsutilHost().describe([GpuProcess(pid=child.pid, gpu_index=0, name="?")])[0].started_s
+        assert end_process(child.pid, started) is None
         assert child.wait(timeout=5) is not None
     finally:
         if child.poll() is None:

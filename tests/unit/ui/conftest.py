@@ -149,7 +149,7 @@ def make_app(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
 
     def build(profiles: str = "rtx4090-laptop", *, settings: Settings | None = None, tray: bool = False,
               recording: Recording | None = None, clock: FakeClock | None = None,
-              end_process: Callable[[int], str | None] | None = None) -> Harness:
+              end_process: Callable[[int, float | None], str | None] | None = None) -> Harness:
         clock = clock or FakeClock()
         backend = SimulatedBackend(parse_profile_list(profiles), user="me")
         sampler = Sampler(backend, None, clock=clock, monotonic=clock.monotonic, process_period_s=0.0)

@@ -45,7 +45,7 @@ def test_plain_tooltip_survives_qts_rich_text_guess() -> None:
 
 
 def test_every_label_tooltip_and_message_box_shows_a_hostile_name_as_text(make_app, monkeypatch) -> None:
-    h = make_app("rtx4090-laptop,rtx4090", end_process=lambda pid: None)
+    h = make_app("rtx4090-laptop,rtx4090", end_process=lambda pid, started_s: None)
     h.app.window.show()
     h.clock.now_s += 1.0
     # the very first snapshot carries the names: the cards take their name label from it
