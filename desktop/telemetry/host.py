@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +19,8 @@ from typing import NamedTuple
 
 import psutil
 
+from desktop.safetext import printable
+from desktop.telemetry import owned
 from desktop.telemetry.attribution import (
     RuntimeStateFiles,
     StateLookup,
@@ -217,21 +220,68 @@ class PsutilHost:
         return _Details(name, user, cpu, started)
 
 
-def end_process(pid: int, timeout_s: float = 3.0) -> str | None:
-    """Terminate a process the user owns; returns an error message for the user, or None."""
+#: How far a process's start may differ from the one confirmed and still be that process (the boot time psutil
+#: adds can move by a second with the wall clock; a PID handed out again takes a full lap of PIDs).
+SAME_START_S = 0.5
+
+
+def end_process(pid: int, started_s: float | None, timeout_s: float = 3.0) -> str | None:
+    """Terminate the process the user confirmed, ``pid`` started at ``started_s`` (epoch s, as psutil gave it when
+    the row was shown), if they own it: SIGTERM, then SIGKILL after ``timeout_s``. An error message, or None.
+
+    The PID may have been handed to another process while the question was open: each signal goes only to a
+    process whose start is the confirmed one, checked at that moment. On Linux the process is held by a pidfd
+    opened before the check, so SIGTERM and the SIGKILL after it reach that process or none; elsewhere the start
+    is read again just before each signal."""
+    pinned: owned.Pinned | None = None
     try:
-        proc = psutil.Process(pid)
+        if sys.platform.startswith("linux"):
+            try:
+                pinned = owned.Pinned(pid)
+            except ProcessLookupError:
+                return None  # it ended by itself
+        proc = psutil.Process(pid)  # read after the pin: if its start is the confirmed one, the pin holds it
+        refusal = _not_confirmed(proc, started_s)
+        if refusal is not None:
+            return refusal
         if os.name != "nt" and proc.uids().real != os.getuid():
             return f"Process {pid} belongs to another user; Rigscope only ends your own processes."
+        if pinned is not None and pinned.exact:
+            pinned.send(signal.SIGTERM)
+            if not pinned.wait(timeout_s):
+                pinned.send(signal.SIGKILL)  # through the same pidfd: the same process, or none
+            return None
         proc.terminate()
         try:
             proc.wait(timeout=timeout_s)
         except psutil.TimeoutExpired:
+            refusal = _not_confirmed(psutil.Process(pid), started_s)
+            if refusal is not None:
+                return refusal
             proc.kill()
-    except psutil.NoSuchProcess:
+    except (psutil.NoSuchProcess, ProcessLookupError):
         return None
-    except psutil.AccessDenied:
+    except (psutil.AccessDenied, PermissionError):
         return f"Not allowed to end process {pid}."
+    finally:
+        if pinned is not None:
+            pinned.close()
+    return None
+
+
+def _not_confirmed(proc: psutil.Process, started_s: float | None) -> str | None:
+    """Why ``proc`` is not the process the user confirmed (None: it is)."""
+    if started_s is None:
+        return (f"Process {proc.pid}: its start time is unknown, so Rigscope cannot tell it is still the process "
+                "shown; nothing was ended.")
+    now = float(proc.create_time())
+    if abs(now - started_s) > SAME_START_S:
+        try:
+            name = f" ({printable(proc.name())})"
+        except psutil.Error:
+            name = ""
+        return (f"Process {proc.pid} is no longer the process you confirmed: it ended and its PID now belongs to "
+                f"another process{name}; nothing was ended.")
     return None
 
 

@@ -204,3 +204,46 @@ def environ_has(pid: int, needle: bytes, proc: str = PROC) -> bool:
     except OSError:
         return False
     return needle in data.split(b"\0")
+
+
+class Pinned:
+    """One process held from the moment it is looked at: by a pidfd where the kernel has them (a signal through
+    it reaches that process or fails, whoever has the PID by then), else by the PID alone (``exact`` False: the
+    caller checks the start time again before each signal). Raises ProcessLookupError when no process has the PID.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd: int | None = None
+        if _HAVE_PIDFD:
+            try:
+                self.fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                raise
+            except OSError:  # ENOSYS, EMFILE: by PID, checked by the caller
+                self.fd = None
+
+    @property
+    def exact(self) -> bool:
+        return self.fd is not None
+
+    def send(self, sig: int) -> None:
+        """``sig`` to the pinned process (ProcessLookupError: it ended; PermissionError: not ours to signal)."""
+        if self.fd is not None:
+            signal.pidfd_send_signal(self.fd, sig)
+        else:
+            os.kill(self.pid, sig)
+
+    def wait(self, timeout_s: float) -> bool | None:
+        """Whether the pinned process ended within ``timeout_s``; None without a pidfd (cannot tell here)."""
+        if self.fd is None:
+            return None
+        import select
+
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout_s))
+        return bool(ready)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

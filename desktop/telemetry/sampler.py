@@ -112,12 +112,13 @@ class Sampler:
         self.gpu.close()
 
 
-def end_process(pid: int) -> str | None:
-    """End a GPU process the user owns (the UI's "End process"); an error message, or None.
+def end_process(pid: int, started_s: float | None) -> str | None:
+    """End a GPU process the user owns and confirmed (the UI's "End process"): ``pid`` started at ``started_s``
+    (epoch s), signalled only while that PID is still that process; an error message, or None.
 
     The UI may not import the host backend (it reaches backends only through here), so this
     thin wrapper imports it lazily.
     """
     from desktop.telemetry.host import end_process as host_end_process
 
-    return host_end_process(pid)
+    return host_end_process(pid, started_s)

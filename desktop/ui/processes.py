@@ -44,6 +44,9 @@ NUMERIC_COLUMNS = frozenset({0, 3, 4, 5, 6, *UTIL_COLUMNS})
 VISUAL_ORDER = (0, 1, 2, 3, 4, 7, 8, 9, 10, 5, 6, 11, 12)
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 AnyIndex = QModelIndex | QPersistentModelIndex
+#: Ends the process ``pid`` that started at ``started_s`` (epoch s) once the user confirmed it: an error message or
+#: None. The start is the confirmed process's identity: the PID may belong to another process by the time it acts.
+EndProcess = Callable[[int, float | None], str | None]
 #: How far back the selected process's utilization chart reaches (from the live snapshots).
 HISTORY_WINDOW_S = 600.0
 
@@ -168,7 +171,7 @@ class ProcessModel(QAbstractTableModel):
 class ProcessesPage(QWidget):
     """The table, a filter box and an End process button (enabled for your own processes only)."""
 
-    def __init__(self, theme: Theme, end_process: Callable[[int], str | None] | None = None,
+    def __init__(self, theme: Theme, end_process: EndProcess | None = None,
                  confirm: Callable[[GpuProcess], bool] | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.theme = theme
@@ -332,7 +335,9 @@ class ProcessesPage(QWidget):
             return
         if not self._confirm(proc):
             return
-        error = self._end_process(proc.pid)
+        # The row as it was confirmed: (pid, start). A refresh while the question was open may show another
+        # process under that PID; the ender signals only the one confirmed, checked when it acts.
+        error = self._end_process(proc.pid, proc.started_s)
         self.message.setText(error or f"Asked {proc.name} (pid {proc.pid}) to end.")
         self.message.setStyleSheet(f"color: {self.theme.bad if error else self.theme.muted};")
         self.message.show()

@@ -61,7 +61,7 @@ def test_end_process_only_for_own_processes_after_confirmation(qtbot):
         asked.append(proc.pid)
         return answer["value"]
 
-    page = make_page(qtbot, end_process=lambda pid: ended.append(pid), confirm=confirm)
+    page = make_page(qtbot, end_process=lambda pid, started_s: ended.append(pid), confirm=confirm)
     page.filter.setText("Xorg")
     page.table.selectRow(0)
     assert page.selected().pid == 12
@@ -80,7 +80,8 @@ def test_end_process_only_for_own_processes_after_confirmation(qtbot):
 
 
 def test_an_error_from_ending_is_shown(qtbot):
-    page = make_page(qtbot, end_process=lambda pid: "Not allowed to end process 900.", confirm=lambda p: True)
+    page = make_page(qtbot, end_process=lambda pid, started_s: "Not allowed to end process 900.",
+                     confirm=lambda p: True)
     page.filter.setText("train")
     page.table.selectRow(0)
     page.end_selected()
