@@ -122,6 +122,9 @@ class ProcessSamples:
     name_id: IntArray
     names: tuple[str, ...]
     users: tuple[str | None, ...] = ()
+    #: Per row: True for a compute (or mixed) process, False for a graphics-only one (Xorg, a
+    #: compositor, a game); None where the kinds are not known (every row then counts as work).
+    compute: npt.NDArray[np.bool_] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, IntArray, ProcessSamples
-from advisor.stats import Interval, busy_intervals, busy_seconds, fmt_hours, mean_util_while_busy, rows_in
+from advisor.stats import Interval, busy_intervals, busy_seconds, fmt_hours, rows_in, weighted_mean
 
 TRAINING = "training"
 BURSTS = "bursts"
@@ -99,15 +100,18 @@ def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...]) -
     return BURSTS, f"a {length} burst"
 
 
-def gpu_profile(frame: HistoryFrame, gpu: GpuSeries) -> WorkloadProfile:
-    busy = busy_seconds(gpu, frame.processes)
+def gpu_profile(frame: HistoryFrame, gpu: GpuSeries, *,
+                threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> WorkloadProfile:
+    busy = busy_seconds(gpu, frame.processes, threshold_pct=threshold_pct)
     total_s = float(gpu.duration_s.sum())
     busy_total = float(busy.sum())
     jobs: list[Job] = []
     procs = _GpuProcesses.of(frame.processes, gpu.meta.index)
-    for interval in busy_intervals(gpu, frame.processes):
+    for interval in busy_intervals(gpu, frame.processes, threshold_pct=threshold_pct):
         rows = rows_in(gpu.time_s, interval)
-        util = mean_util_while_busy(gpu, busy, rows)
+        # The run's own mean: its data-loader waits (a few % between steps) are part of the run,
+        # though not busy seconds.
+        util = weighted_mean(gpu.utilization_gpu_pct[rows], gpu.duration_s[rows])
         names = procs.names_in(interval)
         kind, reason = classify(interval, util, names)
         jobs.append(Job(gpu.meta.index, interval, kind, util, float(busy[rows].sum()), names, reason))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT, utilization_busy, with_processes
 from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, ClockEventReason, bits
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, ProcessSamples
 
@@ -68,56 +69,67 @@ def nanmax(values: FloatArray) -> float:
     return float(finite.max()) if finite.size else float("nan")
 
 
-def process_present(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatArray:
-    """Per row of ``gpu``: 1.0 where a process held memory on it at that time, else 0.0."""
-    present = np.zeros(len(gpu), dtype=np.float64)
-    if processes is None or processes.time_s.size == 0 or len(gpu) == 0:
-        return present
-    mine = (processes.gpu_index == gpu.meta.index) & (np.nan_to_num(processes.vram_mib) > 0)
-    starts = processes.time_s[mine]
+def _rows_covered(gpu: GpuSeries, processes: ProcessSamples, rows: BoolArray) -> BoolArray:
+    """Per row of ``gpu``: whether a process row in ``rows`` covers it (a difference array, no Python loop)."""
+    starts = processes.time_s[rows]
     lo = np.searchsorted(gpu.time_s, starts, side="left")
-    hi = np.maximum(np.searchsorted(gpu.time_s, starts + np.maximum(processes.duration_s[mine], 1e-9), side="left"),
+    hi = np.maximum(np.searchsorted(gpu.time_s, starts + np.maximum(processes.duration_s[rows], 1e-9), side="left"),
                     lo + 1)
-    # A difference array marks every GPU row covered by some process row, without a Python loop.
     diff = np.zeros(len(gpu) + 2)
     np.add.at(diff, np.minimum(lo, len(gpu)), 1.0)
     np.add.at(diff, np.minimum(hi, len(gpu)), -1.0)
-    present = (np.cumsum(diff)[: len(gpu)] > 0).astype(np.float64)
-    return present
+    covered: BoolArray = np.cumsum(diff)[: len(gpu)] > 0
+    return covered
 
 
-def busy_seconds(gpu: GpuSeries, processes: ProcessSamples | None = None) -> FloatArray:
-    """Busy seconds per row: the stored ``busy_s`` where the history has it, else utilization > 0.
+def compute_presence(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatArray:
+    """Per row of ``gpu``: 1.0 a compute process was listed on it, 0.0 only other processes were, NaN no list.
 
-    Where utilization is unknown (NaN) a GPU counts as busy while a process holds memory on it:
-    that is the only sign of work such a GPU gives.
+    Without process kinds (``processes.compute`` None) a process holding memory counts as compute
+    and rows without one stay unknown.
     """
-    util = gpu.utilization_gpu_pct
+    out = np.full(len(gpu), np.nan)
+    if processes is None or processes.time_s.size == 0 or len(gpu) == 0:
+        return out
+    mine = processes.gpu_index == gpu.meta.index
+    if processes.compute is None:
+        out[_rows_covered(gpu, processes, mine & (np.nan_to_num(processes.vram_mib) > 0))] = 1.0
+        return out
+    out[_rows_covered(gpu, processes, mine)] = 0.0
+    out[_rows_covered(gpu, processes, mine & processes.compute)] = 1.0
+    return out
+
+
+def busy_seconds(gpu: GpuSeries, processes: ProcessSamples | None = None, *,
+                 threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> FloatArray:
+    """Busy seconds per row, by the one definition (``advisor.busy``): utilization above ``threshold_pct``
+    (the stored ``busy_s`` where the history has it: the rollups counted it per raw sample), and a
+    compute process where the GPU's processes were listed; unknown counts as idle."""
     if gpu.busy_s is not None:
-        busy = np.minimum(gpu.busy_s, gpu.duration_s)
-        unknown = ~np.isfinite(busy)
+        dur = np.where(gpu.duration_s > 0, gpu.duration_s, 1.0)
+        share = np.minimum(gpu.busy_s, gpu.duration_s) / dur
     else:
-        busy = np.where(util > 0, gpu.duration_s, 0.0)
-        unknown = ~np.isfinite(util)
-    if unknown.any():
-        busy = np.where(unknown, process_present(gpu, processes) * gpu.duration_s, busy)
-    return np.asarray(busy, dtype=np.float64)
+        share = utilization_busy(gpu.utilization_gpu_pct, threshold_pct=threshold_pct)
+    busy = with_processes(share, compute_presence(gpu, processes)) * gpu.duration_s
+    return np.asarray(np.nan_to_num(busy, nan=0.0), dtype=np.float64)
 
 
-def busy_fraction(gpu: GpuSeries, processes: ProcessSamples | None = None) -> FloatArray:
+def busy_fraction(gpu: GpuSeries, processes: ProcessSamples | None = None, *,
+                  threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> FloatArray:
     dur = np.where(gpu.duration_s > 0, gpu.duration_s, 1.0)
-    return np.asarray(busy_seconds(gpu, processes) / dur, dtype=np.float64)
+    return np.asarray(busy_seconds(gpu, processes, threshold_pct=threshold_pct) / dur, dtype=np.float64)
 
 
 def mean_util_while_busy(gpu: GpuSeries, busy_s: FloatArray, rows: slice | None = None) -> float:
     """Time-weighted mean utilization over busy time (idle seconds count as 0 % in rollups)."""
     part = rows if rows is not None else slice(None)
     util = gpu.utilization_gpu_pct[part]
-    ok = np.isfinite(util)
+    # Rows with busy time only: a desktop's 3 % rows are idle and must not raise the mean of the busy ones.
+    ok = np.isfinite(util) & (busy_s[part] > 0)
     busy_total = float(busy_s[part][ok].sum())
     if busy_total <= 0:
         return float("nan")
-    return float((util[ok] * gpu.duration_s[part][ok]).sum() / busy_total)
+    return min(100.0, float((util[ok] * gpu.duration_s[part][ok]).sum() / busy_total))
 
 
 def reason_seconds(gpu: GpuSeries, bits: tuple[int, ...]) -> FloatArray:
@@ -170,9 +182,10 @@ def intervals_from_mask(time_s: FloatArray, duration_s: FloatArray, mask: BoolAr
 
 
 def busy_intervals(gpu: GpuSeries, processes: ProcessSamples | None = None,
-                   merge_gap_s: float = MERGE_GAP_S) -> list[Interval]:
+                   merge_gap_s: float = MERGE_GAP_S, *, threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> list[Interval]:
     """Stretches when the GPU was busy (a row counts when at least half of it was busy)."""
-    return intervals_from_mask(gpu.time_s, gpu.duration_s, busy_fraction(gpu, processes) >= 0.5, merge_gap_s)
+    busy = busy_fraction(gpu, processes, threshold_pct=threshold_pct) >= 0.5
+    return intervals_from_mask(gpu.time_s, gpu.duration_s, busy, merge_gap_s)
 
 
 def rows_in(time_s: FloatArray, interval: Interval) -> slice:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, tzinfo
 
 import numpy as np
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT, busy_share
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.profile import WorkloadProfile, gpu_profile
 from advisor.rules import Recommendation, sort_key
@@ -128,8 +129,9 @@ def heatmap(gpu: GpuSeries, tz: tzinfo, local: tuple[FloatArray, FloatArray] | N
     return [[float(v) for v in mean[d * 24:(d + 1) * 24]] for d in range(7)]
 
 
-def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: float) -> GpuWeek:
-    busy = busy_seconds(gpu, frame.processes)
+def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: float, *,
+             busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> GpuWeek:
+    busy = busy_seconds(gpu, frame.processes, threshold_pct=busy_util_pct)
     kwh = float(energy_kwh(gpu).sum())
     temp_max = gpu.temperature_max_c if gpu.temperature_max_c is not None else gpu.temperature_c
     vram = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
@@ -149,11 +151,12 @@ def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: flo
         vram_peak_mib=nanmax(vram), vram_total_mib=total,
         vram_above_90_minutes=float(gpu.duration_s[above].sum()) / 60.0,
         heatmap_pct=heatmap(gpu, tz, local), daily_busy_hours=[float(h) for h in daily],
-        profile=gpu_profile(frame, gpu),
+        profile=gpu_profile(frame, gpu, threshold_pct=busy_util_pct),
     )
 
 
-def top_processes(frame: HistoryFrame, limit: int = 8) -> tuple[ProcessUse, ...]:
+def top_processes(frame: HistoryFrame, limit: int = 8, *,
+                  threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> tuple[ProcessUse, ...]:
     """Processes by GPU-hours (time holding memory while the GPU was busy), then peak VRAM."""
     procs = frame.processes
     if procs is None or procs.time_s.size == 0:
@@ -162,7 +165,9 @@ def top_processes(frame: HistoryFrame, limit: int = 8) -> tuple[ProcessUse, ...]
     for gpu in frame.gpus:
         mine = procs.gpu_index == gpu.meta.index
         util = values_at(gpu, procs.time_s[mine], gpu.utilization_gpu_pct)
-        busy_row[np.flatnonzero(mine)] = np.nan_to_num(util) > 0
+        # The one busy definition, per process row: its own kind is what the GPU's list said of it.
+        compute = None if procs.compute is None else procs.compute[mine].astype(np.float64)
+        busy_row[np.flatnonzero(mine)] = busy_share(util, compute, threshold_pct=threshold_pct) > 0
     key = procs.gpu_index * (len(procs.names) + 1) + procs.name_id
     out = []
     for k in np.unique(key).tolist():
@@ -197,12 +202,14 @@ def _changes(now: tuple[GpuWeek, ...], before: tuple[GpuWeek, ...]) -> tuple[Cha
 
 def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFrame | None = None,
                    recommendations: list[Recommendation] | tuple[Recommendation, ...] = (),
-                   price_per_kwh: float = 0.0, currency: str = "USD", top_n: int = 5) -> WeeklySummary:
+                   price_per_kwh: float = 0.0, currency: str = "USD", top_n: int = 5,
+                   busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> WeeklySummary:
     """The summary of ``frame`` (usually one week), compared with ``previous`` when given."""
-    gpus = tuple(gpu_week(frame, gpu, tz, price_per_kwh) for gpu in frame.gpus)
+    gpus = tuple(gpu_week(frame, gpu, tz, price_per_kwh, busy_util_pct=busy_util_pct) for gpu in frame.gpus)
     changes: tuple[Change, ...] = ()
     if previous is not None:
-        before = tuple(gpu_week(previous, gpu, tz, price_per_kwh) for gpu in previous.gpus)
+        before = tuple(gpu_week(previous, gpu, tz, price_per_kwh, busy_util_pct=busy_util_pct)
+                       for gpu in previous.gpus)
         changes = _changes(gpus, before)
     notes = []
     if frame.demo:
@@ -210,5 +217,6 @@ def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFr
     if not any(len(g) for g in frame.gpus):
         notes.append("No history recorded in this week.")
     top = tuple(sorted(recommendations, key=sort_key)[:top_n])
-    return WeeklySummary(frame.start_s, frame.end_s, str(tz), currency, price_per_kwh, gpus, top_processes(frame),
+    return WeeklySummary(frame.start_s, frame.end_s, str(tz), currency, price_per_kwh, gpus,
+                         top_processes(frame, threshold_pct=busy_util_pct),
                          changes, top, frame.demo, previous is not None, tuple(notes))

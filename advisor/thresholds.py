@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -20,6 +22,9 @@ class Thresholds:
     stress_regression_pct: float = 5.0
     battery_heavy_minutes: float = 10.0
     min_busy_hours: float = 0.5
+    #: A second is busy above this GPU utilization (%), with a compute process where processes are
+    #: known (advisor/busy.py); a desktop's 1-5 % is not work.
+    busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT
     #: The PCIe rule fires when the link runs below its maximum for this share of heavy-load time.
     pcie_low_share_pct: float = 50.0
     #: The effective-load rule: busy time at this utilization or more ...

@@ -124,6 +124,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "jobs.guard_resume_offset_c": (1.0, 30.0),
     "jobs.guard_min_pause_s": (0.0, 3600.0),
     "jobs.guard_min_run_s": (0.0, 3600.0),
+    "advisor.busy_util_pct": (0.0, 99.0),
     "advisor.pcie_low_share_pct": (1.0, 100.0),
     "advisor.hollow_util_pct": (1.0, 100.0),
     "advisor.low_effective_load_pct": (1.0, 100.0),

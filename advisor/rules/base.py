@@ -79,12 +79,13 @@ class RuleContext:
 
     def gpu_busy(self, gpu: GpuSeries) -> FloatArray:
         if gpu.meta.index not in self.busy:
-            self.busy[gpu.meta.index] = busy_seconds(gpu, self.frame.processes)
+            self.busy[gpu.meta.index] = busy_seconds(gpu, self.frame.processes,
+                                                     threshold_pct=self.thresholds.busy_util_pct)
         return self.busy[gpu.meta.index]
 
     def gpu_profile(self, gpu: GpuSeries) -> WorkloadProfile:
         if gpu.meta.index not in self.profiles:
-            self.profiles[gpu.meta.index] = gpu_profile(self.frame, gpu)
+            self.profiles[gpu.meta.index] = gpu_profile(self.frame, gpu, threshold_pct=self.thresholds.busy_util_pct)
         return self.profiles[gpu.meta.index]
 
     def host_at(self, gpu: GpuSeries, column: str) -> FloatArray:

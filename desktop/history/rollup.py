@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from desktop.config import RetentionSettings
 from desktop.history import blocks, codec, rollup_math
 from desktop.history.db import HistoryDb
@@ -90,10 +91,11 @@ def _next_minute_s(store: HistoryDb, from_s: float) -> float | None:
     return float(min(lows)) if lows else None
 
 
-def _roll_minutes(store: HistoryDb, start_s: float, end_s: float) -> None:
+def _roll_minutes(store: HistoryDb, start_s: float, end_s: float, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     for gid in store.gpu_uuid_of_id():
         time_s, raw = read_raw(store, gid, start_s, end_s)
-        bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, raw), 60)
+        bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, raw, busy_util_pct=busy_util_pct),
+                                       60)
         _insert(store, "gpu_minute", gid, bt, rollup_math.to_table(bc))
     time_s, host = read_host_raw(store, start_s, end_s)
     bt, bc = rollup_math.aggregate(time_s, host, 60)
@@ -110,10 +112,11 @@ def _roll_hours(store: HistoryDb, start_s: float, end_s: float) -> None:
     _insert(store, "host_hour", None, bt, _host_table_cols(bc))
 
 
-def roll_arrays(store: HistoryDb, gpu_id: int, time_s: np.ndarray, raw: dict[str, np.ndarray]) -> None:
+def roll_arrays(store: HistoryDb, gpu_id: int, time_s: np.ndarray, raw: dict[str, np.ndarray], *,
+                busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     """Minute rollups straight from raw columns in memory (demo history: no need to read them back)."""
     full = {m: raw.get(m, np.full(len(time_s), np.nan)) for m in GPU_METRIC_NAMES}
-    bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, full), 60)
+    bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, full, busy_util_pct=busy_util_pct), 60)
     with store.transaction():
         _insert(store, "gpu_minute", gpu_id, bt, rollup_math.to_table(bc))
 
@@ -126,12 +129,14 @@ def roll_host_arrays(store: HistoryDb, time_s: np.ndarray, host: dict[str, np.nd
         _insert(store, "host_minute", None, bt, _host_table_cols(bc))
 
 
-def run_rollups(store: HistoryDb, now_s: float) -> None:
-    """Bring the minute and hour tables up to the last complete minute / hour before ``now_s``."""
+def run_rollups(store: HistoryDb, now_s: float, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
+    """Bring the minute and hour tables up to the last complete minute / hour before ``now_s``.
+
+    ``busy_util_pct``: the busy threshold (``[advisor] busy_util_pct``) the minutes' busy seconds count above."""
     store.gpus()  # refresh the GPU id cache (another connection may have added GPUs)
     minute_end = math.floor(now_s / 60) * 60.0
     _catch_up(store, "rollup_minute_until", minute_end, period_s=60.0, chunk_s=_CHUNK_S, oldest=_oldest_raw_s,
-              next_at=_next_raw_s, roll=_roll_minutes)
+              next_at=_next_raw_s, roll=lambda db, start, end: _roll_minutes(db, start, end, busy_util_pct))
     minute_until = float(store.meta("rollup_minute_until") or minute_end)
     hour_end = math.floor(minute_until / 3600) * 3600.0
     _catch_up(store, "rollup_hour_until", hour_end, period_s=3600.0, chunk_s=7 * _CHUNK_S, oldest=_oldest_minute_s,
@@ -215,7 +220,8 @@ def apply_retention(store: HistoryDb, retention: RetentionSettings, now_s: float
     return deleted
 
 
-def maintain(store: HistoryDb, retention: RetentionSettings, now_s: float) -> None:
+def maintain(store: HistoryDb, retention: RetentionSettings, now_s: float, *,
+             busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     """What the recorder runs periodically: rollups first, then retention."""
-    run_rollups(store, now_s)
+    run_rollups(store, now_s, busy_util_pct=busy_util_pct)
     apply_retention(store, retention, now_s)

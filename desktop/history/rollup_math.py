@@ -2,7 +2,8 @@
 
 Rows are dicts of float64 columns with these names: a GpuSample metric = time-weighted
 mean, ``<metric>_min``/``_max``, ``energy_used_mj`` (energy used within the row),
-``busy_s`` (seconds with utilization > 0), ``dur_s`` (seconds covered), ``reasons_any``
+``busy_s`` (seconds with utilization above the busy threshold, ``advisor.busy``: the process
+lists are applied when the rows are read), ``dur_s`` (seconds covered), ``reasons_any``
 (OR of the clock-event masks), ``r_<bit>_s`` (seconds under that reason bit, from the
 sampled masks) and the ``clock_event_*_s`` metrics (seconds under each cause as NVML counted
 them, summed: each sample carries the time since the previous one). A raw
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT, utilization_busy
 from desktop.history.schema import (
     COUNTER_METRICS,
     GPU_SCALES,
@@ -51,7 +53,7 @@ def row_durations(time_s: FloatArray, nominal_s: float | None = None) -> FloatAr
     return out
 
 
-def raw_as_rollup(time_s: FloatArray, raw: Columns) -> Columns:
+def raw_as_rollup(time_s: FloatArray, raw: Columns, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> Columns:
     """Raw samples (GpuSample columns) as one-row buckets, with their durations and derived sums."""
     dur = row_durations(time_s)
     out: Columns = {m: raw[m] for m in MEAN_METRICS}
@@ -71,7 +73,7 @@ def raw_as_rollup(time_s: FloatArray, raw: Columns) -> Columns:
     by_power = raw["power_w"] * dur * 1000.0
     out["energy_used_mj"] = np.where(np.isfinite(delta), delta, by_power)
     util = raw["utilization_gpu_pct"]
-    out["busy_s"] = np.where(np.isfinite(util), dur * (util > 0), np.nan)
+    out["busy_s"] = dur * utilization_busy(util, threshold_pct=busy_util_pct)
     out["dur_s"] = dur
     mask = np.nan_to_num(raw["clock_event_reasons"], nan=0.0).astype(np.int64)
     out["reasons_any"] = mask.astype(np.float64)

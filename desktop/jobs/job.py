@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: At most this many processes that left the job's session are named (on the card, in messages).
 MAX_ESCAPED = 20
+#: At most this many PIDs are kept for the record: a job whose workers come and go had 271 in 40 s.
+MAX_PIDS_KEPT = 1000
 #: VRAM the simulated GPU shows the job holding (a mid-size training run).
 SIM_JOB_VRAM_MIB = 6144.0
 
@@ -225,6 +227,8 @@ class JobRun:
             self._find_escaped(members)
             current |= {pid for pid, _start in self.escaped}
         for pid in sorted(current):
+            if len(self.pids) >= MAX_PIDS_KEPT:
+                break
             self.pids.setdefault(pid, None)
         if len(self.pids) != before and self.watchdog is not None:
             self.watchdog.tell_pids(sorted(current))
