@@ -95,7 +95,7 @@ def _host_series(store: HistoryDb, start_s: float, end_s: float, resolution: Res
 def _processes(store: HistoryDb, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
     # Rows in primary-key order (ts, gpu, pid), whole days from their blocks: a week is ~100,000 rows.
-    arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib"],
+    arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib", "kind"],
                        codec.to_ms(start_s), codec.to_ms(end_s), not_null=("ts", "gpu", "pid", "name_id"))
     if len(arr) == 0:
         return None
@@ -123,6 +123,8 @@ def _processes(store: HistoryDb, start_s: float, end_s: float,
         name_id=number[np.searchsorted(distinct, raw_names)],
         names=tuple(strings.get(int(sid), "?") for sid in distinct[order]),
         users=tuple(strings.get(int(u)) if np.isfinite(u) else None for u in user_ids),
+        # A graphics-only process (Xorg, a compositor) is no work for the busy definition (advisor.busy).
+        compute=arr[:, 6] != codec.PROCESS_KINDS.index("graphics"),
     )
 
 
