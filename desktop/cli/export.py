@@ -14,6 +14,7 @@ from typing import Any
 
 from desktop.cli.common import STDOUT, check_output, db_path, drop_stdout, iso_local, time_range
 from desktop.errors import UserError
+from desktop.history.dbfile import is_sqlite_file
 from desktop.history.export import raw_time_range, write_export
 from desktop.safetext import printable
 
@@ -33,6 +34,9 @@ def main(args: argparse.Namespace) -> int:
     with HistoryStore.open(path, readonly=True) as store:
         if to_file:
             out_path = Path(args.output).expanduser()
+            if is_sqlite_file(out_path):  # -o h.sqlite would truncate the very database it reads
+                raise UserError(f"cannot write {printable(out_path)}: it is an SQLite database; "
+                                "give the export its own file name (e.g. export.csv)")
             try:
                 with out_path.open("w", encoding="utf-8", newline="") as handle:
                     rows = write_export(store, start, end, args.format, handle)

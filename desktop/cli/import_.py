@@ -27,6 +27,7 @@ _SKIPS_SHOWN = 20
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.history.dbfile import is_sqlite_file
     from desktop.history.importer import import_result
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
     from desktop.history.rollup import run_rollups
@@ -45,6 +46,11 @@ def main(args: argparse.Namespace) -> int:
                       file=sys.stderr)
             for name in args.files:
                 file = Path(name).expanduser()
+                if is_sqlite_file(file):  # reading the open database by a second descriptor drops its locks
+                    failed = True
+                    reports.append({"file": str(file), "error": "is an SQLite database, not an nvidia-smi log; "
+                                    "nothing imported"})
+                    continue
                 try:
                     size = file.stat().st_size
                     bar = ProgressBar(size, f"reading {printable(file.name)}") if size >= _PROGRESS_MIN_BYTES else None

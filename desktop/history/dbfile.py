@@ -213,6 +213,23 @@ def is_own_connection(conn: sqlite3.Connection) -> bool | None:
     return names >= _OWN_TABLES
 
 
+def is_sqlite_file(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database (a history database or another program's), or the
+    ``-wal``/``-shm`` file of a database open here: nothing a report or an export may overwrite, and
+    nothing an import may read (reading the open database by another descriptor would drop its locks)."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        if path.name.endswith(suffix) and open_here(path.with_name(path.name.removesuffix(suffix))):
+            return True
+    if open_here(path):
+        return True
+    try:
+        if not path.is_file():
+            return False
+    except OSError:
+        return False
+    return (_read_header(path) or b"").startswith(SQLITE_MAGIC)
+
+
 def may_move_aside(path: Path) -> bool:
     """Whether a file SQLite called damaged is a damaged *Rigscope* database (so it may be moved aside).
 

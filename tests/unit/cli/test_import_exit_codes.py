@@ -44,3 +44,19 @@ def test_a_real_log_imported_twice_is_exit_0_both_times(tmp_path: Path, capsys: 
     assert rc == 0 and "360 rows imported" in text, text
     rc, text = _run(capsys, "--db", db, log)
     assert rc == 0 and "0 rows imported" in text and "360 already stored" in text, text
+
+
+def test_the_database_itself_is_neither_imported_nor_overwritten(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Reading the open database through a second descriptor would drop the process's SQLite locks
+    (issue 20); `export -o` onto it would truncate the file it reads."""
+    db = tmp_path / "h.sqlite"
+    rc, _ = _run(capsys, "--db", str(db), str(FIXTURES / "nvsmi_a10_idle_power_cap.csv"))
+    assert rc == 0
+    before = db.read_bytes()
+    rc, text = _run(capsys, "--db", str(db), str(db))
+    assert rc == 2 and "is an SQLite database" in text
+    rc = cli.main(["export", "--db", str(db), "--from", "2000-01-01", "-o", str(db)], now_s=1_800_000_000.0)
+    text = capsys.readouterr().err
+    assert rc == 2 and "it is an SQLite database" in text, text
+    assert db.read_bytes() == before
