@@ -32,6 +32,22 @@ class GuardEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class JobOwner:
+    """The `rigscope run` process that watches a job: enough to tell, later, whether it still lives.
+
+    On its own machine and boot a pid with the same start time (clock ticks since boot, from
+    ``/proc/PID/stat``) is the same process; elsewhere only its heartbeat (``JobRecord.last_seen_s``) says.
+    """
+
+    host: str
+    pid: int
+    #: ``/proc/sys/kernel/random/boot_id``; None where there is none (not Linux).
+    boot_id: str | None = None
+    #: The process's start time in clock ticks since boot; None where it cannot be read.
+    start_ticks: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobRecord:
     """One job: what ran, when, on which GPUs, how it ended. ``job_id`` is 0 until stored."""
 
@@ -59,6 +75,12 @@ class JobRecord:
     source: str = "nvml"
     #: The job card (``JobCard.as_dict()``), once computed at the end.
     card: dict[str, Any] | None = None
+    #: Who watches it (None: stored by a Rigscope before owners were recorded).
+    owner: JobOwner | None = None
+    #: When its `rigscope run` last said it was alive (its heartbeat, every few seconds while it runs).
+    last_seen_s: float | None = None
+    #: Its `rigscope run` died: a later command closed it at ``last_seen_s`` (``ended_s``), exit code unknown.
+    lost: bool = False
 
     @property
     def duration_s(self) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 import numpy as np
 
@@ -162,8 +163,22 @@ def build_card(record: JobRecord, series: JobSeries, frame: HistoryFrame, costs:
                     throughput=series.throughput, throughput_unit=record.throughput_unit,
                     processes=frame.processes, counters_since_previous=frame.end_s - frame.start_s <= RAW_SPAN_LIMIT_S,
                     source=record.source)
-    return job_card(job, electricity_price_per_kwh=costs.electricity_price_per_kwh, currency=costs.currency,
+    card = job_card(job, electricity_price_per_kwh=costs.electricity_price_per_kwh, currency=costs.currency,
                     cloud=CloudInputs(tuple(offers), tuple(specs), tflops))
+    if record.lost:
+        card = replace(card, notes=(lost_note(record), *card.notes))
+    return card
+
+
+#: How a card says that its job's rigscope died (``JobRecord.lost``): the first of its notes.
+LOST_NOTE = "Ended without rigscope"
+
+
+def lost_note(record: JobRecord) -> str:
+    """"Ended without rigscope: last seen 12:03 …" (local time) for a job closed after its rigscope died."""
+    seen = record.last_seen_s if record.last_seen_s is not None else record.ended_s or record.started_s
+    return (f"{LOST_NOTE}: last seen {datetime.fromtimestamp(seen).strftime('%H:%M')}; its figures end then "
+            "(the job itself may have run on, unwatched).")
 
 
 def job_frame(store: HistoryDb, record: JobRecord, now_s: float) -> HistoryFrame:
@@ -201,9 +216,12 @@ def duration_text(seconds: float) -> str:
 
 
 def job_status(record: JobRecord) -> str:
-    """A job's state in a word, for lists: running, ok, "exit N" (128 + N: died of signal N), or "?"."""
+    """A job's state in a word, for lists: running, ok, "exit N" (128 + N: died of signal N), "no rigscope"
+    (its rigscope died: closed at its last heartbeat), or "?"."""
     if record.ended_s is None:
         return "running"
+    if record.lost:
+        return "no rigscope"
     if record.exit_code is None:
         return "?"
     return "ok" if record.exit_code == 0 else f"exit {record.exit_code}"
@@ -243,6 +261,9 @@ def _throttle_text(throttle_s: dict[str, float | None], timing: str) -> str:
 def card_rows(card: JobCard) -> list[tuple[str, str]]:
     """The card as (label, text) rows: what ``format_card`` aligns and the Jobs page shows in a table."""
     exit_text = "still running" if card.exit_code is None else f"exit code {card.exit_code}"
+    lost = [n for n in card.notes if n.startswith(LOST_NOTE)] if card.exit_code is None else []
+    if lost:  # "ended without rigscope: last seen 12:03"
+        exit_text = lost[0].split(";")[0].replace(LOST_NOTE, LOST_NOTE.lower(), 1)
     rows = [("job", f"#{card.job_id} {card.name}" if card.job_id else card.name), ("command", card.command),
             ("duration", f"{duration_text(card.duration_s)} ({exit_text})")]
     several = len(card.gpus) > 1
@@ -280,7 +301,7 @@ def card_rows(card: JobCard) -> list[tuple[str, str]]:
             rows.append(("in the cloud" if i == 0 else "",
                          f"{gpus}{c.gpu_model} ({c.provider}): {money_text(c.on_demand_usd, 'USD')}{spot}, "
                          f"{duration_text(c.hours * 3600.0)} at {c.relative_speed:.2g}x speed ({basis})"))
-    rows.extend(("note", n) for n in card.notes)
+    rows.extend(("note", n) for n in card.notes if n not in lost)
     return rows
 
 

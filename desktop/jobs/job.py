@@ -11,6 +11,9 @@ idle (its memory still held) while the guard keeps it stopped.
 from __future__ import annotations
 
 import logging
+import shutil
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -21,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from advisor.wording import count_text
+from desktop.errors import UserError
 from desktop.history import jobs as job_store
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
@@ -48,21 +52,48 @@ SIM_JOB_VRAM_MIB = 6144.0
 
 
 class JobHistory:
-    """The history as `rigscope run` writes it: its own writer when it gets the lock, else beside the recorder."""
+    """The history as `rigscope run` writes it: its own writer when it gets the lock, else beside the recorder.
+
+    A database that cannot take the job (read-only, of a newer schema, damaged and not ours to move) never
+    stops it: ``problem`` says why, once, and the run writes to a private database for its lifetime
+    instead, so the card is built and printed as usual (and ``-o`` written), then the private one is removed.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.writer: HistoryWriter | None = None
         #: Another process (the recorder, the window) writes the samples.
         self.other_writer = False
+        #: Why the history at ``path`` cannot take the job (None: it can).
+        self.problem: str | None = None
+        self._private: Path | None = None
 
     def open(self) -> None:
-        writer = HistoryWriter(self.path, maintenance_period_s=None)
+        try:
+            writer = HistoryWriter(self.path, maintenance_period_s=None)
+            try:
+                writer.start()
+            except DatabaseBusy:
+                HistoryStore.open(self.path).close()  # the recorder writes it: can this Rigscope write beside it?
+                self.other_writer = True
+                return
+            self.writer = writer
+        except (UserError, OSError, sqlite3.Error) as exc:
+            self.other_writer = False
+            self.problem = " ".join(printable(exc).split()) or type(exc).__name__
+            self._open_private()
+
+    def _open_private(self) -> None:
+        """A database of the run's own in a private temporary folder: the card needs the samples somewhere."""
+        folder = Path(tempfile.mkdtemp(prefix="rigscope-run-"))
+        self._private = folder
+        writer = HistoryWriter(folder / "job.sqlite", maintenance_period_s=None)
         try:
             writer.start()
-        except DatabaseBusy:
-            self.other_writer = True
-            return
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            self._private = None
+            raise
         self.writer = writer
 
     def submit(self, snapshot: Snapshot) -> None:
@@ -90,6 +121,9 @@ class JobHistory:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
 
 
 @dataclass
@@ -179,7 +213,8 @@ class JobRun:
             env[PROGRESS_ENV] = str(self.progress_path)
             # Inherited by every process the job starts, daemons too: how one that left the session is found.
             self._marker = f"{PROGRESS_ENV}={self.progress_path}".encode("utf-8", "surrogateescape")
-        self.record = replace(self.record, started_s=self.clock())
+        started = self.clock()
+        self.record = replace(self.record, started_s=started, owner=job_store.this_process(), last_seen_s=started)
         self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
                               stdout_fd=self._fds[0], stderr_fd=self._fds[1])
         self.pids[self.job.pid] = None
@@ -192,6 +227,9 @@ class JobRun:
                 self.say(f"could not start the watchdog ({exc}): if rigscope is killed while the job is paused, "
                          f"continue it yourself with `kill -CONT -{self.job.pgid}`")
         self._set_sim_load(running=True)
+        if self.history is not None and self.history.problem:
+            self.say(f"the history cannot take the job ({self.history.problem}): the job runs and its card is "
+                     "printed, but it is not stored")
         job_id = self._store(lambda store: job_store.add_job(store, self.record))
         if job_id:
             self.record = replace(self.record, job_id=job_id)
@@ -214,6 +252,7 @@ class JobRun:
             self._tree_at = now
             self._follow_tree(snapshot)
         self._read_protocol(now)
+        self._heartbeat(now)
         if self.guard is not None and self.job.poll() is None:
             self._guard(snapshot, now)
         return snapshot
@@ -464,6 +503,20 @@ class JobRun:
 
         self._store(write)
 
+    def _heartbeat(self, now: float) -> None:
+        """Every ``job_store.HEARTBEAT_S`` the job's row says this rigscope lives: if it dies, the next command
+        that opens the history closes the job at the last heartbeat (``job_store.close_orphaned_jobs``)."""
+        seen = self.record.last_seen_s
+        # On our own writer's thread a heartbeat is one UPDATE: each second; beside the recorder it opens a
+        # connection: every HEARTBEAT_S.
+        own = self.history is not None and self.history.writer is not None
+        period = max(1.0, self.interval_s) if own else job_store.HEARTBEAT_S
+        if not self.record.job_id or (seen is not None and now - seen < period):
+            return
+        self.record = replace(self.record, last_seen_s=now)
+        record = self.record
+        self._store(lambda store: job_store.heartbeat(store, record, now))
+
     def _store(self, fn: Callable[[HistoryStore], T]) -> T | None:
         """Write to the history; a failure is said once and the job goes on without it."""
         if self.history is None:
@@ -471,7 +524,7 @@ class JobRun:
         try:
             return self.history.do(fn)
         except Exception as exc:  # a full disk or a read-only file must not stop the user's job
-            problem = " ".join(str(exc).split()) or type(exc).__name__
+            problem = " ".join(printable(exc).split()) or type(exc).__name__
             if problem != self._history_problem:
                 self._history_problem = problem
                 self.say(f"could not write the job to the history ({problem}); the job goes on")
