@@ -27,6 +27,9 @@ FloatArray = npt.NDArray[np.float64]
 MIN_NOISE_SAMPLES = 6
 #: The band is this many standard deviations of one sample's relative noise: a drop inside it is chance.
 NOISE_SIGMAS = 3.0
+#: Inside a band wider than this (%, beyond the fixed 5 %) a run cannot say it held its speed: inconclusive.
+WIDE_BAND_PCT = 10.0
+_HELD = "Held its speed: "
 
 
 def warmup_noise_pct(time_s: FloatArray, throughput: FloatArray) -> float | None:
@@ -58,21 +61,32 @@ def noise_band(noise_pct: float | None) -> float:
 
 
 def judge_within_noise(verdict: Verdict, trace: RunTrace, noise_pct: float | None, min_load_s: float = 0.0) -> Verdict:
-    """A CPU run judged "throttled" on a drop no larger than its own noise band held its speed.
+    """A CPU run judged "throttled" on a drop no larger than its own noise band is not throttled.
 
-    Only an unexplained drop is reconsidered (a CPU has no clock-event reasons to explain one);
-    a drop beyond the band stays throttled, and the sentence names the band either way.
+    Only an unexplained drop is reconsidered (a CPU has no clock-event reasons to explain one); a
+    drop beyond the band stays throttled. Inside the band the run held its speed where the band is
+    narrow (``WIDE_BAND_PCT`` or less: it could have seen a real slowdown), and is inconclusive
+    where the machine's other work made the rate wander more than that. The sentence names the band.
     """
     if noise_pct is None or not math.isfinite(noise_pct):
         return verdict
-    note = f" (its rate wandered ±{NOISE_SIGMAS * noise_pct:.1f} % in its warm-up)"
+    wander = NOISE_SIGMAS * noise_pct
+    note = f" (its rate wandered ±{wander:.1f} % in its warm-up)"
     ratio = verdict.sustained_ratio
     if (verdict.throttled and verdict.cause == "unexplained" and math.isfinite(ratio)
             and 1.0 - ratio <= noise_band(noise_pct)):
-        status = "errors" if verdict.errors else "passed"
-        verdict = replace(verdict, status=status, throttled=False, onset_s=None, cause=None, cause_family=None,
-                          onset_temperature_c=None)
-        verdict = replace(verdict, sentence=sentence_for(verdict, trace, min_load_s))
+        held = replace(verdict, status="passed", throttled=False, onset_s=None, cause=None, cause_family=None,
+                       onset_temperature_c=None)
+        held = replace(held, sentence=sentence_for(held, trace, min_load_s))
+        if wander <= WIDE_BAND_PCT:
+            verdict = held
+        else:
+            figures = held.sentence.removeprefix(_HELD).rstrip(".")
+            verdict = replace(held, status="inconclusive", sentence=(
+                f"Inconclusive: the CPU's rate wandered ±{wander:.1f} % in its warm-up (other work shares its "
+                f"cores), too much to tell a slowdown from chance; {figures}."))
+        if verdict.errors:
+            verdict = replace(verdict, status="errors")
     if verdict.sentence.endswith(".") and verdict.status in ("passed", "throttled", "errors"):
         verdict = replace(verdict, sentence=verdict.sentence[:-1] + note + ".")
     return verdict
