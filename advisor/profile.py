@@ -133,5 +133,6 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries, *,
     return WorkloadProfile(gpu.meta.index, total_s, busy_total, shares, idle_share, reasons, tuple(jobs))
 
 
-def workload_profiles(frame: HistoryFrame) -> tuple[WorkloadProfile, ...]:
-    return tuple(gpu_profile(frame, gpu) for gpu in frame.gpus)
+def workload_profiles(frame: HistoryFrame, *, threshold_pct: float = DEFAULT_BUSY_UTIL_PCT
+                      ) -> tuple[WorkloadProfile, ...]:
+    return tuple(gpu_profile(frame, gpu, threshold_pct=threshold_pct) for gpu in frame.gpus)
