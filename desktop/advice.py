@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.frame import HistoryFrame
 from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
@@ -116,7 +117,8 @@ class Advice:
     @property
     def busy_s(self) -> float:
         """The busy time of the busiest GPU in the history."""
-        return max((float(busy_seconds(g, self.frame.processes).sum()) for g in self.frame.gpus), default=0.0)
+        return max((float(busy_seconds(g, self.frame.processes, threshold_pct=self.thresholds.busy_util_pct).sum())
+                    for g in self.frame.gpus), default=0.0)
 
     @property
     def needed_s(self) -> float:
@@ -141,7 +143,7 @@ def span_text(seconds: float) -> str:
     return duration_text(seconds)
 
 
-def usage_of(frame: HistoryFrame, index: int) -> Usage:
+def usage_of(frame: HistoryFrame, index: int, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> Usage:
     gpu = frame.gpu(index)
     if gpu is None:
         return Usage(frame.end_s - frame.start_s, 0.0, 0.0)
@@ -149,8 +151,10 @@ def usage_of(frame: HistoryFrame, index: int) -> Usage:
             and r.workload == "gemm" and not r.errors and r.device != "sim"]
     measured = max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
     used = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
-    serving_s = sum(job.busy_s for job in gpu_profile(frame, gpu).jobs if job.kind == INFERENCE)
-    return Usage(window_s=frame.end_s - frame.start_s, busy_s=float(busy_seconds(gpu, frame.processes).sum()),
+    serving_s = sum(job.busy_s for job in gpu_profile(frame, gpu, threshold_pct=busy_util_pct).jobs
+                    if job.kind == INFERENCE)
+    busy_s = float(busy_seconds(gpu, frame.processes, threshold_pct=busy_util_pct).sum())
+    return Usage(window_s=frame.end_s - frame.start_s, busy_s=busy_s,
                  energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured,
                  serving_s=serving_s)
 
@@ -162,9 +166,11 @@ def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[
     specs = load_gpu_specs() if specs is None else specs
     recs = run_rules(frame, settings.advisor, offers)
     inputs = cost_inputs_from(settings.costs)
-    costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index), inputs,
-                          offers=offers, specs=specs) for g in frame.gpus)
-    return Advice(frame, tuple(recs), workload_profiles(frame), costs, settings.costs.currency, settings.advisor)
+    busy_pct = settings.advisor.busy_util_pct
+    costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index, busy_util_pct=busy_pct),
+                          inputs, offers=offers, specs=specs) for g in frame.gpus)
+    return Advice(frame, tuple(recs), workload_profiles(frame, threshold_pct=busy_pct), costs,
+                  settings.costs.currency, settings.advisor)
 
 
 def open_history(db: str | Path) -> Any:
