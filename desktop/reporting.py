@@ -189,7 +189,8 @@ def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: c
     (``load_usage_rows``) gives the "Who used the GPU" tables."""
     advice = compute_advice(frame, settings, offers, specs)
     summary = weekly_summary(frame, tz=tz, previous=previous, recommendations=advice.recommendations,
-                             price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency)
+                             price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency,
+                             busy_util_pct=settings.advisor.busy_util_pct)
     labels = gpu_labels([(g.meta.index, g.meta.uuid, g.meta.name) for g in frame.gpus])
     captions: dict[str, str] = {}
     series: dict[str, dict[str, FloatArray]] = {}
