@@ -58,7 +58,8 @@ def main(args: argparse.Namespace) -> int:
         recorder.run(stop)
         # Roll up what was recorded before handing back (a short run still gets its complete minutes).
         recorder.wait_maintenance()
-        final = writer.call(lambda store: maintain(store, settings.retention, time.time()))
+        final = writer.call(lambda store: maintain(store, settings.retention, time.time(),
+                                                     busy_util_pct=settings.advisor.busy_util_pct))
         try:
             final.result(timeout=60)
         except Exception as exc:
