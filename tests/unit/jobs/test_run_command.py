@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -282,3 +283,38 @@ def test_with_stderr_closed_the_card_never_goes_into_the_jobs_stdout(tmp_path: P
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
         (record,) = job_store.jobs(store)
     assert record.card is not None
+
+
+def test_a_daemonised_worker_is_named_on_the_card_as_not_under_the_guard(tmp_path: Path) -> None:
+    """Issue 21, defect 7: a setsid, double-forked worker was never stopped, yet the card only said "paused"."""
+    pid_file = tmp_path / "daemon.pid"
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        null = os.open(os.devnull, os.O_WRONLY)\n"
+            "        os.dup2(null, 1); os.dup2(null, 2)\n"
+            f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+            "        time.sleep(3)\n"
+            "    os._exit(0)\n"
+            "time.sleep(1.2)\n")
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.toml").write_text("[sampling]\ninterval_s = 0.2\nprocess_interval_s = 0.5\n")
+    proc = _rigscope("--guard-c", "41", "--", sys.executable, "-c", code, db=tmp_path / "h.db",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                     env={**os.environ, "RIGSCOPE_CONFIG_DIR": str(config)})
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    text = err.decode()
+    assert proc.returncode == 0, text
+    daemon = int(pid_file.read_text())
+    assert f"pid {daemon} (python" in text and "left the job's session" in text
+    assert "not under the guard: 1 process of the job left its session" in text
+    with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
+        (record,) = job_store.jobs(store)
+    assert record.card is not None and any("not under the guard" in n for n in record.card["notes"])
