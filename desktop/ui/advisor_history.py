@@ -178,20 +178,21 @@ class HistoryPage(QWidget):
 
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
-        from desktop.reporting import to_csv, to_json
+        from desktop.reporting import to_csv, to_json, write_report_text
         from desktop.ui.reports import to_html, write_pdf
 
         if self.data is None:
             return
         suffix = path.suffix.lower()
+        # Beside the target and renamed over it, as `rigscope report -o`: never through a symlink there.
         if suffix == ".pdf":
             write_pdf(self.data, self.paper_pngs(), path)
         elif suffix == ".json":
-            path.write_text(to_json(self.data), encoding="utf-8")
+            write_report_text(path, to_json(self.data))
         elif suffix == ".csv":
-            path.write_text(to_csv(self.data), encoding="utf-8")
+            write_report_text(path, to_csv(self.data))
         else:
-            path.write_text(to_html(self.data, self.paper_pngs()), encoding="utf-8")
+            write_report_text(path, to_html(self.data, self.paper_pngs()))
 
     def _export_dialog(self) -> None:
         if self.data is None:
