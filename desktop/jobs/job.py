@@ -230,6 +230,7 @@ class JobRun:
         if self.history is not None and self.history.problem:
             self.say(f"the history cannot take the job ({self.history.problem}): the job runs and its card is "
                      "printed, but it is not stored")
+            return  # no job row (its id would name nothing `rigscope jobs` can show): the samples, for the card
         job_id = self._store(lambda store: job_store.add_job(store, self.record))
         if job_id:
             self.record = replace(self.record, job_id=job_id)

@@ -73,7 +73,7 @@ def test_a_database_that_cannot_take_the_job_is_said_once_and_the_job_runs(
     assert code == 3, err  # the job's, not 2
     assert out == "done\n"
     assert err.count("cannot take the job") == 1 and "could not write" not in err, err
-    assert "duration" in err and "exit code 3" in err  # the card
+    assert "duration" in err and "exit code 3" in err and "#1" not in err  # the card, naming no stored job
     assert json.loads(record.read_text())["kind"] == "job"
 
 
