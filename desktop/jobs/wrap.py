@@ -166,6 +166,8 @@ class WrappedJob:
         #: Held while a relay closes early, and while its descriptors are handed to the watchdog.
         self.relay_lock = threading.Lock()
         self.hook_errors = 0
+        #: The processes the last ``stop`` reached (their identities: read back, never signalled from here).
+        self._held: list[owned.Member] = []
         self._threads = [threading.Thread(target=self._pump, args=(r,), name=f"rigscope-run-relay-{r.stream}",
                                           daemon=True) for r in relays]
         for thread in self._threads:
@@ -248,10 +250,19 @@ class WrappedJob:
         return self._stop_or_continue(False, pids)
 
     def stopped(self) -> bool | None:
-        """Whether the job is stopped now, read from /proc (every member stopped, or stopping); None: unknown."""
+        """Whether the job is stopped now, read from /proc: every process the last ``stop`` reached that is still
+        that process is stopped (or stopping); without one, every member. None: unknown (no /proc, ended).
+
+        Only those it reached: a member that could not be signalled (another user's, a setuid helper) would
+        otherwise read as "continued from elsewhere" at every look."""
         if self.session is None or self.poll() is not None:
             return None
-        return self.session.stopped()
+        if not self._held:
+            return self.session.stopped()
+        proc = self.session.proc
+        alive = [now for m in self._held
+                 if (now := owned.read_stat(m.pid, proc)) is not None and now.start_ticks == m.start_ticks]
+        return all(owned.is_stopped(m, proc) for m in alive) if alive else self.session.stopped()
 
     def members(self) -> list[owned.Member]:
         """The live members of the job's session now (empty when it ended or /proc cannot be read)."""
@@ -278,7 +289,9 @@ class WrappedJob:
             return []
         proc = self.session.proc
         skip = None if stop else (lambda m: not owned.is_stopped(m, proc))
-        return [m.pid for m in self.session.signal(sig, skip=skip)]
+        sent = self.session.signal(sig, skip=skip)
+        self._held = sent if stop else []
+        return [m.pid for m in sent]
 
     # --- life ----------------------------------------------------------------------------
 

@@ -189,3 +189,36 @@ def test_parse_stat_takes_a_name_with_spaces_and_parentheses() -> None:
     assert (member.name, member.state, member.ppid, member.pgid, member.sid, member.start_ticks) == \
         ("a) b (c)", "S", 1, 42, 42, 12345)
     assert owned.parse_stat(42, b"garbage") is None
+
+
+def test_a_member_the_guard_could_not_stop_does_not_read_as_continued_from_elsewhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A setuid helper in the job (EPERM for SIGSTOP) kept running: without this the guard would take the job
+    for continued from outside at every look, and re-pause it every second."""
+    from desktop.jobs.wrap import WrappedJob
+
+    pid_file = tmp_path / "child.pid"
+    code = (f"import os, subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+            f"time.sleep(60)\n")
+    out = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)
+    job = WrappedJob([sys.executable, "-c", code], stdout_fd=out, stderr_fd=out, use_pty=False)
+    os.close(out)
+    try:
+        _until(pid_file.exists)
+        child = int(pid_file.read_text())
+        real_send = owned.send
+        monkeypatch.setattr(owned, "send", lambda m, sig, check=None, proc=owned.PROC:
+                            False if m.pid == child else real_send(m, sig, check, proc))
+        assert job.stop() == [job.pid]
+        _until(lambda: _state(job.pid) == "T")
+        assert _state(child) != "T"
+        assert job.stopped() is True
+        job.cont()
+        _until(lambda: _state(job.pid) != "T")
+        assert job.stopped() is False
+    finally:
+        os.killpg(job.pgid, signal.SIGKILL)
+        job.wait(10)
+        job.finish_output()
