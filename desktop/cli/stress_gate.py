@@ -114,6 +114,9 @@ def prepare(args: argparse.Namespace) -> RecordOptions:
                             "or a baseline of the same workload")
         if baseline.throughput is None or baseline.throughput <= 0:
             raise UserError(f"the baseline {shown} has no sustained throughput to hold this run against")
+        if not baseline.unit:  # found only after the run otherwise ("measured None"): minutes for nothing
+            raise UserError(f"the baseline {shown} does not say what its throughput measures (no "
+                            '"throughput.unit"): it cannot be held against this run')
     currency = load_settings()[0].costs.currency if price is not None else None
     return RecordOptions(out_path, price, currency, baseline,
                          max_drop if max_drop is not None else DEFAULT_MAX_DROP_PCT)

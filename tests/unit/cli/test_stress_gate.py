@@ -141,3 +141,13 @@ def test_a_hostile_baseline_is_exit_2_naming_the_field_before_the_run(
     lines = captured.err.splitlines()
     assert len(lines) == 1 and str(base) in lines[0] and f'"{field}"' in lines[0], captured.err
     assert not db.exists()
+
+
+def test_a_baseline_without_a_unit_is_refused_before_the_run(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "base.json"
+    write_record(base, PortableRecord(kind="stress", workload="gemm", started_s=1.0, duration_s=600.0, throughput=70.0))
+    db = tmp_path / "h.sqlite"
+    assert main(["stress", "--device", "sim", "--minutes", "0.03", "--db", str(db), "--baseline", str(base)]) == 2
+    assert '"throughput.unit"' in capsys.readouterr().err
+    assert not db.exists()  # refused before the run
