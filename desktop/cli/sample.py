@@ -55,8 +55,8 @@ def _num(value: float | None, digits: int = 0) -> str:
     return _MISSING if value is None else f"{value:.{digits}f}"  # no thousands commas: columns split on blanks
 
 
-#: The one-line form's columns: name, unit, width, the cell of one GPU (the reasons column last,
-#: left-aligned and as wide as it needs).
+#: The one-line form's numeric columns, right-aligned: name, unit, width, the cell of one GPU. The
+#: time and GPU index come before them; the reasons after, left-aligned and as wide as they need.
 _Column = tuple[str, str, int, Callable[[GpuReading, GpuSample], str]]
 _COLUMNS: Final[tuple[_Column, ...]] = (
     ("util", "%", 4, lambda r, s: _num(s.utilization_gpu_pct)),
