@@ -195,3 +195,24 @@ def test_a_heartbeat_reopens_a_job_taken_for_lost(tmp_path: Path) -> None:
         again = job_store.job(store, job_id)
         assert again is not None and again.ended_s is None and not again.lost and again.last_seen_s == T0 + 20
         assert job_store.close_orphaned_jobs(store.conn, T0 + 30) == []  # its owner (this process) lives
+
+
+@pytest.mark.parametrize("newer", [False, True], ids=["beside the recorder", "recorder of a newer schema"])
+def test_beside_a_writer_the_job_is_stored_or_said_once(tmp_path: Path, newer: bool) -> None:
+    from desktop.history.lock import WriterLock
+
+    db = tmp_path / "h.sqlite"
+    if newer:
+        _newer_schema(db)
+    else:
+        with HistoryStore.open(db):
+            pass
+    with WriterLock(db):  # the recorder (or the window) holds the writer lock
+        code, out, err, record = _run(db, tmp_path)
+    assert code == 3 and out == "done\n" and "duration" in err, err
+    assert err.count("cannot take the job") == (1 if newer else 0) and "could not write" not in err, err
+    assert json.loads(record.read_text())["kind"] == "job"
+    if not newer:
+        with HistoryStore.open(db, readonly=True) as store:
+            (job,) = job_store.jobs(store)
+        assert job.exit_code == 3 and not job.lost and job.last_seen_s is not None
