@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,58 @@ def test_the_page_ends_the_process_as_it_was_confirmed_not_as_a_refresh_shows_it
     page.table.selectRow(0)
     page.end_selected()
     assert calls == [(900, 1000.0)]
+
+
+REUSE = r'''
+import json, subprocess, sys, time
+
+from desktop.telemetry.host import PsutilHost
+from desktop.telemetry.model import GpuProcess
+from desktop.telemetry.sampler import end_process
+
+shown = subprocess.Popen(["sleep", "60"])  # the row the user confirms
+started = PsutilHost().describe([GpuProcess(pid=shown.pid, gpu_index=0, name="?")])[0].started_s
+shown.kill()
+shown.wait()  # it ends while the question is open...
+time.sleep(0.6)
+with open("/proc/sys/kernel/ns_last_pid", "w") as handle:
+    handle.write(str(shown.pid - 1))
+other = subprocess.Popen(["sleep", "60"])  # ...and another process of the user's takes its PID
+try:
+    if other.pid != shown.pid:
+        print(json.dumps({"skip": f"the new process got PID {other.pid}, not {shown.pid}"}))
+        raise SystemExit(0)
+    message = end_process(shown.pid, started)  # the user clicks Yes
+    time.sleep(0.2)
+    print(json.dumps({"message": message, "alive": other.poll() is None}))
+finally:
+    other.kill()
+    other.wait()
+'''
+
+
+def test_a_pid_handed_to_another_process_while_the_question_is_open_is_not_ended(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 21, defect 2, reproduced in a fresh PID namespace: the confirmed process ends, another takes its PID,
+    then the user confirms. Skipped where `unshare --pid --fork --mount-proc` is refused."""
+    import json
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                            "echo 1 > /proc/sys/kernel/ns_last_pid"], check=False, capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare --pid --fork --mount-proc is not permitted here: {probe.stderr.decode(errors='replace')}")
+    script = tmp_path / "reuse.py"
+    script.write_text(REUSE)
+    repo = str(Path(__file__).resolve().parents[3])
+    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(script)],
+                          check=False, capture_output=True, timeout=60, cwd=repo,
+                          env={**os.environ, "PYTHONPATH": repo})
+    lines = done.stdout.decode().strip().splitlines()
+    assert lines, done.stderr.decode()
+    result = json.loads(lines[-1])
+    if "skip" in result:
+        pytest.skip(result["skip"])
+    assert result["alive"], "End process ended the process that took the confirmed one's PID"
+    assert "no longer the process you confirmed" in (result["message"] or "")
