@@ -369,8 +369,12 @@ class Watchdog:
         ``relay`` (the job ended, a process it left keeps its output open): it passes that output on until it
         ends, so that process is not killed by a broken pipe when rigscope exits."""
         if relay:
+            # The pipe stays open until rigscope's own end (the kernel closes it): the watchdog starts reading the
+            # job's output only then, so rigscope's relay and the watchdog never read it at the same time (their
+            # chunks could pass each other). It lives as long as that output: not ours to wait for.
             self._say("relay")
-        elif done:
+            return
+        if done:
             self._say("done")
         stdin = self.process.stdin
         if stdin is not None:
@@ -378,8 +382,6 @@ class Watchdog:
                 stdin.close()
             except OSError:
                 pass
-        if relay:
-            return  # it lives as long as that output: not ours to wait for
         try:
             self.process.wait(5.0)
         except subprocess.TimeoutExpired:
