@@ -65,6 +65,59 @@ def _pytorch_lines(torch: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
+def _source_text(value: Any, fallback: str = "n/a") -> str:
+    return fallback if value is None else printable(str(value))
+
+
+def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
+    """The laptop power envelope: every source read, then per GPU the one line on its power limit."""
+    if env is None:
+        return []
+    rows: list[tuple[str, ...]] = []
+    power = "n/a" if env["on_ac"] is None else "AC" if env["on_ac"] else "battery"
+    if env["battery_pct"] is not None:
+        power += f", battery {env['battery_pct']:.0f} %"
+        if env["battery_status"]:
+            power += f" ({printable(env['battery_status'])})"
+    rows.append(("power", power))
+    if env["msi_shift_mode"] is not None:
+        choices = ", ".join(printable(m) for m in env["msi_shift_modes"])
+        rows.append(("firmware mode", f"{printable(env['firmware_mode_name'])} (msi-ec shift_mode "
+                                      f"{printable(env['msi_shift_mode'])}; available: {choices or 'n/a'})"))
+        fans = [f"{name} {env[key]:.0f} %" for name, key in (("CPU", "cpu_fan_pct"), ("GPU", "gpu_fan_pct"))
+                if env[key] is not None]
+        boost = {True: "on", False: "off", None: "n/a"}[env["msi_cooler_boost"]]
+        rows.append(("fans (EC)", f"mode {_source_text(env['msi_fan_mode'])}, Cooler Boost {boost}"
+                                  + (f", {', '.join(fans)}" if fans else "")))
+    if env["platform_profile"] is not None:
+        choices = ", ".join(printable(m) for m in env["platform_profile_choices"])
+        rows.append(("platform_profile", f"{printable(env['platform_profile'])} (choices: {choices or 'n/a'})"))
+    elif env["msi_shift_mode"] is None:
+        rows.append(("firmware mode", "n/a (no msi-ec, no ACPI platform_profile)"))
+    powerd = {True: "running", False: "not running", None: "n/a (/proc does not show other processes)"}
+    installed = {True: ", unit installed", False: ", not installed", None: ""}[env["powerd_installed"]]
+    rows.append(("nvidia-powerd", powerd[env["powerd_running"]] + installed))
+    cpu = [f"{env['cpu_package_temp_c']:.0f} °C" if env["cpu_package_temp_c"] is not None else "temperature n/a",
+           f"{env['cpu_package_power_w']:.0f} W" if env["cpu_package_power_w"] is not None
+           else "power n/a (RAPL absent or root only)"]
+    rows.append(("CPU package", ", ".join(cpu)))
+    display = {"display": "the NVIDIA GPU drives the display", "offload": "another GPU drives the display "
+               "(hybrid, PRIME offload)", None: "n/a"}.get(env["gpu_display"], printable(str(env["gpu_display"])))
+    rows.append(("display GPU", display))
+    rows.append(("MUX mode", printable(env["mux_note"])))
+    for gpu in env["gpus"]:
+        rows.append((f"GPU {gpu['index']} power limit", printable(gpu["line"])))
+        if gpu["rated_w"] is not None:
+            rated = f"{gpu['rated_w']:.0f} W ({printable(gpu['rated_source'])})"
+            rows.append((f"GPU {gpu['index']} rated power", rated))
+    title = "Power envelope" + (" (simulated laptop)" if env.get("simulated") else "")
+    lines = [title, text_table(rows)]
+    for gpu in env["gpus"]:
+        if gpu["action"]:
+            lines.append(f"  GPU {gpu['index']} fix: {printable(gpu['action'])}")
+    return [*lines, ""]
+
+
 def render(report: dict[str, Any]) -> str:
     lines = ["Rigscope doctor", ""]
     fallback = report["fallback"]
@@ -124,6 +177,7 @@ def render(report: dict[str, Any]) -> str:
                 lines.append(text_table(mig_rows))
         if any(g["metric_errors"] or g["mig_instances"] for g in gpus):
             lines.append("")
+    lines += _envelope_lines(report.get("power_envelope"))
     perms = report["permissions"]
     lines.append("Permissions")
     perm_rows: list[tuple[str, ...]] = []

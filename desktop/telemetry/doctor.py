@@ -10,11 +10,13 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.envelope import firmware_mode_name
 from desktop.telemetry.backend import GpuBackend
+from desktop.telemetry.envelope import PowerEnvelope, envelope_of, explain_gpu
 from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState, GpuInfo, GpuSample
 from desktop.telemetry.sampler import DEFAULT_REINIT_PERIOD_S
 
@@ -81,7 +83,28 @@ def collect(backend: GpuBackend, *, simulate_requested: bool = False) -> dict[st
         "fallback": _fallback(backend, gpus, simulate_requested),
         "pytorch": torch_report(None if source.simulated else (first.cuda_version if first else None),
                                 nvidia_gpu=not source.simulated and bool(gpus)),
+        "power_envelope": power_envelope_section(backend.devices(), envelope_of(backend)),
     }
+
+
+#: Why the MUX mode is not a field of its own: no Linux interface shows it (vga_switcheroo is for old
+#: muxed laptops and needs debugfs); which GPU drives the display stands for it.
+MUX_NOTE = "not readable on Linux; gpu_display says which GPU drives the display"
+
+
+def power_envelope_section(infos: Sequence[GpuInfo], envelope: PowerEnvelope) -> dict[str, Any]:
+    """The laptop power envelope: every source read (None: not readable here) and, per GPU, the one line
+    saying why its limit is where it is, with the rated power and where that comes from."""
+    fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(envelope).items()}
+    gpus = []
+    for info in infos:
+        cap = explain_gpu(info, envelope)
+        gpus.append({"index": info.index, "line": cap.line, "cause": cap.cause, "capped": cap.capped,
+                     "enforced_w": cap.enforced_w, "default_w": info.power_limit_default_w,
+                     "min_w": info.power_limit_min_w, "max_w": info.power_limit_max_w,
+                     "rated_w": cap.rated_w, "rated_source": cap.rated_source, "action": cap.action})
+    return {**fields, "firmware_mode": envelope.firmware_mode, "firmware_mode_name": firmware_mode_name(envelope),
+            "any_source": envelope.any_source, "mux_mode": None, "mux_note": MUX_NOTE, "gpus": gpus}
 
 
 def effective_load_source(info: GpuInfo) -> str:

@@ -32,9 +32,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from advisor.envelope import PowerEnvelope
+from advisor.envelope import CapExplanation, GpuLimits, PowerEnvelope, explain_cap
+from desktop.telemetry.model import GpuInfo
 
-__all__ = ["PROC_ROOT_ENV", "SYSFS_ROOT_ENV", "EnvelopeReader", "PowerEnvelope", "read_envelope"]
+__all__ = ["PROC_ROOT_ENV", "SYSFS_ROOT_ENV", "CapExplanation", "EnvelopeReader", "EnvelopeSource", "PowerEnvelope",
+           "envelope_of", "explain_gpu", "limits_of", "read_envelope"]
 
 SYSFS_ROOT_ENV: Final = "RIGSCOPE_SYSFS_ROOT"
 PROC_ROOT_ENV: Final = "RIGSCOPE_PROC_ROOT"
@@ -258,6 +260,59 @@ class EnvelopeReader:
         return power if 0 <= power < 2000 else None
 
 
-def read_envelope(reader: EnvelopeReader | None = None) -> PowerEnvelope:
-    """One reading with default roots (RAPL power needs a second read of the same reader)."""
-    return (reader or EnvelopeReader()).read()
+def read_envelope(reader: EnvelopeReader | None = None, *, wait_s: float = 0.25,
+                  sleep: Callable[[float], None] = time.sleep) -> PowerEnvelope:
+    """One settled reading for a one-shot command (`doctor`): where RAPL's energy is readable, a
+    second read ``wait_s`` later gives the CPU package power."""
+    reader = reader or EnvelopeReader()
+    first = reader.read()
+    if _rapl_energy_uj(reader.sysfs_root) is None:
+        return first
+    sleep(wait_s)
+    return reader.read()
+
+
+def envelope_of(backend: object, reader: EnvelopeReader | None = None) -> PowerEnvelope:
+    """The simulated laptop's modelled envelope, else one settled sysfs reading."""
+    modelled = getattr(backend, "power_envelope", None)
+    if callable(modelled):
+        result = modelled()
+        if isinstance(result, PowerEnvelope):
+            return result
+    return read_envelope(reader)
+
+
+def limits_of(info: GpuInfo) -> GpuLimits:
+    """The GPU's limits as its info carries them (re-read on the backend's slow period)."""
+    return GpuLimits(name=info.name, enforced_w=info.power_limit_enforced_w, default_w=info.power_limit_default_w,
+                     min_w=info.power_limit_min_w, max_w=info.power_limit_max_w, is_laptop=info.is_laptop)
+
+
+def explain_gpu(info: GpuInfo, envelope: PowerEnvelope | None) -> CapExplanation:
+    """The one line for this GPU's limit (advisor.envelope.explain_cap on its info)."""
+    return explain_cap(envelope, limits_of(info))
+
+
+class EnvelopeSource:
+    """Where a process gets the envelope: the simulated laptop's model, or sysfs on a slow period.
+
+    ``read()`` answers the cached envelope between periods, so the sampler may call it each tick.
+    """
+
+    def __init__(self, backend: object, reader: EnvelopeReader | None = None, *, period_s: float = 5.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        modelled = getattr(backend, "power_envelope", None)
+        self._modelled: Callable[[], PowerEnvelope] | None = modelled if callable(modelled) else None
+        self._reader = reader if reader is not None or self._modelled is not None else EnvelopeReader()
+        self._period_s = period_s
+        self._monotonic = monotonic
+        self._last: tuple[float, PowerEnvelope] | None = None
+
+    def read(self) -> PowerEnvelope:
+        if self._modelled is not None:
+            return self._modelled()  # a dataclass built from the model's state: cheap, and changes at once
+        now = self._monotonic()
+        if self._last is None or now - self._last[0] >= self._period_s:
+            assert self._reader is not None
+            self._last = (now, self._reader.read())
+        return self._last[1]

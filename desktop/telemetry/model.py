@@ -20,6 +20,7 @@ from advisor.clock_events import (
     THROTTLE_REASONS,
     ClockEventReason,
 )
+from advisor.envelope import PowerEnvelope
 
 __all__ = ["CLOCK_EVENT_COUNTERS", "GPU_METRIC_NAMES", "METRICS", "METRICS_BY_NAME", "POWER_REASONS",
            "THERMAL_REASONS", "THROTTLE_REASONS", "ClockEventReason", "DeviceState", "GpmActivity", "GpuInfo",
@@ -235,6 +236,9 @@ class Snapshot:
     processes: tuple[GpuProcess, ...] = ()
     #: True when ``processes`` was polled in this very tick.
     processes_fresh: bool = False
+    #: The laptop's power envelope (AC/battery, firmware mode, nvidia-powerd), read on a slow period;
+    #: None where the sampler does not read it.
+    envelope: PowerEnvelope | None = None
 
     def reading(self, index: int) -> GpuReading | None:
         for gpu in self.gpus:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from desktop.telemetry.backend import BackendUnavailable, GpuBackend, HostBackend
 from desktop.telemetry.effective_load import EffectiveLoad
+from desktop.telemetry.envelope import EnvelopeSource
 from desktop.telemetry.model import DeviceState, GpuProcess, Snapshot
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
@@ -61,11 +62,14 @@ class Sampler:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         effective_load: EffectiveLoad | None = None,
+        envelope: EnvelopeSource | None = None,
     ) -> None:
         self.gpu = gpu
         #: Estimates each reading's effective load; ``calibrate`` it with the GPUs' stress runs.
         self.effective_load = effective_load if effective_load is not None else EffectiveLoad()
         self.host = host
+        #: The laptop's power envelope: the simulated laptop's model, or sysfs every few seconds.
+        self.envelope = envelope if envelope is not None else EnvelopeSource(gpu, monotonic=monotonic)
         self.process_period_s = process_period_s
         self.reinit_period_s = reinit_period_s
         self._clock = clock
@@ -106,6 +110,7 @@ class Sampler:
             host=host,
             processes=self._processes,
             processes_fresh=fresh,
+            envelope=self.envelope.read(),
         )
 
     def close(self) -> None:

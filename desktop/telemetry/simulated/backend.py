@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.envelope import PowerEnvelope
 from desktop.telemetry.model import (
     GPU_METRIC_NAMES,
     DeviceState,
@@ -25,6 +26,7 @@ from desktop.telemetry.model import (
     GpuSample,
     SourceInfo,
 )
+from desktop.telemetry.simulated.envelope import SimulatedEnvelope, enforced_limit_w
 from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel
 from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
@@ -65,6 +67,34 @@ class SimulatedMachine:
         self._counted: list[_Counts] = [(0.0, 0.0, 0.0, 0.0) for _ in profiles]
         #: The utilization of each GPU's latest reading, which its processes' SM shares add up to.
         self._util: list[tuple[float, float] | None] = [None for _ in profiles]
+        #: The simulated laptop's charger, nvidia-powerd and firmware mode (``set_envelope`` changes them).
+        self.envelope_state = SimulatedEnvelope()
+
+    # --- the simulated laptop's power envelope ------------------------------------------
+    @property
+    def laptop(self) -> bool:
+        return any(p.is_laptop for p in self.profiles)
+
+    def power_envelope(self) -> PowerEnvelope:
+        """The envelope as the sysfs reader would give it on a real laptop; empty for simulated desktops."""
+        with self.lock:
+            return self.envelope_state.power_envelope() if self.laptop else PowerEnvelope(simulated=True)
+
+    def set_envelope(self, *, on_ac: bool | None = None, powerd_running: bool | None = None,
+                     shift_mode: str | None = None, battery_pct: float | None = None) -> SimulatedEnvelope:
+        """Plug or unplug, stop or start nvidia-powerd, switch the firmware mode (ValueError for an unknown one).
+
+        The laptop GPUs' enforced power limit follows at once, in the model and in their info.
+        """
+        with self.lock:
+            self.envelope_state = self.envelope_state.with_changes(
+                on_ac=on_ac, powerd_running=powerd_running, shift_mode=shift_mode, battery_pct=battery_pct)
+            for i, profile in enumerate(self.profiles):
+                watts = enforced_limit_w(profile, self.envelope_state)
+                self.model.set_power_limit(i, watts)
+                if self.infos[i].power_limit_enforced_w != watts:
+                    self.infos[i] = dataclasses.replace(self.infos[i], power_limit_enforced_w=watts)
+            return self.envelope_state
 
     @property
     def manual(self) -> ManualLoad | None:
@@ -216,6 +246,10 @@ class SimulatedBackend:
 
     def processes(self) -> list[GpuProcess]:
         return self.machine.processes(self._user)
+
+    def power_envelope(self) -> PowerEnvelope:
+        """The simulated laptop's envelope (the sampler and `doctor` read it instead of sysfs)."""
+        return self.machine.power_envelope()
 
     def throughput_tflops(self, index: int) -> float:
         """The bf16 GEMM rate the GPU would deliver now (the simulated stress test's throughput)."""

@@ -13,6 +13,7 @@ a second; ``trace`` simulates a stretch in bulk as numpy columns.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Sequence
@@ -162,6 +163,12 @@ class SimulatedGpuModel:
         if gpu.load <= 0.02:
             return 0.0
         return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_max_mhz) * gpu.load * gpu.intensity
+
+    def set_power_limit(self, index: int, watts: float) -> None:
+        """The enforced power limit from now on (the simulated laptop's firmware mode, AC or battery)."""
+        gpu = self._gpus[index]
+        if gpu.profile.power_limit_w != watts:
+            gpu.profile = dataclasses.replace(gpu.profile, power_limit_w=watts)
 
     def set_lost(self, index: int, lost: bool) -> None:
         self._gpus[index].lost = lost
