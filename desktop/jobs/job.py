@@ -189,6 +189,8 @@ class JobRun:
         self.escaped: dict[tuple[int, int], str] = {}
         self._members_seen: set[tuple[int, int]] = set()
         self._marker: bytes | None = None
+        #: Processes outside the session whose environment was read already (each is read once).
+        self._environ_read: set[tuple[int, int]] = set()
         self.gpus: dict[int, str] = {}  # index -> uuid, in the order first seen
         self.events: list[GuardEvent] = []
         self.pauses: list[tuple[float, float]] = []
@@ -296,10 +298,14 @@ class JobRun:
             if member is not None and member.start_ticks == start and member.sid != session.sid:
                 found.append(member)
         if self._marker is not None:
+            if len(self._environ_read) > 100_000:  # a long job on a busy machine: start over rather than grow
+                self._environ_read.clear()
             for member in owned.all_processes(session.proc):
-                if member.sid != session.sid and member.start_ticks >= session.leader_start_ticks \
-                        and member.identity not in self.escaped and owned.environ_has(member.pid, self._marker,
-                                                                                     session.proc):
+                if member.sid == session.sid or member.start_ticks < session.leader_start_ticks \
+                        or member.identity in self._environ_read:
+                    continue
+                self._environ_read.add(member.identity)
+                if owned.environ_has(member.pid, self._marker, session.proc):
                     found.append(member)
         self._members_seen = {m.identity for m in members}
         for member in found:
