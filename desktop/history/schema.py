@@ -238,6 +238,11 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     for version in range(found, target):
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Read again under the write lock: another process opening the same new file may have
+            # taken this step meanwhile ("duplicate column name" if it were taken twice).
+            if int(conn.execute("PRAGMA user_version").fetchone()[0]) > version:
+                conn.execute("COMMIT")
+                continue
             MIGRATIONS[version](conn)
             conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute("COMMIT")

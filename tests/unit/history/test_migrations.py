@@ -133,3 +133,27 @@ def test_v8_adds_process_utilization_and_attribution_and_old_rows_keep_null(tmp_
         (time_s, back), = process_history(store, T0 + 4, T0 + 6, pid=7)
         assert time_s == T0 + 5
         assert back == proc
+
+
+def test_processes_creating_one_new_file_at_once_take_each_step_once(tmp_path: Path) -> None:
+    """Several processes opening one new database at the same moment (a reader's open migrates too)
+    raised "duplicate column name" when two took one step: the version was read before the write lock."""
+    import subprocess
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parents[3]
+    code = ("import sys, time; from pathlib import Path; from desktop.history.store import HistoryStore\n"
+            "go = Path(sys.argv[2])\n"
+            "while not go.exists(): time.sleep(0.001)\n"
+            "HistoryStore.open(Path(sys.argv[1])).close()\n")
+    for attempt in range(3):
+        target, go = tmp_path / f"h{attempt}.sqlite", tmp_path / f"go{attempt}"
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(target), str(go)], cwd=repo,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        time.sleep(1.5)  # all four imported and waiting
+        go.touch()
+        errors = [p.communicate(timeout=120)[1] for p in procs]
+        assert all(p.returncode == 0 for p in procs), errors
+        with HistoryStore.open(target, readonly=True) as store:
+            assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == schema.SCHEMA_VERSION
