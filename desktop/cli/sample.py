@@ -16,6 +16,7 @@ from desktop.cli.common import check_interval, open_backend, text_table
 from desktop.errors import UserError
 from desktop.safetext import printable
 from desktop.telemetry.doctor import slowdown_headroom_c
+from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.live import snapshot_json
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import (
@@ -195,6 +196,9 @@ def render(snapshot: Snapshot, *, with_reason: bool = True) -> str:
             headroom = (slowdown_headroom_c(r.info, r.sample) for r in snapshot.gpus)
             rows.append(("to slowdown", *(f"{h:.0f} °C" if h is not None else "n/a" for h in headroom)))
     lines.append(text_table(rows))
+    # Why each GPU's power limit is where it is (the laptop's envelope: AC, firmware mode, nvidia-powerd).
+    lines.extend(f"GPU {r.info.index} power limit: {printable(explain_gpu(r.info, snapshot.envelope).line)}"
+                 for r in snapshot.gpus if r.info.power_limit_enforced_w is not None)
     host = snapshot.host
     if host is not None:
         ram = (f"{host.ram_used_mib:,.0f} / {host.ram_total_mib:,.0f} MiB"

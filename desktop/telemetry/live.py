@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desktop.telemetry.doctor import slowdown_headroom_c
+from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.model import GPU_METRIC_NAMES, Snapshot
 
 
@@ -27,6 +28,8 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
         entry["temp_slowdown_c"] = reading.info.temp_slowdown_c
         entry["slowdown_headroom_c"] = slowdown_headroom_c(reading.info, reading.sample)
         entry["memory_temperature_c"] = reading.memory_temperature_c  # HBM, where the GPU has the sensor
+        entry["power_limit_w"] = reading.info.power_limit_enforced_w
+        entry["power_limit_line"] = explain_gpu(reading.info, snapshot.envelope).line
         gpus.append(entry)
     return {
         "time_s": snapshot.time_s,
@@ -37,6 +40,7 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
         "host": _plain(dataclasses.asdict(snapshot.host)) if snapshot.host is not None else None,
         "processes": [_plain(dataclasses.asdict(p)) for p in snapshot.processes],
         "processes_fresh": snapshot.processes_fresh,
+        "envelope": _plain(dataclasses.asdict(snapshot.envelope)) if snapshot.envelope is not None else None,
     }
 
 
