@@ -23,6 +23,7 @@ from typing import IO, Any, Self
 from desktop.errors import UserError
 from desktop.history.dbfile import check_target
 from desktop.paths import data_dir, ensure_private_dir
+from desktop.safetext import printable
 from desktop.telemetry.model import GpuInfo
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,12 @@ class DatabaseBusy(UserError):
 def describe_holder(holder: dict[str, Any]) -> str:
     if not holder:
         return "another Rigscope process"
-    parts = [f"pid {holder.get('pid', '?')}"]
+    # Whoever can write the lock file (a shared folder) chooses these: shown escaped, wherever shown.
+    parts = [f"pid {printable(holder.get('pid', '?'))}"]
     if holder.get("command"):
-        parts.append(f"command {holder['command']!r}")
+        parts.append(f"command {printable(repr(holder['command']))}")
     if holder.get("host"):
-        parts.append(f"host {holder['host']}")
+        parts.append(f"host {printable(holder['host'])}")
     return "another process (" + ", ".join(parts) + ")"
 
 
