@@ -28,23 +28,21 @@ OWNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _owned() -> ModuleType:
-    """desktop/telemetry/owned.py, loaded by path (no package import: the watchdog must start fast)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rigscope_owned", OWNED)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    """desktop/telemetry/owned.py, run from its path (no package import, not even importlib.util's: the watchdog
+    must start fast). Loaded when the watchdog starts, so resuming the job costs no import."""
+    module = ModuleType("rigscope_owned")
+    module.__file__ = OWNED
+    sys.modules[module.__name__] = module
+    with open(OWNED, "rb") as handle:
+        exec(compile(handle.read(), OWNED, "exec"), module.__dict__)  # our own file, found by its path
     return module
 
 
-def _resume(leader: tuple[int, int] | None, pgid: int, pids: set[int]) -> None:
+def _resume(owned: ModuleType | None, leader: tuple[int, int] | None, pgid: int, pids: set[int]) -> None:
     if sys.platform == "win32":
         _resume_windows(pids)
         return
-    owned = _owned()
-    if leader is not None and owned.supported():
+    if owned is not None and leader is not None and owned.supported():
         session = owned.Session(leader[0], leader[1])
         session.signal(signal.SIGCONT, skip=lambda m: not owned.is_stopped(m))
         return
@@ -133,6 +131,7 @@ def main(argv: list[str]) -> int:
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, signal.SIG_IGN)
+    owned = _owned() if sys.platform != "win32" else None
     done = relay_only = False
     pending = b""
     while True:
@@ -157,7 +156,7 @@ def main(argv: list[str]) -> int:
     if done:
         return 0
     if not relay_only:
-        _resume(leader, pgid, pids)
+        _resume(owned, leader, pgid, pids)
     if pairs and sys.platform != "win32":
         _relay(pairs)
     return 0
