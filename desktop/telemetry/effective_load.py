@@ -1,9 +1,12 @@
 """Each GPU's full-load calibration, and the effective load the sampler adds to every reading.
 
-The estimate itself is pure (``advisor.effective_load``). Here: which calibration a GPU gets
-(its own stress run once the caller hands one in, else the datasheet figures of the matching
-card in ``resources/gpu_profiles.toml``, else a rough one from the GPU's own power limit and
-max clock) and filling ``GpuSample.effective_load_pct`` where the backend did not measure it.
+The estimate itself is pure (``advisor.effective_load``). Here: which calibration a GPU gets and
+filling ``GpuSample.effective_load_pct`` where the backend did not measure it (GPM). A real GPU
+is estimated only against its own stress run, once the caller hands one in: before that its
+effective load is unknown (n/a), never a guess fed to the advice. The datasheet figures of a
+matching card (``resources/gpu_profiles.toml``), or a rough calibration from the power limit and
+max clock, read an unknown Ada card (3105 MHz max) at 100 % above ~45 % of its limit. The
+simulated GPU keeps its datasheet calibration: its power model is that very law.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from advisor.effective_load import Calibration, estimate
+from advisor.clock_events import ClockEventReason
+from advisor.effective_load import AT_LIMIT_SHARE, CAP_HOLD_SAMPLES, Calibration, estimate
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading
 from desktop.telemetry.simulated.physics import profile_calibration
 from desktop.telemetry.simulated.profiles import GpuProfile, load_profiles
@@ -44,6 +48,8 @@ class EffectiveLoad:
         self._profiles = profiles
         self._datasheet: dict[str, Calibration | None] = {}
         self._own: dict[str, Calibration] = {}
+        #: Per GPU, how many of its latest readings ago the power cap last bound (see ``CAP_HOLD_SAMPLES``).
+        self._since_cap: dict[str, int] = {}
 
     def calibrate(self, uuid: str, calibration: Calibration) -> None:
         """Use ``calibration`` (the GPU's own stress run) for GPU ``uuid`` from now on."""
@@ -54,8 +60,11 @@ class EffectiveLoad:
             self.calibrate(uuid, cal)
 
     def calibration(self, info: GpuInfo) -> Calibration | None:
-        """The GPU's own stress-run calibration when it has one, else its datasheet one."""
-        return self._own.get(info.uuid) or self.datasheet(info)
+        """The GPU's own stress-run calibration; None before its first usable run (the simulated GPU: its datasheet)."""
+        own = self._own.get(info.uuid)
+        if own is not None:
+            return own
+        return self.datasheet(info) if info.simulated else None
 
     def datasheet(self, info: GpuInfo) -> Calibration | None:
         if info.uuid not in self._datasheet:
@@ -77,7 +86,14 @@ class EffectiveLoad:
         cal = self.calibration(reading.info)
         if cal is None:
             return reading
-        value = estimate(cal, sample.power_w, sample.sm_clock_mhz, sample.utilization_gpu_pct)
+        limit = reading.info.power_limit_enforced_w
+        at_cap = bool((sample.clock_event_reasons or 0) & int(ClockEventReason.SW_POWER_CAP)) or (
+            sample.power_w is not None and limit is not None and limit > 0 and sample.power_w >= AT_LIMIT_SHARE * limit)
+        since = 0 if at_cap else self._since_cap.get(reading.info.uuid, CAP_HOLD_SAMPLES) + 1
+        self._since_cap[reading.info.uuid] = since
+        value = estimate(cal, sample.power_w, sample.sm_clock_mhz, sample.utilization_gpu_pct,
+                         # the cap bound within the last few readings: it holds the power now too
+                         clock_event_reasons=int(ClockEventReason.SW_POWER_CAP) if since < CAP_HOLD_SAMPLES else 0)
         if value is None:
             return reading
         return dataclasses.replace(reading, sample=dataclasses.replace(sample, effective_load_pct=value))
