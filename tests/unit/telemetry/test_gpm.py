@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pynvml
 import pytest
 
+from advisor.effective_load import Calibration
 from desktop.telemetry.model import DeviceState, GpuReading
 from desktop.telemetry.nvml import NvmlBackend
 from desktop.telemetry.sampler import Sampler
@@ -38,7 +39,12 @@ class _Clock:
 
 def _sampler(backend: NvmlBackend) -> tuple[Sampler, _Clock]:
     clock = _Clock()
-    return Sampler(backend, None, clock=lambda: 1.7e9 + clock.t, monotonic=clock, reinit_period_s=0.0), clock
+    sampler = Sampler(backend, None, clock=lambda: 1.7e9 + clock.t, monotonic=clock, reinit_period_s=0.0)
+    # Each GPU's own stress run: a GPU without GPM is estimated only against one (issue 22).
+    sampler.effective_load.calibrate_all({info.uuid: Calibration(20.0, info.power_limit_enforced_w or 300.0,
+                                                                 0.9 * (info.sm_clock_max_mhz or 2000.0), "stress run")
+                                          for info in backend.devices()})
+    return sampler, clock
 
 
 def _tick(sampler: Sampler, clock: _Clock, fake: FakeNvml | None = None) -> tuple[GpuReading, ...]:
