@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from desktop.safetext import printable
+from desktop.telemetry.envelope import PowerEnvelope, explain_gpu
 from desktop.telemetry.model import (
     METRICS_BY_NAME,
     THROTTLE_REASONS,
@@ -15,7 +17,7 @@ from desktop.telemetry.model import (
     HostSample,
     format_value,
 )
-from desktop.ui.text import plain
+from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
 
 _TILES = (
@@ -102,6 +104,28 @@ def reading_texts(info: GpuInfo, reading: GpuReading | None) -> dict[str, str]:
     }
 
 
+def envelope_texts(info: GpuInfo, envelope: PowerEnvelope | None) -> tuple[str, str]:
+    """The card's power-limit line ("Power limit: capped at 55 W of 175 W: on battery") and its tooltip:
+    the sources behind it and what to do. Empty for a GPU whose limit the driver does not give."""
+    if info.power_limit_enforced_w is None:
+        return "", ""
+    cap = explain_gpu(info, envelope)
+    tip: list[str] = []
+    if cap.rated_w is not None:
+        tip.append(f"Rated power {cap.rated_w:.0f} W ({cap.rated_source}).")
+    env = envelope or PowerEnvelope()
+    if env.on_ac is not None:
+        battery = f", battery {env.battery_pct:.0f} %" if env.battery_pct is not None else ""
+        tip.append(("On AC power" if env.on_ac else "On battery") + f"{battery}.")
+    if env.firmware_mode is not None:
+        tip.append(f"Firmware mode: {env.firmware_mode}.")
+    if env.powerd_running is not None:
+        tip.append("nvidia-powerd (Dynamic Boost) is " + ("running." if env.powerd_running else "not running."))
+    if cap.action:
+        tip.append(f"Fix: {cap.action}")
+    return printable(f"Power limit: {cap.line}"), plain_tooltip(printable(" ".join(tip)))
+
+
 class GpuCard(QFrame):
     """Name, driver, a state badge and the current values of one GPU, big and with units."""
 
@@ -152,6 +176,11 @@ class GpuCard(QFrame):
         layout.addLayout(grid)
         self.throttle_label = QLabel("")
         layout.addWidget(self.throttle_label)
+        #: Why the power limit is where it is (the laptop's envelope); hidden where there is no limit.
+        self.envelope_label = plain(QLabel(""))  # a firmware mode read from sysfs is any bytes
+        self.envelope_label.setWordWrap(True)
+        self.envelope_label.hide()
+        layout.addWidget(self.envelope_label)
         self.apply_theme(theme)
 
     def update_reading(self, reading: GpuReading) -> None:
@@ -173,6 +202,14 @@ class GpuCard(QFrame):
         if self.badge.toolTip() != tip:
             self.badge.setToolTip(tip)
 
+    def update_envelope(self, envelope: PowerEnvelope | None) -> None:
+        line, tip = envelope_texts(self.info, envelope)
+        if self.envelope_label.text() != line:
+            self.envelope_label.setText(line)
+            self.envelope_label.setVisible(bool(line))
+        if self.envelope_label.toolTip() != tip:
+            self.envelope_label.setToolTip(tip)
+
     def _paint_badge(self) -> None:
         if self.state is DeviceState.LOST:
             text, colour = "LOST", self.theme.bad
@@ -189,7 +226,7 @@ class GpuCard(QFrame):
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.setStyleSheet(f"#gpucard {{ background: {theme.base}; border-radius: 4px; }}")
-        for cap in (*self._captions, self.driver_label, self.throttle_label):
+        for cap in (*self._captions, self.driver_label, self.throttle_label, self.envelope_label):
             cap.setStyleSheet(f"color: {theme.muted};")
         self._paint_badge()
 

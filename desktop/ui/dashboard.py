@@ -119,6 +119,7 @@ class DashboardPage(QWidget):
             panel = self.panels.get(reading.info.index)
             if panel is not None:
                 panel.add_reading(snap.time_s, reading)
+                panel.card.update_envelope(snap.envelope)
         self.host_strip.update_host(snap.host)
         self.latest_s = snap.time_s
         if snap.source.simulated:
