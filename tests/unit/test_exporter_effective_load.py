@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from advisor.effective_load import Calibration
 from desktop.exporter import SnapshotCollector
 from desktop.exporter.collector import EFFECTIVE_LOAD_GAUGE
 from desktop.telemetry.nvml import NvmlBackend
@@ -28,6 +29,10 @@ def _page_after_two_ticks(fake: FakeNvml) -> Page:
     backend = NvmlBackend.open(fake.module)
     now = [0.0]
     sampler = Sampler(backend, None, clock=lambda: 1.7e9 + now[0], monotonic=lambda: now[0])
+    # Each GPU's own stress run: without GPM a GPU is estimated only against one (issue 22).
+    sampler.effective_load.calibrate_all({info.uuid: Calibration(20.0, info.power_limit_enforced_w or 300.0,
+                                                                 0.9 * (info.sm_clock_max_mhz or 2000.0), "stress run")
+                                          for info in backend.devices()})
     collector = SnapshotCollector("rig-01")
     try:
         for _ in range(2):
