@@ -267,10 +267,10 @@ class JobRun:
         current = {m.pid for m in members} if self.job.session is not None else set(process_tree(self.job.pid))
         if self.job.session is not None:
             self._find_escaped(members)
-            proc = self.job.session.proc
+            proc_root = self.job.session.proc
             # Those still alive: the PID of one that ended is not the job's any more.
             current |= {pid for pid, start in self.escaped
-                        if (now := owned.read_stat(pid, proc)) is not None and now.start_ticks == start}
+                        if (now := owned.read_stat(pid, proc_root)) is not None and now.start_ticks == start}
         for pid in sorted(current):
             if len(self.pids) >= MAX_PIDS_KEPT:
                 break
