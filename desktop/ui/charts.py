@@ -4,17 +4,20 @@ The pieces (the dashboard, the stress page and the reports reuse them): ``RingBu
 (``desktop/ui/ring_buffer.py``) keeps the live numbers; ``PlotColumn``
 (``desktop/ui/plot_column.py``) stacks plots over one time axis with one crosshair; and here:
 
-``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1)`` adds a persistent
-    curve (created once, fed by ``setData``); ``set_data(key, time_s, values)`` feeds the
+``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1, style=...)`` adds a
+    persistent curve (created once, fed by ``setData``; the series of one plot differ in line
+    style as well as hue: solid, dashed, dotted); ``set_data(key, time_s, values)`` feeds the
     live part and ``set_history(key, time_s, values)`` the part filled from the history
     database (same colour, its own curve, so neither array is copied into the other);
     ``set_limit(key, value, label)`` draws a dashed horizontal line (a power limit, a
-    slowdown temperature), ``value=None`` hides it; ``set_y_range(low, high)`` fixes the
-    y range (the device's own limits, never hard-coded maxima); ``set_min_span(span_abs,
-    fraction)`` keeps an auto y range at least that tall, so sensor noise is not blown up
-    to full height; ``set_categories(labels)`` turns the plot into a lane chart whose row i
-    is labelled ``labels[i]``. The hover readout names the date with the time when the
-    window is longer than ``DATED_WINDOW_S`` or crosses midnight.
+    slowdown temperature) labelled at its right end ("slowdown 87 °C"), ``value=None`` hides it;
+    ``set_y_range(low, high)`` fixes the y range (the device's own limits, never hard-coded
+    maxima); ``set_min_span(span_abs, fraction)`` keeps an auto y range at least that tall, so
+    sensor noise is not blown up to full height; ``set_categories(labels)`` turns the plot into a lane chart whose row i
+    is labelled ``labels[i]``. The title and the hover readout sit in a band above the plot
+    area (``BAND_PX``), never over the data; each series is named in the text colour after a
+    swatch of its line. The readout names the date with the time when the window is longer
+    than ``DATED_WINDOW_S`` or crosses midnight.
 
 Curves follow pyqtgraph's live-plot habits: ``connect="finite"`` so NaN leaves a gap (a
 missing metric, a lost GPU), ``"peak"`` downsampling (spikes survive it) to about a point
@@ -41,6 +44,16 @@ from desktop.ui.theme import Theme
 FloatArray = npt.NDArray[np.float64]
 
 LEFT_AXIS_WIDTH_PX = 84
+#: The right margin that names the limit lines at their end, beside the plot area (never over the newest data).
+RIGHT_AXIS_WIDTH_PX = 120
+#: Height of the band above each plot area that holds the title and the hover readout.
+BAND_PX = 18
+#: Line styles by series order within one plot, so two series never differ by hue alone.
+SERIES_STYLES = ("solid", "dash", "dot", "dashdot")
+_PEN_STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine,
+               "dashdot": Qt.PenStyle.DashDotLine}
+#: The readout's swatch of each line style (box-drawing glyphs, drawn in the series colour).
+_SWATCHES = {"solid": "\u2501\u2501", "dash": "\u254d\u254d", "dot": "\u2505\u2505", "dashdot": "\u2509\u2509"}
 #: A window longer than this (or one that crosses midnight) shows the date in the hover readout.
 DATED_WINDOW_S = 6 * 3600.0
 
@@ -73,20 +86,26 @@ def _nearest(times: FloatArray, time_s: float) -> int | None:
     return i
 
 
+def limit_text(label: str, value: float, unit: str) -> str:
+    """A limit line's label: "slowdown 87 °C", "power limit 150 W"."""
+    return f"{label} {value:,.0f} {unit}".strip()
+
+
 class _Series:
-    __slots__ = ("colour", "downsample", "history", "label", "live")
+    __slots__ = ("colour", "downsample", "history", "label", "live", "style")
 
     def __init__(self, label: str, colour: str, live: pg.PlotDataItem, history: pg.PlotDataItem,
-                 downsample: bool = True) -> None:
+                 downsample: bool = True, *, style: str = "solid") -> None:
         self.downsample = downsample
         self.label = label
         self.colour = colour
+        self.style = style
         self.live = live
         self.history = history
 
 
-def _curve(colour: str, width: float, dashed: bool = False) -> pg.PlotDataItem:
-    pen = pg.mkPen(colour, width=width, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
+def _curve(colour: str, width: float, style: str = "solid") -> pg.PlotDataItem:
+    pen = pg.mkPen(colour, width=width, style=_PEN_STYLES[style])
     if width > 1:  # wide lane marks: a cause held for under a pixel still shows as a square
         pen.setCapStyle(Qt.PenCapStyle.SquareCap)
     curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
@@ -127,15 +146,24 @@ class TimePlot:
         item.getAxis("left").setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         for name in ("left", "bottom"):  # units are in the title; SI relabelling per range change costs
             item.getAxis(name).enableAutoSIPrefix(False)
-        for name in ("top", "right"):  # never shown: unlinked, they skip a label re-layout per x move
-            item.getAxis(name).unlinkFromView()
+        item.getAxis("top").unlinkFromView()  # never shown: unlinked, it skips a label re-layout per x move
+        # The right axis carries only the limit lines' labels, as ticks at their values ("slowdown 87 °C").
+        item.showAxis("right")
+        right = item.getAxis("right")
+        right.setWidth(RIGHT_AXIS_WIDTH_PX)
+        right.setStyle(tickLength=4, autoExpandTextSpace=False, hideOverlappingLabels=False)
+        right.setTicks([[], []])
+        right.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)
         self.crosshair.setVisible(False)
         self.crosshair.setZValue(50)
         item.addItem(self.crosshair, ignoreBounds=True)
+        # The title row of the PlotItem's layout (its own title label stays hidden) is the band: the
+        # readout is parented to the PlotItem above the view box, so it never covers a curve or a limit.
+        item.layout.setRowFixedHeight(0, BAND_PX)
         self.readout = pg.TextItem(anchor=(0, 0))
-        self.readout.setParentItem(item.vb)  # parented to the view box: pixel coordinates
-        self.readout.setPos(QPointF(4, 1))
+        self.readout.setParentItem(item)
+        self.readout.setPos(QPointF(LEFT_AXIS_WIDTH_PX, -3))
         self.readout.setZValue(60)
         # The readout changes only on hover: paint it from a cached pixmap, not from HTML each frame.
         self.readout.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
@@ -144,19 +172,21 @@ class TimePlot:
 
     # --- building -------------------------------------------------------------------
     def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0,
-                   downsample: bool = True, *, dashed: bool = False, below: bool = False) -> None:
+                   downsample: bool = True, *, style: str | None = None, below: bool = False) -> None:
         """``downsample=False`` for sparse series (lane marks): a "peak" block holding a NaN is NaN,
-        so downsampling would erase isolated points. ``dashed`` for a derived series (an estimate);
+        so downsampling would erase isolated points. ``style`` ("solid", "dash", "dot", "dashdot";
+        by default the next of ``SERIES_STYLES``): "dash" for a derived series (an estimate);
         ``below`` draws it under the other series (still over the limit lines), so where it equals a
         measured one the measured line stays visible."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
-        live, history = _curve(colour, width, dashed), _curve(colour, width, dashed)
+        style = style or SERIES_STYLES[len(self._series) % len(SERIES_STYLES)]
+        live, history = _curve(colour, width, style), _curve(colour, width, style)
         if below:
             live.setZValue(-1)
             history.setZValue(-1)
         self.item.addItem(history)
         self.item.addItem(live)
-        self._series[key] = _Series(label, colour, live, history, downsample)
+        self._series[key] = _Series(label, colour, live, history, downsample, style=style)
 
     def relabel(self, title: str, labels: dict[str, str]) -> None:
         """A new title and series labels (an estimate that the GPU turned out to measure)."""
@@ -166,6 +196,7 @@ class TimePlot:
         self.show_readout(None)
 
     def set_limit(self, key: str, value: float | None, label: str) -> None:
+        """A dashed line at ``value`` with ``label``, the value and the unit written at its right end."""
         line_label = self._limits.get(key)
         if line_label is None:
             line = pg.InfiniteLine(angle=0, movable=False, pen=self._limit_pen())
@@ -179,6 +210,17 @@ class TimePlot:
         else:
             line.setPos(value)
             line.setVisible(True)
+        ticks = [(float(line.value()), limit_text(text, float(line.value()), self.unit))
+                 for line, text in self._limits.values() if line.isVisible()]
+        self.item.getAxis("right").setTicks([ticks, []])
+
+    def limit_label(self, key: str) -> str | None:
+        """The text at the end of limit line ``key`` (None while it is hidden)."""
+        line, label = self._limits.get(key, (None, ""))
+        if line is None or not line.isVisible():
+            return None
+        shown = dict(self.item.getAxis("right")._tickLevels[0])  # what the right margin draws
+        return str(shown.get(float(line.value())))
 
     def set_y_range(self, low: float, high: float) -> None:
         self._y_fixed = True
@@ -281,7 +323,9 @@ class TimePlot:
                 for key, series in self._series.items():
                     value = self.value_at(key, time_s)
                     shown = "n/a" if value is None else f"{value:,.0f} {self.unit}".strip()
-                    parts.append(f"<span style='color:{series.colour}'>{series.label} {shown}</span>")
+                    # The series colour on the swatch only: light-theme series colours are too pale for text.
+                    parts.append(f"<span style='color:{series.colour}'>{_SWATCHES[series.style]}</span>"
+                                 f"&nbsp;<span style='color:{text}'>{series.label} {shown}</span>")
             (x0, x1), _ = self.item.viewRange()
             parts.append(f"<span style='color:{muted}'>{readout_time(time_s, x0, x1)}</span>")
         self.readout.setHtml("&nbsp;&nbsp;".join(parts))
@@ -300,7 +344,7 @@ class TimePlot:
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
-        for name in ("left", "bottom"):
+        for name in ("left", "bottom", "right"):
             axis = self.item.getAxis(name)
             axis.setPen(pg.mkPen(theme.muted))
             axis.setTextPen(pg.mkPen(theme.muted))

@@ -102,8 +102,9 @@ class GpuPanel(QWidget):
         layout.addWidget(self.plots, 1)
         util = self.plots.add_plot("util", UTIL_TITLES[False], "%", y_range=(0, 100))
         util.add_series("utilization_gpu_pct", "GPU")
-        util.add_series("utilization_mem_pct", "Memory")
-        util.add_series("effective_load_pct", EFFECTIVE_LOAD_LABEL, colour=theme.series[4], width=1.5, dashed=True,
+        # Memory dotted, the load dashed and purple: orange beside vermillion/yellow told them apart by hue alone.
+        util.add_series("utilization_mem_pct", "Memory", style="dot")
+        util.add_series("effective_load_pct", EFFECTIVE_LOAD_LABEL, colour=theme.series[3], width=1.5, style="dash",
                         below=True)
         vram = self.plots.add_plot("vram", "VRAM used", "MiB")
         vram.add_series("vram_used_mib", "Used")
@@ -116,7 +117,7 @@ class GpuPanel(QWidget):
         lane = self.plots.add_plot("lane", "Throttle causes", "", height=110)
         for reason in LANE_REASONS:
             lane.add_series(reason.name or str(int(reason)), reason.label, colour=REASON_COLOURS[reason], width=6,
-                            downsample=False)
+                            downsample=False, style="solid")
         lane.set_categories([r.label for r in LANE_REASONS])
         self.set_info(info)
 
@@ -132,11 +133,11 @@ class GpuPanel(QWidget):
         p.plot("temp").set_limit("slowdown", slowdown, "slowdown")
         p.plot("temp").set_y_range(20, max(95.0, (slowdown or 0) + 8))
         limit = info.power_limit_enforced_w
-        p.plot("power").set_limit("limit", limit, "limit")
+        p.plot("power").set_limit("limit", limit, "power limit")
         if limit:
             p.plot("power").set_y_range(0, limit * 1.15)
         sm_max = info.sm_clock_max_mhz
-        p.plot("clock").set_limit("max", sm_max, "max")
+        p.plot("clock").set_limit("max", sm_max, "max clock")
         if sm_max:
             p.plot("clock").set_y_range(0, sm_max * 1.08)
         measured = info.gpm_supported

@@ -13,10 +13,28 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
+from pyqtgraph.graphicsItems import DateAxisItem as date_axis
 from PySide6.QtCore import QEvent, QPointF, Signal
 
 from desktop.ui.charts import TimePlot
 from desktop.ui.theme import Theme
+
+#: Days over a week or two: each day tick names its weekday ("Mon 25"), a month tick its month too
+#: ("Tue 01 Dec"); pyqtgraph's own level reads "25 26 … Dec".
+WEEKDAY_ZOOM_LEVEL = date_axis.ZoomLevel([
+    date_axis.TickSpec(date_axis.MONTH_SPACING, date_axis.makeMStepper(1), "%a %d %b"),
+    date_axis.TickSpec(date_axis.DAY_SPACING, date_axis.makeSStepper(date_axis.DAY_SPACING), "%a %d", autoSkip=[1, 5]),
+], "Mon 00")
+
+
+class TimeAxis(pg.DateAxisItem):  # type: ignore[misc]
+    """pyqtgraph's date axis with weekdays on the day ticks of a multi-day window."""
+
+    def __init__(self) -> None:
+        super().__init__(orientation="bottom")
+        levels: dict[float, object] = dict(self.zoomLevels)  # type: ignore[has-type]
+        self.zoomLevels = {limit: WEEKDAY_ZOOM_LEVEL if level is date_axis.MONTH_DAY_ZOOM_LEVEL else level
+                           for limit, level in levels.items()}
 
 
 class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
@@ -40,7 +58,7 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         for plot in self._plots.values():  # only the bottom plot has a time axis: each one costs a
             plot.item.hideAxis("bottom")   # tick layout per frame, the largest part of an idle repaint
             plot.item.getAxis("bottom").unlinkFromView()  # hidden: no range bookkeeping per x move
-        item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": TimeAxis()})
         plot = TimePlot(item, title, unit, self.theme)
         if first is not None:  # no setXLink: set_x_range moves every plot itself, without the link cascade
             (x0, x1), _ = first.item.viewRange()

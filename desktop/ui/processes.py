@@ -345,7 +345,7 @@ class ProcessesPage(QWidget):
     def _set_legend(self, theme: Theme) -> None:
         sm, mem = theme.series[0], theme.series[1]
         self.legend.setText(f'<span style="color:{sm}">━━</span> SM % &nbsp; '
-                            f'<span style="color:{mem}">━━</span> Memory %')
+                            f'<span style="color:{mem}">╍╍</span> Memory %')  # dashed: the chart's second style
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
