@@ -32,11 +32,11 @@ from advisor.rules import Recommendation
 from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
-from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
+from desktop.ui.advice_page import AdvicePage, AdviceSource, code_as_text, plain_label
+from desktop.ui.text import plain_tooltip
 from desktop.ui.theme import DARK, Theme
 
 SNOOZE_DAYS = 7.0
-SEVERITY_COLOURS = {"critical": "#D55E00", "warning": "#E69F00", "info": "#56B4E9"}
 _CHART_LABELS = {"temperature_c": "°C", "vram_used_mib": "VRAM (MiB)", "utilization_gpu_pct": "GPU %",
                  "power_w": "power (W)", "pcie_gen": "PCIe gen", "effective_load_pct": "effective load %"}
 
@@ -94,8 +94,10 @@ class RecommendationCard(QFrame):
     def __init__(self, rec: Recommendation, advice: Advice, hidden: bool, theme: Theme) -> None:
         super().__init__()
         self.rec = rec
-        colour = SEVERITY_COLOURS.get(rec.severity, theme.muted)
+        colour = theme.severity(rec.severity)
         self.setObjectName("card")
+        # The rule id names the rule for an issue report, not for reading: a tooltip, not a label.
+        self.setToolTip(plain_tooltip(f"Rule: {rec.rule_id}"))
         self.setStyleSheet(f"QFrame#card {{ border: 1px solid {theme.muted}; border-left: 5px solid {colour};"
                            f" border-radius: 4px; }}")
         layout = QVBoxLayout(self)
@@ -103,9 +105,8 @@ class RecommendationCard(QFrame):
         badge = plain_label(rec.severity.upper(), wrap=False, bold=True)
         badge.setStyleSheet(f"color: {colour};")
         head.addWidget(badge)
-        self.title = plain_label(rec.title, bold=True)
+        self.title = plain_label(code_as_text(rec.title), bold=True)
         head.addWidget(self.title, 1)
-        head.addWidget(plain_label(rec.rule_id, wrap=False))
         self.dismiss_button = QPushButton("Restore" if hidden else "Dismiss")
         self.snooze_button = QPushButton(f"Snooze {SNOOZE_DAYS:.0f} days")
         self.snooze_button.setVisible(not hidden)
@@ -113,13 +114,13 @@ class RecommendationCard(QFrame):
         head.addWidget(self.dismiss_button)
         layout.addLayout(head)
         body = QHBoxLayout()
-        self.evidence = plain_label("\n".join(f"• {e.text()}" for e in rec.evidence))
+        self.evidence = plain_label("\n".join(f"• {code_as_text(e.text())}" for e in rec.evidence))
         body.addWidget(self.evidence, 1)
         self.chart = self._chart(advice, theme)
         if self.chart is not None:
             body.addWidget(self.chart, 1)
         layout.addLayout(body)
-        self.action = plain_label(f"Action: {rec.action}")
+        self.action = plain_label(f"Action: {code_as_text(rec.action)}")
         layout.addWidget(self.action)
 
     def _chart(self, advice: Advice, theme: Theme) -> pg.PlotWidget | None:

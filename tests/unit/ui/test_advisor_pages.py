@@ -9,6 +9,7 @@ from datetime import UTC
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
 from advisor.rules import Recommendation
 from desktop import config
@@ -221,3 +222,17 @@ def test_the_history_page_shows_the_newest_pick_when_an_older_load_ends_later(qt
     qtbot.wait(300)  # the first week's answer arrives now, and is dropped
     assert "weekly report, 2026-W46" in page.view.toPlainText() and page.data.week_label == "2026-W46"
     assert page.export_button.isEnabled()
+
+
+def test_cards_show_no_rule_ids_and_no_backticks(qtbot, advice: Advice, tmp_path: Path) -> None:
+    """The rule id is for the CLI and the reports: a card reads as sentences, `code` as plain text."""
+    page = AdvisorPage(lambda: advice, AdviceState(tmp_path / "state.json"))
+    qtbot.addWidget(page)
+    page.refresh()
+    _loaded(qtbot, page)
+    assert any("`" in card.rec.action for card in page.cards)  # the advice itself marks code
+    for card in page.cards:
+        shown = [label.text() for label in card.findChildren(QLabel)]
+        assert not any(card.rec.rule_id in text for text in shown), shown
+        assert not any("`" in text for text in shown), shown
+        assert card.rec.rule_id in card.toolTip()  # still there for whoever reports an issue
