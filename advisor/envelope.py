@@ -263,3 +263,13 @@ def envelope_changes(before: PowerEnvelope | None, after: PowerEnvelope) -> list
             and before.msi_cooler_boost != after.msi_cooler_boost):
         out.append(("cooler_boost", "Cooler Boost on" if after.msi_cooler_boost else "Cooler Boost off"))
     return out
+
+
+def envelope_summary(envelope: PowerEnvelope | None, cap: CapExplanation) -> dict[str, object]:
+    """What a stress run or job keeps of the envelope it ran in (JSON-ready): the line, its cause and
+    the sources that decide it."""
+    env = envelope if envelope is not None else PowerEnvelope()
+    return {"power_limit_line": cap.line, "power_limit_cause": cap.cause, "power_rated_w": cap.rated_w,
+            "power_rated_source": cap.rated_source, "on_ac": env.on_ac, "battery_pct": env.battery_pct,
+            "firmware_mode": env.firmware_mode, "powerd_running": env.powerd_running,
+            "cooler_boost": env.msi_cooler_boost, "cpu_package_temp_c": env.cpu_package_temp_c}

@@ -28,6 +28,7 @@ from desktop.cli import stress_gate
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
 from desktop.history.lock import DeviceLock, GpuClaims
+from desktop.safetext import printable
 from desktop.stress.records import (
     exit_code,
     gpu_identity,
@@ -221,6 +222,8 @@ def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str
     _uuid, name, _driver = gpu_identity(result)
     lines = [f"{result.config.workload} ({result.dtype or 'default'}) on {name} [{result.config.device}], "
              f"{format_duration(result.ended_s - result.started_s)}", verdict.sentence]
+    if result.extra.get("power_limit_line"):  # why the limit was where it was (the laptop's envelope)
+        lines.append(f"Power limit: {printable(str(result.extra['power_limit_line']))}.")
     if verdict.comparison:
         lines.append(verdict.comparison[0].upper() + verdict.comparison[1:] + ".")
     if result.checks:

@@ -28,12 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from advisor.envelope import envelope_summary
 from desktop.stress.child import ChildReader, close_pipes, stop_child
 from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.devices import CudaIdentity, map_cuda_device
 from desktop.stress.guard import RunWatch, check_guard_above_current, guard_temperature
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
 from desktop.telemetry.backend import GpuBackend
+from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
@@ -271,7 +273,16 @@ class StressRunner:
         time_s, throughput_arr, columns = recorder.arrays()
         return RunResult(status, message, cfg, started, self.clock.now(), "TFLOP/s", cfg.dtype or "bf16",
                          time_s, throughput_arr, columns, gpu=info,
-                         extra={"guard_c": self._guard_c, "simulated": True, **self.watch.extra()})
+                         extra={"guard_c": self._guard_c, "simulated": True, **self.watch.extra(),
+                                **self._envelope_extra(info)})
+
+    def _envelope_extra(self, info: GpuInfo | None) -> dict[str, Any]:
+        """The laptop's power envelope at the end of the run and the one line on the GPU's limit, kept with it."""
+        if self.sampler is None or info is None:
+            return {}
+        latest = next((i for i in self.sampler.gpu.devices() if i.index == info.index), info)
+        envelope = self.sampler.envelope.read()
+        return envelope_summary(envelope, explain_gpu(latest, envelope))
 
     # --- child process ------------------------------------------------------------------
 
@@ -365,6 +376,7 @@ class StressRunner:
         extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency, **self.watch.extra()}
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index
+            extra.update(self._envelope_extra(self.gpu))
         if cfg.device == "cpu":  # the CPU shares its cores: its verdict reads drops against this (stress.cpu_noise)
             extra["warmup_noise_pct"] = warmup_noise_pct(time_s, throughput_arr)
         return RunResult(status, message, self._watched_config(), started if started is not None else launched,
