@@ -356,6 +356,17 @@ def uninstall(runner: Runner | None = None, system: str | None = None) -> Servic
     return result
 
 
+def summary(state: ServiceStatus) -> str:
+    """One line of what ``rigscope service status`` says: installed or not, where, at login, running, why unknown."""
+
+    def word(flag: bool | None) -> str:
+        return "unknown" if flag is None else ("yes" if flag else "no")
+
+    text = (f"{'installed' if state.installed else 'not installed'} ({state.manager}: {state.location}); "
+            f"starts at login: {word(state.enabled)}; running: {word(state.active)}")
+    return f"{text} ({state.detail})" if state.detail else text
+
+
 def status(runner: Runner | None = None, system: str | None = None) -> ServiceStatus:
     run = runner or run_command
     return _linux_status(run) if _platform(system) == "linux" else _windows_status(run)

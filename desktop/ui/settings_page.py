@@ -7,10 +7,19 @@ there leaves the old settings untouched as well. That call runs ``systemctl`` (o
 ``schtasks``), which can take seconds, so it runs on a worker thread (``background.Loader``):
 the page says it is changing start at login, its buttons wait, and the file is written when
 the service manager has answered.
+
+The check box shows what the service manager says, not only what the settings file says: each
+time the page is shown, and after every change, it reads ``desktop.service.status`` (on the
+worker thread too) and says it in the words of ``rigscope service status`` ("installed
+(systemd: …); starts at login: unknown; running: unknown (systemctl --user is not available
+here)"). A unit that was written but could not be enabled is installed, so the setting is saved
+as on, with what is left to do; a unit installed from a terminal shows ticked, and unticking
+it removes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -35,6 +45,7 @@ from PySide6.QtWidgets import (
 
 from desktop import config
 from desktop.config import Settings
+from desktop.service import ServiceStatus, summary
 from desktop.ui.background import Loader
 from desktop.ui.theme import Theme
 
@@ -104,13 +115,28 @@ GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
 )
 
 
-def _change_service(service: Callable[[bool], None], enable: bool) -> str:
-    """Turn start at login on or off (worker thread); why it failed, or "" when it took effect."""
+StatusSource = Callable[[], ServiceStatus]
+
+
+def _change_service(service: Callable[[bool], None], enable: bool,
+                    status: StatusSource | None) -> tuple[str, ServiceStatus | None]:
+    """Turn start at login on or off (worker thread): why it failed ("" when it did not), and the state after."""
     try:
         service(enable)
-    except Exception as exc:  # systemd/Task Scheduler refused: the page says why and changes nothing
-        return str(exc)
-    return ""
+        refused = ""
+    except Exception as exc:  # systemd/Task Scheduler refused, or did only part: the state read below says which
+        refused = str(exc)
+    return refused, _read_status(status)
+
+
+def _read_status(status: StatusSource | None) -> ServiceStatus | None:
+    if status is None:
+        return None
+    try:
+        return status()
+    except Exception as exc:  # an unsupported platform, an unreadable unit: the page goes by the settings file
+        log.info("start-at-login status unknown: %s", exc)
+        return None
 
 
 def _get(settings: Settings, key: str) -> Any:
@@ -118,17 +144,18 @@ def _get(settings: Settings, key: str) -> Any:
     return getattr(getattr(settings, section), name)
 
 
-def _default_service() -> Callable[[bool], None] | None:
-    """``desktop.service`` install/uninstall, when the module exists (it arrives with its own issue)."""
-    try:
-        from desktop import service  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
+def _default_service() -> Callable[[bool], None]:
+    """``desktop.service`` install/uninstall."""
+    from desktop import service
 
     def apply(enable: bool) -> None:
         (service.install if enable else service.uninstall)()
 
     return apply
+
+
+def _with_start_at_login(settings: Settings, on: bool) -> Settings:
+    return dataclasses.replace(settings, startup=dataclasses.replace(settings.startup, start_at_login=on))
 
 
 class SettingsPage(QWidget):
@@ -137,12 +164,24 @@ class SettingsPage(QWidget):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, theme: Theme, path: Path | None = None,
-                 service: Callable[[bool], None] | None = None, parent: QWidget | None = None) -> None:
+                 service: Callable[[bool], None] | None = None, parent: QWidget | None = None,
+                 *, service_status: StatusSource | None = None) -> None:
+        """``service(enable)`` changes start at login; ``service_status()`` reads it (both on a worker thread).
+        Without ``service`` both are ``desktop.service``'s; a ``service`` without ``service_status`` is
+        trusted to have done what it did not refuse."""
         super().__init__(parent)
         self.settings = settings
         self.theme = theme
         self.path = path
-        self._service = service if service is not None else _default_service()
+        if service is None:
+            from desktop import service as start_at_login
+
+            self._service: Callable[[bool], None] | None = _default_service()
+            self._status: StatusSource | None = service_status or start_at_login.status
+        else:
+            self._service, self._status = service, service_status
+        #: What the service manager said last (None: not asked, or it could not tell).
+        self.service_state: ServiceStatus | None = None
         self.service_loader = Loader(self, name="service")
         self.editors: dict[str, QLineEdit | QCheckBox | QComboBox | QSpinBox] = {}
         self.errors: dict[str, QLabel] = {}
@@ -167,6 +206,9 @@ class SettingsPage(QWidget):
         self.revert_button = QPushButton("Revert")
         self.revert_button.clicked.connect(self.revert)
         self.status = QLabel("")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # paths and systemctl's words are shown as they are
+        self.status.setWordWrap(True)  # a long systemctl message wraps instead of adding a scroll bar
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
         buttons.addWidget(self.revert_button)
@@ -203,10 +245,11 @@ class SettingsPage(QWidget):
         if f.unit and f.kind != "spin":  # a spin box carries its unit (and "forever" reads alone)
             layout.addWidget(QLabel(f.unit))
         error = QLabel("")
+        error.setTextFormat(Qt.TextFormat.PlainText)
+        error.setWordWrap(True)
         error.setObjectName(f"{f.key}.error")
         error.hide()
-        layout.addWidget(error)
-        layout.addStretch(1)
+        layout.addWidget(error, 1)
         self.editors[f.key] = editor
         self.errors[f.key] = error
         return row
@@ -223,8 +266,36 @@ class SettingsPage(QWidget):
                 editor.setValue(int(value))
             else:
                 editor.setText(f"{value:g}" if isinstance(value, float) else str(value))
+        if self.service_state is not None:
+            self._start_box().setChecked(self.service_state.installed)
         self._show_problems([])
-        self.status.setText("")
+        self.status.setText(self._service_line())
+
+    def _start_box(self) -> QCheckBox:
+        box = self.editors["startup.start_at_login"]
+        assert isinstance(box, QCheckBox)
+        return box
+
+    def _service_line(self) -> str:
+        return f"Record from login: {summary(self.service_state)}." if self.service_state is not None else ""
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.refresh_service_state()
+
+    def refresh_service_state(self) -> None:
+        """Ask the service manager whether the recorder starts at login (worker thread); the box follows."""
+        if self._status is None or self.busy:
+            return
+        status = self._status
+        self.service_loader.run(lambda: _read_status(status), self._state_read, lambda error: None)
+
+    def _state_read(self, state: ServiceStatus | None) -> None:
+        self.service_state = state
+        if state is not None:
+            self._start_box().setChecked(state.installed)
+            self.status.setText(self._service_line())
+            self.status.setStyleSheet(f"color: {self.theme.muted};")
 
     def mapping(self) -> dict[str, dict[str, Any]]:
         """What the fields hold, as ``{"section": {"key": raw value}}`` for ``config.validate``."""
@@ -272,7 +343,9 @@ class SettingsPage(QWidget):
             self.status.setText(f"Not saved: {len(problems)} value{'s' if len(problems) != 1 else ''} to fix")
             self.status.setStyleSheet(f"color: {self.theme.bad};")
             return False
-        if new.startup.start_at_login != self.settings.startup.start_at_login:
+        state = self.service_state
+        now_on = state.installed if state is not None else self.settings.startup.start_at_login
+        if new.startup.start_at_login != now_on:
             service = self._service
             if service is None:
                 self._show_problems([("startup.start_at_login", "the recorder service is not available in this build")])
@@ -282,17 +355,32 @@ class SettingsPage(QWidget):
             self._set_busy(True)
             self.status.setText("Turning start at login " + ("on…" if enable else "off…"))
             self.status.setStyleSheet(f"color: {self.theme.muted};")
-            self.service_loader.run(lambda: _change_service(service, enable),
-                                    lambda refused: self._service_done(new, refused), self._service_failed)
+            status = self._status
+            self.service_loader.run(lambda: _change_service(service, enable, status),
+                                    lambda answer: self._service_done(new, *answer), self._service_failed)
             return None
         return self._write(new)
 
-    def _service_done(self, new: Settings, refused: str) -> None:
-        if refused:
-            self._service_failed(refused)
+    def _service_done(self, new: Settings, refused: str, state: ServiceStatus | None) -> None:
+        wanted = new.startup.start_at_login
+        if state is None:  # nobody to ask: the change took effect unless it was refused
+            if refused:
+                self._service_failed(refused)
+                return
+            self._set_busy(False)
+            self._write(new)
             return
+        self.service_state = state
         self._set_busy(False)
-        self._write(new)
+        if state.installed != wanted:  # it did not happen: nothing is saved, and the box says what is true
+            self._start_box().setChecked(state.installed)
+            self._show_problems([("startup.start_at_login", f"could not change: {refused or 'no change'}")])
+            self.status.setText(f"Not saved. {self._service_line()}")
+            self.status.setStyleSheet(f"color: {self.theme.bad};")
+            return
+        # Installed as asked, perhaps not yet enabled (no systemctl here): saved as on, with what is left to do.
+        if self._write(_with_start_at_login(new, state.installed)):
+            self.status.setText(" ".join(part for part in ("Saved.", self._service_line(), refused) if part))
 
     def _service_failed(self, error: str) -> None:
         self._set_busy(False)
@@ -312,7 +400,7 @@ class SettingsPage(QWidget):
             return False
         self.settings = new
         self._show_problems([])
-        self.status.setText("Saved.")
+        self.status.setText(" ".join(part for part in ("Saved.", self._service_line()) if part))
         self.status.setStyleSheet(f"color: {self.theme.muted};")
         self.applied.emit(new)
         return True
