@@ -213,25 +213,53 @@ def explain_cap(envelope: PowerEnvelope | None, limits: GpuLimits) -> CapExplana
     cause: Cause
     action: str | None
     if env.on_ac is False:
-        cause, why = "on_battery", "on battery"
+        cause, why = "on_battery", CAUSE_PHRASES["on_battery"]
         action = "plug in the charger: on battery the firmware cuts the GPU's power and Dynamic Boost is off"
     elif mode in _SAVING_MODES or env.msi_super_battery:
         cause, why = "firmware_saving", f"firmware mode {mode_name or 'Super Battery'}"
         action = _mode_action(env)
     elif limits.is_laptop and env.powerd_running is False:
-        cause, why = "powerd_stopped", "nvidia-powerd is not running, so Dynamic Boost is off"
+        cause, why = "powerd_stopped", CAUSE_PHRASES["powerd_stopped"]
         action = POWERD_COMMAND
     elif mode is not None and mode not in _FULL_MODES:
         cause, why = "firmware_mode", f"firmware mode {mode_name}"
         action = _mode_action(env)
     elif (limits.is_laptop and env.powerd_running and limits.default_w is not None
           and enforced >= limits.default_w - RATED_TOLERANCE_W):
-        cause, why = "boost_idle", "Dynamic Boost adds power only under GPU load"
+        cause, why = "boost_idle", CAUSE_PHRASES["boost_idle"]
         action = None
     else:
-        cause, why = "unknown", "the cause is not readable here"
+        cause, why = "unknown", CAUSE_PHRASES["unknown"]
         action = None
     return CapExplanation(f"{head}: {why}", cause, enforced, rated, source, True, action)
+
+
+#: The fixed reasons of ``explain_cap``'s line, by cause (the firmware ones name the mode after this prefix).
+CAUSE_PHRASES: Final[dict[Cause, str]] = {
+    "on_battery": "on battery",
+    "powerd_stopped": "nvidia-powerd is not running, so Dynamic Boost is off",
+    "boost_idle": "Dynamic Boost adds power only under GPU load",
+    "unknown": "the cause is not readable here",
+}
+_MODE_PREFIX: Final = "firmware mode "
+SAVING_MODE_NAMES: Final = frozenset({"Eco", "Low power", "Cool", "Quiet", "Super Battery"})
+
+
+def cause_from_line(line: str) -> Cause | None:
+    """The cause behind a stored line (history events keep the line people read, not a code)."""
+    if line.startswith("at its rated power") or line.startswith("limit "):
+        return "rated"
+    if line == "power limit not readable":
+        return "no_limit"
+    _head, sep, why = line.partition(": ")
+    if not sep:
+        return None
+    for cause, phrase in CAUSE_PHRASES.items():
+        if why == phrase:
+            return cause
+    if why.startswith(_MODE_PREFIX):
+        return "firmware_saving" if why[len(_MODE_PREFIX):] in SAVING_MODE_NAMES else "firmware_mode"
+    return None
 
 
 def _mode_action(env: PowerEnvelope) -> str:
@@ -273,3 +301,17 @@ def envelope_summary(envelope: PowerEnvelope | None, cap: CapExplanation) -> dic
             "power_rated_source": cap.rated_source, "on_ac": env.on_ac, "battery_pct": env.battery_pct,
             "firmware_mode": env.firmware_mode, "powerd_running": env.powerd_running,
             "cooler_boost": env.msi_cooler_boost, "cpu_package_temp_c": env.cpu_package_temp_c}
+
+
+def envelope_state_text(envelope: PowerEnvelope) -> str:
+    """"on AC; firmware mode Extreme Performance; nvidia-powerd running": the state an "envelope.state" event keeps."""
+    parts = []
+    if envelope.on_ac is not None:
+        parts.append("on AC power" if envelope.on_ac else "on battery")
+    if (name := firmware_mode_name(envelope)) is not None:
+        parts.append(f"firmware mode {name}")
+    if envelope.powerd_running is not None:
+        parts.append("nvidia-powerd " + ("running" if envelope.powerd_running else "not running"))
+    if envelope.msi_cooler_boost:
+        parts.append("Cooler Boost on")
+    return "; ".join(parts)

@@ -22,6 +22,7 @@ from desktop.config import RetentionSettings
 from desktop.history.calibration import stress_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
+from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
 
@@ -67,11 +68,15 @@ class Recorder:
         self.calibration_period_s = calibration_period_s
         self._calibrated_at: float | None = None
         self._calibration: Future[dict[str, Calibration]] | None = None
+        #: The laptop's power envelope changes (AC, nvidia-powerd, firmware mode, each GPU's limit line) as events.
+        self._envelope = EnvelopeWatch()
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
         snapshot = self.sampler.tick()
         self.writer.submit(snapshot)
+        for event in self._envelope.events(snapshot):
+            self.writer.add_event(*event)
         self.ticks += 1
         status = self.writer.status
         if status.last_error != self._reported_error:  # say each problem once, and when it is over

@@ -32,10 +32,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from advisor.envelope import CapExplanation, GpuLimits, PowerEnvelope, explain_cap
-from desktop.telemetry.model import GpuInfo
+from advisor.envelope import (
+    CapExplanation,
+    GpuLimits,
+    PowerEnvelope,
+    envelope_changes,
+    envelope_state_text,
+    explain_cap,
+)
+from desktop.telemetry.model import GpuInfo, Snapshot
 
-__all__ = ["PROC_ROOT_ENV", "SYSFS_ROOT_ENV", "CapExplanation", "EnvelopeReader", "EnvelopeSource", "PowerEnvelope",
+__all__ = ["PROC_ROOT_ENV", "SYSFS_ROOT_ENV", "CapExplanation", "EnvelopeReader", "EnvelopeSource", "EnvelopeWatch",
+           "PowerEnvelope",
            "envelope_of", "explain_gpu", "limits_of", "read_envelope"]
 
 SYSFS_ROOT_ENV: Final = "RIGSCOPE_SYSFS_ROOT"
@@ -316,3 +324,42 @@ class EnvelopeSource:
             assert self._reader is not None
             self._last = (now, self._reader.read())
         return self._last[1]
+
+
+#: A history event: (time, kind, GPU uuid or None, detail), as HistoryWriter.add_event takes it.
+EnvelopeEvent = tuple[float, str, str | None, str]
+
+
+class EnvelopeWatch:
+    """Turns the envelope of successive snapshots into history events (the recorder and the window call it).
+
+    Kinds: ``envelope.state`` once at the start (the whole state, as the rules need a starting point),
+    ``envelope.ac`` / ``envelope.powerd`` / ``envelope.mode`` / ``envelope.cooler_boost`` when one changes,
+    and per GPU ``envelope.limit`` with the one line whenever it changes (the advisor reads its cause back).
+    """
+
+    def __init__(self) -> None:
+        self._last: PowerEnvelope | None = None
+        self._lines: dict[str, str] = {}
+
+    def events(self, snapshot: Snapshot) -> list[EnvelopeEvent]:
+        envelope = snapshot.envelope
+        if envelope is None:
+            return []
+        now = snapshot.time_s
+        out: list[EnvelopeEvent] = []
+        if self._last is None:
+            if envelope.any_source:
+                out.append((now, "envelope.state", None, envelope_state_text(envelope)))
+        else:
+            out.extend((now, f"envelope.{what}", None, text) for what, text in envelope_changes(self._last, envelope))
+        self._last = envelope
+        for reading in snapshot.gpus:
+            info = reading.info
+            if info.power_limit_enforced_w is None or not info.uuid:
+                continue
+            line = explain_gpu(info, envelope).line
+            if self._lines.get(info.uuid) != line:
+                self._lines[info.uuid] = line
+                out.append((now, "envelope.limit", info.uuid, line))
+        return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from desktop.config import RetentionSettings
+from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.model import Snapshot
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ class Recording:
     maintenance: SettingsMaintenance | None = None
     #: When recording began (the wall clock), for ``stalled_since``.
     started_s: float = field(default_factory=time.time)
+    #: The laptop's power envelope changes, written as events beside the samples.
+    envelope_watch: EnvelopeWatch = field(default_factory=EnvelopeWatch)
 
     @property
     def label(self) -> str:
@@ -59,6 +62,8 @@ class Recording:
         """Called on the sampler thread for every snapshot."""
         if self.writer is not None:
             self.writer.submit(snap)
+            for time_s, kind, gpu_uuid, detail in self.envelope_watch.events(snap):
+                self.writer.add_event(time_s, kind, gpu_uuid, detail)
 
     def set_retention(self, retention: RetentionSettings) -> None:
         """Settings applied a retention: the writer's next rollup and retention pass uses it."""
