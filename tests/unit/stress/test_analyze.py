@@ -226,3 +226,23 @@ def test_the_rolling_median_of_a_fast_log_holds_no_rows_x_window_copy() -> None:
     for i in (0, 100, 19_000, 20_500, 30_000, 39_000, n - 1):
         exact = float(np.nanmedian(values[max(0, i - half):i + half + 1]))
         assert abs(smooth[i] - exact) < 12.0, (i, smooth[i], exact)
+
+
+def test_a_stress_run_at_its_limit_without_reason_bits_names_the_cap() -> None:
+    """The stress verdict too: 45 s of GEMM at 345-349 of 350 W, throughput steady, no reason bits in the trace."""
+    from desktop.stress.verdict import RunTrace, judge
+
+    rng = np.random.default_rng(3)
+    n = 45
+    trace = RunTrace(time_s=np.arange(n, dtype=np.float64), throughput=390.0 + rng.normal(0.0, 2.0, n),
+                     unit="TFLOP/s", sm_clock_mhz=825.0 + rng.normal(0.0, 30.0, n),
+                     power_w=347.0 + rng.uniform(-2.0, 2.0, n), utilization_gpu_pct=np.full(n, 100.0),
+                     sm_clock_max_mhz=1755.0, power_limit_w=350.0)
+    verdict = judge(trace, min_load_s=30.0)
+    assert verdict.status == "passed" and verdict.power_limited and verdict.cause == "power_cap"
+    assert verdict.sentence.startswith(f"Held its speed at its 350 W power limit {AT_THE_LIMIT}; the clock at 47 % "
+                                       "of the GPU's reported max (1,755 MHz) is what that limit buys; sustained "
+                                       "throughput")
+    # Far from the limit, nothing is said of it.
+    light = judge(RunTrace(**{**trace.__dict__, "power_w": np.full(n, 200.0)}), min_load_s=30.0)
+    assert not light.power_limited and "power" not in light.sentence
