@@ -222,3 +222,25 @@ def test_a_member_the_guard_could_not_stop_does_not_read_as_continued_from_elsew
         os.killpg(job.pgid, signal.SIGKILL)
         job.wait(10)
         job.finish_output()
+
+
+def test_the_watchdog_passes_a_gone_reader_on_as_a_broken_pipe_instead_of_draining_for_ever() -> None:
+    job_r, job_w = os.pipe()  # the job's output, as the watchdog inherits it
+    out_r, out_w = os.pipe()  # where rigscope's output went
+    os.close(out_r)  # its reader went away (`| head -1`)
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(WATCHDOG), "--relay", f"{job_r}:{out_w}"],
+                            stdin=subprocess.PIPE, pass_fds=(job_r, out_w))
+    os.close(job_r)
+    os.close(out_w)
+    assert proc.stdin is not None
+    proc.stdin.close()  # rigscope died: the watchdog relays from here
+    try:
+        os.write(job_w, b"y\n")
+        assert proc.wait(10) == 0  # it closed its copy and ended, not drained on
+        with pytest.raises(BrokenPipeError):
+            os.write(job_w, b"y\n")  # the job sees what it would see without rigscope
+    finally:
+        os.close(job_w)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
