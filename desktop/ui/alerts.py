@@ -3,7 +3,9 @@
 ``AlertMonitor.check(snapshot)`` returns the alerts that *start* in this snapshot. An alert
 fires once per episode (while its condition holds it stays quiet) and an episode that starts
 again within ``debounce_s`` of the last notice of the same alert on the same GPU is not
-announced again (a temperature that wobbles around the threshold). Pure logic: no Qt, so
+announced again (a temperature that wobbles around the threshold). After each ``check``,
+``ended`` lists the ``(kind, gpu_uuid)`` episodes whose condition stopped holding in that
+snapshot, so whoever shows an alert (the banner) takes it down again. Pure logic: no Qt, so
 it is tested with plain snapshots; the app shows the result in the banner and the tray.
 """
 
@@ -36,12 +38,15 @@ class AlertMonitor:
         self._active: set[tuple[str, int]] = set()
         self._last_notice_s: dict[tuple[str, int], float] = {}
         self._throttled_since: dict[int, float] = {}
+        #: The episodes that ended in the last ``check``: (kind, GPU uuid).
+        self.ended: list[tuple[str, str]] = []
 
     def update_settings(self, settings: AlertSettings) -> None:
         self.settings = settings
 
     def check(self, snap: Snapshot) -> list[Alert]:
         fired: list[Alert] = []
+        self.ended = []
         s = self.settings
         for reading in snap.gpus:
             info = reading.info
@@ -72,6 +77,8 @@ class AlertMonitor:
             conditions["throttle"] = (f"{name} has been held back for {held:.0f} s: {reasons}"
                                       if mask and held >= s.throttle_s else None)
             for kind, message in conditions.items():
+                if message is None and (kind, index) in self._active:
+                    self.ended.append((kind, info.uuid))
                 alert = self._edge(kind, index, message, snap.time_s)
                 if alert is not None:
                     fired.append(Alert(kind, index, info.uuid, snap.time_s, alert,

@@ -308,6 +308,8 @@ class RigscopeApp(QObject):
             self.window.show_banner(alert.message, alert.level, key=f"alert.{alert.kind}.{alert.gpu_uuid}")
             self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
             self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)
+        for kind, uuid in self.alerts.ended:  # "VRAM 100 % full" goes once it is not
+            self.window.banners.clear_key(f"alert.{kind}.{uuid}")
 
     def reload_calibrations(self) -> None:
         """Read each GPU's newest stress-run calibration on a worker; the sampler estimates with it from then on."""

@@ -137,7 +137,7 @@ class GpuPanel(QWidget):
         if limit:
             p.plot("power").set_y_range(0, limit * 1.15)
         sm_max = info.sm_clock_max_mhz
-        p.plot("clock").set_limit("max", sm_max, "max clock")
+        p.plot("clock").set_limit("max", sm_max, "max")
         if sm_max:
             p.plot("clock").set_y_range(0, sm_max * 1.08)
         measured = info.gpm_supported

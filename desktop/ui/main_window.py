@@ -136,6 +136,11 @@ class BannerStack(QWidget):
         self._relayout()
         return banner
 
+    def clear_key(self, key: str) -> None:
+        """Take down the banner shown under ``key`` (its condition ended); nothing when none is."""
+        for banner in [b for b in self._banners if b.key == key]:
+            self.dismiss(banner)
+
     def dismiss(self, banner: Banner) -> None:
         if banner in self._banners:
             self._remove(banner)

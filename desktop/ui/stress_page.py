@@ -311,7 +311,7 @@ class StressPage(QWidget):
     def _on_started(self, info: GpuInfo | None, guard_c: float | None) -> None:
         """Draw the device's own limits: max clock, slowdown and guard temperature, power limit."""
         clock, temp, power = (self.charts.plot(k) for k in ("sm_clock_mhz", "temperature_c", "power_w"))
-        clock.set_limit("max", info.sm_clock_max_mhz if info else None, "max clock")
+        clock.set_limit("max", info.sm_clock_max_mhz if info else None, "max")
         temp.set_limit("slowdown", info.temp_slowdown_c if info else None, "slowdown")
         temp.set_limit("guard", guard_c, "guard")
         power.set_limit("limit", info.power_limit_enforced_w if info else None, "power limit")

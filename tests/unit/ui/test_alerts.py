@@ -78,3 +78,29 @@ def test_the_app_shows_an_alert_in_the_banner_and_tray_and_records_it(make_app):
     assert [n for n in h.app.tray.notifications if "VRAM" in n[1]] and len(h.app.tray.notifications) == 1
     events = h.app.recording.writer.events
     assert len(events) == 1 and events[0][1] == "alert.vram" and events[0][2] == h.backend.devices()[0].uuid
+
+
+def test_the_monitor_says_which_episodes_ended():
+    monitor = AlertMonitor(AlertSettings(vram_pct=95.0, debounce_s=0.0))
+    assert kinds(monitor.check(snap(0, vram_mib=1000))) == ["vram"]
+    assert monitor.ended == []
+    monitor.check(snap(1, vram_mib=980))  # still full: the same episode
+    assert monitor.ended == []
+    monitor.check(snap(2, vram_mib=320))
+    assert monitor.ended == [("vram", "GPU-test")]
+    monitor.check(snap(3, vram_mib=320))
+    assert monitor.ended == []  # said once
+
+
+def test_an_alert_banner_goes_when_its_condition_ends(make_app):
+    settings = Settings(alerts=AlertSettings(vram_pct=95.0, debounce_s=0.0))
+    h = make_app(settings=settings)
+    h.app.window.show()
+    h.backend.manual.set(0, 0.5, 16376.0)  # VRAM 100 % full
+    h.tick(3)
+    assert any("VRAM is 100 % full" in t for t in h.app.window.banners.texts())
+    h.app.window.show_banner("Some settings were invalid", "warning")  # not an alert: stays
+    h.backend.manual.set(0, 0.5, 320.0)
+    h.tick(3)
+    assert not any("VRAM" in t for t in h.app.window.banners.texts()), h.app.window.banners.texts()
+    assert "Some settings were invalid" in h.app.window.banners.texts()
