@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor.effective_load import UNCERTAINTY_PCT
 from advisor.rules import actions
 from advisor.rules.base import Evidence, Recommendation, RuleContext, busy_share, fires, job_evidence, ranges
 from advisor.stats import weighted_mean
@@ -40,6 +41,8 @@ def low_effective_load(ctx: RuleContext) -> list[Recommendation]:
         evidence = (
             Evidence("Mean GPU utilization meanwhile", util_mean, "%"),
             Evidence("Mean effective load meanwhile", effective_mean, "%"),
+            # Measured where the GPU has GPM; elsewhere estimated against its own stress run, to about this.
+            Evidence("Uncertainty of an estimate (a GPU without GPM), +/-", UNCERTAINTY_PCT, "%"),
             Evidence("Busy time at high utilization but low effective load", share.share * 100.0, "%"),
             *job_evidence(share, "Share"),
             Evidence("Time affected", share.seconds / 3600.0, "h"),

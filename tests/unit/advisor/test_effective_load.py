@@ -124,6 +124,7 @@ def test_fires_on_high_utilization_at_a_third_of_the_calibrated_load() -> None:
     assert rec.title == "GPU 0: utilization 97 % but working at ~34 % of its calibrated load"
     assert rec.evidence_value("Mean GPU utilization meanwhile") == pytest.approx(97.0)
     assert rec.evidence_value("Mean effective load meanwhile") == pytest.approx(34.0)
+    assert rec.evidence_value("Uncertainty of an estimate (a GPU without GPM), +/-") == 20.0
     assert rec.evidence_value("Time affected") == pytest.approx(6.0)
     assert rec.evidence_value("Mean power meanwhile") == pytest.approx(62.0)
     assert rec.evidence_value("Power limit") == 150.0
