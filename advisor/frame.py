@@ -82,7 +82,8 @@ class GpuSeries:
     #: (0x4 SW power cap, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake); NaN where the
     #: GPU keeps no counter. A raw row holds the time since the sample before it.
     counted_seconds: dict[int, FloatArray] = field(default_factory=dict)
-    #: Busy seconds within each row (utilization > 0 or a compute process present).
+    #: Busy seconds within each row by utilization alone (above the busy threshold, counted per raw
+    #: sample); ``advisor.stats.busy_seconds`` applies the process lists (``advisor.busy``).
     busy_s: FloatArray | None = None
     #: Per-row max of utilization / VRAM / temperature where rows are rollups (else = value).
     utilization_gpu_max_pct: FloatArray | None = None
