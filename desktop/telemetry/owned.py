@@ -176,9 +176,9 @@ class Session:
 
     def _belongs(self, member: Member) -> bool:
         # A member started no earlier than the leader: a session id reissued after ours ended would not pass
-        # ``ours`` for its leader, and its members that outlived that leader started after it too.
-        return member.sid == self.sid and member.start_ticks >= self.leader_start_ticks \
-            and member.state not in ("Z", "X")
+        # ``ours`` for its leader, and its members that outlived that leader started after it too. A zombie
+        # stays in: a process whose main thread exited shows Z while its other threads run on.
+        return member.sid == self.sid and member.start_ticks >= self.leader_start_ticks and member.state != "X"
 
     def signal(self, sig: int, skip: Callable[[Member], bool] | None = None) -> list[Member]:
         """``sig`` to each live member (checked again as it is sent), except those ``skip`` names; those sent to."""
