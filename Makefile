@@ -11,6 +11,11 @@ TORCH_SPEC ?= torch==2.13.0
 # pytest, mypy, ruff, gpustat or nvitop.
 STAMP      := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# pip >= 24 shows the build backend's warnings; for an editable install of a layout that maps
+# resources/ to desktop.resources, setuptools always adds an "Editable installation" notice
+# (its InformationOnly class: "be careful with folders named like your package"), which says
+# nothing about this project. Only that notice is silenced; any other warning still shows.
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e
 # Debian packages Qt needs to open a window on X11: the PySide6 wheel's xcb platform plugin
 # (libqxcb.so) loads these, and a fresh Debian/Ubuntu lacks several (libxcb-icccm4,
 # libxcb-keysyms1, libxcb-cursor0, ...). desktop/ui/platform_check.py maps each library to its
@@ -46,11 +51,11 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[stress]"
+	$(EDITABLE) ".[stress]"
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[test,stress]"
+	$(EDITABLE) ".[test,stress]"
 	touch $(TEST_STAMP)
 
 run: $(STAMP) xcb-deps
