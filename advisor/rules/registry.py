@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.costs import CloudOffer
 from advisor.frame import HistoryFrame
-from advisor.rules import effective, gpu, history
+from advisor.rules import effective, envelope, gpu, history
 from advisor.rules.base import Recommendation, Rule, RuleContext, sort_key
 from advisor.thresholds import Thresholds
 
@@ -12,7 +12,7 @@ from advisor.thresholds import Thresholds
 RULES: tuple[Rule, ...] = (
     gpu.vram_headroom, gpu.low_utilization, gpu.thermal_throttling, gpu.power_cap, history.idle_memory,
     history.persistence_mode, history.driver_change, history.stress_regression, gpu.pcie_link, gpu.battery_heavy,
-    effective.low_effective_load,
+    effective.low_effective_load, envelope.below_rated_power, envelope.battery_cost,
 )
 
 
