@@ -124,6 +124,8 @@ class RigscopeApp(QObject):
         self.window.set_source(sampler.gpu.source)
         self._recording_text = ""
         self.update_recording_status()
+        if getattr(recording.store, "is_demo", False) is True:  # --db demo.sqlite: labelled on every page
+            self.window.set_demo_shown(True)
         recovered = getattr(recording.writer, "recovered_from", None)
         if recovered is not None:  # said in the window, not only in a log the user never sees
             self.window.show_banner(f"The history database was damaged and was moved aside to {recovered}; "
@@ -271,8 +273,11 @@ class RigscopeApp(QObject):
         """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs and History pages."""
         from desktop.history.store import HistoryStore
 
-        store = HistoryStore.open(path, readonly=True)
-        old, self._shown_store = self._shown_store, store
+        if path == self.db_path:  # back from the demo: the recording's own reader (None before anything is recorded)
+            store, opened = self.recording.store, None
+        else:
+            store = opened = HistoryStore.open(path, readonly=True)
+        old, self._shown_store = self._shown_store, opened
         self.dashboard.set_history(store)
         if old is not None:
             self.dashboard.fill.wait(2.0)  # a read of the old store in flight ends before it closes

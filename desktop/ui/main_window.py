@@ -219,6 +219,11 @@ class MainWindow(QMainWindow):
         self.source_label = plain(QLabel("Source: starting"))
         self.recording_label = plain(QLabel("Recording: starting"))
         self.statusBar().addWidget(self.source_label, 1)
+        #: Shown while the pages show demo data (the demo week, or a demo database opened with --db).
+        self.demo_label = QLabel("DEMO DATA")
+        self.demo_label.setToolTip("The history shown is simulated (rigscope demo), not this machine's")
+        self.demo_label.hide()
+        self.statusBar().addPermanentWidget(self.demo_label)
         self.statusBar().addPermanentWidget(self.recording_label)
 
         self._shortcut("Ctrl+Q", self.quit_requested.emit)
@@ -324,6 +329,16 @@ class MainWindow(QMainWindow):
         self.recording_label.setText(text)
         self.recording_label.setToolTip(plain_tooltip(tooltip))
 
+    def set_demo_shown(self, shown: bool) -> None:
+        """Label every page (the status bar) while the history shown is demo data."""
+        self.demo_label.setVisible(shown)
+        self._paint_demo_label()
+
+    def _paint_demo_label(self) -> None:
+        colour = self.theme.warn
+        self.demo_label.setStyleSheet(f"color: {colour}; border: 1px solid {colour}; border-radius: 3px;"
+                                      " padding: 0 6px; font-weight: bold;")
+
     def show_banner(self, text: str, level: str = "warning", key: str | None = None) -> None:
         """Show ``text`` in a banner of its own (``level``: error, warning or info) without hiding the others;
         a banner with the same ``key`` (default: the same text) is replaced instead of repeated."""
@@ -366,6 +381,7 @@ class MainWindow(QMainWindow):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
+        self._paint_demo_label()
         self.sidebar.setStyleSheet(
             f"#sidebar {{ background: {theme.base}; padding-top: 8px; }}"
             f"#sidebar::item {{ padding: 8px 10px; border-radius: 3px; margin: 1px 6px; }}"

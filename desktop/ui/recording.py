@@ -126,6 +126,18 @@ def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSe
     writer: Any | None = None
     busy: str | None = None
     maintenance = SettingsMaintenance(maintain, retention or RetentionSettings())
+    if record and db_path.exists():
+        # `rigscope demo`'s database (meta demo=1) holds a simulated week: live samples of this machine
+        # would mix into it (--db demo.sqlite did). It is shown, never written.
+        try:
+            peek = HistoryStore.open(db_path, readonly=True)
+        except Exception as exc:  # unreadable: the writer below says why, or reads nothing
+            log.warning("cannot read %s: %s", db_path, exc)
+        else:
+            if peek.is_demo:
+                return Recording("reading", f"{db_path} is a demo database (rigscope demo): this window shows it "
+                                 "and records nothing into it", store=peek)
+            peek.close()
     if record:
         candidate = HistoryWriter(db_path, maintain=maintenance)
         try:

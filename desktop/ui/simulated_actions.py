@@ -49,6 +49,7 @@ class SimulatedActions(QObject):
         bar.workload_requested.connect(self.start_workload)
         bar.stop_requested.connect(self.stop_workloads)
         bar.demo_requested.connect(self.load_demo_week)
+        bar.leave_demo_requested.connect(self.leave_demo)
         self.demo_progress.connect(bar.demo_progress, Qt.ConnectionType.QueuedConnection)
 
     def start_workload(self, key: str) -> None:
@@ -94,10 +95,24 @@ class SimulatedActions(QObject):
             self.window.show_banner(f"The demo week was written to {path} but cannot be read: {exc}", "error")
             return
         self.dashboard.set_window("7 d")
+        self.dashboard.simulated_bar.set_demo_shown(True)
+        self.window.set_demo_shown(True)
         self.window.show_banner(
             f"Showing the demo week from {path}: a simulated week, not your own history, on the Dashboard's "
             f"24 h and 7 d windows and on the Advisor, Costs and History pages. Recording goes on into "
-            f"{self.db_path}; restart Rigscope to see your own history again.", "info", key="demo-week")
+            f"{self.db_path}; Leave demo (on the simulated bar) shows your own history again.", "info",
+            key="demo-week")
+
+    def leave_demo(self) -> None:
+        """Back to this machine's own history on every page that showed the demo week (no restart)."""
+        try:
+            self._show_history(self.db_path)
+        except Exception as exc:  # the own database unreadable now: said; the demo stays shown
+            self.window.show_banner(f"Cannot show {self.db_path}: {exc}", "error", key="demo-week")
+            return
+        self.dashboard.simulated_bar.set_demo_shown(False)
+        self.window.set_demo_shown(False)
+        self.window.banners.clear_key("demo-week")
 
     def _demo_failed(self, error: str) -> None:
         self.dashboard.simulated_bar.demo_finished(f"The demo week could not be written: {error}")

@@ -23,12 +23,18 @@ IDLE_TEXT = ("Simulated GPU, nothing running on it: its graphs stay flat until s
 _WORKLOAD_PIDS = {w.pid for w in WORKLOADS.values()}
 
 
+DEMO_TOOLTIP = ("Write a simulated week into a separate demo database (never your own history) and show it on "
+                "the Dashboard, Advisor, Costs and History pages")
+
+
 class SimulatedBar(QFrame):
     """Says what the simulated GPU runs; asks for a workload, a stop, or the demo week."""
 
     workload_requested = Signal(str)
     stop_requested = Signal()
     demo_requested = Signal()
+    #: "Leave demo": back to this machine's own history.
+    leave_demo_requested = Signal()
 
     def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -36,9 +42,10 @@ class SimulatedBar(QFrame):
         self.text = plain(QLabel(IDLE_TEXT))  # commands are chosen by whoever runs them: plain text
         self.text.setWordWrap(True)
         self.demo_button = QPushButton("&Load demo week")
-        self.demo_button.setToolTip("Write a simulated week into a separate demo database (never your own "
-                                    "history) and show it on the Dashboard, Advisor, Costs and History pages")
-        self.demo_button.clicked.connect(self.demo_requested)
+        self.demo_button.setToolTip(DEMO_TOOLTIP)
+        #: True while the pages show the demo week: the button leaves it instead of offering it again.
+        self.demo_shown = False
+        self.demo_button.clicked.connect(self._demo_clicked)
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
         self.progress.setFixedWidth(220)
@@ -97,8 +104,16 @@ class SimulatedBar(QFrame):
     def demo_finished(self, message: str) -> None:
         self.progress.hide()
         self.demo_button.setEnabled(True)
-        self.demo_button.setText("Re&load demo week")
         self.demo_button.setToolTip(message)
+
+    def _demo_clicked(self) -> None:
+        (self.leave_demo_requested if self.demo_shown else self.demo_requested).emit()
+
+    def set_demo_shown(self, shown: bool) -> None:
+        """The pages show the demo week (the button says "Leave demo"), or this machine's history again."""
+        self.demo_shown = shown
+        self.demo_button.setText("&Leave demo" if shown else "&Load demo week")
+        self.demo_button.setToolTip("Show this machine's own history again" if shown else DEMO_TOOLTIP)
 
     def apply_theme(self, theme: Theme) -> None:
         self.setStyleSheet(f"QFrame#simulatedBar {{ background: {theme.base}; border: 1px solid {theme.accent};"
