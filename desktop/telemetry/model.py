@@ -49,6 +49,8 @@ class SourceInfo:
     detail: str
     #: Why the app is not on real NVML (None when it is).
     fallback_reason: str | None = None
+    #: Why the GPU process list is empty whatever runs (WSL2: the driver lists none), for the Processes page.
+    processes_note: str | None = None
 
     @property
     def simulated(self) -> bool:

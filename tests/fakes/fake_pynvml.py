@@ -382,7 +382,7 @@ class FakeNvml:
             value.value.ullVal = number
 
     def _procs(self, gpu: FakeGpu, kind: str) -> list[FakeProcess]:
-        return [p for p in gpu.processes if p.kind in (kind, "both")]
+        return [p for p in gpu.processes if p.kind == kind or (p.kind == "both" and kind != "mps")]
 
     # --- the module -----------------------------------------------------------------------------
 
@@ -535,11 +535,15 @@ class FakeNvml:
             return body
 
         def process_samples(g: FakeGpu, last_seen_us: int) -> list[tuple[int, FakeProcess]]:
-            """One sample per process that used the GPU, stamped now, when now is newer than ``last_seen_us``."""
+            """The driver's 1 s samples newer than ``last_seen_us`` (the last 5 s at the first ask), one per
+            process that used the GPU, with its current utilization."""
             if self._clock_us <= last_seen_us:
                 return []
             busy = [p for p in g.processes if (p.sm_util, p.mem_util, p.enc_util, p.dec_util) != (0, 0, 0, 0)]
-            return [(self._clock_us, p) for p in busy]
+            period = 1_000_000
+            oldest = last_seen_us if last_seen_us else self._clock_us - 5 * period
+            instants = [self._clock_us - k * period for k in range(round((self._clock_us - oldest) / period))]
+            return [(ts, p) for ts in sorted(instants) for p in busy]
 
         def process_utilization(g: FakeGpu, last_seen_us: int) -> list[Any]:
             samples = process_samples(g, last_seen_us)
@@ -652,6 +656,7 @@ class FakeNvml:
             "nvmlDeviceGetCudaComputeCapability": lambda g: (8, 9),
             "nvmlDeviceGetComputeRunningProcesses": processes("compute"),
             "nvmlDeviceGetGraphicsRunningProcesses": processes("graphics"),
+            "nvmlDeviceGetMPSComputeRunningProcesses": processes("mps"),
             "nvmlDeviceGetProcessUtilization": process_utilization,
             "nvmlDeviceGetProcessesUtilizationInfo": processes_utilization_info,
             "nvmlGpmQueryDeviceSupport": gpm_support, "nvmlGpmSampleAlloc": gpm_alloc,

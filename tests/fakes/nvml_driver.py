@@ -454,7 +454,8 @@ class NvmlDriver:
             pool = list(dev.spec.processes)
             if dev.spec.mig_mode and dev.spec.mig_mode[0] == 1:  # the parent lists every instance's too
                 pool += [p for m in dev.spec.mig_devices for p in m.processes]
-        return [p for p in pool if p.kind in (kind, "both")]
+        # "both": compute and graphics; an MPS client is listed only by the MPS call.
+        return [p for p in pool if p.kind == kind or (p.kind == "both" and kind != "mps")]
 
     def process_layout(self, suffix: str) -> type[ctypes.Structure]:
         if suffix == "_v3":

@@ -44,14 +44,30 @@ from desktop.telemetry.nvml.values import METRIC_SOURCES, as_text
 log = logging.getLogger(__name__)
 
 DEFAULT_SLOW_PERIOD_S: Final = 5.0
+#: The kernel release; under WSL2 it names Microsoft's kernel ("5.15.153.1-microsoft-standard-WSL2").
+OSRELEASE: Final = Path("/proc/sys/kernel/osrelease")
+WSL_PROCESSES_NOTE: Final = (
+    "Under WSL2 the NVIDIA driver lists no GPU processes: the Windows driver (WDDM) keeps them on the "
+    "Windows side, so this list stays empty while your jobs run. nvidia-smi or Task Manager in Windows shows them.")
+
+
+def wsl_processes_note(osrelease: Path = OSRELEASE) -> str | None:
+    """The Processes page's explanation where this is WSL2 (NVML lists no processes there), else None."""
+    try:
+        release = osrelease.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return WSL_PROCESSES_NOTE if "microsoft" in release.lower() else None
 
 
 class NvmlBackend:
     """The GpuBackend over NVML. Create it with ``NvmlBackend.open()``."""
 
     def __init__(self, nvml: ModuleType, *, slow_period_s: float = DEFAULT_SLOW_PERIOD_S,
-                 monotonic: Callable[[], float] = time.monotonic, sysfs_root: Path | None = None) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, sysfs_root: Path | None = None,
+                 osrelease: Path = OSRELEASE) -> None:
         self._gateway = NvmlGateway(nvml, monotonic=monotonic)
+        self._osrelease = osrelease
         self._sysfs_root = sysfs_root if sysfs_root is not None else default_sysfs_root()
         self._slow_period_s = slow_period_s
         # One lock for the backend and the NVML session: a read never overlaps the shutdown.
@@ -66,10 +82,11 @@ class NvmlBackend:
 
     @classmethod
     def open(cls, module: ModuleType | None = None, *, slow_period_s: float = DEFAULT_SLOW_PERIOD_S,
-             monotonic: Callable[[], float] = time.monotonic, sysfs_root: Path | None = None) -> NvmlBackend:
+             monotonic: Callable[[], float] = time.monotonic, sysfs_root: Path | None = None,
+             osrelease: Path = OSRELEASE) -> NvmlBackend:
         """Start NVML and read every GPU's static info; ``BackendUnavailable`` says why it cannot."""
         backend = cls(module if module is not None else load_module(), slow_period_s=slow_period_s,
-                      monotonic=monotonic, sysfs_root=sysfs_root)
+                      monotonic=monotonic, sysfs_root=sysfs_root, osrelease=osrelease)
         backend._start()
         return backend
 
@@ -94,7 +111,8 @@ class NvmlBackend:
                 self.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}"
             self._devices = [self._open_device(i) for i in range(count)]
             names = ", ".join(d.info.name for d in self._devices)
-            self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}")
+            self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}",
+                                      processes_note=wsl_processes_note(self._osrelease))
 
     def close(self) -> None:
         """Free the GPM samples and shut NVML down (once); also runs at interpreter exit."""

@@ -41,6 +41,11 @@ class NvmlDevice:
     counters: CounterTracker = field(default_factory=CounterTracker)
     #: Newest per-process utilization sample seen (driver CPU time, µs): the next poll asks for newer ones.
     util_seen_us: int = 0
+    #: Where the last utilization window ended (driver CPU µs), the driver's sample period once seen, and
+    #: the newest field-values timestamp (the same clock: the end of the next window).
+    util_window_end_us: int = 0
+    util_period_us: int | None = None
+    last_field_stamp_us: int = 0
     #: Process polls so far, and the utilization of each pid listed at the last one that asked (None: n/a).
     process_polls: int = 0
     util_last: dict[int, Any] | None = None

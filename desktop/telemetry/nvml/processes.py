@@ -39,6 +39,8 @@ UTIL_EVERY_POLLS: Final = 2
 _PROCESS_CALLS: Final[tuple[tuple[ProcessKind, str, str], ...]] = (
     ("compute", "procs_compute", "nvmlDeviceGetComputeRunningProcesses"),
     ("graphics", "procs_graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+    # Clients of the MPS server are listed only here (the compute list shows the server alone).
+    ("compute", "procs_mps", "nvmlDeviceGetMPSComputeRunningProcesses"),
 )
 
 

@@ -106,6 +106,8 @@ def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[floa
         if value is not None:
             stamp_us = getattr(entry, "timestamp", 0)
             out[requested] = (value, stamp_us / 1e6 if stamp_us else None)
+            if isinstance(stamp_us, int) and stamp_us > dev.last_field_stamp_us:
+                dev.last_field_stamp_us = stamp_us
     return out
 
 

@@ -176,7 +176,7 @@ def test_calls_per_tick(fake: FakeNvml, backend: NvmlBackend) -> None:
     assert fake.total_calls() == 5 * 12 + (3 + 2) + 2 * 2
     fake.reset_counts()
     backend.processes()
-    assert fake.total_calls() == 2 * 2  # compute + graphics per GPU
+    assert fake.total_calls() == 3 * 2  # compute + graphics + MPS clients per GPU
 
 
 def test_lost_gpu_keeps_others_sampling_and_recovers(fake: FakeNvml, backend: NvmlBackend) -> None:

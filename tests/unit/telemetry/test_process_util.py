@@ -15,7 +15,7 @@ import pytest
 
 from desktop.telemetry.model import GpuProcess
 from desktop.telemetry.nvml import NvmlBackend, processes
-from desktop.telemetry.nvml.proc_util import latest_per_pid
+from desktop.telemetry.nvml.proc_util import average_per_pid
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, FakeProcess, hopper_mig_gpu
 from tests.fakes.nvml_driver import NvmlDriver
 from tests.fakes.personalities import (
@@ -148,15 +148,21 @@ def test_no_process_no_utilization_call() -> None:
         backend.close()
 
 
-def test_latest_sample_per_pid_wins_and_garbage_is_none() -> None:
+def test_each_pid_is_the_mean_over_the_windows_periods_and_garbage_is_none() -> None:
     class S:
         def __init__(self, pid: int, ts: int, sm: int, mem: int = 0) -> None:
             self.pid, self.timeStamp, self.smUtil, self.memUtil, self.encUtil, self.decUtil = pid, ts, sm, mem, 0, 0
 
-    found, seen = latest_per_pid([S(1, 100, 10), S(1, 300, 90), S(2, 200, 0xFFFFFFFF, 7), S(1, 200, 50)])
-    assert seen == 300
-    assert found[1].sm_pct == 90.0
-    assert (found[2].sm_pct, found[2].mem_pct) == (None, 7.0)
+    samples = [S(1, 100, 10), S(1, 300, 90), S(2, 200, 0xFFFFFFFF, 7), S(1, 200, 50)]
+    # Samples 100 µs apart in a window (0, 1000]: 10 periods; pid 1 busy in 3 of them, pid 2 in one.
+    found, seen, period = average_per_pid(samples, window_start_us=0 or None, window_end_us=1000, period_us=None)
+    assert seen == 300 and period == 100
+    # No window start: one period before the oldest sample, so (0, 1000] here too.
+    assert found[1].sm_pct == pytest.approx((10 + 90 + 50) / 10)
+    assert (found[2].sm_pct, found[2].mem_pct) == (None, pytest.approx(0.7))
+    # Where the window is unknown, never fewer periods than the answer's sample stamps (3 here).
+    found, _, _ = average_per_pid(samples, window_start_us=None, window_end_us=None, period_us=10_000)
+    assert found[1].sm_pct == pytest.approx(150 / 3)
 
 
 # --- real pynvml over the driver stand-in ------------------------------------------------------------
@@ -213,24 +219,43 @@ def test_stand_in_r535_lacks_the_newer_call_and_uses_the_older(stand_in: Callabl
     assert driver.calls["nvmlDeviceGetProcessUtilization"] == 4
 
 
-def test_stand_in_passes_the_last_seen_timestamp_and_keeps_the_latest(stand_in: Callable[..., Any]) -> None:
+def test_stand_in_passes_the_last_seen_timestamp_and_averages_the_window(stand_in: Callable[..., Any]) -> None:
     backend, driver = stand_in(ada_desktop(), [ProcessSpec(4242, 512.0, sm_util=20)])
+    proc = driver.personality.gpus[0].processes[0]
+    assert _utils(backend.processes())[4242][0] == 20.0  # the buffer so far, all at 20 %
     driver.advance(4.0)  # four samples at 20 %
-    driver.personality.gpus[0].processes[0].sm_util = 90
-    driver.advance(2.0)  # two more at 90 %: one answer holds both
-    assert _utils(backend.processes())[4242][0] == 90.0
+    proc.sm_util = 90
+    driver.advance(2.0)  # two more at 90 %: one answer holds both, a 6 s window
+    assert _utils(backend.processes())[4242][0] == pytest.approx((4 * 20 + 2 * 90) / 6)
     assert backend._devices[0].util_seen_us == driver.util_samples[0][-1][0]
-    driver.personality.gpus[0].processes[0].sm_util = 30
+    proc.sm_util = 30
     driver.advance(2.0)
     assert _utils(backend.processes())[4242][0] == 30.0
     # The next poll asked only for samples after the last one seen: with nothing new, NOT_FOUND: idle.
     assert _utils(backend.processes())[4242] == (0.0, 0.0, 0.0, 0.0)
-    driver.personality.gpus[0].processes[0].sm_util = 0  # the process stops computing
+    proc.sm_util = 0  # the process stops computing
     driver.advance(3.0)
+    backend.sample(1000.0)  # the sampler's tick marks the time (the stand-in's clock moves 1 s with it)
     assert _utils(backend.processes())[4242][0] == 0.0
-    driver.personality.gpus[0].processes[0].sm_util = 55
+    proc.sm_util = 55
     driver.advance(1.0)
     assert _utils(backend.processes())[4242][0] == 55.0  # NOT_FOUND was never filed as unsupported
+
+
+def test_a_process_busy_1_s_of_10_reads_a_tenth_not_100_percent(stand_in: Callable[..., Any]) -> None:
+    # The newest sample stood for the whole window: 1 s at 100 % then 9 s idle read 100 % for all 10 s.
+    backend, driver = stand_in(ada_desktop(), [ProcessSpec(4242, 512.0, sm_util=0)])
+    proc = driver.personality.gpus[0].processes[0]
+    backend.processes()
+    start_us = backend._devices[0].util_window_end_us
+    proc.sm_util = 100
+    driver.advance(1.0)
+    proc.sm_util = 0
+    driver.advance(8.0)
+    backend.sample(1000.0)  # the sampler's tick: its field-values call stamps the window's end (1 s later)
+    window_s = (backend._devices[0].last_field_stamp_us - start_us) / 1e6
+    assert window_s == pytest.approx(10.0)
+    assert _utils(backend.processes())[4242][0] == pytest.approx(100.0 / window_s)
 
 
 def test_stand_in_only_samples_newer_than_the_timestamp_are_returned(stand_in: Callable[..., Any]) -> None:
