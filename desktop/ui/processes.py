@@ -49,6 +49,8 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 EndProcess = Callable[[int, float | None], str | None]
 #: How far back the selected process's utilization chart reaches (from the live snapshots).
 HISTORY_WINDOW_S = 600.0
+EMPTY_TEXT = ("No process holds GPU memory right now.\n"
+              "Processes appear here when they allocate memory on a GPU (refreshed every few seconds).")
 
 
 class UtilizationHistory:
@@ -193,13 +195,12 @@ class ProcessesPage(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(11, QHeaderView.ResizeMode.Stretch)  # the command takes what is left
+        # Every column as wide as its contents (an empty Container column as its header), the command the rest:
+        # fixed widths left a 200 px empty Container and cut long names while the command was squeezed.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(11, QHeaderView.ResizeMode.Stretch)
         for visual, column in enumerate(VISUAL_ORDER):
             header.moveSection(header.visualIndex(column), visual)
-        for column, width in ((0, 70), (1, 150), (2, 90), (3, 50), (4, 100), (5, 75), (6, 110),
-                              (7, 65), (8, 70), (9, 65), (10, 65), (12, 200)):
-            self.table.setColumnWidth(column, width)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
 
         self.filter = QLineEdit()
@@ -234,8 +235,9 @@ class ProcessesPage(QWidget):
         self.chart_stack.addWidget(self.chart_note)
         self.chart_stack.addWidget(self.chart)
 
-        self.empty = QLabel("No process holds GPU memory right now.\n"
-                            "Processes appear here when they allocate memory on a GPU (refreshed every few seconds).")
+        self.empty = QLabel(EMPTY_TEXT)
+        self.empty.setTextFormat(Qt.TextFormat.PlainText)
+        self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.stack = QStackedLayout()
         self.stack.addWidget(self.empty)
@@ -251,15 +253,22 @@ class ProcessesPage(QWidget):
         layout.addLayout(chart_top)
         layout.addWidget(self.chart_box)
         self.message.hide()
+        #: The process the message says was asked to end (the message goes when it has).
+        self._asked_pid: int | None = None
         self._now_s: float | None = None
         self._update_chart()
 
     def add_snapshot(self, snap: Snapshot) -> None:
+        # Where the driver lists no processes at all (WSL2), the empty page says why instead of "none right now".
+        self.empty.setText(snap.source.processes_note or EMPTY_TEXT)
         if snap.processes_fresh:
             self.set_processes(snap.processes, snap.time_s)
 
     def set_processes(self, processes: tuple[GpuProcess, ...] | list[GpuProcess], now_s: float | None = None) -> None:
         selected = self.selected()
+        if self._asked_pid is not None and all(p.pid != self._asked_pid for p in processes):
+            self._asked_pid = None  # "Asked python (pid 2311) to end" is done once that process is gone
+            self.message.hide()
         if now_s is not None:
             self.history.add(processes, now_s)
             self._now_s = now_s
@@ -339,6 +348,7 @@ class ProcessesPage(QWidget):
         # process under that PID; the ender signals only the one confirmed, checked when it acts.
         error = self._end_process(proc.pid, proc.started_s)
         self.message.setText(error or f"Asked {proc.name} (pid {proc.pid}) to end.")
+        self._asked_pid = None if error else proc.pid
         self.message.setStyleSheet(f"color: {self.theme.bad if error else self.theme.muted};")
         self.message.show()
 
