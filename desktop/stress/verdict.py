@@ -192,9 +192,10 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         if appeared is not None and (onset is None or appeared < onset):
             onset = appeared
     cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
-    if cause is None and cap.limited:
-        cause = "power_cap"
     throttled = dropped or slowdown is not None
+    if not throttled and cause in (None, "power_cap"):
+        # A run that held its speed names the cap exactly when it was power-limited (power_cap's judgement).
+        cause = "power_cap" if cap.limited else None
     status = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
     if steady_state and status == "passed" and _still_heating(trace, rising):
