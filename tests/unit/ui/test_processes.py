@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHeaderView
 
 from desktop.telemetry.model import GpuProcess
-from desktop.ui.processes import ProcessesPage, format_duration
+from desktop.ui.processes import COLUMNS, ProcessesPage, format_duration
 from desktop.ui.theme import LIGHT
 
 PROCS = [
@@ -112,3 +113,27 @@ def test_format_duration():
     assert format_duration(3600 * 5 + 60 * 7) == "5 h 07 min"
     assert format_duration(86400 * 2 + 3600) == "2 d 1 h"
     assert format_duration(None) == "n/a"
+
+
+def test_the_asked_to_end_message_goes_when_the_process_is_gone(qtbot):
+    page = make_page(qtbot, end_process=lambda pid, started_s: None, confirm=lambda p: True)
+    page.filter.setText("train")
+    page.table.selectRow(0)
+    page.end_selected()
+    assert page.message.isVisible() and "Asked train.py (pid 900)" in page.message.text()
+    page.set_processes(PROCS)  # still there (it may take a while to end): the message stays
+    assert page.message.isVisible()
+    page.set_processes(PROCS[1:])  # gone
+    assert not page.message.isVisible()
+
+
+def test_columns_fit_their_contents_and_the_command_takes_the_rest(qtbot):
+    page = make_page(qtbot)
+    page.resize(1500, 600)
+    header = page.table.horizontalHeader()
+    container = COLUMNS.index("Container")
+    command = COLUMNS.index("Command")
+    assert header.sectionResizeMode(command) == QHeaderView.ResizeMode.Stretch
+    # an empty Container column is as wide as its header, not a fixed 200 px
+    assert header.sectionSize(container) < 120
+    assert header.sectionSize(command) > header.sectionSize(container)
