@@ -37,7 +37,7 @@ from desktop.stress.verdict_model import RunTrace, Verdict
 from desktop.stress.verdict_text import sentence_for
 
 # The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well.
-__all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_STRESS_LOAD_S", "MIN_SUSTAINED_S", "POWER_LIMITED_SHARE",
+__all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_STRESS_LOAD_S", "MIN_SUSTAINED_S",
            "REFERENCE_SMOOTH_S", "REFERENCE_WINDOW_S", "RISING_C_PER_MIN", "RISING_HORIZON_S", "RISING_WINDOW_S",
            "SLOWDOWN_MIN_SHARE", "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge",
            "rolling_median"]
@@ -59,9 +59,6 @@ REFERENCE_SMOOTH_S = 45.0
 LOAD_UTIL_PCT = 50.0
 #: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled.
 SLOWDOWN_MIN_SHARE = 0.02
-#: The power cap active this share of the load time or more names it the cause of a run that held its speed
-#: (``power_limited`` itself is ``power_cap``'s judgement: the averaged power, most of the load, or a plateau).
-POWER_LIMITED_SHARE = 0.2
 #: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
 MIN_SUSTAINED_S = 60.0
 #: A stress run with less load than this is too short to judge at all (``rigscope stress --minutes 0.05``).
@@ -397,9 +394,8 @@ def _cause(trace: RunTrace, run: _Run, shares: Mapping[str, float], peak: float,
                 return slowdown
             # The cap held the clock all along and the clock sank under it (a hotter chip leaks more per MHz).
             return "power_cap" if run.causes.share("power_cap", slow, run.interval_s) >= 0.5 else "unexplained"
-        if slowdown is not None:
-            return slowdown
-        return "power_cap" if shares.get("power_cap", 0.0) >= POWER_LIMITED_SHARE else None
+        # Held its speed: ``judge`` names the cap when ``power_cap`` finds the run power-limited.
+        return slowdown
     if not dropped or not slow.any():
         return None
     # No reason bits (older logs): infer from temperature and power against their limits.
