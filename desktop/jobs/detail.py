@@ -19,6 +19,7 @@ from advisor.job_card import JobCard
 from desktop.config import CostSettings
 from desktop.jobs.card import (
     card_of,
+    duration_text,
     job_frame,
     job_gpus,
     pause_spans,
@@ -132,6 +133,25 @@ class JobsHistory:
             traces.append(GpuTrace(gpu.meta.index, times, columns))
         shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s, bins))
         return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
+
+
+#: A job shorter than this shows no charts: at one sample a second they would be a few points on an axis
+#: of milliseconds ("14.500 15.000"); its card has the numbers.
+MIN_CHART_S = 20.0
+
+
+def charts_note(detail: JobDetail) -> str:
+    """Why the job's charts are not drawn ("" when they are): too short, or nothing sampled meanwhile."""
+    span_s = detail.end_s - detail.record.started_s
+    if span_s < MIN_CHART_S:
+        return (f"This job ran {duration_text(max(0.0, span_s))}: too short to chart (telemetry is sampled about "
+                "once a second). Its card above has the numbers.")
+    sampled = bool(np.isfinite(detail.series.throughput).any()) or any(
+        bool(np.isfinite(column).any()) for trace in detail.gpus for column in trace.columns.values())
+    if not sampled:
+        return ("No telemetry was recorded while this job ran (neither the window nor rigscope record was "
+                "sampling the GPU, and the job printed no progress).")
+    return ""
 
 
 def binned(time_s: FloatArray, values: FloatArray, start_s: float, end_s: float, bins: int = CHART_BINS

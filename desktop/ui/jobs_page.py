@@ -37,7 +37,7 @@ from desktop.jobs.card import (
     format_card,
     job_status,
 )
-from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses, chart_bins
+from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses, chart_bins, charts_note
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
@@ -105,7 +105,10 @@ class JobsPage(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        header = self.table.horizontalHeader()
+        # ID, start, duration and status as wide as their text and header (the ID header read "D"); the name the rest.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         splitter.addWidget(self.table)
 
         right = QWidget()
@@ -133,6 +136,13 @@ class JobsPage(QWidget):
             elif unit != "%":  # throughput and power: a flat line with noise stays a flat line
                 plot.set_min_span(1.0, 0.2)
         right_layout.addWidget(self.charts, 3)
+        #: Instead of the charts when there is nothing to chart (a job of a few seconds): says why.
+        self.charts_empty = QLabel("")
+        self.charts_empty.setTextFormat(Qt.TextFormat.PlainText)
+        self.charts_empty.setWordWrap(True)
+        self.charts_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.charts_empty.hide()
+        right_layout.addWidget(self.charts_empty, 3)
         self.pause_note = QLabel(PAUSE_NOTE)
         self.pause_note.setVisible(False)
         right_layout.addWidget(self.pause_note)
@@ -243,6 +253,10 @@ class JobsPage(QWidget):
         self._draw_charts(detail)
 
     def _draw_charts(self, detail: JobDetail) -> None:
+        note = charts_note(detail)
+        self.charts_empty.setText(note)
+        self.charts_empty.setVisible(bool(note))
+        self.charts.setVisible(not note)
         throughput = self.charts.plot("throughput")
         throughput.unit = detail.record.throughput_unit or "items/s"
         self._set(throughput, "job", "job", *broken_at_pauses(detail.series.time_s, detail.series.throughput,

@@ -152,3 +152,23 @@ def test_a_much_wider_page_reads_the_job_again_with_more_chart_points(qtbot: Any
     assert not page._rebin.isActive()
     qtbot.wait(400)
     assert page.bins == wide
+
+
+def test_a_job_of_a_few_seconds_shows_an_empty_state_not_four_empty_charts(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    write_job_history(db, job=record(name="quick.py", started_s=START + 10.0, ended_s=START + 15.0, events=(),
+                                     paused_s=0.0))
+    page = _page(qtbot, db)
+    assert not page.charts.isVisibleTo(page)
+    assert page.charts_empty.isVisibleTo(page)
+    assert "5 s" in page.charts_empty.text() and "too short" in page.charts_empty.text()
+    _shot(page, "jobs-short.png")
+
+
+def test_the_id_header_is_not_clipped(qtbot: Any, tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    write_job_history(db)
+    page = _page(qtbot, db)
+    header = page.table.horizontalHeader()
+    needed = header.fontMetrics().horizontalAdvance("ID")
+    assert header.sectionSize(0) >= needed + 8
