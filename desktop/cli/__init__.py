@@ -169,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "--max-drop below it")
     p.add_argument("--max-drop", type=float, default=None, metavar="PCT",
                    help="with --baseline: the drop allowed, in %% (default 5)")
+    # issue 25: the Quick test once per firmware mode (desktop/cli/stress_modes.py)
+    p.add_argument("--per-mode", nargs="?", const="", default=None, metavar="MODES",
+                   help="run the test once in each firmware mode (comma-separated, e.g. turbo,comfort; "
+                        "default: every mode the machine has) and compare them; --minutes defaults to 2")
+    p.add_argument("--switch-modes", action="store_true",
+                   help="with --per-mode: let Rigscope switch msi-ec / platform_profile itself (needs root); "
+                        "otherwise you are asked to switch")
     _db(p)
     _json(p)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from desktop.cli import stress_gate
+from desktop.cli import stress_gate, stress_modes
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
 from desktop.history.lock import DeviceLock, GpuClaims
@@ -147,6 +147,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"rigscope stress: cannot create the device lock {lock.lock_path} ({exc.strerror or exc}); "
               "another run on this device would not be refused", file=sys.stderr)
     try:
+        if getattr(args, "per_mode", None) is not None:  # the Quick test once per firmware mode (stress_modes)
+            return stress_modes.run(args, device, build_runner=build_runner, progress_line=_progress_line,
+                                    save=_safe_save)
         return _run(args, device, note)
     finally:
         lock.release()

@@ -26,7 +26,7 @@ from desktop.telemetry.model import (
     GpuSample,
     SourceInfo,
 )
-from desktop.telemetry.simulated.envelope import SimulatedEnvelope, enforced_limit_w
+from desktop.telemetry.simulated.envelope import SimulatedEnvelope, enforced_limit_w, thermal_r_c_per_w
 from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel
 from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
@@ -91,7 +91,7 @@ class SimulatedMachine:
                 on_ac=on_ac, powerd_running=powerd_running, shift_mode=shift_mode, battery_pct=battery_pct)
             for i, profile in enumerate(self.profiles):
                 watts = enforced_limit_w(profile, self.envelope_state)
-                self.model.set_power_limit(i, watts)
+                self.model.set_power_limit(i, watts, thermal_r_c_per_w(profile, self.envelope_state))
                 if self.infos[i].power_limit_enforced_w != watts:
                     self.infos[i] = dataclasses.replace(self.infos[i], power_limit_enforced_w=watts)
             return self.envelope_state

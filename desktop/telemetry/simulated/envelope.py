@@ -5,7 +5,9 @@ CONF_G2_10) and the 4090 Laptop's limits as NVML gives them (default 150 W, max 
 Dynamic Boost, min 80 W): Extreme Performance (turbo) with nvidia-powerd on AC is the max limit,
 Balanced (comfort) the default one, Eco the min one; without nvidia-powerd Dynamic Boost is off
 (at most the default limit), and on battery the firmware holds the GPU at 70 % of its min limit
-(a 4090 Laptop at 56 W; reports of 55 W: open-gpu-kernel-modules #1295).
+(a 4090 Laptop at 56 W; reports of 55 W: open-gpu-kernel-modules #1295). The mode also sets the
+fan curve: Extreme Performance runs the fans harder (the cooling's thermal resistance 15 % lower),
+Eco keeps them quiet (10 % higher).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from desktop.telemetry.simulated.profiles import GpuProfile
 SHIFT_MODES: Final = ("turbo", "eco", "comfort")
 DEFAULT_MODE: Final = "comfort"
 _BATTERY_SHARE_OF_MIN: Final = 0.7
+#: How each mode's fan curve scales the profile's thermal resistance (°C per W).
+_FAN_SCALE: Final = {"turbo": 0.85, "comfort": 1.0, "eco": 1.1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +65,10 @@ def enforced_limit_w(profile: GpuProfile, state: SimulatedEnvelope) -> float:
     if not state.on_ac:
         limit = min(limit, round(profile.power_limit_min_w * _BATTERY_SHARE_OF_MIN))
     return float(limit)
+
+
+def thermal_r_c_per_w(profile: GpuProfile, state: SimulatedEnvelope) -> float:
+    """The cooling's thermal resistance in ``state``'s firmware mode (laptops only)."""
+    if not profile.is_laptop:
+        return profile.thermal_r_c_per_w
+    return profile.thermal_r_c_per_w * _FAN_SCALE.get(state.shift_mode, 1.0)

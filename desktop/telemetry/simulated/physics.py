@@ -164,11 +164,13 @@ class SimulatedGpuModel:
             return 0.0
         return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_max_mhz) * gpu.load * gpu.intensity
 
-    def set_power_limit(self, index: int, watts: float) -> None:
-        """The enforced power limit from now on (the simulated laptop's firmware mode, AC or battery)."""
+    def set_power_limit(self, index: int, watts: float, thermal_r_c_per_w: float | None = None) -> None:
+        """The enforced power limit (and the cooling's thermal resistance) from now on: the simulated
+        laptop's firmware mode, AC or battery."""
         gpu = self._gpus[index]
-        if gpu.profile.power_limit_w != watts:
-            gpu.profile = dataclasses.replace(gpu.profile, power_limit_w=watts)
+        r = gpu.profile.thermal_r_c_per_w if thermal_r_c_per_w is None else thermal_r_c_per_w
+        if gpu.profile.power_limit_w != watts or gpu.profile.thermal_r_c_per_w != r:
+            gpu.profile = dataclasses.replace(gpu.profile, power_limit_w=watts, thermal_r_c_per_w=r)
 
     def set_lost(self, index: int, lost: bool) -> None:
         self._gpus[index].lost = lost

@@ -1,0 +1,133 @@
+"""`rigscope stress --per-mode`: the Quick test once in each firmware mode, the runs compared side by side.
+
+On the simulated laptop Rigscope switches the (simulated) msi-ec mode itself; on a real laptop it
+writes msi-ec's ``shift_mode`` or ACPI ``platform_profile`` only with ``--switch-modes`` and where the
+file is writable (root), otherwise it asks the user to switch and reads the mode back. Each run is
+saved to the history as any stress run; the table is `rigscope compare`'s, one column per mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from advisor.mode_compare import mode_sentences
+from advisor.run_compare import compare
+from desktop.cli.common import ProgressBar, db_path
+from desktop.cli.compare import text_report
+from desktop.errors import UserError
+from desktop.safetext import printable
+from desktop.stress.per_mode import ModeRun, ModeSwitch, SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
+from desktop.stress.run_model import Progress, RealClock, RunResult, StressConfig
+from desktop.stress.runner import StressRunner
+from desktop.stress.verdict_model import Verdict
+from desktop.telemetry.sampler import Sampler, open_gpu_backend
+from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+#: The Quick test's length (the Stress page's "Quick 2 min").
+QUICK_MINUTES = 2.0
+#: Each run after the first starts once the GPU is back within this of the first run's start temperature.
+COOL_MARGIN_C = 3.0
+COOL_LIMIT_S = 180.0
+
+Save = Callable[[Any, RunResult, Verdict], tuple[int | None, str | None]]
+BuildRunner = Callable[[argparse.Namespace, str, Any], StressRunner]
+ProgressLine = Callable[[ProgressBar], Callable[[Progress], None]]
+
+
+def _ask(prompt: str) -> None:
+    if not sys.stdin.isatty():
+        raise UserError(f"{prompt}: no terminal to ask on; run rigscope as root with --switch-modes, "
+                        "or from a terminal")
+    print(f"{prompt} ", end="", file=sys.stderr, flush=True)
+    sys.stdin.readline()
+
+
+def run(args: argparse.Namespace, device: str, *, build_runner: BuildRunner, progress_line: ProgressLine,
+        save: Save) -> int:
+    if device == "cpu":
+        raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")
+    if getattr(args, "output", None) or getattr(args, "baseline", None):
+        raise UserError("--per-mode does not write -o records or check --baseline: run those one mode at a time")
+    minutes = args.minutes if args.minutes is not None else QUICK_MINUTES
+    requested = [m.strip() for m in (args.per_mode or "").split(",") if m.strip()]
+    bar_holder: list[ProgressBar] = []
+    say: Callable[[str], None] = (lambda _text: None) if args.json else (
+        lambda text: print(f"rigscope stress: {printable(text)}", file=sys.stderr))
+
+    def new_bar() -> Callable[[Progress], None]:
+        for old in bar_holder:
+            old.close()
+        bar_holder[:] = [ProgressBar(1.0, width=24)]
+        return progress_line(bar_holder[0])
+
+    switch: ModeSwitch
+    if device == "sim":
+        backend = SimulatedBackend(parse_profile_list(None))
+        switch = SimulatedModes(backend.machine)
+
+        def make_runner(_mode: str) -> StressRunner:
+            config = StressConfig(device="sim", duration_s=minutes * 60.0, guard_c=args.guard_c)
+            return StressRunner(config, Sampler(backend.view()), on_progress=new_bar())
+
+        def temperature() -> float | None:
+            sample = backend.sample(RealClock().now())[0].sample
+            return sample.temperature_c if sample is not None else None
+        closing: Callable[[], None] = backend.close
+    else:
+        switch = SysfsModes(allow_write=bool(args.switch_modes))
+        watcher = open_gpu_backend()
+        timed = argparse.Namespace(**{**vars(args), "minutes": minutes})
+
+        def make_runner(_mode: str) -> StressRunner:
+            return build_runner(timed, device, new_bar())
+
+        def temperature() -> float | None:
+            readings = watcher.sample(RealClock().now())
+            sample = readings[0].sample if readings else None
+            return sample.temperature_c if sample is not None else None
+        closing = watcher.close
+    try:
+        try:
+            modes = choose_modes(requested, switch.available())
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        start = temperature()
+        cool = (lambda: wait_cool(temperature, start + COOL_MARGIN_C, RealClock(), limit_s=COOL_LIMIT_S)
+                ) if start is not None else None
+        runs = run_modes(modes, switch, make_runner, ask=_ask, cool_down=cool, say=say)
+    finally:
+        for bar in bar_holder:
+            bar.close()
+        closing()
+    path = db_path(args)
+    saved = [save(path, r.result, r.verdict) for r in runs]
+    sentences = mode_sentences([r.figures() for r in runs])
+    comparison = compare([r.record for r in runs])
+    if args.json:
+        print(json.dumps(_json(runs, saved, sentences, comparison.as_dict()), indent=2, default=str))
+    else:
+        print(text_report(comparison, [f"run {rid}" if rid is not None else "not saved" for rid, _ in saved]))
+        for run_ in runs:
+            print(f"{printable(run_.name)}: {printable(str(run_.result.extra.get('power_limit_line', '')))}; "
+                  f"{printable(run_.verdict.sentence)}")
+        for sentence in sentences:
+            print(printable(sentence) + ".")
+    for rid, error in saved:
+        if rid is None and error:
+            print(f"rigscope stress: a run was not saved to {path}: {error}", file=sys.stderr)
+    return 4 if any(r.result.aborted for r in runs) or len(runs) < len(modes) else 0
+
+
+def _json(runs: list[ModeRun], saved: list[tuple[int | None, str | None]], sentences: list[str],
+          comparison: dict[str, Any]) -> dict[str, Any]:
+    return {"modes": [{"mode": r.mode, "name": r.name, "run_id": rid, "status": r.result.status,
+                       "power_limit_line": r.result.extra.get("power_limit_line"),
+                       "throughput": r.record.throughput, "unit": r.record.unit,
+                       "power_w": r.record.power_w.p50, "temperature_c": r.record.temperature_c.p50,
+                       "sm_clock_mhz": r.record.sm_clock_mhz.p50, "verdict": r.verdict.as_dict()}
+                      for r, (rid, _error) in zip(runs, saved, strict=True)],
+            "sentences": sentences, "comparison": comparison}
