@@ -41,14 +41,14 @@ def low_effective_load(ctx: RuleContext) -> list[Recommendation]:
         evidence = (
             Evidence("Mean GPU utilization meanwhile", util_mean, "%"),
             Evidence("Mean effective load meanwhile", effective_mean, "%"),
-            # Measured where the GPU has GPM; elsewhere estimated against its own stress run, to about this.
-            Evidence("Uncertainty of an estimate (a GPU without GPM), +/-", UNCERTAINTY_PCT, "%"),
             Evidence("Busy time at high utilization but low effective load", share.share * 100.0, "%"),
             *job_evidence(share, "Share"),
             Evidence("Time affected", share.seconds / 3600.0, "h"),
             Evidence("Mean power meanwhile", weighted_mean(gpu.power_w[hollow], dur), "W"),
             Evidence("Power limit", gpu.meta.power_limit_w or float("nan"), "W"),
             Evidence("Mean memory-controller utilization meanwhile", mem_mean, "%"),
+            # Measured where the GPU has GPM; elsewhere estimated against its own stress run, to about this.
+            Evidence("Uncertainty of an estimate (a GPU without GPM), +/-", UNCERTAINTY_PCT, "%"),
         )
         title = (f"GPU {gpu.meta.index}: utilization {util_mean:.0f} % but working at ~{effective_mean:.0f} % "
                  "of its calibrated load")
