@@ -92,6 +92,9 @@ class GpuSeries:
     #: How hard the GPU worked, % of its calibrated full load (measured SM activity where the GPU
     #: has it); None where the history predates it, NaN rows where it was not known.
     effective_load_pct: FloatArray | None = None
+    #: The rows are raw samples (one reading each), not rollup buckets: their busy seconds can be
+    #: counted again from utilization at any threshold (a bucket keeps the one it was rolled with).
+    samples: bool = False
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])

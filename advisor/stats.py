@@ -103,9 +103,10 @@ def compute_presence(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatA
 def busy_seconds(gpu: GpuSeries, processes: ProcessSamples | None = None, *,
                  threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> FloatArray:
     """Busy seconds per row, by the one definition (``advisor.busy``): utilization above ``threshold_pct``
-    (the stored ``busy_s`` where the history has it: the rollups counted it per raw sample), and a
-    compute process where the GPU's processes were listed; unknown counts as idle."""
-    if gpu.busy_s is not None:
+    (for rollup buckets their stored ``busy_s``: the rollups counted it per raw sample, at the
+    threshold of that time), and a compute process where the GPU's processes were listed; unknown
+    counts as idle."""
+    if gpu.busy_s is not None and not gpu.samples:
         dur = np.where(gpu.duration_s > 0, gpu.duration_s, 1.0)
         share = np.minimum(gpu.busy_s, gpu.duration_s) / dur
     else:

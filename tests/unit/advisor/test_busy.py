@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, busy_share
 from advisor.job_card import gpu_figures
@@ -91,3 +93,25 @@ def test_the_threshold_is_a_setting() -> None:
     frame = crafted.frame(gpus=(gpu,), processes=None)
     assert float(RuleContext(frame, Thresholds(busy_util_pct=2.0), ()).gpu_busy(gpu).sum()) > 0.0
     assert float(RuleContext(frame, Thresholds(), ()).gpu_busy(gpu).sum()) == 0.0
+
+
+def test_the_threshold_setting_reaches_stored_raw_samples(tmp_path: Path) -> None:
+    """Stored frames carry busy seconds counted at the default: a raw sample is counted again at the setting."""
+    from desktop.history.frames import load_frame
+    from desktop.history.importer import import_result
+    from desktop.history.nvsmi_csv import parse_nvsmi_csv
+    from desktop.history.store import HistoryStore
+
+    lines = ["timestamp, index, utilization.gpu [%]"]
+    lines += [f"2025/06/10 10:{s // 60:02d}:{s % 60:02d}.000, 0, 5 %" for s in range(120)]  # a desktop at 5 %
+    with HistoryStore.open(tmp_path / "h.sqlite") as store:
+        result = parse_nvsmi_csv("\n".join(lines) + "\n")
+        result.source = "desk.csv"
+        import_result(store, result)
+        ((time_s, _),) = result.series.values()
+        frame = load_frame(store, float(time_s[0]), float(time_s[-1]) + 1.0)
+    (gpu,) = frame.gpus
+    assert gpu.samples
+    assert float(busy_seconds(gpu).sum()) == 0.0
+    assert float(busy_seconds(gpu, threshold_pct=2.0).sum()) == pytest.approx(120.0, abs=1.0)
+    assert float(RuleContext(frame, Thresholds(busy_util_pct=2.0), ()).gpu_busy(gpu).sum()) > 0.0
