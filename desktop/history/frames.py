@@ -80,6 +80,7 @@ def _gpu_series(store: HistoryDb, info: GpuInfo, start_s: float, end_s: float,
         vram_used_max_mib=cols["vram_used_mib_max"],
         temperature_max_c=cols["temperature_c_max"],
         effective_load_pct=cols["effective_load_pct"],
+        samples=resolution == "raw",
     )
 
 
