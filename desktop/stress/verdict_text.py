@@ -90,7 +90,10 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
     clock = f"clock at {of_max}" if of_max else ""
     cap = power_cap_clause(verdict, trace)
     if verdict.load_s < min_load_s:
-        text = (f"Load of {format_duration(verdict.load_s)}: too short for a sustained verdict (needs "
+        shown = format_duration(verdict.load_s)
+        if shown == format_duration(min_load_s):  # 29.6 s is no "30 s ... (needs 30 s)"
+            shown = f"{verdict.load_s:.1f} s" if verdict.load_s < 60 else f"{verdict.load_s / 60:.2f} min"
+        text = (f"Load of {shown}: too short for a sustained verdict (needs "
                 f"{format_duration(min_load_s)})")
         text += f"; {cap}" if cap else ""
         text += f"; median {verdict.basis} {_fmt(verdict.sustained, verdict.unit)}{unit}"
