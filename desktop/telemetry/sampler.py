@@ -77,6 +77,7 @@ class Sampler:
         self._processes: tuple[GpuProcess, ...] = ()
         self._processes_at: float | None = None
         self._reinit_at: float | None = None
+        self._on_ac: bool | None = None
 
     @property
     def source(self) -> GpuBackend:
@@ -102,6 +103,13 @@ class Sampler:
                 procs = self.host.describe(procs)
             self._processes = tuple(procs)
         host = self.host.sample() if self.host is not None else None
+        on_ac = host.on_ac_power if host is not None else None
+        if on_ac is not None and self._on_ac is not None and on_ac != self._on_ac:
+            # AC <-> battery moves a laptop's enforced power limit: the backend reads its limits at the next tick.
+            refresh = getattr(self.gpu, "refresh_limits", None)
+            if callable(refresh):
+                refresh()
+        self._on_ac = on_ac if on_ac is not None else self._on_ac
         return Snapshot(
             time_s=now,
             monotonic_s=mono,

@@ -34,7 +34,7 @@ from desktop.telemetry.nvml.counters import CounterTracker
 from desktop.telemetry.nvml.device import NvmlDevice
 from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost, load_module
 from desktop.telemetry.nvml.gpm import close_gpm, open_gpm, read_gpm
-from desktop.telemetry.nvml.info import DriverVersions, read_bus_id, read_identity, read_info
+from desktop.telemetry.nvml.info import DriverVersions, read_bus_id, read_identity, read_info, read_limits
 from desktop.telemetry.nvml.mig import read_mig_instances
 from desktop.telemetry.nvml.processes import device_processes
 from desktop.telemetry.nvml.reading import read_sample
@@ -44,6 +44,9 @@ from desktop.telemetry.nvml.values import METRIC_SOURCES, as_text
 log = logging.getLogger(__name__)
 
 DEFAULT_SLOW_PERIOD_S: Final = 5.0
+#: How often the limits that move (enforced power limit, temperature thresholds) are read again: three
+#: calls and a field batch per GPU a minute. ``refresh_limits()`` asks at the next tick (AC/battery).
+LIMITS_PERIOD_S: Final = 60.0
 #: The kernel release; under WSL2 it names Microsoft's kernel ("5.15.153.1-microsoft-standard-WSL2").
 OSRELEASE: Final = Path("/proc/sys/kernel/osrelease")
 WSL_PROCESSES_NOTE: Final = (
@@ -142,6 +145,7 @@ class NvmlBackend:
                     try:
                         if dev.info_pending:
                             self._complete_info(dev)
+                        self._refresh_limits_if_due(dev, now_s)
                         sample = read_sample(self._gateway, dev, now_s, self._slow_period_s)
                         activity = read_gpm(self._gateway, dev)
                         if activity is not None:  # measured SM activity: the sampler keeps it, no estimate
@@ -157,6 +161,20 @@ class NvmlBackend:
                 detail = dev.lost_detail or "NVML is shut down"
                 readings.append(GpuReading(dev.info, DeviceState.LOST, None, detail))
             return readings
+
+    def refresh_limits(self) -> None:
+        """Read every GPU's moving limits again at the next tick (the power source changed, say)."""
+        with self._lock:
+            for dev in self._devices:
+                dev.limits_due = True
+
+    def _refresh_limits_if_due(self, dev: NvmlDevice, now_s: float) -> None:
+        if dev.limits_at_s is None and not dev.limits_due:
+            dev.limits_at_s = now_s  # the open has just read them
+            return
+        if dev.limits_due or dev.limits_at_s is None or not 0 <= now_s - dev.limits_at_s < LIMITS_PERIOD_S:
+            dev.info = read_limits(self._gateway, dev)
+            dev.limits_at_s, dev.limits_due = now_s, False
 
     def processes(self) -> list[GpuProcess]:
         with self._lock:

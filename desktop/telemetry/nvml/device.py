@@ -58,6 +58,10 @@ class NvmlDevice:
     memory_temperature_c: float | None = None
     #: A bogus power reading was logged for this GPU (said once, the reading is n/a every time).
     bogus_power_logged: bool = False
+    #: When the moving limits were last read (sample time; None: not since the open), and whether they are
+    #: to be read at the next tick whatever the period (``NvmlBackend.refresh_limits``).
+    limits_at_s: float | None = None
+    limits_due: bool = False
     #: GPM support was asked (once per handle), and the two GPM sample buffers where it answered yes.
     gpm_checked: bool = False
     gpm: GpmSamples | None = None

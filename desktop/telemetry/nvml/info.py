@@ -132,6 +132,34 @@ def read_info(gateway: NvmlGateway, dev: NvmlDevice, versions: DriverVersions) -
 Thresholds = tuple[float | None, float | None, float | None, bool]
 
 
+def read_limits(gateway: NvmlGateway, dev: NvmlDevice) -> GpuInfo:
+    """``dev.info`` with the limits that move read again: the enforced power limit (AC/battery, Dynamic
+    Boost, an admin's ``-pl``) and the temperature thresholds.
+
+    NVML's margin is against the nearest slowdown threshold across the GPU's sensors, so T.Limit
+    thresholds read on a busy GPU (hot spot or HBM closer to their limits than the core) come out
+    low by that gap: of relative thresholds the highest seen is kept (a later idle read corrects a
+    busy start); absolute thresholds are taken as answered.
+    """
+    call = _caller(gateway, dev)
+    info = dev.info
+    enforced = as_number(call("enforced", "nvmlDeviceGetEnforcedPowerLimit"))
+    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, call)
+    if relative and info.temp_thresholds_relative:
+        slowdown_c, shutdown_c, max_operating_c = (
+            max((v for v in (new, old) if v is not None), default=None)
+            for new, old in ((slowdown_c, info.temp_slowdown_c), (shutdown_c, info.temp_shutdown_c),
+                             (max_operating_c, info.temp_max_operating_c)))
+    if slowdown_c is None and shutdown_c is None and max_operating_c is None:
+        # Nothing answered this time (a failing query): keep what was known rather than lose the guard's limits.
+        slowdown_c, shutdown_c, max_operating_c, relative = (info.temp_slowdown_c, info.temp_shutdown_c,
+                                                             info.temp_max_operating_c, info.temp_thresholds_relative)
+    return replace(info, power_limit_enforced_w=enforced / 1000.0 if enforced is not None else
+                   info.power_limit_enforced_w,
+                   temp_slowdown_c=slowdown_c, temp_shutdown_c=shutdown_c, temp_max_operating_c=max_operating_c,
+                   temp_thresholds_relative=relative)
+
+
 def _thresholds(gateway: NvmlGateway, call: Callable[..., Any]) -> Thresholds:
     """(slowdown, shutdown, max operating) in absolute °C, and whether the GPU gave them as T.Limit offsets.
 
