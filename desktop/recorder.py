@@ -23,6 +23,7 @@ from desktop.history.calibration import stress_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.telemetry.envelope import EnvelopeWatch
+from desktop.telemetry.limits import LimitsWatch
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
 
@@ -70,12 +71,14 @@ class Recorder:
         self._calibration: Future[dict[str, Calibration]] | None = None
         #: The laptop's power envelope changes (AC, nvidia-powerd, firmware mode, each GPU's limit line) as events.
         self._envelope = EnvelopeWatch()
+        #: The GPUs' enforced power limit and temperature thresholds, as ``limits`` events when they move.
+        self._limits = LimitsWatch()
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
         snapshot = self.sampler.tick()
         self.writer.submit(snapshot)
-        for event in self._envelope.events(snapshot):
+        for event in [*self._envelope.events(snapshot), *self._limits.events(snapshot)]:
             self.writer.add_event(*event)
         self.ticks += 1
         status = self.writer.status

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from desktop.config import RetentionSettings
 from desktop.telemetry.envelope import EnvelopeWatch
+from desktop.telemetry.limits import LimitsWatch
 from desktop.telemetry.model import Snapshot
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class Recording:
     started_s: float = field(default_factory=time.time)
     #: The laptop's power envelope changes, written as events beside the samples.
     envelope_watch: EnvelopeWatch = field(default_factory=EnvelopeWatch)
+    #: The GPUs' enforced power limit and temperature thresholds, written as ``limits`` events when they move.
+    limits_watch: LimitsWatch = field(default_factory=LimitsWatch)
 
     @property
     def label(self) -> str:
@@ -62,7 +65,7 @@ class Recording:
         """Called on the sampler thread for every snapshot."""
         if self.writer is not None:
             self.writer.submit(snap)
-            for time_s, kind, gpu_uuid, detail in self.envelope_watch.events(snap):
+            for time_s, kind, gpu_uuid, detail in [*self.envelope_watch.events(snap), *self.limits_watch.events(snap)]:
                 self.writer.add_event(time_s, kind, gpu_uuid, detail)
 
     def set_retention(self, retention: RetentionSettings) -> None:
