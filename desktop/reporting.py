@@ -234,6 +234,9 @@ def to_csv(data: ReportData) -> str:
     def row(*cells: Any) -> None:
         w.writerow(printable(c) if isinstance(c, str) else c for c in cells)
 
+    if data.summary.demo:  # first, as the HTML report's note: a spreadsheet of the demo week says so
+        row("note", "", "demo", "Demo data: a simulated week, not your GPU.", "")
+
     for g in data.summary.gpus:
         gpu: int | str = g.index if slots[g.index] == 1 else f"{g.index} ({g.uuid})"
         row("gpu", gpu, "name", g.name, "")
