@@ -66,11 +66,14 @@ ALL_COUNTER_FIELDS: Final[dict[str, tuple[int, ...]]] = {
 }
 ALL_COUNTER_FIELD_IDS: Final = frozenset(f for ids in ALL_COUNTER_FIELDS.values() for f in ids)
 
-#: A counter may gain this much more than the time that passed (timestamp jitter, coarse updates).
+#: Since a field's first reading it may gain this much more than the time that passed: judged on the
+#: total, so a driver that updates its counters in steps (0 s, then 2 s in two 1 s ticks) is not
+#: taken for a non-counter, while a field that jumps by more than wall time allows is.
 FAST_FACTOR: Final = 1.1
-FAST_SLACK_S: Final = 0.25
-#: Reason-bit time (set at both ends of an interval) a field may stay flat before it is no counter.
-FLAT_LIMIT_S: Final = 2.0
+FAST_SLACK_S: Final = 1.0
+#: Reason-bit time (set at both ends of an interval) a field may stay flat before it is no counter;
+#: until then a flat reading under the bit is n/a, never 0 s.
+FLAT_LIMIT_S: Final = 5.0
 #: The shortest interval whose flat reading counts against a field (a counter may update coarsely).
 FLAT_MIN_INTERVAL_S: Final = 0.5
 
@@ -95,6 +98,7 @@ def id_sets_for(driver_version: str | None) -> tuple[tuple[int, int, int], ...]:
 class _Candidate:
     fid: int
     prev: tuple[float, float] | None = None  # (value ns, time s)
+    first: tuple[float, float] | None = None  # the reading the total is judged from (since the last reset)
     flat_bit_s: float = 0.0
     proven: bool = False
 
@@ -163,11 +167,14 @@ class CounterTracker:
                 stamp_s = stamp if stamp is not None else now_s
                 before, cand.prev = cand.prev, (value_ns, stamp_s)
                 if before is None or value_ns < before[0]:
+                    cand.first = (value_ns, stamp_s)
                     continue  # the first sample, or a reset (driver reload)
                 seconds = (value_ns - before[0]) / 1e9
                 elapsed_s = max(stamp_s - before[1], 0.0)
-                if seconds > FAST_FACTOR * elapsed_s + FAST_SLACK_S:
-                    self._reject(cand.fid, f"gained {seconds:.1f} s in {elapsed_s:.1f} s")
+                first = cand.first or before
+                total_s, wall_s = (value_ns - first[0]) / 1e9, max(stamp_s - first[1], 0.0)
+                if total_s > FAST_FACTOR * wall_s + FAST_SLACK_S:
+                    self._reject(cand.fid, f"gained {total_s:.1f} s in {wall_s:.1f} s")
                     continue
                 if seconds > 0.0 and seen:
                     cand.proven = True

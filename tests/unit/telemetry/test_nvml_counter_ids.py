@@ -124,7 +124,7 @@ def test_a_field_flat_while_its_bit_is_set_is_dropped_and_reads_na() -> None:
     fields: dict[int, tuple[float, float | None]] = {74: (0.0, None), 269: (0.0, None), 270: (5.0, None),
                                                      271: (5000.0, None)}
     tracker.update(fields, 0x1, 0.0)
-    results = [tracker.update(fields, 0x48, float(t)) for t in range(1, 5)]
+    results = [tracker.update(fields, 0x48, float(t)) for t in range(1, 9)]
     assert all(r["clock_event_hw_thermal_s"] is None for r in results[1:])  # held from t = 1 on
     assert 270 in tracker.rejected and 269 not in tracker.rejected  # 269's bit (SW thermal) never set
 
@@ -134,8 +134,20 @@ def test_a_counter_faster_than_wall_time_is_dropped() -> None:
 
     tracker = CounterTracker("575.57.08")
     tracker.update({252: (0.0, 10.0)}, 0x48, 10.0)
-    assert tracker.update({252: (1.5e9, 11.0)}, 0x48, 11.0)["clock_event_hw_thermal_s"] is None
+    assert tracker.update({252: (2.5e9, 11.0)}, 0x48, 11.0)["clock_event_hw_thermal_s"] is None
     assert 252 in tracker.rejected
+
+
+def test_a_counter_the_driver_updates_in_steps_is_kept() -> None:
+    # 0 s, then 2 s over two 1 s ticks: faster than wall time in one interval, never in total.
+    from desktop.telemetry.nvml.counters import CounterTracker
+
+    tracker = CounterTracker("575.57.08")
+    values = [0.0, 0.0, 2e9, 2e9, 4e9, 4.5e9, 6e9]
+    out = [tracker.update({252: (v, 10.0 + t)}, 0x48, 10.0 + t)["clock_event_hw_thermal_s"]
+           for t, v in enumerate(values)]
+    assert 252 not in tracker.rejected
+    assert out[2:] == [2.0, 0.0, 2.0, 0.5, 1.5] and sum(x or 0.0 for x in out) == 6.0
 
 
 @pytest.mark.parametrize(("version", "sets"), [
