@@ -56,7 +56,9 @@ def test_raw_frame_from_demo_history_fills_every_field(demo_db: Path) -> None:
     assert len(frame.processes.users) == len(frame.processes.names)
     assert set(frame.processes.gpu_index.tolist()) <= {0, 1}
     assert np.all(frame.processes.duration_s == 5.0)
-    assert {e.kind for e in frame.events} <= {"throttle_start", "throttle_end"}
+    # Throttle episodes, and the demo laptop's power envelope (issue 25: state, limit line, battery, powerd).
+    assert {e.kind for e in frame.events} <= {"throttle_start", "throttle_end", "envelope.state", "envelope.limit",
+                                              "envelope.ac", "envelope.powerd"}
 
 
 def test_long_spans_use_minute_rollups_with_the_same_totals(tmp_path: Path) -> None:
