@@ -28,12 +28,12 @@ from advisor.rules.base import (
 )
 from advisor.stats import BoolArray, weighted_mean
 
-#: The causes worth advice, how the title says them, and how severe each is.
+#: The causes worth advice, how the title says them, and how severe each is. Not here: on battery (the
+#: battery rules say it, with what it cost) and a Balanced-like mode (the vendor's default, a choice of
+#: noise against speed: `rigscope stress --per-mode` measures what it costs, and the line names it).
 _CAUSES: dict[Cause, tuple[str, Severity]] = {
     "powerd_stopped": ("because nvidia-powerd was not running (no Dynamic Boost)", "warning"),
     "firmware_saving": ("in a power-saving firmware mode", "warning"),
-    "on_battery": ("on battery", "info"),
-    "firmware_mode": ("in a firmware mode below its performance mode", "info"),
 }
 _LIMITS = re.compile(r"^capped at (\d+(?:\.\d+)?) W of (\d+(?:\.\d+)?) W: (.*)$")
 #: Below this loss a battery run is not worth a card (noise between runs of one job).

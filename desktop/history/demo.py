@@ -21,9 +21,20 @@ from desktop.errors import UserError
 from desktop.history import bulk, rollup
 from desktop.history.lock import WriterLock
 from desktop.history.store import THROTTLE_END_GAP_S, HistoryStore
-from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, GpuProcess
+from desktop.telemetry.envelope import EnvelopeEvent, EnvelopeWatch
+from desktop.telemetry.model import (
+    THROTTLE_REASONS,
+    ClockEventReason,
+    DeviceState,
+    GpuInfo,
+    GpuProcess,
+    GpuReading,
+    Snapshot,
+    SourceInfo,
+)
 from desktop.telemetry.scenarios import WeekScenario
 from desktop.telemetry.simulated import GpuProfile, SimulatedGpuModel, profile_info
+from desktop.telemetry.simulated.envelope import SimulatedEnvelope
 from desktop.telemetry.simulated.load import Demand
 
 _AUX_PERIOD_S = 5.0
@@ -71,6 +82,36 @@ def _throttle_events(store: HistoryStore, uuid: str, time_s: np.ndarray, reasons
             store.add_event(float(time_s[after]), "throttle_end", uuid, detail)
 
 
+#: The demo laptop's nvidia-powerd crashes while the forgotten notebook holds the GPU (Wed 12:00 - Thu
+#: ~10:30) and is back when work resumes (issue reports: a crashed powerd leaves the GPU at its base power).
+_POWERD_DOWN_KIND = "notebook-idle"
+
+
+def envelope_events(scenario: WeekScenario, infos: list[GpuInfo], start_s: float, end_s: float,
+                    step_s: float = 60.0) -> list[EnvelopeEvent]:
+    """The envelope events the recorder would have written: the demo laptop in Balanced with nvidia-powerd,
+    on battery for the bench.py hour, nvidia-powerd stopped over the idle notebook stretch.
+
+    The GPU traces keep their 150 W limit throughout (the line then reads "capped at 150 W of 175 W: ...").
+    """
+    watch = EnvelopeWatch()
+    source = SourceInfo("simulated", "demo week")
+    readings = tuple(GpuReading(info, DeviceState.OK, None) for info in infos)
+    base = SimulatedEnvelope()
+    out: list[EnvelopeEvent] = []
+    last: SimulatedEnvelope | None = None
+    for t in np.arange(start_s, end_s, step_s).tolist():
+        episode = scenario.episode(0, t)
+        state = base.with_changes(on_ac=episode.on_ac_power if episode is not None else True,
+                                  powerd_running=episode is None or episode.kind != _POWERD_DOWN_KIND,
+                                  battery_pct=80.0)
+        if state == last:
+            continue
+        last = state
+        out.extend(watch.events(Snapshot(t, 0.0, source, readings, envelope=state.power_envelope())))
+    return out
+
+
 def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, seed: int = 0,
                now_s: float | None = None, progress: Callable[[float, str], None] | None = None) -> DemoSummary:
     """Replace the demo database at ``path`` with ``days`` of simulated history ending at ``now_s``.
@@ -112,6 +153,9 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
                 rollup.roll_arrays(store, gid, trace.time_s, trace.columns)
                 with store.transaction():
                     _throttle_events(store, info.uuid, trace.time_s, trace.columns["clock_event_reasons"])
+            with store.transaction():
+                for event in envelope_events(scenario, infos, start, end):
+                    store.add_event(*event)
             step(0.8, "Writing host and process samples…")
             aux_times = start + _AUX_PERIOD_S * np.arange(1, int((end - start) // _AUX_PERIOD_S) + 1)
             hosts = [(float(t), scenario.host(float(t))) for t in aux_times]

@@ -74,3 +74,9 @@ def test_training_on_battery_cost() -> None:
 
 def test_all_on_ac_no_battery_cost() -> None:
     assert battery_cost(RuleContext(frame((gpu(laptop_meta()),)), Thresholds())) == []
+
+
+def test_battery_and_balanced_are_left_to_other_rules() -> None:
+    events = (Event(_at(0), "envelope.limit", UUID, "capped at 150 W of 175 W: firmware mode Balanced"),
+              Event(_at(200), "envelope.limit", UUID, "capped at 56 W of 175 W: on battery"))
+    assert below_rated_power(RuleContext(_laptop_frame(events), Thresholds())) == []  # type: ignore[arg-type]
