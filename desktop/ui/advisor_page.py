@@ -33,6 +33,7 @@ from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
 from desktop.ui.advice_page import AdvicePage, AdviceSource, code_as_text, plain_label
+from desktop.ui.plot_column import TimeAxis
 from desktop.ui.text import plain_tooltip
 from desktop.ui.theme import DARK, Theme
 
@@ -130,7 +131,7 @@ class RecommendationCard(QFrame):
             return None
         values = np.asarray(getattr(gpu, metric), dtype=np.float64)
         step = max(1, len(gpu) // 2000)  # a glance, not an analysis: ~2,000 points is plenty
-        plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem()})
+        plot = pg.PlotWidget(axisItems={"bottom": TimeAxis()})  # weekdays on a week: "Mon 09"
         plot.setBackground(theme.plot_background)
         plot.setFixedHeight(130)
         plot.setMouseEnabled(x=False, y=False)

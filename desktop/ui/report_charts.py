@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from advisor.summary import WEEKDAYS
 from desktop.safetext import neutralise_bidi
+from desktop.ui.plot_column import TimeAxis
 from desktop.ui.theme import Theme
 
 FloatArray = npt.NDArray[np.float64]
@@ -114,7 +115,7 @@ def time_chart_png(time_s: FloatArray, series: Sequence[tuple[str, FloatArray]],
                    width_px: int = 900, height_px: int = 260, style: ChartStyle = PAPER) -> bytes:
     """Lines over wall time (local), NaN as gaps; an optional dashed limit line (power limit, slowdown)."""
     widget = _layout(width_px, height_px, style)
-    plot = widget.addPlot(axisItems={"bottom": pg.DateAxisItem()})
+    plot = widget.addPlot(axisItems={"bottom": TimeAxis()})  # weekdays on a week: "Mon 09"
     _style(plot, title, y_label, style)
     if len(series) > 1:
         plot.addLegend(offset=(10, 5), labelTextColor=style.foreground)
