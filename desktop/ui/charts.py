@@ -86,6 +86,13 @@ def _nearest(times: FloatArray, time_s: float) -> int | None:
     return i
 
 
+def share_text(label: str, share: float) -> str:
+    """A lane cause in the hover readout with its share of the time under the cursor: "HW thermal 1.5 %"."""
+    pct = 100.0 * share
+    shown = "<0.1" if pct < 0.05 else f"{pct:.1f}" if pct < 9.95 else f"{pct:.0f}"
+    return f"{label} {shown} %"
+
+
 def limit_text(label: str, value: float, unit: str) -> str:
     """A limit line's label: "slowdown 87 °C", "power limit 150 W"."""
     return f"{label} {value:,.0f} {unit}".strip()
@@ -172,15 +179,20 @@ class TimePlot:
 
     # --- building -------------------------------------------------------------------
     def add_series(self, key: str, label: str, colour: str | None = None, width: float = 1.0,
-                   downsample: bool = True, *, style: str | None = None, below: bool = False) -> None:
+                   downsample: bool = True, *, style: str | None = None, below: bool = False,
+                   history_fill: float | None = None) -> None:
         """``downsample=False`` for sparse series (lane marks): a "peak" block holding a NaN is NaN,
         so downsampling would erase isolated points. ``style`` ("solid", "dash", "dot", "dashdot";
         by default the next of ``SERIES_STYLES``): "dash" for a derived series (an estimate);
         ``below`` draws it under the other series (still over the limit lines), so where it equals a
-        measured one the measured line stays visible."""
+        measured one the measured line stays visible. ``history_fill``: the history curve is an area filled
+        down to that y under a 1 px edge (a lane row drawn as each bucket's share), the live one keeps its pen."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         style = style or SERIES_STYLES[len(self._series) % len(SERIES_STYLES)]
-        live, history = _curve(colour, width, style), _curve(colour, width, style)
+        live, history = _curve(colour, width, style), _curve(colour, 1.0 if history_fill is not None else width, style)
+        if history_fill is not None:
+            history.setFillLevel(history_fill)
+            history.setBrush(pg.mkBrush(colour))
         if below:
             live.setZValue(-1)
             history.setZValue(-1)
@@ -317,7 +329,9 @@ class TimePlot:
         parts = [f"<span style='color:{text}'><b>{self.title}</b></span><span style='color:{muted}'>{unit}</span>"]
         if time_s is not None and math.isfinite(time_s):
             if self.categories:
-                active = [self._series[k].label for k in self._series if self.value_at(k, time_s) is not None]
+                # Lane values are each cause's share of the time (1.0 for a live sample where it held).
+                shares = {k: self.value_at(k, time_s) for k in self._series}
+                active = [share_text(self._series[k].label, v) for k, v in shares.items() if v is not None]
                 parts.append(f"<span style='color:{text}'>{', '.join(active) or 'none'}</span>")
             else:
                 for key, series in self._series.items():
