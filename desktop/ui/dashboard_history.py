@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QLabel
 
 from desktop.ui.background import Loader
 from desktop.ui.charts import FloatArray
-from desktop.ui.dashboard_panel import RING_COLUMNS, GpuPanel
+from desktop.ui.dashboard_panel import LANE_SHARE_COLUMNS, RING_COLUMNS, GpuPanel
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ def read_history(history: HistoryQuery, reads: Sequence[HistoryRead]) -> dict[in
     """Query each GPU's part (worker thread); by GPU index."""
     parts: dict[int, HistoryPart] = {}
     for read in reads:
-        result = history.query(read.gpu_uuid, list(RING_COLUMNS), read.start_s, read.until_s,
+        # The lanes draw each cause's seconds over each row's seconds, not the OR of its masks.
+        result = history.query(read.gpu_uuid, [*RING_COLUMNS, *LANE_SHARE_COLUMNS], read.start_s, read.until_s,
                                max_points=HISTORY_POINTS)
         columns = {k: np.asarray(v, dtype=np.float64) for k, v in result.columns.items()}
         parts[read.gpu_index] = HistoryPart(np.asarray(result.time_s, dtype=np.float64), columns,

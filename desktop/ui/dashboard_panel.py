@@ -41,8 +41,14 @@ LANE_REASONS = (
 )
 
 
+#: Half a lane row's height (rows are 1 apart): a cause's share of a bucket fills that share of 2 x this.
+LANE_HALF_HEIGHT = 0.4
+#: What the history fill asks for beside RING_COLUMNS: each lane cause's seconds and the seconds each row covers.
+LANE_SHARE_COLUMNS = ("duration_s", *(f"reason_s_{int(reason)}" for reason in LANE_REASONS))
+
+
 def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
-    """Per LANE_REASONS entry: its row number where the cause held, NaN elsewhere; None if it never did.
+    """Per LANE_REASONS entry: 1.0 (the whole sample) where the cause held, NaN elsewhere; None if it never did.
 
     A sample stands for the interval up to the next one, so the point after a set sample is
     kept too: a cause seen in one isolated sample still draws a segment, not an invisible dot.
@@ -51,30 +57,82 @@ def lane_rows(mask: FloatArray) -> list[FloatArray | None]:
     bits = np.where(finite, mask, 0).astype(np.int64)
     seen = int(np.bitwise_or.reduce(bits)) if bits.size else 0
     rows: list[FloatArray | None] = []
-    for row, reason in enumerate(LANE_REASONS):
+    for reason in LANE_REASONS:
         if not seen & int(reason):
             rows.append(None)
             continue
         held = (bits & int(reason)) != 0
         held[1:] |= held[:-1].copy()
-        rows.append(np.where(held & finite, float(row), np.nan))
+        rows.append(np.where(held & finite, 1.0, np.nan))
     return rows
 
 
-def lane_segments(time_s: FloatArray, rows: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The same marks as ``rows`` drawn with two points per run (start, end) and a NaN break.
+def lane_shares(columns: dict[str, FloatArray]) -> list[FloatArray | None]:
+    """Per LANE_REASONS entry: the share (0..1] of each history row's time the cause held, NaN where it did not;
+    None if it never did. From the rows' ``reason_s_<bit>`` seconds over their ``duration_s``: a minute row
+    with HW thermal in 1 of 60 samples is 1.7 % of that minute, not the whole minute."""
+    duration = columns["duration_s"]
+    out: list[FloatArray | None] = []
+    for reason in LANE_REASONS:
+        seconds = columns.get(f"reason_s_{int(reason)}")
+        if seconds is None or not np.any(np.nan_to_num(seconds) > 0):
+            out.append(None)
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.clip(seconds / duration, 0.0, 1.0)
+        out.append(np.where(np.isfinite(share) & (share > 0), share, np.nan))
+    return out
+
+
+def lane_bucket_widths(time_s: FloatArray) -> FloatArray:
+    """Seconds each history row spans on the time axis: to the next row, the typical step across a gap."""
+    if time_s.size == 0:
+        return np.empty(0, dtype=np.float64)
+    steps = np.diff(time_s)
+    typical = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 1.0
+    widths: FloatArray = np.append(np.where(steps > 3 * typical, typical, np.maximum(steps, 0.0)), typical)
+    return widths
+
+
+def lane_share_drawing(time_s: FloatArray, shares: FloatArray, row: int) -> tuple[FloatArray, FloatArray]:
+    """Each row with a share as a flat top over its own width at ``share`` of the lane row's height (filled
+    down to the row's base by the curve); a NaN breaks the line where a row has none or time has a gap."""
+    widths = lane_bucket_widths(time_s)
+    ends = time_s + widths
+    keep = np.isfinite(shares) & (shares > 0)
+    base = row - LANE_HALF_HEIGHT
+    top = base + 2 * LANE_HALF_HEIGHT * np.clip(np.nan_to_num(shares), 0.0, 1.0)
+    contiguous = np.zeros(time_s.size, dtype=bool)
+    contiguous[:-1] = keep[1:] & np.isclose(ends[:-1], time_s[1:])
+    idx = np.flatnonzero(keep)
+    if idx.size == 0:
+        return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64)
+    brk = ~contiguous[idx]
+    brk[-1] = False  # no break after the last run
+    counts = 2 + brk.astype(np.int64)
+    pos = np.r_[0, np.cumsum(counts)[:-1]]
+    t = np.empty(int(counts.sum()), dtype=np.float64)
+    y = np.empty_like(t)
+    t[pos], y[pos] = time_s[idx], top[idx]
+    t[pos + 1], y[pos + 1] = ends[idx], top[idx]
+    t[pos[brk] + 2], y[pos[brk] + 2] = ends[idx][brk], np.nan
+    return t, y
+
+
+def lane_segments(time_s: FloatArray, held: FloatArray, row: int) -> tuple[FloatArray, FloatArray]:
+    """The live marks of ``held`` drawn at lane row ``row`` with two points per run (start, end) and a NaN break.
 
     A cause held for an hour is one 6 px wide line instead of 3,600 points: wide pens are
     the costly part of a raster repaint, and the lane is not downsampled.
     """
-    held = np.isfinite(rows).astype(np.int8)
-    edges = np.diff(held, prepend=np.int8(0), append=np.int8(0))
+    on = np.isfinite(held).astype(np.int8)
+    edges = np.diff(on, prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1) - 1
     t = np.empty(3 * starts.size, dtype=np.float64)
     y = np.empty(3 * starts.size, dtype=np.float64)
     t[0::3], t[1::3], t[2::3] = time_s[starts], time_s[ends], time_s[ends]
-    y[0::3], y[1::3], y[2::3] = rows[starts], rows[ends], np.nan
+    y[0::3], y[1::3], y[2::3] = float(row), float(row), np.nan
     return t, y
 
 
@@ -115,9 +173,10 @@ class GpuPanel(QWidget):
         clock = self.plots.add_plot("clock", "SM clock", "MHz")
         clock.add_series("sm_clock_mhz", "SM", colour=theme.series[3])
         lane = self.plots.add_plot("lane", "Throttle causes", "", height=110)
-        for reason in LANE_REASONS:
+        for row, reason in enumerate(LANE_REASONS):
+            # Live samples: a wide mark where the cause held; history rows: their share of the row, filled.
             lane.add_series(reason.name or str(int(reason)), reason.label, colour=REASON_COLOURS[reason], width=6,
-                            downsample=False, style="solid")
+                            downsample=False, style="solid", history_fill=row - LANE_HALF_HEIGHT)
         lane.set_categories([r.label for r in LANE_REASONS])
         self.set_info(info)
 
@@ -166,9 +225,10 @@ class GpuPanel(QWidget):
         self.plots.set_x_range(view_end - span_s, view_end)
         for plot in self.plots.plots():
             if plot.categories:
-                for key, rows in zip(plot.series_keys(), lane_rows(ring.view("clock_event_reasons", start_s)),
-                                     strict=True):
-                    self._set_lane(plot, key, times, rows)
+                for row, (key, held) in enumerate(zip(plot.series_keys(),
+                                                      lane_rows(ring.view("clock_event_reasons", start_s)),
+                                                      strict=True)):
+                    self._set_lane(plot, key, times, held, row)
             else:
                 for key in plot.series_keys():
                     plot.set_data(key, times, ring.view(key, start_s))
@@ -186,21 +246,34 @@ class GpuPanel(QWidget):
         return end_s - self.painted_end_s >= pixel_s or end_s < self.painted_end_s
 
     @staticmethod
-    def _set_lane(plot: TimePlot, key: str, times: FloatArray, rows: FloatArray | None, history: bool = False) -> None:
+    def _set_lane(plot: TimePlot, key: str, times: FloatArray, held: FloatArray | None, row: int) -> None:
         """A cause absent from the window gets no points at all (cheaper than 3,600 NaNs)."""
-        if rows is None:
-            if (plot.history(key) if history else plot.data(key))[0].size == 0:
+        if held is None:
+            if plot.data(key)[0].size == 0:
                 return  # already empty: leave the curve alone
-            times = rows = _EMPTY
-        drawn = lane_segments(times, rows) if times.size else None
-        (plot.set_history if history else plot.set_data)(key, times, rows, drawn)
+            times = held = _EMPTY
+        plot.set_data(key, times, held, lane_segments(times, held, row) if times.size else None)
+
+    @staticmethod
+    def _set_lane_history(plot: TimePlot, key: str, times: FloatArray, shares: FloatArray | None, row: int) -> None:
+        """History rows: hover reads each row's share at its middle (the row under the cursor), the curve
+        draws it over the row's width."""
+        if shares is None:
+            if plot.history(key)[0].size:
+                plot.set_history(key, _EMPTY, _EMPTY)
+            return
+        middles = times + lane_bucket_widths(times) / 2
+        plot.set_history(key, middles, shares, lane_share_drawing(times, shares, row))
 
     def paint_history(self, time_s: FloatArray, columns: dict[str, FloatArray]) -> None:
         for plot in self.plots.plots():
             if plot.categories:
-                mask = columns.get("clock_event_reasons", np.full(time_s.size, np.nan))
-                for key, rows in zip(plot.series_keys(), lane_rows(mask), strict=True):
-                    self._set_lane(plot, key, time_s, rows, history=True)
+                if "duration_s" in columns:
+                    shares = lane_shares(columns)
+                else:  # a reader without the per-cause seconds: each row counts as held throughout
+                    shares = lane_rows(columns.get("clock_event_reasons", np.full(time_s.size, np.nan)))
+                for row, (key, share) in enumerate(zip(plot.series_keys(), shares, strict=True)):
+                    self._set_lane_history(plot, key, time_s, share, row)
             else:
                 for key in plot.series_keys():
                     plot.set_history(key, time_s, columns.get(key, np.full(time_s.size, np.nan)))

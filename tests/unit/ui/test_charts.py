@@ -50,18 +50,19 @@ def test_lane_rows_mark_each_throttle_cause_on_its_own_row():
     mask = np.array([0.0, power, power | hw_thermal, 0.0, 1.0, np.nan])
     rows = lane_rows(mask)
     # A set sample reaches to the next one: each cause is a segment, even when seen once.
-    assert np.array_equal(rows[0], [np.nan, 0.0, 0.0, 0.0, np.nan, np.nan], equal_nan=True)
-    assert np.array_equal(rows[3], [np.nan, np.nan, 3.0, 3.0, np.nan, np.nan], equal_nan=True)
+    # The value is the cause's share of the sample (1.0: it held); the drawing puts it on its row.
+    assert np.array_equal(rows[0], [np.nan, 1.0, 1.0, 1.0, np.nan, np.nan], equal_nan=True)
+    assert np.array_equal(rows[3], [np.nan, np.nan, 1.0, 1.0, np.nan, np.nan], equal_nan=True)
     assert all(r is None for i, r in enumerate(rows) if i not in (0, 3))  # never set: no points at all
 
 
 def test_lane_segments_draw_each_run_as_two_points_and_a_break():
     times = np.arange(8.0)
-    rows = np.array([np.nan, 2.0, 2.0, 2.0, np.nan, 2.0, 2.0, np.nan])
-    t, y = lane_segments(times, rows)
+    rows = np.array([np.nan, 1.0, 1.0, 1.0, np.nan, 1.0, 1.0, np.nan])
+    t, y = lane_segments(times, rows, 2)
     assert np.array_equal(t, [1.0, 3.0, 3.0, 5.0, 6.0, 6.0])
     assert np.array_equal(y, [2.0, 2.0, np.nan, 2.0, 2.0, np.nan], equal_nan=True)
-    assert lane_segments(times, np.full(8, np.nan))[0].size == 0
+    assert lane_segments(times, np.full(8, np.nan), 2)[0].size == 0
 
 
 def test_plot_column_curves_persist_and_follow_the_theme(qtbot):
