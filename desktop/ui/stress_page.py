@@ -360,7 +360,8 @@ class StressPage(QWidget):
         self._set_running(False)
         self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
         self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
-        self.verdict_card.show_verdict(done.verdict)
+        line = result.extra.get("power_limit_line")
+        self.verdict_card.show_verdict(done.verdict, line if isinstance(line, str) else None)
         if done.save_error:  # the verdict stays; the page says it is not in the history
             self.live_label.setText(done.save_error)
         if done.runs_error:

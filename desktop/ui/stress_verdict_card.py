@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.frame import StressResult
+from desktop.safetext import printable
 from desktop.stress.verdict import Verdict
 from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card
 from desktop.ui.theme import Theme
@@ -77,10 +78,12 @@ class VerdictCard(QFrame):
         self.comparison.setText("")
         self.paint(None)
 
-    def show_verdict(self, verdict: Verdict) -> None:
+    def show_verdict(self, verdict: Verdict, power_limit_line: str | None = None) -> None:
+        """The verdict; ``power_limit_line`` (the run's envelope: "capped at 56 W of 175 W: on battery") under it."""
         self.state = "verdict"
         self.title.setText(TITLES.get(verdict.status, verdict.status))
-        self.text.setText(verdict.sentence)
+        line = f"\nPower limit: {printable(power_limit_line)}." if power_limit_line else ""
+        self.text.setText(verdict.sentence + line)
         self.comparison.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
                                 else "")
         self.paint(verdict)
