@@ -351,7 +351,9 @@ class FakeNvml:
             _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (3, gpu.pcie_rx_bytes),
             _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: (1, gpu.power_limit_mw),
             # Clock-event counters, unsigned long long ns: 74/75 are the perf-policy ids older drivers
-            # answer (74 is also the SW power cap counter's id today), 269-271 those of nvidia-ml-py 13.x.
+            # answer (74 is also the SW power cap counter's id today), 269-271 those of nvidia-ml-py 13.x
+            # (R580.82+; the fake's "565" driver is an ambiguous version to Rigscope, which asks 251-253
+            # too and finds them NotSupported here). tests/fakes/personalities_counters.py has the real branches.
             _real.NVML_FI_DEV_PERF_POLICY_POWER: (3, gpu.sw_power_cap_ns),
             _real.NVML_FI_DEV_PERF_POLICY_THERMAL: (3, gpu.sw_thermal_ns),
             _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: (3, gpu.sw_thermal_ns),
