@@ -50,6 +50,8 @@ class SimulatedActions(QObject):
         bar.stop_requested.connect(self.stop_workloads)
         bar.demo_requested.connect(self.load_demo_week)
         bar.leave_demo_requested.connect(self.leave_demo)
+        bar.envelope_requested.connect(self.set_envelope)
+        bar.envelope_button.setVisible(machine is not None and machine.laptop)
         self.demo_progress.connect(bar.demo_progress, Qt.ConnectionType.QueuedConnection)
 
     def start_workload(self, key: str) -> None:
@@ -64,6 +66,20 @@ class SimulatedActions(QObject):
             return
         # The process list is polled every few seconds; say at once that it started.
         self.dashboard.simulated_bar.text.setText(f"Starting {workload.command} on simulated GPU {gpu}…")
+
+    def set_envelope(self, what: str, value: str) -> None:
+        """The simulated laptop unplugged or plugged in, nvidia-powerd stopped or started, its mode switched."""
+        if self.machine is None:
+            return
+        try:
+            if what == "on_ac":
+                self.machine.set_envelope(on_ac=value == "1")
+            elif what == "powerd":
+                self.machine.set_envelope(powerd_running=value == "1")
+            elif what == "mode":
+                self.machine.set_envelope(shift_mode=value)
+        except ValueError as exc:
+            self.window.show_banner(f"Could not change the simulated laptop: {exc}", "warning")
 
     def stop_workloads(self) -> None:
         if self.machine is not None and self.machine.stop_workloads():

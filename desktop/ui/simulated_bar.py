@@ -10,11 +10,13 @@ the requests to the simulated machine and the demo writer, and reports back here
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QPushButton, QWidget
 
+from advisor.envelope import MSI_SHIFT_MODE_NAMES
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.simulated import WORKLOADS
+from desktop.telemetry.simulated.envelope import DEFAULT_MODE, SHIFT_MODES
 from desktop.ui.text import plain
 from desktop.ui.theme import Theme
 
@@ -35,6 +37,8 @@ class SimulatedBar(QFrame):
     demo_requested = Signal()
     #: "Leave demo": back to this machine's own history.
     leave_demo_requested = Signal()
+    #: The simulated laptop's power envelope: ("on_ac", "1"/"0"), ("powerd", "1"/"0") or ("mode", msi-ec mode).
+    envelope_requested = Signal(str, str)
 
     def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -65,12 +69,35 @@ class SimulatedBar(QFrame):
         self.stop_action.triggered.connect(self.stop_requested)
         self.stop_action.setEnabled(False)
         self.workload_button.setMenu(self.menu)
+        self.envelope_button = QPushButton("Laptop &power ▾")
+        self.envelope_button.setToolTip("Unplug the simulated laptop, stop nvidia-powerd or switch its firmware "
+                                        "mode: the GPU's power limit and the line that explains it follow")
+        self.envelope_menu = QMenu(self.envelope_button)
+        self.battery_action = self.envelope_menu.addAction("On battery")
+        self.battery_action.setCheckable(True)
+        self.battery_action.toggled.connect(lambda on: self.envelope_requested.emit("on_ac", "0" if on else "1"))
+        self.powerd_action = self.envelope_menu.addAction("nvidia-powerd running (Dynamic Boost)")
+        self.powerd_action.setCheckable(True)
+        self.powerd_action.setChecked(True)
+        self.powerd_action.toggled.connect(lambda on: self.envelope_requested.emit("powerd", "1" if on else "0"))
+        self.envelope_menu.addSeparator()
+        modes = QActionGroup(self.envelope_menu)
+        self.mode_actions: dict[str, QAction] = {}
+        for mode in SHIFT_MODES:
+            action = self.envelope_menu.addAction(f"Firmware mode: {MSI_SHIFT_MODE_NAMES[mode]}")
+            action.setCheckable(True)
+            action.setChecked(mode == DEFAULT_MODE)
+            modes.addAction(action)
+            action.triggered.connect(lambda _=False, m=mode: self.envelope_requested.emit("mode", m))
+            self.mode_actions[mode] = action
+        self.envelope_button.setMenu(self.envelope_menu)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.progress)
         layout.addWidget(self.demo_button)
         layout.addWidget(self.workload_button)
+        layout.addWidget(self.envelope_button)
         self.apply_theme(theme)
 
     def update_state(self, snap: Snapshot) -> None:
