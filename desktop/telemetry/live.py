@@ -28,6 +28,8 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
         entry["temp_slowdown_c"] = reading.info.temp_slowdown_c
         entry["slowdown_headroom_c"] = slowdown_headroom_c(reading.info, reading.sample)
         entry["memory_temperature_c"] = reading.memory_temperature_c  # HBM, where the GPU has the sensor
+        # GPM's measured SM/tensor/DRAM activity this tick (Hopper, Blackwell), for recordings under load.
+        entry["gpm"] = dataclasses.asdict(reading.activity) if reading.activity is not None else None
         entry["power_limit_w"] = reading.info.power_limit_enforced_w
         entry["power_limit_line"] = explain_gpu(reading.info, snapshot.envelope).line
         gpus.append(entry)

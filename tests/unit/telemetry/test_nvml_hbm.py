@@ -33,3 +33,18 @@ def test_a_gpu_without_a_memory_sensor_reads_none(monkeypatch: pytest.MonkeyPatc
         assert reading.sample is not None and reading.sample.power_w == 20.0  # the batch still answers
     finally:
         backend.close()
+
+
+def test_sample_json_carries_hbm_temperature_and_gpm_for_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from desktop.telemetry.live import snapshot_json
+    from desktop.telemetry.sampler import Sampler
+
+    driver = NvmlDriver(h200_r580_82())
+    sampler = Sampler(NvmlBackend.open(driver.install(monkeypatch)), clock=lambda: 1_777_000_000.0)
+    try:
+        sampler.tick()
+        gpu = snapshot_json(sampler.tick())["gpus"][0]
+    finally:
+        sampler.close()
+    assert gpu["memory_temperature_c"] == 25.0
+    assert set(gpu["gpm"]) == {"sm_active_pct", "tensor_active_pct", "dram_active_pct"}
