@@ -11,6 +11,7 @@ others, plus one sentence per neighbouring pair (advisor/mode_compare.py).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +28,11 @@ from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.envelope import MSI_EC, EnvelopeReader
 from desktop.telemetry.simulated import SimulatedMachine
 
-#: A mode's run: which mode it was (raw value and display name), the run, its verdict and record.
-
 
 @dataclass(frozen=True)
 class ModeRun:
+    """One mode's run: which mode it was (raw value and display name), the run, its verdict and record."""
+
     mode: str
     name: str
     result: RunResult
@@ -131,7 +132,7 @@ def choose_modes(requested: Sequence[str], available: Sequence[str]) -> list[str
 
 
 def run_modes(modes: Sequence[str], switch: ModeSwitch, make_runner: Callable[[str], StressRunner], *,
-              ask: Callable[[str], None], cool_down: Callable[[], None] | None = None,
+              ask: Callable[[str], None], cool_down: Callable[[], object] | None = None,
               say: Callable[[str], None] = lambda _text: None, machine: str | None = None,
               judge: Callable[[RunResult], Verdict] = judge_run) -> list[ModeRun]:
     """Run once per mode: switch (or ask), run, judge, record. The runner of each run comes from ``make_runner``."""
@@ -160,8 +161,6 @@ def run_modes(modes: Sequence[str], switch: ModeSwitch, make_runner: Callable[[s
 def wait_cool(read_temperature: Callable[[], float | None], target_c: float, clock: Clock, *,
               limit_s: float = 120.0, step_s: float = 2.0) -> float | None:
     """Idle until the GPU is at or below ``target_c`` or ``limit_s`` passed; the last temperature read."""
-    import threading
-
     never = threading.Event()
     start = clock.now()
     temperature = read_temperature()
