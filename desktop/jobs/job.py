@@ -36,6 +36,7 @@ from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress
 from desktop.jobs.wrap import Watchdog, WrappedJob
 from desktop.safetext import printable
 from desktop.telemetry import owned
+from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.host import process_tree
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, Snapshot
 from desktop.telemetry.sampler import Sampler
@@ -67,6 +68,8 @@ class JobHistory:
         #: Why the history at ``path`` cannot take the job (None: it can).
         self.problem: str | None = None
         self._private: Path | None = None
+        #: The laptop's power envelope changes, written beside the samples as the recorder writes them.
+        self._envelope = EnvelopeWatch()
 
     def open(self) -> None:
         try:
@@ -99,6 +102,8 @@ class JobHistory:
     def submit(self, snapshot: Snapshot) -> None:
         if self.writer is not None:
             self.writer.submit(snapshot)
+            for event in self._envelope.events(snapshot):
+                self.writer.add_event(*event)
 
     def do(self, fn: Callable[[HistoryStore], T]) -> T:
         """``fn(store)`` on the writer's thread when we hold the lock, else on a short connection of its own."""

@@ -85,3 +85,27 @@ def test_the_window_recording_writes_them_too() -> None:
     kinds = [e[1] for e in writer.events]
     assert kinds == ["envelope.state", "envelope.limit", "envelope.mode", "envelope.limit"]
     assert writer.events[-1][3] == "capped at 80 W of 175 W: firmware mode Eco"
+
+
+def test_rigscope_run_writes_them_when_it_holds_the_history(tmp_path: Path) -> None:
+    from desktop.jobs.job import JobHistory
+
+    path = tmp_path / "h.sqlite"
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)
+    clock = [T0]
+    sampler = Sampler(backend, clock=lambda: clock[0])
+    history = JobHistory(path)
+    history.open()
+    try:
+        assert history.writer is not None  # no recorder: the job writes the history itself
+        history.submit(sampler.tick())
+        backend.machine.set_envelope(powerd_running=False, shift_mode="turbo")
+        clock[0] += 1
+        history.submit(sampler.tick())
+        history.flush()
+    finally:
+        history.close()
+    with HistoryStore.open(path) as store:
+        lines = [e.detail for e in store.events(T0 - 1, T0 + 10) if e.kind == "envelope.limit"]
+    assert lines == ["capped at 150 W of 175 W: firmware mode Balanced",
+                     "capped at 150 W of 175 W: nvidia-powerd is not running, so Dynamic Boost is off"]
