@@ -345,6 +345,17 @@ def _replay_load(gpu: GpuSpec, load: list[dict[str, Any]], position: int) -> Non
         t = float(line.get("time_s", 0.0))
         start = t if start is None else start
         steps.append((t - start, int(entries[position]["clock_event_reasons"])))
+    gpm = [entries[position]["gpm"] for line in load
+           if position < len(entries := [g for g in line.get("gpus", []) if g.get("state") == "ok"])
+           and entries[position].get("gpm")]
+    if gpm:  # GPM under load: the stand-in's activity is the recorded mean (it models a constant level)
+        gpu.gpm = True
+        for metric, key in ((_nv.NVML_GPM_METRIC_SM_UTIL, "sm_active_pct"),
+                            (_nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL, "tensor_active_pct"),
+                            (_nv.NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_active_pct")):
+            values = [float(g[key]) for g in gpm if g.get(key) is not None]
+            if values:
+                gpu.gpm_activity_pct[metric] = sum(values) / len(values)
     if not steps:
         return
     gpu.clock_event_timeline = tuple(steps)

@@ -97,7 +97,9 @@ def test_an_under_load_recording_replays_its_reason_bits_and_counters(monkeypatc
                                       "clock_event_reasons": 1, **dict.fromkeys(counters, 0.0)}]}]
     masks = [0x4] * 3 + [0x48] * 4 + [0x4] * 3
     load = [{"time_s": 100.0 + i, "phase": "stress-gemm",
-             "gpus": [{"index": 0, "state": "ok", "clock_event_reasons": m}]} for i, m in enumerate(masks)]
+             "gpus": [{"index": 0, "state": "ok", "clock_event_reasons": m,
+                       "gpm": {"sm_active_pct": 96.0, "tensor_active_pct": 80.0, "dram_active_pct": 30.0}}]}
+            for i, m in enumerate(masks)]
     personality = Personality.from_recording(recorded, idle, load=load)
     assert personality.gpus[0].counter_field_bits == {74: 0x4, 269: 0x20, 270: 0x40, 271: 0x80}
     from desktop.telemetry.nvml import NvmlBackend
@@ -113,4 +115,6 @@ def test_an_under_load_recording_replays_its_reason_bits_and_counters(monkeypatc
     assert 0x48 in seen and 0x4 in seen
     hw_thermal = sum((r.clock_event_hw_thermal_s or 0.0) for r in readings if r is not None)
     assert hw_thermal == pytest.approx(4.0)  # the recorded 4 s of HW thermal, counted at 270
+    loaded = [r.effective_load_pct for r in readings[2:] if r is not None]
+    assert loaded and all(v == pytest.approx(96.0) for v in loaded)  # GPM's SM activity under load, replayed
     driver.check()
