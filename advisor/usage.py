@@ -12,6 +12,10 @@ over time (``GpuEnergy``); nothing here reads a clock or a file.
   any of them has no SM figure, or all read 0 (idle processes holding memory), the split is by
   **VRAM share**; where that is missing too, evenly. Each table says which split it used and
   how much energy went each way. Energy drawn while no process held the GPU is "unattributed".
+- **Busy GPU-hours** are the part of a key's GPU-hours in which the GPU was busy by the one
+  definition (``advisor.busy``: utilization above the threshold) and the key's process there was a
+  compute process: Xorg holding memory on a desktop at 3 % all day has GPU-hours, and no busy ones.
+  Unknown (None) where the GPUs' busy seconds are not known.
 - **Cost** is that energy at the electricity price.
 """
 
@@ -23,8 +27,9 @@ from typing import Final, Literal
 
 import numpy as np
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.frame import FloatArray, GpuSeries, IntArray
-from advisor.stats import BoolArray, energy_kwh
+from advisor.stats import BoolArray, busy_seconds, energy_kwh
 
 UsageBy = Literal["user", "command", "container"]
 USAGE_BY: Final[tuple[UsageBy, ...]] = ("user", "command", "container")
@@ -53,6 +58,8 @@ class ProcessUsageRows:
     container: IntArray
     labels: tuple[str, ...]
     gpu_uuids: tuple[str, ...]
+    #: Per row: a compute (or mixed) process, not a graphics-only one; None where kinds are not known.
+    compute: BoolArray | None = None
 
     def __len__(self) -> int:
         return int(self.time_s.size)
@@ -66,20 +73,30 @@ class GpuEnergy:
     time_s: FloatArray
     duration_s: FloatArray
     energy_wh: FloatArray
+    #: Busy seconds within each row (``advisor.busy``, utilization alone); None where not known.
+    busy_s: FloatArray | None = None
 
     @classmethod
-    def of(cls, gpu: GpuSeries) -> GpuEnergy:
+    def of(cls, gpu: GpuSeries, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> GpuEnergy:
         """From a history series: the energy counter's delta, else power x time (as the weekly summary counts it)."""
-        return cls(gpu.meta.uuid, gpu.time_s, gpu.duration_s, energy_kwh(gpu) * 1000.0)
+        return cls(gpu.meta.uuid, gpu.time_s, gpu.duration_s, energy_kwh(gpu) * 1000.0,
+                   busy_seconds(gpu, threshold_pct=busy_util_pct))
 
     def cumulative_at(self, times_s: FloatArray) -> FloatArray:
         """Energy used from the first row up to each time (Wh), linear within a row, flat across gaps."""
+        return self._cumulative(self.energy_wh, times_s)
+
+    def busy_cumulative_at(self, times_s: FloatArray) -> FloatArray | None:
+        """Busy seconds from the first row up to each time, as ``cumulative_at``; None where not known."""
+        return None if self.busy_s is None else self._cumulative(self.busy_s, times_s)
+
+    def _cumulative(self, per_row: FloatArray, times_s: FloatArray) -> FloatArray:
         if self.time_s.size == 0:
             return np.zeros(np.shape(times_s))
         order = np.argsort(self.time_s, kind="stable")
         start = self.time_s[order]
         end = start + np.nan_to_num(self.duration_s[order])
-        used = np.cumsum(np.nan_to_num(self.energy_wh[order]))
+        used = np.cumsum(np.nan_to_num(per_row[order]))
         x = np.column_stack((start, end)).ravel()
         y = np.column_stack((np.concatenate(([0.0], used[:-1])), used)).ravel()
         x = np.maximum.accumulate(x)  # rows that overlap the next one: the curve stays a function
@@ -96,6 +113,8 @@ class UsageLine:
     processes: int
     #: This key's part of all attributed energy, %.
     energy_share_pct: float
+    #: Of ``gpu_hours``, those with the GPU busy and the key's process a compute one; None: not known.
+    busy_gpu_hours: float | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +151,9 @@ class UsageTable:
             "total_wh": round(self.total_wh, 4),
             "lines": [{"key": line.key, "gpu_hours": round(line.gpu_hours, 4), "energy_wh": round(line.energy_wh, 4),
                        "cost": round(line.cost, 6), "processes": line.processes,
-                       "energy_share_pct": round(line.energy_share_pct, 2)} for line in self.lines],
+                       "energy_share_pct": round(line.energy_share_pct, 2),
+                       "busy_gpu_hours": None if line.busy_gpu_hours is None else round(line.busy_gpu_hours, 4)}
+                      for line in self.lines],
         }
 
     def basis_text(self) -> str:
@@ -233,22 +254,51 @@ def account_usage(rows: ProcessUsageRows, energy: Sequence[GpuEnergy], by: Usage
     split: dict[SplitBasis, float] = {b: float(by_basis[i]) for i, b in enumerate(_BASES)}
     key_ix: IntArray = getattr(rows, by)
     attributed = float(row_wh.sum())
+    row_busy = _row_busy_s(rows, {e.uuid: e for e in energy}, end_s)
     lines = []
     for k in np.unique(key_ix).tolist():
         mine = key_ix == k
         # GPU-hours: each (sample time, GPU) once per key, however many of its processes were there
-        held = np.unique(np.column_stack((rows.time_s[mine], rows.gpu[mine])), axis=0, return_index=True)[1]
+        pairs = np.column_stack((rows.time_s[mine], rows.gpu[mine]))
+        _, held, pair_of_row = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
         hours = float(np.minimum(rows.duration_s[mine][held], end_s - rows.time_s[mine][held]).sum()) / 3600.0
+        busy_hours = None
+        if row_busy is not None:
+            # Busy once per (sample time, GPU) too: the most any of the key's processes there counts.
+            per_pair = np.zeros(held.size)
+            np.maximum.at(per_pair, pair_of_row.reshape(-1), row_busy[mine])
+            busy_hours = float(per_pair.sum()) / 3600.0
         wh = float(row_wh[mine].sum())
         pids = len({(int(g), int(p)) for g, p in zip(rows.gpu[mine], rows.pid[mine], strict=True)})
         lines.append(UsageLine(rows.labels[k] if k >= 0 else NO_KEY[by], hours, wh, wh / 1000.0 * price_per_kwh,
-                               pids, 100.0 * wh / attributed if attributed > 0 else 0.0))
+                               pids, 100.0 * wh / attributed if attributed > 0 else 0.0, busy_hours))
     lines.sort(key=lambda line: (-line.energy_wh, -line.gpu_hours, line.key))
     return UsageTable(by, start_s, end_s, tuple(lines), currency, price_per_kwh, split,
                       max(total_wh - attributed, 0.0), total_wh)
 
 
+def _row_busy_s(rows: ProcessUsageRows, energy: dict[str, GpuEnergy], end_s: float) -> FloatArray | None:
+    """Per process row, the seconds of its period the GPU was busy and the process a compute one; None: unknown."""
+    out = np.zeros(len(rows))
+    for g, uuid in enumerate(rows.gpu_uuids):
+        gpu = energy.get(uuid)
+        mine = np.flatnonzero(rows.gpu == g)
+        if mine.size == 0:
+            continue
+        if gpu is None or gpu.busy_s is None:
+            return None
+        starts = rows.time_s[mine]
+        ends = np.minimum(starts + rows.duration_s[mine], end_s)
+        at_start, at_end = gpu.busy_cumulative_at(starts), gpu.busy_cumulative_at(ends)
+        assert at_start is not None and at_end is not None
+        out[mine] = np.clip(at_end - at_start, 0.0, None)
+    if rows.compute is not None:
+        out = np.where(rows.compute, out, 0.0)  # a graphics-only process does no compute work
+    return out
+
+
 def _subset(rows: ProcessUsageRows, mask: BoolArray) -> ProcessUsageRows:
     return ProcessUsageRows(rows.time_s[mask], rows.duration_s[mask], rows.gpu[mask], rows.pid[mask],
                             rows.vram_mib[mask], rows.sm_util_pct[mask], rows.user[mask], rows.command[mask],
-                            rows.container[mask], rows.labels, rows.gpu_uuids)
+                            rows.container[mask], rows.labels, rows.gpu_uuids,
+                            None if rows.compute is None else rows.compute[mask])

@@ -18,7 +18,7 @@ from desktop.history.query import Resolution, gpu_rows
 
 #: The period a process row stands for when a range holds a single poll.
 DEFAULT_PROCESS_PERIOD_S = 5.0
-_COLUMNS = ("ts", "gpu", "pid", "vram_mib", "sm_util_pct", "user_id", "command_id", "container_id")
+_COLUMNS = ("ts", "gpu", "pid", "vram_mib", "sm_util_pct", "user_id", "command_id", "container_id", "kind")
 
 
 def _ids_to_labels(store: HistoryDb, columns: list[FloatArray]) -> tuple[list[np.ndarray], tuple[str, ...]]:
@@ -58,7 +58,9 @@ def process_usage_rows(store: HistoryDb, start_s: float, end_s: float) -> Proces
         time_s=time_s, duration_s=np.full(len(arr), period), gpu=gpu_of_row.reshape(-1).astype(np.int64),
         pid=cols["pid"].astype(np.int64), vram_mib=cols["vram_mib"] / 10.0, sm_util_pct=cols["sm_util_pct"] / 10.0,
         user=user, command=command, container=container, labels=labels,
-        gpu_uuids=tuple(uuid_of.get(int(g), f"gpu-{int(g)}") for g in gpu_ids))
+        gpu_uuids=tuple(uuid_of.get(int(g), f"gpu-{int(g)}") for g in gpu_ids),
+        # A graphics-only process (Xorg, a compositor) holds GPU-hours but no busy ones (advisor.busy).
+        compute=cols["kind"] != codec.PROCESS_KINDS.index("graphics") if "kind" in asked else None)
 
 
 def gpu_energy(store: HistoryDb, start_s: float, end_s: float) -> list[GpuEnergy]:
@@ -69,8 +71,9 @@ def gpu_energy(store: HistoryDb, start_s: float, end_s: float) -> list[GpuEnergy
         gpu_id = store.gpu_id(info.uuid)
         if gpu_id is None:
             continue
-        time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, resolution, metrics=["energy_used_mj"])
+        time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, resolution, metrics=["energy_used_mj", "busy_s"])
         if len(time_s):
-            out.append(GpuEnergy(info.uuid, time_s, cols["dur_s"], cols["energy_used_mj"] / 3.6e6))
+            out.append(GpuEnergy(info.uuid, time_s, cols["dur_s"], cols["energy_used_mj"] / 3.6e6,
+                                 busy_s=cols["busy_s"]))
     return out
 

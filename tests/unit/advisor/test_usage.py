@@ -132,3 +132,29 @@ def test_energy_of_a_history_series_is_the_counter_else_power_times_time() -> No
     assert energy.energy_wh == pytest.approx(expected)
     end = series.time_s[-1] + series.duration_s[-1]
     assert float(energy.cumulative_at(np.array([end]))[0]) == pytest.approx(float(expected.sum()))
+
+
+# --- busy GPU-hours (issue 22): the one busy definition, per key ----------------------------------
+
+
+def test_busy_gpu_hours_count_compute_processes_while_the_gpu_was_busy() -> None:
+    """Holding memory is not work: Xorg on a desktop at 3 % all day had as many GPU-hours as a training run."""
+    data = [(t, 900, NAN, 300.0, BO, INFER, -1) for t in range(0, 600, 60)]  # Xorg: a graphics process
+    data += [(t, 10, 90.0, 6000.0, ANA, TRAIN, TRAINER) for t in range(0, 300, 60)]  # training, first 5 minutes
+    table_rows = rows(data)
+    compute = np.array([row[1] != 900 for row in data])
+    kinds = ProcessUsageRows(**{**table_rows.__dict__, "compute": compute})
+    t = T0 + np.arange(0.0, 600.0, 60.0)
+    busy = np.where(t < T0 + 300.0, 60.0, 0.0)  # busy while the training ran, the desktop's 3 % after
+    energy = GpuEnergy("GPU-a", t, np.full(t.size, 60.0), np.full(t.size, 3.0), busy_s=busy)
+    table = account_usage(kinds, [energy], "user", start_s=T0, end_s=T0 + 600.0, price_per_kwh=0.3, currency="EUR")
+    by_key = {line.key: line for line in table.lines}
+    assert by_key["bo"].gpu_hours == pytest.approx(600.0 / 3600.0)  # it held memory all along ...
+    assert by_key["bo"].busy_gpu_hours == 0.0  # ... and did no work
+    assert by_key["ana"].busy_gpu_hours == pytest.approx(300.0 / 3600.0)
+    as_json = {line["key"]: line for line in table.to_dict()["lines"]}  # type: ignore[attr-defined]
+    assert as_json["ana"]["busy_gpu_hours"] == pytest.approx(round(300.0 / 3600.0, 4))
+    # Without the GPU's busy seconds the busy hours are unknown, not zero.
+    unknown = account_usage(kinds, [steady()], "user", start_s=T0, end_s=T0 + 600.0, price_per_kwh=0.3,
+                            currency="EUR")
+    assert all(line.busy_gpu_hours is None for line in unknown.lines)
