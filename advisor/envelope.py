@@ -10,8 +10,11 @@ missing value: every source is optional, and an unknown one is never given as th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from advisor.wording import duration_text
 
 #: A limit this close to the rated power counts as the rated power (drivers round to 1 W; nvidia-smi
 #: shows e.g. 174.96 W for a 175 W limit).
@@ -315,3 +318,27 @@ def envelope_state_text(envelope: PowerEnvelope) -> str:
     if envelope.msi_cooler_boost:
         parts.append("Cooler Boost on")
     return "; ".join(parts)
+
+
+def power_limit_note(lines: Sequence[tuple[float, str]], start_s: float, end_s: float, *,
+                     what: str = "run") -> str | None:
+    """A job's or run's power limit in one note: "Power limit: capped at 56 W of 175 W: on battery (32 minutes),
+    at its rated power (175 W) (8 minutes)", longest first; "(the whole run)" for one line.
+
+    ``lines``: (time, line) of the GPU's envelope.limit events, time order, the one in force at ``start_s``
+    included (its time may be earlier). None when no line covers the span.
+    """
+    if end_s <= start_s:
+        return None
+    held: dict[str, float] = {}
+    for i, (time_s, line) in enumerate(lines):
+        until = lines[i + 1][0] if i + 1 < len(lines) else end_s
+        seconds = min(until, end_s) - max(time_s, start_s)
+        if seconds > 0:
+            held[line] = held.get(line, 0.0) + seconds
+    if not held:
+        return None
+    if len(held) == 1:
+        return f"Power limit: {next(iter(held))} (the whole {what})"
+    ranked = sorted(held.items(), key=lambda item: -item[1])
+    return "Power limit: " + ", ".join(f"{line} ({duration_text(seconds)})" for line, seconds in ranked)

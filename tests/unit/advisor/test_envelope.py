@@ -88,3 +88,17 @@ def test_changes() -> None:
     assert [k for k, _ in envelope_changes(a, b)] == ["ac", "powerd", "mode"]
     assert envelope_changes(None, b) == []
     assert envelope_changes(a, PowerEnvelope()) == []  # a source gone is not a change
+
+
+def test_power_limit_note_over_a_span() -> None:
+    from advisor.envelope import power_limit_note
+
+    battery = "capped at 56 W of 175 W: on battery"
+    rated = "at its rated power (175 W)"
+    # In force since before the run, then unplugged 8 minutes in, for the remaining 32.
+    lines = [(0.0, rated), (1480.0, battery)]
+    assert power_limit_note(lines, 1000.0, 3400.0) == (
+        "Power limit: capped at 56 W of 175 W: on battery (32 minutes), at its rated power (175 W) (8 minutes)")
+    assert power_limit_note([(0.0, rated)], 1000.0, 3400.0) == "Power limit: at its rated power (175 W) (the whole run)"
+    assert power_limit_note([(5000.0, rated)], 1000.0, 3400.0) is None
+    assert power_limit_note([], 1000.0, 3400.0) is None
