@@ -134,13 +134,16 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def missing_modules(modules: Sequence[str] = REQUIRED_MODULES) -> list[str]:
-    """The required modules this interpreter cannot import with ``import_path()`` (found, not imported)."""
-    import importlib.util
+    """The required modules this interpreter cannot import with ``import_path()`` first (looked up, not imported)."""
+    from importlib.machinery import PathFinder
 
-    for entry in reversed(import_path()):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    return [name for name in modules if importlib.util.find_spec(name) is None]
+    search = [*import_path(), *sys.path]
+    return [name for name in modules if name not in sys.modules and PathFinder.find_spec(name, search) is None]
+
+
+def use_import_path() -> None:
+    """Put the checkout and ``.device-deps`` first on this process's path (the script run, for in-process sampling)."""
+    sys.path[:0] = [entry for entry in import_path() if entry not in sys.path]
 
 
 def rigscope_runner(workdir: Path) -> Runner:
@@ -550,4 +553,5 @@ def main(argv: Sequence[str] | None = None, *, runner: Runner | None = None,
 
 
 if __name__ == "__main__":
+    use_import_path()
     sys.exit(main())
