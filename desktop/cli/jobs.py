@@ -13,6 +13,7 @@ from desktop.advice import json_safe, load_cloud_offers, load_gpu_specs, open_hi
 from desktop.cli.common import db_path, load_settings, text_table
 from desktop.errors import UserError
 from desktop.jobs.card import card_of, duration_text, energy_text, format_card, job_status, money_text
+from desktop.jobs.envelope_note import with_envelope_note
 from desktop.jobs.model import JobRecord
 from desktop.safetext import printable
 
@@ -62,6 +63,7 @@ def _show(args: argparse.Namespace) -> int:
         series = job_store.job_series(store, args.job_id)
         card = card_of(store, record, series, settings.costs, now_s=args.now_s, offers=load_cloud_offers(),
                        specs=load_gpu_specs())
+        card = with_envelope_note(card, store, record, args.now_s)  # the laptop's power envelope over the job
     finally:
         store.close()
     if args.json:

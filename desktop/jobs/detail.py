@@ -24,6 +24,7 @@ from desktop.jobs.card import (
     job_gpus,
     pause_spans,
 )
+from desktop.jobs.envelope_note import with_envelope_note
 from desktop.jobs.model import JobRecord, JobSeries
 
 CHARTS: tuple[tuple[str, str, str], ...] = (
@@ -120,6 +121,7 @@ class JobsHistory:
             frame = job_frame(store, record, now_s)
             card = card_of(store, record, series, self.costs, now_s=now_s, offers=load_cloud_offers(),
                            specs=load_gpu_specs(), frame=frame)
+            card = with_envelope_note(card, store, record, now_s)  # the laptop's power envelope over the job
         finally:
             store.close()
         end_s = record.ended_s if record.ended_s is not None else now_s

@@ -6,7 +6,10 @@ only when it changes), so the events are read from a month before the start.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.envelope import power_limit_note
+from advisor.job_card import JobCard
 from desktop.history.db import HistoryDb
 from desktop.history.job_model import JobRecord
 
@@ -25,3 +28,12 @@ def envelope_note(store: HistoryDb, record: JobRecord, end_s: float) -> str | No
     during = [e for e in events if e.time_s > record.started_s]
     lines = [(e.time_s, e.detail) for e in (before[-1:] + during)]
     return power_limit_note(lines, record.started_s, end_s, what="job")
+
+
+def with_envelope_note(card: JobCard, store: HistoryDb, record: JobRecord, now_s: float) -> JobCard:
+    """``card`` with the job's power-limit note last among its notes (once; unchanged when there is none)."""
+    end_s = record.ended_s if record.ended_s is not None else now_s
+    note = envelope_note(store, record, max(end_s, record.started_s))
+    if note is None or note in card.notes:
+        return card
+    return replace(card, notes=(*card.notes, note))

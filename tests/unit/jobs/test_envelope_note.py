@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from desktop.history.job_model import JobRecord
 from desktop.history.store import HistoryStore
 from desktop.jobs.envelope_note import envelope_note
@@ -26,3 +28,27 @@ def test_the_line_in_force_at_the_start_and_the_change_during_the_job(tmp_path: 
         assert envelope_note(store, JobRecord(job_id=2, name="x", argv=(), started_s=T0, gpu_uuids=()), T0 + 1) is None
         quiet = JobRecord(job_id=3, name="y", argv=(), started_s=T0 - 7200, ended_s=T0 - 3600, gpu_uuids=(UUID,))
         assert envelope_note(store, quiet, T0 - 3600) == "Power limit: at its rated power (175 W) (the whole job)"
+
+
+def test_jobs_show_and_the_jobs_page_carry_the_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from desktop import cli
+    from desktop.config import CostSettings
+    from desktop.jobs.detail import JobsHistory
+    from tests.unit.cli.jobs_history import END, INFO, START, write_job_history
+
+    db = tmp_path / "h.sqlite"
+    job_id = write_job_history(db)
+    with HistoryStore.open(db) as store, store.transaction():
+        store.add_event(START - 600, "envelope.limit", INFO.uuid, "at its rated power (175 W)")
+        store.add_event(START + 40, "envelope.limit", INFO.uuid, "capped at 56 W of 175 W: on battery")
+    assert cli.main(["jobs", "show", str(job_id), "--db", str(db)], now_s=END + 60.0) == 0
+    out = capsys.readouterr().out
+    assert ("Power limit: capped at 56 W of 175 W: on battery (2 minutes), at its rated power (175 W) (40 seconds)"
+            in out)
+    assert cli.main(["jobs", "show", str(job_id), "--db", str(db), "--json"], now_s=END + 60.0) == 0
+    card = json.loads(capsys.readouterr().out)["card"]
+    assert any(n.startswith("Power limit: capped at 56 W") for n in card["notes"])
+    detail = JobsHistory(db, CostSettings(), clock=lambda: END + 60.0).detail(job_id)
+    assert sum(n.startswith("Power limit: ") for n in detail.card.notes) == 1
