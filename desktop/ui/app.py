@@ -240,6 +240,8 @@ class RigscopeApp(QObject):
         if self.window.is_built("settings"):  # the Settings page shows the same price
             self.settings_page.settings = self.settings
             self.settings_page.revert()
+        if self.window.is_built("history"):  # its cost part reads the same inputs
+            self.history_page.inputs_changed()
 
     # --- the simulated machine (``SimulatedActions`` does the work) -------------------
     def _now_s(self) -> float:
