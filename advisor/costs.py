@@ -20,6 +20,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from advisor.wording import duration_text
+
 MONTH_S = 30 * 86400.0
 #: Share of datasheet peak a large bf16 GEMM reaches on data-centre GPUs (H100: ~795 of 989 TFLOP/s).
 CLOUD_EFFICIENCY = 0.80
@@ -59,6 +61,8 @@ class Usage:
     measured_tflops: float | None = None
     #: The part of ``busy_s`` that looks like inference serving (priced per wall hour).
     serving_s: float = 0.0
+    #: Stress runs of this GPU that gave no usable GEMM TFLOP/s (simulated, stopped early, another workload).
+    stress_runs: int = 0
 
     def per_month(self, value: float) -> float:
         return value * MONTH_S / self.window_s if self.window_s > 0 else 0.0
@@ -99,6 +103,11 @@ class CostComparison:
     #: The cheapest offer with more VRAM than the local GPU, for jobs it cannot hold.
     bigger_option: CloudOffer | None
     notes: tuple[str, ...]
+    #: Whether a purchase price is set: without one there is no depreciation and no break-even.
+    priced: bool = True
+    #: The history the monthly figures extrapolate from (seconds) and the currency of the owned costs.
+    history_s: float = 0.0
+    currency: str = "USD"
 
 
 def _tokens(text: str) -> list[str]:
@@ -161,6 +170,9 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
         if usage.measured_tflops:
             notes.append(f"Local speed from your stress test ({usage.measured_tflops:.0f} TFLOP/s sustained); "
                          f"cloud GPUs at {CLOUD_EFFICIENCY:.0%} of their datasheet peak.")
+        elif usage.stress_runs:
+            notes.append("Relative speed from datasheet peak dense bf16 TFLOP/s: your stress test measured no "
+                         "GEMM TFLOP/s on this GPU (a simulated GPU, another workload or a run stopped early).")
         else:
             notes.append("Relative speed from datasheet peak dense bf16 TFLOP/s; run a stress test to use "
                          "your GPU's measured figure.")
@@ -174,7 +186,8 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
         hours = (busy_h - serving_h) / speed + serving_h
         rent_per_busy_h = offer.on_demand_usd_h * (hours / busy_h if busy_h > 0 else 1.0 / speed)
         margin = rent_per_busy_h - energy_per_busy_h
-        break_even = fixed / margin if margin > 0 else None
+        # No price: nothing to break even with (0 / margin read "0 h" on one page, "-" on another).
+        break_even = fixed / margin if margin > 0 and inputs.purchase_price > 0 else None
         monthly_saving = hours * offer.on_demand_usd_h - energy_cost
         payback = inputs.purchase_price / monthly_saving if monthly_saving > 0 and inputs.purchase_price > 0 else None
         options.append(CloudCost(
@@ -190,7 +203,50 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
     return CostComparison(gpu_name=gpu_name, local_spec=local, local_tflops=local_tflops, busy_hours_month=busy_h,
                           energy_kwh_month=kwh, owned_fixed_month=fixed, owned_energy_month=energy_cost,
                           owned_month=fixed + energy_cost, options=tuple(options), bigger_option=bigger,
-                          notes=tuple(notes))
+                          notes=tuple(notes), priced=inputs.purchase_price > 0, history_s=usage.window_s,
+                          currency=inputs.currency)
+
+
+def break_even_text(comparison: CostComparison, option: CloudCost) -> str:
+    """The break-even busy hours per month as every page, report and command shows it: "293 h", "never"
+    (renting per busy hour costs less than the electricity), "set a price" (no purchase price)."""
+    if not comparison.priced:
+        return "set a price"
+    hours = option.break_even_busy_hours_month
+    return "never" if hours is None else f"{hours:,.0f} h"
+
+
+def _article(name: str) -> str:
+    """"an RTX 4090", "an H100", "a T4": by how the first letter is read out."""
+    first = name[:1].upper()
+    return "an" if first in "AEFHILMNORSX" and first else "a"
+
+
+def cost_answer(c: CostComparison) -> str:
+    """One sentence: what renting the cheapest cloud GPU would cost for the measured busy hours, what owning
+    costs (power, depreciation) and when owning is the cheaper; without a purchase price it asks for one."""
+    days = duration_text(c.history_s)
+    money = f"{{:,.2f}} {c.currency}".format
+    if c.busy_hours_month <= 0:
+        owning = (f"owning costs {money(c.owned_fixed_month)} a month in depreciation" if c.priced
+                  else "owning costs only its power")
+        return f"No busy hours in {days} of history: nothing to rent yet, and {owning}."
+    if not c.options:
+        return (f"Owning costs {money(c.owned_month)} a month for your {c.busy_hours_month:,.0f} busy hours "
+                f"({days} of history); no cloud GPU with a known speed to compare with.")
+    best = c.options[0]
+    offer = best.offer
+    rent = (f"Renting {_article(offer.gpu_model)} {offer.gpu_model} at {offer.on_demand_usd_h:.2f} USD/h "
+            f"({offer.provider}) would cost {best.on_demand_month:,.2f} USD a month for your "
+            f"{c.busy_hours_month:,.0f} busy hours ({days} of history, extrapolated to 30 days)")
+    if not c.priced:
+        return (f"{rent}; owning costs {money(c.owned_energy_month)} a month in power. Enter the purchase price "
+                "above to see when owning pays off.")
+    owning = (f"owning costs {money(c.owned_energy_month)} in power and {money(c.owned_fixed_month)} in "
+              "depreciation a month")
+    if best.payback_months is None:
+        return f"{rent}; {owning}: renting stays cheaper at this use."
+    return f"{rent}; {owning}: owning is cheaper after {best.payback_months:,.0f} months."
 
 
 def break_even_curve(comparison: CostComparison, option: CloudCost,

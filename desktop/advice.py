@@ -150,13 +150,15 @@ def usage_of(frame: HistoryFrame, index: int, *, busy_util_pct: float = DEFAULT_
     gemm = [r for r in frame.stress_results if r.gpu_uuid == gpu.meta.uuid and r.unit == "TFLOP/s"
             and r.workload == "gemm" and not r.errors and r.device != "sim"]
     measured = max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
+    # A run that gave no GEMM TFLOP/s still ran: the Costs page must not keep asking for one.
+    other_runs = sum(1 for r in frame.stress_results if r.gpu_uuid == gpu.meta.uuid) if not gemm else 0
     used = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
     serving_s = sum(job.busy_s for job in gpu_profile(frame, gpu, threshold_pct=busy_util_pct).jobs
                     if job.kind == INFERENCE)
     busy_s = float(busy_seconds(gpu, frame.processes, threshold_pct=busy_util_pct).sum())
     return Usage(window_s=frame.end_s - frame.start_s, busy_s=busy_s,
                  energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured,
-                 serving_s=serving_s)
+                 serving_s=serving_s, stress_runs=other_runs)
 
 
 def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[CloudOffer] | None = None,

@@ -6,6 +6,7 @@ import argparse
 import json
 from datetime import datetime
 
+from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
 from advisor.wording import count_text
 from desktop.advice import Advice, advice_json, compute_advice, load_recent_frame, open_history
@@ -69,13 +70,10 @@ def format_advice(advice: Advice) -> str:
                               for a, b in rec.time_ranges[:3])
             lines.append(f"  When: {spans}")
     for cost in advice.costs:
-        lines += ["", f"Costs, {cost.gpu_name}: {cost.busy_hours_month:.0f} busy h/month; owned "
-                      f"{cost.owned_month:,.2f} {advice.currency}/month "
-                      f"(amortisation {cost.owned_fixed_month:,.2f} + electricity {cost.owned_energy_month:,.2f})"]
+        lines += ["", f"Costs, {cost.gpu_name}: {cost_answer(cost)}"]
         for option in cost.options[:3]:
-            be = option.break_even_busy_hours_month
             lines.append(f"  {option.offer.gpu_model} at {option.offer.provider}: {option.relative_speed:.2f}x speed, "
-                         f"{option.on_demand_month:,.2f} USD/month on demand"
-                         + (f", break-even at {be:.0f} busy h/month" if be is not None else ""))
+                         f"{option.on_demand_month:,.2f} USD/month on demand, break-even (busy h/month): "
+                         f"{break_even_text(cost, option)}")
         lines.extend(f"  note: {n}" for n in cost.notes)
     return "\n".join(printable(line) for line in lines)

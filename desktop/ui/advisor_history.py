@@ -47,6 +47,8 @@ class HistoryPage(QWidget):
         self.pngs: dict[str, bytes] = {}
         self._paper_pngs: dict[str, bytes] | None = None
         self.loader = Loader(self)
+        #: The cost inputs changed since the shown week was read: read it again when next shown.
+        self.stale = False
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.previous_button = QPushButton("< Previous week")
@@ -87,6 +89,15 @@ class HistoryPage(QWidget):
     def page_shown(self) -> None:
         if self.week_combo.count() == 0 and not self.loading:
             self.refresh()
+        elif self.stale and not self.loading:
+            self.show_week(self.week_combo.currentText())
+
+    def inputs_changed(self) -> None:
+        """A price was typed on the Costs page: the week's cost part is read again (at once when shown,
+        else when next shown), not only when another week is picked."""
+        self.stale = True
+        if self.isVisible() and self.week_combo.count():
+            self.page_shown()
 
     def refresh(self) -> None:
         self.week_combo.blockSignals(True)
@@ -138,6 +149,7 @@ class HistoryPage(QWidget):
 
     def _show_data(self, data: Any) -> None:
         self.data = data
+        self.stale = False
         self._paper_pngs = None
         advice = data.advice
         shortfall = advice.shortfall()

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from advisor.costs import CostComparison, CostInputs, break_even_curve, compare
+from advisor.costs import CostComparison, CostInputs, break_even_curve, break_even_text, compare, cost_answer
 from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, span_text, usage_of
 from desktop.config import CostSettings
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
@@ -33,13 +33,8 @@ from desktop.ui.theme import DARK, Theme
 #: What the page says while the purchase price is 0 (not set).
 NO_PRICE_TEXT = ("No purchase price set: owning counts electricity only. "
                  "Set the purchase price above to see the break-even.")
-
-
-def _break_even_text(hours: float | None, priced: bool) -> str:
-    """The break-even column: busy hours per month, "never", or "-" while there is no price to break even with."""
-    if not priced:
-        return "-"
-    return f"{hours:.0f}" if hours is not None else "never"
+#: The purchase price field while it is 0: a price not given, never a price of 0.
+NO_PRICE_FIELD = "not set"
 
 
 def you_marker(busy_hours_month: float, theme: Theme) -> pg.InfiniteLine:
@@ -58,7 +53,7 @@ class CostsPage(AdvicePage):
     costs_changed = Signal(object)  # CostSettings, for the app to save
 
     HEADERS = ("cloud GPU", "provider", "speed", "hours/month", "on demand/month", "spot/month",
-               "break-even busy h/month", "price source")
+               "break-even (busy h/month)", "price source")
 
     def __init__(self, source: AdviceSource, costs: CostSettings, theme: Theme = DARK,
                  offers: list[Any] | None = None, specs: list[Any] | None = None) -> None:
@@ -71,12 +66,16 @@ class CostsPage(AdvicePage):
         self.marker: pg.InfiniteLine | None = None
         self.currency = costs.currency
         layout = QVBoxLayout(self)
+        #: The one-sentence answer (advisor.costs.cost_answer): renting vs owning, and when owning pays off.
+        self.answer = plain_label("", bold=True)
+        layout.addWidget(self.answer)
         form = QFormLayout()
         # Inputs as wide as their content, not stretched across the page.
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.gpu_combo = QComboBox()
         self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.price = QDoubleSpinBox(maximum=10_000_000.0, decimals=0, singleStep=100.0, value=costs.purchase_price)
+        self.price.setSpecialValueText(NO_PRICE_FIELD)
         self.months = QSpinBox(minimum=1, maximum=240, value=costs.amortisation_months)
         self.kwh_price = QDoubleSpinBox(maximum=10.0, decimals=3, singleStep=0.01,
                                         value=costs.electricity_price_per_kwh)
@@ -112,6 +111,14 @@ class CostsPage(AdvicePage):
     def show_status(self, text: str) -> None:
         self.summary.setText(text)
 
+    def page_shown(self) -> None:
+        """Each visit reads the history again, keeping the figures shown meanwhile: a stress run or new
+        history since changes them ("Run a stress test" stayed after one ran)."""
+        if self.advice is None or self.loading:
+            super().page_shown()
+            return
+        self.loader.run(self.source, self._loaded, self._failed)
+
     def set_advice(self, advice: Advice | None) -> None:
         self.advice = advice
         self.gpu_combo.blockSignals(True)
@@ -146,6 +153,7 @@ class CostsPage(AdvicePage):
         self.price_hint.setVisible(not priced)
         if advice is None or gpu is None:
             self.summary.setText("No history yet: costs are computed from the hours your GPU was busy.")
+            self.answer.setText("")
             self.comparison = None
             return
         s = self.settings()
@@ -153,19 +161,25 @@ class CostsPage(AdvicePage):
         c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu.meta.index), inputs,
                     offers=self.offers, specs=self.specs)
         self.comparison = c
+        self.answer.setText(cost_answer(c))
         shortfall = advice.shortfall()
+        # Only busy hours extrapolate: "extrapolate that to a month" above "0 busy h/month" said nothing.
+        extrapolated = (f"{shortfall} The figures below extrapolate that to a month.\n"
+                        if shortfall is not None and c.busy_hours_month > 0 else
+                        f"{shortfall}\n" if shortfall is not None else "")
+        owned_text = (f"{c.owned_month:,.2f} {s.currency}/month (amortisation {c.owned_fixed_month:,.2f} + electricity "
+                 f"{c.owned_energy_month:,.2f})" if c.priced else
+                 f"{c.owned_energy_month:,.2f} {s.currency}/month in electricity")
         self.summary.setText(
-            (f"{shortfall} The figures below extrapolate that to a month.\n" if shortfall is not None else "")
-            + f"From {span_text(advice.recorded_s)} of recorded history: "
-            f"{c.busy_hours_month:.0f} busy hours/month and {c.energy_kwh_month:.1f} kWh/month measured. Owned: "
-            f"{c.owned_month:,.2f} {s.currency}/month (amortisation {c.owned_fixed_month:,.2f} + electricity "
-            f"{c.owned_energy_month:,.2f}).")
+            extrapolated + f"From {span_text(advice.recorded_s)} of recorded history in the last "
+            f"{span_text(c.history_s)}: {c.busy_hours_month:.0f} busy hours/month and {c.energy_kwh_month:.1f} "
+            f"kWh/month. Owned: {owned_text}.")
         for o in c.options:
             row = self.table.rowCount()
             self.table.insertRow(row)
             cells = (o.offer.gpu_model, o.offer.provider, f"{o.relative_speed:.2f}x", f"{o.cloud_hours_month:.1f}",
                      f"{o.on_demand_month:,.2f}", f"{o.spot_month:,.2f}" if o.spot_month is not None else "-",
-                     _break_even_text(o.break_even_busy_hours_month, priced),
+                     break_even_text(c, o),
                      f"{o.offer.source}, {o.offer.date}")
             for col, text in enumerate(cells):
                 self.table.setItem(row, col, QTableWidgetItem(text))

@@ -22,6 +22,7 @@ from datetime import datetime
 from html import escape
 from typing import TYPE_CHECKING
 
+from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
 from desktop.safetext import printable
 
@@ -101,7 +102,8 @@ def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> 
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td class=\"num\">{c}</td>" if i >= numeric_from else f"<td>{c}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # <thead>: Qt repeats the header row at the top of each page a table runs onto (QTextTableFormat.headerRowCount).
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _throttle_cell(cause: str) -> Callable[..., str]:
@@ -196,16 +198,19 @@ def _costs(data: ReportData) -> str:
     parts = ["<h2>Own vs rent</h2>"]
     cur = e(data.advice.currency)
     for cost in data.advice.costs:
-        parts.append(f"<p><b>{e(cost.gpu_name)}</b>: {num(cost.busy_hours_month, 0)} busy h/month; owned "
-                     f"{num(cost.owned_month, 2)} {cur}/month (amortisation {num(cost.owned_fixed_month, 2)} + "
-                     f"electricity {num(cost.owned_energy_month, 2)}).</p>")
+        # The Costs page's sentence and break-even texts (advisor.costs): the same figure on every page.
+        parts.append(f"<p><b>{e(cost.gpu_name)}</b>: {e(cost_answer(cost))}</p>")
+        owned = (f"owned {num(cost.owned_month, 2)} {cur}/month (amortisation {num(cost.owned_fixed_month, 2)} + "
+                 f"electricity {num(cost.owned_energy_month, 2)})" if cost.priced else
+                 f"owned {num(cost.owned_energy_month, 2)} {cur}/month in electricity (no purchase price set)")
+        parts.append(f"<p>{num(cost.busy_hours_month, 0)} busy h/month; {owned}.</p>")
         rows = [[e(f"{o.offer.gpu_model} ({o.offer.vram_gb:.0f} GB), {o.offer.provider}"),
                  num(o.relative_speed, 2, "x"), num(o.cloud_hours_month, 1, "h"),
                  num(o.on_demand_month, 2, "USD"), num(o.spot_month, 2, "USD") if o.spot_month is not None else "-",
-                 num(o.break_even_busy_hours_month, 0, "h") if o.break_even_busy_hours_month is not None else "never",
+                 e(break_even_text(cost, o)),
                  e(f"{o.offer.source}, {o.offer.date}")] for o in cost.options[:6]]
         if rows:
-            parts.append(_table(["cloud GPU", "speed", "hours/month", "on demand", "spot", "break-even busy h",
+            parts.append(_table(["cloud GPU", "speed", "hours/month", "on demand", "spot", "break-even (busy h/month)",
                                  "price source"], rows))
         if cost.bigger_option is not None:
             b = cost.bigger_option
@@ -216,7 +221,9 @@ def _costs(data: ReportData) -> str:
 
 
 def _charts(data: ReportData, image_src: Callable[[str], str]) -> str:
-    parts = ["<h2 style=\"page-break-before: always\">Charts</h2>"]
+    # No forced page break before the charts (it left the page before them nearly empty): the PDF keeps
+    # each caption with its chart instead (``reports.report_document``).
+    parts = ["<h2>Charts</h2>"]
     for key, caption in data.chart_captions.items():
         parts.append(f"<p><b>{e(caption)}</b><br><img src=\"{image_src(key)}\" width=\"640\"></p>")
     return "".join(parts)

@@ -102,8 +102,8 @@ def test_no_purchase_price_and_other_currency_are_noted() -> None:
     # owned = electricity only: 18 kWh x 0.29 = 5.22
     assert c.owned_month == pytest.approx(5.22)
     assert c.options[0].payback_months is None
-    # nothing fixed to recover: break-even at 0 busy hours
-    assert c.options[0].break_even_busy_hours_month == pytest.approx(0.0)
+    # no price: no break-even at all (it read "0 h" on the History page and "-" on the Costs page)
+    assert c.options[0].break_even_busy_hours_month is None and not c.priced
     assert any("purchase price" in n for n in c.notes) and any("EUR" in n for n in c.notes)
 
 

@@ -91,16 +91,16 @@ def test_the_costs_axis_reads_currency_per_month(qtbot, advice: Advice) -> None:
 
 def test_no_purchase_price_no_break_even_and_the_page_says_so(qtbot, advice: Advice) -> None:
     page = _costs(qtbot, advice, CostSettings(purchase_price=0.0))
-    column = CostsPage.HEADERS.index("break-even busy h/month")
+    column = CostsPage.HEADERS.index("break-even (busy h/month)")
     assert page.table.rowCount() > 0
-    assert {page.table.item(r, column).text() for r in range(page.table.rowCount())} == {"-"}
+    assert {page.table.item(r, column).text() for r in range(page.table.rowCount())} == {"set a price"}
     assert "owned" not in _legend(page)
     assert page.price_hint.isVisible()
     assert "Set the purchase price above to see the break-even" in page.price_hint.text()
     assert "No purchase price set" not in page.notes.text()  # said once, above
     page.price.setValue(3000.0)
     assert not page.price_hint.isVisible() and "owned" in _legend(page)
-    assert page.table.item(0, column).text() != "-"
+    assert page.table.item(0, column).text() != "set a price"
 
 
 def test_no_purchase_price_set_points_to_the_costs_page(advice: Advice) -> None:
