@@ -8,9 +8,11 @@ each row inside the job's span; a missing value drops out instead of counting as
 - Time under each throttle cause is NVML's per-cause counter (exact) where the GPU keeps one,
   else the sampled reason bits; ``throttle_timing`` says which.
 - Energy is the energy counter's delta where present, else power x time.
-- Cloud equivalents: the job's busy GPU time runs ``relative_speed`` times faster on the cloud GPU,
-  the rest of its running time (data loading, CPU work) does not; the guard's pauses are dropped
-  (a data-centre GPU needs no thermal guard). Offers whose VRAM cannot hold the job's peak are left out.
+- Throttle causes, mean power and the verdict leave the guard's pauses out (a stopped job is
+  neither throttled nor working); energy counts them (the GPU drew idle power meanwhile).
+- Cloud equivalents (``advisor.job_cloud``): only the GPU-bound part of the running time (busy share
+  x effective load) runs faster on the cloud GPU; a job the data loader, the CPU or idling limits
+  says so. Offers whose VRAM cannot hold the job's peak are left out.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from typing import Any
 import numpy as np
 
 from advisor.clock_events import CLOCK_EVENT_COUNTERS
-from advisor.costs import CloudOffer, GpuSpec, find_spec, relative_speed
-from advisor.frame import FloatArray, GpuSeries, ProcessSamples
+from advisor.costs import CloudOffer, GpuSpec, find_spec
+from advisor.frame import FloatArray, GpuSeries, HostSeries, ProcessSamples
+from advisor.job_cloud import CLOUD_ROWS, DEFAULT_THRESHOLDS, CloudEquivalent, job_bound
+from advisor.job_cloud import cloud_equivalents as _cloud_rows
 from advisor.stats import busy_seconds, nanmax
+from advisor.thresholds import Thresholds
 
 #: Card format version (``as_dict()["version"]``); ``from_dict`` reads this one.
 CARD_VERSION = 1
@@ -34,8 +39,8 @@ THROTTLE_CAUSES: tuple[tuple[str, str, int, str], ...] = tuple(
     (name.removeprefix("clock_event_").removesuffix("_s"), name, int(reason), reason.label)
     for name, reason in CLOCK_EVENT_COUNTERS
 )
-#: How many cloud offers the card keeps (the cheapest).
-CLOUD_ROWS = 3
+__all__ = ["CLOUD_ROWS", "CloudEquivalent", "CloudInputs", "GpuFigures", "JobCard", "JobInputs", "cloud_equivalents",
+           "gpu_figures", "job_card", "mean_throughput"]
 
 
 @dataclass(frozen=True)
@@ -65,24 +70,16 @@ class GpuFigures:
     energy_wh: float | None
     #: "counter" (the energy counter), "power" (power x time), "counter+power" or "none".
     energy_source: str
+    #: The enforced power limit (W) the verdict weighs the power against (advisor's 95 % rule).
+    power_limit_w: float | None = None
+    #: Time-weighted mean effective load while busy (% of the GPU's calibrated full load); None unknown.
+    mean_effective_load_pct: float | None = None
 
     @property
     def throttled_s(self) -> float:
         """The longest time under any one cause (causes overlap: HW thermal comes with SW thermal)."""
         return max((s for s in self.throttle_s.values() if s is not None), default=0.0)
 
-
-@dataclass(frozen=True)
-class CloudEquivalent:
-    """The same job on one cloud offer: its GPUs for ``hours``, priced on demand (and spot when offered)."""
-
-    provider: str
-    gpu_model: str
-    gpus: int
-    relative_speed: float
-    hours: float
-    on_demand_usd: float
-    spot_usd: float | None
 
 
 @dataclass(frozen=True)
@@ -114,6 +111,12 @@ class JobCard:
     source: str = "nvml"
     notes: tuple[str, ...] = ()
     version: int = CARD_VERSION
+    #: The verdict's answer (a cause other than a normal power cap held the job back); None: not judged.
+    throttled: bool | None = None
+    #: What limits the job (``advisor.job_cloud.Bound``): its kind, sentence and GPU-bound share of the running time.
+    bound: str | None = None
+    bound_text: str = ""
+    gpu_part: float | None = None
 
     @property
     def running_s(self) -> float:
@@ -219,9 +222,17 @@ def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequenc
     headroom = total - peak_vram if total is not None and peak_vram is not None else None
     temps = gpu.temperature_max_c if gpu.temperature_max_c is not None else gpu.temperature_c
     peak_temp = _finite(nanmax(temps[in_span]))
-    power_ok = np.isfinite(gpu.power_w) & in_span
-    mean_power = (float((gpu.power_w[power_ok] * inside[power_ok]).sum() / inside[power_ok].sum())
+    # Mean power while the job ran: a paused job's GPU idles, which is not the job's draw.
+    power_ok = np.isfinite(gpu.power_w) & (running > 0)
+    mean_power = (float((gpu.power_w[power_ok] * running[power_ok]).sum() / running[power_ok].sum())
                   if power_ok.any() else None)
+    mean_effective = None
+    if gpu.effective_load_pct is not None:
+        load_ok = np.isfinite(gpu.effective_load_pct) & np.isfinite(busy_row) & (busy_row > 0)
+        if load_ok.any():
+            mean_effective = float((gpu.effective_load_pct[load_ok] * busy_row[load_ok]).sum()
+                                   / busy_row[load_ok].sum())
+    run_part = np.where(dur > 0, running / np.where(dur > 0, dur, 1.0), 0.0)
 
     throttle: dict[str, float | None] = {}
     timings: set[str] = set()
@@ -231,7 +242,7 @@ def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequenc
         if sampled is None:
             sampled = np.where((gpu.clock_event_reasons & bit) != 0, dur, 0.0)
         per_row = np.where(np.isfinite(counted), counted, sampled)
-        per_row = np.minimum(per_row, dur) * part
+        per_row = np.minimum(per_row, dur) * run_part  # the guard's pauses are no throttle of the job
         counted_rows = np.isfinite(counted[in_span])
         known = np.isfinite(per_row) & in_span
         if not known.any():
@@ -252,7 +263,8 @@ def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequenc
                       busy_s=busy_s, busy_share=busy_share, mean_util_pct=mean_util, peak_vram_mib=peak_vram,
                       vram_total_mib=total, headroom_mib=headroom, peak_temperature_c=peak_temp,
                       mean_power_w=mean_power, throttle_s=throttle, throttle_timing=timing, energy_wh=energy_wh,
-                      energy_source=energy_source)
+                      energy_source=energy_source, power_limit_w=gpu.meta.power_limit_w,
+                      mean_effective_load_pct=mean_effective)
 
 
 def mean_throughput(time_s: FloatArray, throughput: FloatArray, pauses: Sequence[tuple[float, float]] = ()
@@ -281,31 +293,15 @@ class CloudInputs:
 
 
 def cloud_equivalents(gpu_name: str, gpus: int, running_s: float, *, busy_share: float | None,
-                      peak_vram_mib: float | None, inputs: CloudInputs,
-                      rows: int = CLOUD_ROWS) -> tuple[tuple[CloudEquivalent, ...], list[str]]:
+                      peak_vram_mib: float | None, inputs: CloudInputs, effective_load_pct: float | None = None,
+                      cpu_pct: float | None = None, rows: int = CLOUD_ROWS
+                      ) -> tuple[tuple[CloudEquivalent, ...], list[str]]:
     """The cheapest offers (on demand) that hold the job, each with the hours it would take there; and notes."""
-    notes: list[str] = []
-    local = find_spec(gpu_name, list(inputs.specs))
-    if local is None:
-        return (), [f"No spec for {gpu_name!r} in gpu_specs.csv: no cloud comparison."]
-    share = 1.0 if busy_share is None else min(max(busy_share, 0.0), 1.0)
-    if busy_share is None:
-        notes.append("GPU busy time unknown: the cloud comparison counts the whole run as GPU-bound.")
-    need_gb = (peak_vram_mib or 0.0) / 1024.0
-    out = []
-    for offer in inputs.offers:
-        spec = find_spec(offer.gpu_model, list(inputs.specs))
-        if spec is None or offer.vram_gb < need_gb:
-            continue
-        speed = relative_speed(spec, local, inputs.measured_tflops)
-        if speed <= 0:
-            continue
-        hours = running_s * (share / speed + (1.0 - share)) / 3600.0
-        spot = gpus * hours * offer.spot_usd_h if offer.spot_usd_h is not None else None
-        out.append(CloudEquivalent(provider=offer.provider, gpu_model=offer.gpu_model, gpus=gpus, relative_speed=speed,
-                                   hours=hours, on_demand_usd=gpus * hours * offer.on_demand_usd_h, spot_usd=spot))
-    out.sort(key=lambda c: (c.on_demand_usd, c.provider))
-    return tuple(out[:rows]), notes
+    bound = job_bound(busy_share, effective_load_pct, cpu_pct)
+    equivalents, notes = _cloud_rows(gpu_name, gpus, running_s, bound=bound, peak_vram_mib=peak_vram_mib,
+                                     offers=inputs.offers, specs=inputs.specs, measured_tflops=inputs.measured_tflops,
+                                     rows=rows)
+    return equivalents, notes
 
 
 @dataclass(frozen=True)
@@ -328,11 +324,31 @@ class JobInputs:
     processes: ProcessSamples | None = None
     counters_since_previous: bool = True
     source: str = "nvml"
+    #: The verdict's ``throttled`` (None: not judged).
+    throttled: bool | None = None
+    #: The host's CPU over the job's span (for "the CPU limits this job"); None: not recorded.
+    host: HostSeries | None = None
+
+
+def host_cpu_pct(host: HostSeries | None, start_s: float, end_s: float,
+                 pauses: Sequence[tuple[float, float]] = ()) -> float | None:
+    """The host's mean CPU utilization (%) while the job ran; None where it was not recorded."""
+    if host is None or len(host.time_s) == 0:
+        return None
+    weight = running_s_per_row(host.time_s, host.duration_s, start_s, end_s, pauses)
+    ok = np.isfinite(host.cpu_pct) & (weight > 0)
+    return float((host.cpu_pct[ok] * weight[ok]).sum() / weight[ok].sum()) if ok.any() else None
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def job_card(job: JobInputs, *, electricity_price_per_kwh: float, currency: str,
-             cloud: CloudInputs = CloudInputs()) -> JobCard:
-    """The card of ``job``: per-GPU figures, energy and its cost, the guard's pauses, cloud equivalents."""
+             cloud: CloudInputs = CloudInputs(), thresholds: Thresholds = DEFAULT_THRESHOLDS) -> JobCard:
+    """The card of ``job``: per-GPU figures, energy and its cost, the guard's pauses, what limits the job and
+    its cloud equivalents."""
     figures = tuple(gpu_figures(g, job.started_s, job.ended_s, pauses=job.pauses, processes=job.processes,
                                 counters_since_previous=job.counters_since_previous) for g in job.gpus)
     notes: list[str] = []
@@ -345,12 +361,14 @@ def job_card(job: JobInputs, *, electricity_price_per_kwh: float, currency: str,
     running_s = max(0.0, duration_s - job.paused_s)
     equivalents: tuple[CloudEquivalent, ...] = ()
     speed_basis = local_tflops = None
+    bound = None
     if figures:
-        shares = [f.busy_share for f in figures if f.busy_share is not None]
         peaks = [f.peak_vram_mib for f in figures if f.peak_vram_mib is not None]
-        equivalents, cloud_notes = cloud_equivalents(
-            figures[0].name, len(figures), running_s, busy_share=sum(shares) / len(shares) if shares else None,
-            peak_vram_mib=max(peaks) if peaks else None, inputs=cloud)
+        bound = job_bound(_mean([f.busy_share for f in figures]), _mean([f.mean_effective_load_pct for f in figures]),
+                          host_cpu_pct(job.host, job.started_s, job.ended_s, job.pauses), thresholds)
+        equivalents, cloud_notes = _cloud_rows(
+            figures[0].name, len(figures), running_s, bound=bound, peak_vram_mib=max(peaks) if peaks else None,
+            offers=cloud.offers, specs=cloud.specs, measured_tflops=cloud.measured_tflops)
         notes += cloud_notes
         local = find_spec(figures[0].name, list(cloud.specs))
         if local is not None:
@@ -366,4 +384,6 @@ def job_card(job: JobInputs, *, electricity_price_per_kwh: float, currency: str,
         throughput_mean=mean_throughput(job.throughput_time_s, job.throughput, job.pauses),
         throughput_unit=job.throughput_unit, energy_wh=energy_wh, energy_cost=energy_cost,
         electricity_price_per_kwh=electricity_price_per_kwh, currency=currency, cloud=equivalents,
-        speed_basis=speed_basis, local_tflops=local_tflops, source=job.source, notes=tuple(notes))
+        speed_basis=speed_basis, local_tflops=local_tflops, source=job.source, notes=tuple(notes),
+        throttled=job.throttled, bound=bound.kind if bound else None, bound_text=bound.text if bound else "",
+        gpu_part=bound.gpu_part if bound and bound.kind is not None else None)

@@ -199,10 +199,12 @@ def _conclude(run: JobRun, settings: config.Settings, history: JobHistory, outpu
     series, _unit = run.series()
     verdict = run.verdict()
     sentence = str(verdict.get("sentence", "")) if verdict else None
+    throttled = verdict.get("throttled") if verdict else None
     card_dict: dict[str, Any] | None = None
     try:
         history.flush()
-        card = _card(run, settings, history, series, sentence)
+        card = _card(run, settings, history, series, sentence,
+                     throttled=throttled if isinstance(throttled, bool) else None)
         note = run.guard_note()
         if note is not None:
             card = replace(card, notes=(*card.notes, note))
@@ -220,17 +222,31 @@ def _conclude(run: JobRun, settings: config.Settings, history: JobHistory, outpu
         _write_output(run, output, card_dict, price_per_hour, settings.costs.currency)
 
 
-def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: Any, verdict: str | None) -> Any:
+def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: Any, verdict: str | None, *,
+          throttled: bool | None = None) -> Any:
+    """The job's one card: what it prints, stores (`rigscope jobs show`, the Jobs page) and writes with -o.
+
+    From the history's samples over the job; where the history has none of the job's GPU (the recorder
+    writes it and watches another GPU), from the samples the run took itself."""
     from desktop.advice import load_cloud_offers, load_gpu_specs
     from desktop.history.store import HistoryStore
-    from desktop.jobs.card import build_card, job_frame
+    from desktop.jobs.card import build_card, job_frame, job_gpus
+    from desktop.jobs.trace_frame import has_samples, trace_frame
 
     now = run.record.ended_s or run.clock()
 
     def make(store: HistoryStore) -> Any:
         frame = job_frame(store, run.record, now)
+        if not has_samples(job_gpus(run.record, frame), run.record.started_s, now):
+            arrays = {index: run.trace.arrays(index) for index in run.trace.columns}
+            time_s = next(iter(arrays.values()))[0] if arrays else None
+            if time_s is not None:
+                own = trace_frame(run.infos, time_s, {i: cols for i, (_t, cols) in arrays.items()},
+                                  start_s=frame.start_s, end_s=frame.end_s)
+                frame = replace(frame, gpus=own.gpus, processes=None)  # the history's processes are another GPU's
         return build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
-                          specs=load_gpu_specs(), verdict=verdict, now_s=now)
+                          specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
+                          thresholds=settings.advisor)
 
     return history.do(make)
 
@@ -244,7 +260,7 @@ def _write_output(run: JobRun, output: Path, card: dict[str, Any] | None, price_
     try:
         record = record_from_job(run.record, card, time_s=time_s, columns=columns,
                                  gpu=run.infos.get(index) if index is not None else None,
-                                 price_per_hour=price_per_hour, currency=currency)
+                                 price_per_hour=price_per_hour, currency=currency, pauses=run.pauses)
         write_record(output, record)
     except (OSError, ValueError) as exc:
         _say(f"could not write {printable(output)}: {exc}")

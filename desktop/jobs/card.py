@@ -18,6 +18,7 @@ from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
 from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
+from advisor.thresholds import Thresholds
 from desktop.config import CostSettings
 from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
@@ -105,21 +106,34 @@ def judge_job(time_s: FloatArray, columns: dict[str, FloatArray], throughput: Fl
     for paused_from, paused_to in pauses:
         running &= ~((time_s >= paused_from) & (time_s < paused_to))
     columns = dict(columns)
-    for name in ("sm_clock_mhz", "utilization_gpu_pct"):
-        if name in columns:
-            columns[name] = np.where(running, columns[name], np.nan)
+    for name, values in columns.items():  # a stopped job is neither slow nor throttled: no sample of a pause counts
+        columns[name] = np.where(running, values, 0.0 if name.startswith("clock_event_") else np.nan)
     smoothed = None
-    if throughput is not None:
+    paused = bool(pauses) and not running.all()
+    if throughput is not None and not paused:
         smoothed = rolling_mean(time_s, np.where(running, throughput, np.nan), JOB_SMOOTH_S)
     trace = RunTrace.from_columns(time_s, columns, throughput=smoothed, unit=unit,
                                   sm_clock_max_mhz=sm_clock_max_mhz, power_limit_w=power_limit_w,
                                   temp_slowdown_c=temp_slowdown_c)
-    return judge(trace, min_load_s=MIN_SUSTAINED_S)
+    verdict = judge(trace, min_load_s=MIN_SUSTAINED_S)
+    if throughput is not None and paused:
+        # The rate a job prints after the guard continued it counts the stopped time (tqdm's average over its
+        # last updates, any items over elapsed time): a drop there is the guard's doing. A throttle cuts the
+        # clock, so a paused job is judged on its SM clock.
+        verdict = replace(verdict, sentence=f"{verdict.sentence.rstrip('.')} (judged on the SM clock: the rate "
+                                            "the job prints counts the guard's pauses).")
+    return verdict
 
 
 def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
                 pauses: Sequence[tuple[float, float]]) -> str:
-    """``judge_job``'s sentence for a stored job: its GPU's history samples over [start_s, end_s), its
+    """``judge_job``'s sentence for a stored job (``job_judgement``)."""
+    return job_judgement(record, series, gpu, start_s=start_s, end_s=end_s, pauses=pauses).sentence
+
+
+def job_judgement(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s: float, end_s: float,
+                  pauses: Sequence[tuple[float, float]]) -> Verdict:
+    """``judge_job``'s verdict for a stored job: its GPU's history samples over [start_s, end_s), its
     reported throughput held at each sample until the next report."""
     rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
     time_s = gpu.time_s[rows]
@@ -135,17 +149,18 @@ def job_verdict(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start_s
     throughput = _held(series.time_s, series.throughput, time_s) if len(series.time_s) else None
     return judge_job(time_s, columns, throughput, record.throughput_unit or "", pauses=pauses,
                      sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
-                     temp_slowdown_c=gpu.meta.temp_slowdown_c).sentence
+                     temp_slowdown_c=gpu.meta.temp_slowdown_c)
 
 
 def build_card(record: JobRecord, series: JobSeries, frame: HistoryFrame, costs: CostSettings,
                stress_runs: Sequence[StressResult] | None = None, *, offers: Sequence[CloudOffer] = (),
-               specs: Sequence[GpuSpec] = (), verdict: str | None = None, now_s: float | None = None) -> JobCard:
+               specs: Sequence[GpuSpec] = (), verdict: str | None = None, now_s: float | None = None,
+               throttled: bool | None = None, thresholds: Thresholds | None = None) -> JobCard:
     """The card of ``record`` from ``frame`` (the history over the job's span, a few seconds past its end).
 
     ``stress_runs``: where the measured GEMM speed comes from (default: the frame's). ``offers`` and
     ``specs``: the cloud price and GPU spec tables (``desktop.advice.load_cloud_offers`` /
-    ``load_gpu_specs``). ``verdict``: the sentence the caller already has, else judged here.
+    ``load_gpu_specs``). ``verdict`` and ``throttled``: the verdict the caller already has, else judged here.
     A job still running ends at ``now_s`` (default: the frame's end).
     """
     end_s = record.ended_s if record.ended_s is not None else (now_s if now_s is not None else frame.end_s)
@@ -155,16 +170,20 @@ def build_card(record: JobRecord, series: JobSeries, frame: HistoryFrame, costs:
     runs = frame.stress_results if stress_runs is None else stress_runs
     tflops = measured_tflops(runs, gpus[0].meta.uuid) if gpus else None
     if verdict is None:
-        verdict = (job_verdict(record, series, gpus[0], start_s=record.started_s, end_s=end_s, pauses=pauses) if gpus
-                   else "No GPU samples over the job: no throttle verdict.")
+        if gpus:
+            judged = job_judgement(record, series, gpus[0], start_s=record.started_s, end_s=end_s, pauses=pauses)
+            verdict, throttled = judged.sentence, judged.throttled
+        else:
+            verdict = "No GPU samples over the job: no throttle verdict."
     job = JobInputs(job_id=record.job_id, name=record.name, command=" ".join(record.argv),
                     started_s=record.started_s, ended_s=end_s, exit_code=record.exit_code, gpus=gpus, pauses=pauses,
                     paused_s=record.paused_s, verdict=verdict, throughput_time_s=series.time_s,
                     throughput=series.throughput, throughput_unit=record.throughput_unit,
                     processes=frame.processes, counters_since_previous=frame.end_s - frame.start_s <= RAW_SPAN_LIMIT_S,
-                    source=record.source)
+                    source=record.source, throttled=throttled, host=frame.host)
     card = job_card(job, electricity_price_per_kwh=costs.electricity_price_per_kwh, currency=costs.currency,
-                    cloud=CloudInputs(tuple(offers), tuple(specs), tflops))
+                    cloud=CloudInputs(tuple(offers), tuple(specs), tflops),
+                    **({"thresholds": thresholds} if thresholds is not None else {}))
     if record.lost:
         card = replace(card, notes=(lost_note(record), *card.notes))
     return card
@@ -292,15 +311,20 @@ def card_rows(card: JobCard) -> list[tuple[str, str]]:
         rows.append(("energy", "n/a (no power or energy readings)"))
     if card.paused_s > 0 or card.pauses:
         times = "time" if card.pauses == 1 else "times"
-        rows.append(("paused", f"{duration_text(card.paused_s)} by the thermal guard ({card.pauses} {times})"))
+        rows.append(("paused", f"by the guard {duration_text(card.paused_s)} ({card.pauses} {times}): left out of "
+                               "throughput, busy time and throttling"))
+    if card.bound_text and card.bound != "gpu":
+        rows.append(("limited by", card.bound_text))
     if card.cloud:
         basis = "your stress test" if card.speed_basis == "measured" else "datasheet"
+        part = f"its GPU-bound {card.gpu_part * 100.0:.0f} %" if card.gpu_part is not None else "the GPU part"
         for i, c in enumerate(card.cloud):
             gpus = f"{c.gpus} x " if c.gpus > 1 else ""
             spot = f", {money_text(c.spot_usd, 'USD')} spot" if c.spot_usd is not None else ""
+            overall = f"{c.overall_speed:.2g}x overall: " if c.overall_speed is not None else ""
             rows.append(("in the cloud" if i == 0 else "",
                          f"{gpus}{c.gpu_model} ({c.provider}): {money_text(c.on_demand_usd, 'USD')}{spot}, "
-                         f"{duration_text(c.hours * 3600.0)} at {c.relative_speed:.2g}x speed ({basis})"))
+                         f"{duration_text(c.hours * 3600.0)} ({overall}{part} at {c.relative_speed:.2g}x, {basis})"))
     rows.extend(("note", n) for n in card.notes if n not in lost)
     return rows
 

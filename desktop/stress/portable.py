@@ -138,29 +138,41 @@ def _card_number(card: Mapping[str, Any], *paths: str) -> float | None:
     return finite_or_none(float(value))
 
 
+def _running_rows(time_s: FloatArray, columns: Mapping[str, FloatArray],
+                  pauses: Sequence[tuple[float, float]]) -> dict[str, FloatArray]:
+    """``columns`` without the samples taken while the guard held the job stopped."""
+    times = np.asarray(time_s, dtype=np.float64)
+    running = np.ones(len(times), dtype=bool)
+    for start, end in pauses:
+        running &= ~((times >= start) & (times < end))
+    return {name: np.asarray(values, dtype=np.float64)[:len(times)][running] for name, values in columns.items()}
+
+
 def record_from_job(job: JobRecord, card: Mapping[str, Any] | None = None, *,
                     time_s: FloatArray | None = None, columns: Mapping[str, FloatArray] | None = None,
                     gpu: GpuInfo | None = None, price_per_hour: float | None = None, currency: str | None = None,
-                    machine: str | None = None) -> PortableRecord:
-    """The portable record of a job run under `rigscope run`: the job's own mean throughput from its card
-    (``advisor.job_card.JobCard.as_dict()``), telemetry from the GPU samples over its span
-    (``time_s``/``columns``) when given, else the card's figures for its first GPU."""
+                    machine: str | None = None, pauses: Sequence[tuple[float, float]] = ()) -> PortableRecord:
+    """The portable record of a job run under `rigscope run`: the job's card (``advisor.job_card.JobCard.as_dict()``)
+    written as a record. Every figure the card has (energy, mean power, throughput, verdict, throttled) is
+    the card's: the record, the printed card, `rigscope jobs show` and the Jobs page are one object. The
+    spreads the card has not (percentiles of clock, temperature and power) come from the GPU samples over
+    its span (``time_s``/``columns``) while the job ran (``pauses`` left out)."""
     card = card if card is not None else (job.card or {})
-    columns = columns or {}
+    raw = columns or {}
+    columns = _running_rows(time_s, raw, pauses) if raw and time_s is not None else {}
     clock, temperature, power = _spreads(columns)
     gpus = card.get("gpus") if isinstance(card.get("gpus"), list) else []
     first_gpu: Mapping[str, Any] = gpus[0] if gpus and isinstance(gpus[0], Mapping) else {}
-    if power.empty:  # no samples passed in: the card's figures (advisor.job_card.GpuFigures)
-        mean = _card_number(first_gpu, "mean_power_w")
-        power = Spread(mean=mean) if mean is not None else power
+    mean = _card_number(first_gpu, "mean_power_w")  # the card's figure (advisor.job_card.GpuFigures)
+    if mean is not None:
+        power = Spread(p5=power.p5, p50=power.p50, p95=power.p95, mean=mean)
     if temperature.empty:
         top = _card_number(first_gpu, "peak_temperature_c")
         temperature = Spread(p95=top) if top is not None else temperature
-    energy = energy_joules(time_s, _column(columns, "power_w"), _column(columns, "energy_mj")) \
-        if time_s is not None and columns else None
-    if energy is None:
-        wh = _card_number(card, "energy_wh")
-        energy = wh * 3600.0 if wh is not None else None
+    wh = _card_number(card, "energy_wh")
+    energy = wh * 3600.0 if wh is not None else None
+    if energy is None and time_s is not None and raw:  # no card: the samples, as a stress record counts them
+        energy = energy_joules(time_s, _column(raw, "power_w"), _column(raw, "energy_mj"))
     throughput = _card_number(card, "throughput_mean")
     if job.exit_code is None:
         verdict = "running"
@@ -168,10 +180,12 @@ def record_from_job(job: JobRecord, card: Mapping[str, Any] | None = None, *,
         verdict = "completed" if job.exit_code == 0 else f"failed (exit {job.exit_code})"
     sentence = _card_value(card, "verdict")
     unit = job.throughput_unit or _card_value(card, "throughput_unit")
-    throttle = first_gpu.get("throttle_s")
-    # Held at the power cap is normal under load (as in the stress verdict); the other causes throttle.
-    throttled = (any(isinstance(v, int | float) and v > 0 for k, v in throttle.items() if k != "sw_power_cap")
-                 if isinstance(throttle, Mapping) else None)
+    throttled = card.get("throttled")  # the verdict's answer, as the card has it
+    if not isinstance(throttled, bool):
+        throttle = first_gpu.get("throttle_s")
+        # Held at the power cap is normal under load (as in the stress verdict); the other causes throttle.
+        throttled = (any(isinstance(v, int | float) and v > 0 for k, v in throttle.items() if k != "sw_power_cap")
+                     if isinstance(throttle, Mapping) else None)
     peak = None
     return PortableRecord(
         kind="job", workload=job.name or " ".join(job.argv)[:80] or "job", started_s=job.started_s,

@@ -89,8 +89,8 @@ def test_format_card_aligns_every_line_with_units(tmp_path: Path) -> None:
     joined = " ".join(lines)
     for expected in ("2 min 40 s (exit code 0)", "92 % of the running time", "mean utilization 92 %",
                      "12,000 MiB of 16,376 MiB (4,376 MiB headroom)", "Power cap 10 s (counted by the driver)",
-                     "10 it/s mean", "6.67 Wh, 0.002 EUR at 0.3 EUR/kWh", "30 s by the thermal guard (1 time)",
-                     "USD", "x speed (your stress test)"):
+                     "10 it/s mean", "6.67 Wh, 0.002 EUR at 0.3 EUR/kWh", "by the guard 30 s (1 time)",
+                     "USD", "x overall: its GPU-bound 92 % at", "x, your stress test)"):
         assert expected in joined, expected
 
 

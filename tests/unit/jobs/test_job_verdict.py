@@ -63,3 +63,24 @@ def test_the_two_minute_mean_keeps_a_pause_a_gap() -> None:
     out = rolling_mean(time_s, values, 3.0)  # each point with its neighbours 1.5 s either side
     assert out[1] == (1.0 + 3.0 + 1.0) / 3 and out[3] == (1.0 + 3.0) / 2
     assert np.isnan(out[4]) and np.isnan(out[5]) and out[6] == 2.0
+
+
+def test_the_rate_drop_after_each_guard_pause_is_not_blamed_on_the_power_cap() -> None:
+    # A 20-minute job held at its 150 W limit (cap bit set, 149 W: normal), paused by the guard twice for 60 s.
+    # It prints items over elapsed time (10 it/s while it runs), so its rate falls after each pause and stays
+    # lower (8.8 it/s at the end). Only the guard's pauses made it "slower"; it is no power-cap throttle.
+    from desktop.jobs.card import judge_job
+
+    time_s = np.arange(0.0, 1200.0)
+    pauses = ((300.0, 360.0), (700.0, 760.0))
+    paused = np.zeros(len(time_s), dtype=bool)
+    for start, end in pauses:
+        paused |= (time_s >= start) & (time_s < end)
+    rate = 10.0 * np.maximum(time_s - np.cumsum(paused), 1.0) / np.maximum(time_s, 1.0)
+    columns = {"sm_clock_mhz": np.where(paused, 210.0, 1900.0), "power_w": np.where(paused, 12.0, 149.0),
+               "temperature_c": np.where(paused, 55.0, 71.0), "utilization_gpu_pct": np.where(paused, 0.0, 100.0),
+               "clock_event_reasons": np.where(paused, 0x1, 0x4).astype(np.float64)}
+    verdict = judge_job(time_s, columns, np.where(paused, np.nan, rate), "it/s", pauses=pauses,
+                        sm_clock_max_mhz=2040.0, power_limit_w=150.0, temp_slowdown_c=87.0)
+    assert not verdict.throttled, verdict.sentence
+    assert "throttled" not in verdict.sentence.lower() and "guard's pauses" in verdict.sentence, verdict.sentence

@@ -67,12 +67,23 @@ def test_a_job_and_its_card_make_a_record() -> None:
     assert parse_record(record.to_json()) == record
 
 
-def test_telemetry_samples_win_over_the_card_figures() -> None:
+def test_the_cards_figures_win_and_the_samples_give_only_the_spreads() -> None:
+    # One computation per figure: the record's energy and mean power are the card's (which `rigscope run`
+    # prints and `jobs show` reads); the samples only add the percentiles the card has not.
     job = JobRecord(job_id=1, name="", argv=("python", "serve.py"), started_s=0.0, ended_s=3.0, exit_code=1)
     time_s = np.array([0.0, 1.0, 2.0, 3.0])
     columns = {"power_w": np.array([100.0, 200.0, 200.0, 100.0]), "temperature_c": np.array([50.0, 60.0, 70.0, 80.0]),
                "sm_clock_mhz": np.full(4, 2000.0)}
     record = record_from_job(job, _card(job), time_s=time_s, columns=columns)
     assert record.workload == "python serve.py" and record.verdict == "failed (exit 1)"
-    assert record.energy_j == pytest.approx(500.0) and record.power_w.mean == pytest.approx(150.0)
+    assert record.energy_j == pytest.approx(23.3 * 3600.0) and record.power_w.mean == 140.0
     assert record.sm_clock_mhz.p50 == 2000.0 and record.temperature_c.p50 == pytest.approx(65.0)
+
+
+def test_without_a_card_the_samples_give_the_energy_and_the_guards_pauses_leave_the_spreads() -> None:
+    job = JobRecord(job_id=1, name="", argv=("python", "serve.py"), started_s=0.0, ended_s=3.0, exit_code=0)
+    time_s = np.array([0.0, 1.0, 2.0, 3.0])
+    columns = {"power_w": np.array([100.0, 200.0, 200.0, 100.0]), "temperature_c": np.array([50.0, 60.0, 70.0, 80.0])}
+    record = record_from_job(job, {}, time_s=time_s, columns=columns, pauses=((2.0, 4.0),))
+    assert record.energy_j == pytest.approx(500.0)  # the GPU drew power while the job was paused too
+    assert record.temperature_c.p95 is not None and record.temperature_c.p95 <= 60.0  # 2 s and 3 s paused
