@@ -16,6 +16,8 @@ from desktop.reporting import ReportData, chart_key, write_beside
 from desktop.ui.report_html import data_uri, render_html
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QTextBlock, QTextDocument
+
     from desktop.ui.report_charts import ChartStyle
 
 
@@ -77,8 +79,8 @@ def write_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
 
 
 def _render_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
-    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
-    from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPdfWriter, QTextDocument
+    from PySide6.QtCore import QMarginsF
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter
 
     writer = QPdfWriter(str(path))
     writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
@@ -86,11 +88,67 @@ def _render_pdf(data: ReportData, pngs: dict[str, bytes], path: Path) -> int:
     writer.setResolution(96)
     writer.setTitle(f"Rigscope weekly report {data.week_label}")
     writer.setCreator("Rigscope")
+    rect = writer.pageLayout().paintRectPixels(writer.resolution())
+    doc = report_document(data, pngs, rect.width(), rect.height())
+    doc.print_(writer)
+    return int(doc.pageCount())
+
+
+def report_document(data: ReportData, pngs: dict[str, bytes], page_width: float, page_height: float) -> QTextDocument:
+    """The report laid out on pages of this size (pixels at the writer's resolution), as the PDF prints it."""
+    from PySide6.QtCore import QSizeF, QUrl
+    from PySide6.QtGui import QImage, QTextDocument, QTextOption
+
     doc = QTextDocument()
     for key, png in pngs.items():
         doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"chart-{key}.png"), QImage.fromData(png))
+    # Break lines between words only: Qt's default also breaks inside a word that does not fit its cell
+    # ("instances.vant|age.sh"); a column is now as wide as its longest word.
+    option = QTextOption(doc.defaultTextOption())
+    option.setWrapMode(QTextOption.WrapMode.WordWrap)
+    doc.setDefaultTextOption(option)
     doc.setHtml(render_html(data, lambda key: f"chart-{key}.png"))
-    rect = writer.pageLayout().paintRectPixels(writer.resolution())
-    doc.setPageSize(QSizeF(rect.width(), rect.height()))
-    doc.print_(writer)
-    return int(doc.pageCount())
+    doc.setPageSize(QSizeF(page_width, page_height))
+    keep_together(doc, page_height)
+    return doc
+
+
+def keep_together(doc: QTextDocument, page_height: float) -> None:
+    """Qt's pagination has no keep-together: a paragraph that fits one page but would run across a page
+    break (a chart's caption and its image) starts the next page, and so does a heading whose next
+    paragraph or table would start on the next page. One pass, top to bottom (each break moves what follows)."""
+    from PySide6.QtGui import QTextCursor, QTextFormat
+
+    layout = doc.documentLayout()
+
+    def page(y: float) -> int:
+        return int(y // page_height)
+
+    def top_of(block: QTextBlock) -> float:
+        table = QTextCursor(block).currentTable()
+        rect = layout.frameBoundingRect(table) if table is not None else layout.blockBoundingRect(block)
+        return float(rect.top())
+
+    def break_before(block: QTextBlock) -> None:
+        cursor = QTextCursor(block)
+        fmt = block.blockFormat()
+        fmt.setPageBreakPolicy(QTextFormat.PageBreakFlag.PageBreak_AlwaysBefore)
+        cursor.setBlockFormat(fmt)
+
+    def parted(block: QTextBlock) -> bool:
+        """Split by a page break (though it fits one page), or a heading whose follower starts the next page."""
+        rect = layout.blockBoundingRect(block)
+        if rect.top() % page_height <= 1.0:  # already at the top of a page
+            return False
+        if rect.height() < page_height and page(rect.top()) != page(rect.bottom() - 1.0):
+            return True
+        following = block.next()
+        return (block.blockFormat().headingLevel() > 0 and following.isValid()
+                and page(rect.top()) != page(top_of(following)))
+
+    block = doc.begin()
+    while block.isValid():
+        # A table's rows may run onto the next page (its header row repeats there).
+        if QTextCursor(block).currentTable() is None and parted(block):
+            break_before(block)
+        block = block.next()
