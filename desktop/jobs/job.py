@@ -547,7 +547,8 @@ class JobRun:
 
 
 def _default_name(argv: Sequence[str]) -> str:
-    """``python train.py --lr 3e-4`` -> ``train.py``, ``python -m pkg.train`` -> ``pkg.train``, else the program."""
+    """``python train.py --lr 3e-4`` -> ``train.py``, ``python -m pkg.train`` -> ``pkg.train``,
+    ``python3 -c 'print(1)'`` -> itself (the code shortened to fit 60 characters), else the program."""
     from pathlib import PurePath
 
     program = PurePath(argv[0]).name if argv else "job"
@@ -557,6 +558,13 @@ def _default_name(argv: Sequence[str]) -> str:
     for flag in ("-m", "-c"):
         if flag in rest:
             at = rest.index(flag)
-            return rest[at + 1][:60] if flag == "-m" and at + 1 < len(rest) else f"{program} {flag}"
+            if at + 1 >= len(rest):
+                return f"{program} {flag}"
+            if flag == "-m":
+                return rest[at + 1][:60]
+            # "python3 -c 'print(1)'": the code's start, on one line ("python3 -c" named every such job alike).
+            code = " ".join(rest[at + 1].split())
+            room = 60 - len(program) - 6
+            return f"{program} -c '{code if len(code) <= room else code[:room - 1] + '…'}'"
     scripts = [w for w in rest if not w.startswith("-")]
     return PurePath(scripts[0]).name if scripts else program
