@@ -300,6 +300,8 @@ def record_from_dict(data: object) -> PortableRecord:
     """Validate and read a record's JSON form. Every problem names the field and what it should be."""
     if not isinstance(data, dict):
         raise PortableError(f"not a Rigscope run record (a JSON {_json_type(data)}, expected an object)")
+    if "format" not in data and (legacy := _legacy(data)) is not None:
+        return legacy
     if data.get("format") != FORMAT:
         found = data.get("format")
         what = f'"format" is {_show(found)}' if "format" in data else 'no "format" field'
@@ -338,6 +340,13 @@ def record_from_dict(data: object) -> PortableRecord:
         verdict_sentence=verdict.text("sentence") or "", throttled=verdict.flag("throttled"),
         errors=int(verdict.number("errors", low=0.0) or 0),
         price_per_hour=r.number("price_per_hour", low=0.0), currency=r.text("currency"))
+
+
+def _legacy(data: dict[str, Any]) -> PortableRecord | None:
+    """Rigscope's other JSON about one run (an older Stress page export, `jobs show --json`): portable_legacy."""
+    from advisor.portable_legacy import legacy_record
+
+    return legacy_record(data)
 
 
 class _Reader:

@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 
 from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
-from desktop.stress.report import run_html, run_json
+from desktop.stress.portable import record_from_stress, write_record
+from desktop.stress.report import run_html
 from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.stress.verdict import Verdict
@@ -420,15 +421,22 @@ class StressPage(QWidget):
 
     # --- export -------------------------------------------------------------------------
     def _export_dialog(self, kind: str) -> None:
-        path, _filter = QFileDialog.getSaveFileName(self, f"Export the run as {kind.upper()}",
-                                                    f"rigscope-stress.{kind}", f"{kind.upper()} (*.{kind})")
+        caption = ("Export the run record (for rigscope compare; an HTML page is written beside it)" if kind == "json"
+                   else f"Export the run as {kind.upper()}")
+        path, _filter = QFileDialog.getSaveFileName(self, caption, f"rigscope-stress.{kind}",
+                                                    f"{kind.upper()} (*.{kind})")
         if path:
             (self.export_html if kind == "html" else self.export_json)(Path(path))
 
-    def export_json(self, path: Path) -> None:
+    def export_json(self, path: Path) -> Path:
+        """The portable run record ``rigscope stress -o`` writes (``rigscope compare`` and the Compare dialog read
+        it), and the HTML page beside it (same name, .html); returns the page's path."""
         if self.result is None or self.verdict is None:
             raise ValueError("no finished run to export")
-        path.write_text(run_json(self.result, self.verdict, self.run_id), encoding="utf-8")
+        write_record(path, record_from_stress(self.result, self.verdict))
+        page = path.with_suffix(".html") if path.suffix.lower() != ".html" else path.with_name(path.name + ".html")
+        self.export_html(page)
+        return page
 
     def export_html(self, path: Path) -> None:
         if self.result is None or self.verdict is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -14,6 +13,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
+from desktop.stress.portable import read_record
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
@@ -83,9 +83,10 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     assert page.run_id is not None and page.table.rowCount() == 1
     page.grab().save(str(shots / "stress-verdict.png"))
     assert (shots / "stress-verdict.png").stat().st_size > 10_000
-    page.export_json(tmp_path / "run.json")
-    exported = json.loads((tmp_path / "run.json").read_text())
-    assert exported["verdict"]["cause_family"] == "thermal" and len(exported["points"]["time_s"]) >= 600
+    page.export_json(tmp_path / "run.json")  # the portable record `rigscope compare` reads, and a page beside it
+    exported = read_record(tmp_path / "run.json")
+    assert exported.kind == "stress" and exported.throttled and exported.verdict_sentence == verdict.sentence
+    assert "Throttled after" in (tmp_path / "run.html").read_text()
     page.export_html(tmp_path / "run.html")
     assert "Throttled after" in (tmp_path / "run.html").read_text()
     # A second run is compared with the first.
