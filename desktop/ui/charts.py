@@ -46,6 +46,8 @@ FloatArray = npt.NDArray[np.float64]
 LEFT_AXIS_WIDTH_PX = 84
 #: The right margin that names the limit lines at their end, beside the plot area (never over the newest data).
 RIGHT_AXIS_WIDTH_PX = 120
+#: Limit labels closer than this are moved apart (a guard at 90 °C beside the slowdown at 87 °C).
+LIMIT_LABEL_GAP_PX = 14.0
 #: Height of the band above each plot area that holds the title and the hover readout.
 BAND_PX = 18
 #: Line styles by series order within one plot, so two series never differ by hue alone.
@@ -133,6 +135,8 @@ class TimePlot:
         self._data: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._history: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._limits: dict[str, tuple[pg.InfiniteLine, str]] = {}
+        #: What the right margin says for each visible limit line.
+        self._limit_texts: dict[str, str] = {}
         #: The least y span shown while the y range is automatic: absolute, and as a fraction of the top value.
         self.min_span = 0.0
         self.min_span_fraction = 0.0
@@ -158,7 +162,7 @@ class TimePlot:
         item.showAxis("right")
         right = item.getAxis("right")
         right.setWidth(RIGHT_AXIS_WIDTH_PX)
-        right.setStyle(tickLength=4, autoExpandTextSpace=False, hideOverlappingLabels=False)
+        right.setStyle(tickLength=0, autoExpandTextSpace=False, hideOverlappingLabels=False)
         right.setTicks([[], []])
         right.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False)
@@ -222,17 +226,40 @@ class TimePlot:
         else:
             line.setPos(value)
             line.setVisible(True)
-        ticks = [(float(line.value()), limit_text(text, float(line.value()), self.unit))
-                 for line, text in self._limits.values() if line.isVisible()]
-        self.item.getAxis("right").setTicks([ticks, []])
+        self._limit_texts = {k: limit_text(text, float(line.value()), self.unit)
+                             for k, (line, text) in self._limits.items() if line.isVisible()}
+        if len(self._limits) == 1 and line_label is None:  # the first line: follow the y range from now on
+            self.item.vb.sigYRangeChanged.connect(self._place_limit_labels)
+            self.item.vb.sigResized.connect(self._place_limit_labels)
+        self._place_limit_labels()
+
+    def _place_limit_labels(self, *_: object) -> None:
+        """Each limit's label beside its line in the right margin, top down, moved apart where two would
+        overlap and kept inside the plot's height."""
+        limits = sorted(((float(self._limits[k][0].value()), text) for k, text in self._limit_texts.items()),
+                        reverse=True)
+        (_x0, _x1), (y0, y1) = self.item.viewRange()
+        height = float(self.item.vb.height())
+        placed: list[tuple[float, str]] = []
+        if height > 0 and y1 > y0:
+            gap = LIMIT_LABEL_GAP_PX * (y1 - y0) / height
+            for value, text in limits:
+                if not y0 <= value <= y1:  # the line is out of view (an automatic range below the max clock)
+                    continue
+                y = min(value, y1 - gap / 2) if not placed else min(value, placed[-1][0] - gap)
+                placed.append((y, text))
+        else:
+            placed = limits
+        self.item.getAxis("right").setTicks([placed, []])
 
     def limit_label(self, key: str) -> str | None:
         """The text at the end of limit line ``key`` (None while it is hidden)."""
-        line, label = self._limits.get(key, (None, ""))
-        if line is None or not line.isVisible():
-            return None
-        shown = dict(self.item.getAxis("right")._tickLevels[0])  # what the right margin draws
-        return str(shown.get(float(line.value())))
+        return self._limit_texts.get(key)
+
+    def limit_label_positions(self) -> list[tuple[float, str]]:
+        """Where the right margin writes each limit's label (y in data units) and what."""
+        levels = self.item.getAxis("right")._tickLevels
+        return list(levels[0]) if levels else []
 
     def set_y_range(self, low: float, high: float) -> None:
         self._y_fixed = True

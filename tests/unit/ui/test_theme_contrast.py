@@ -137,3 +137,27 @@ def test_the_7_d_axis_names_weekdays(qtbot: QtBot) -> None:
     levels = axis.tickValues(end - 7 * 86400, end, 1200)
     strings = [s for spacing, values in levels for s in axis.tickStrings(values, 1.0, spacing)]
     assert strings and all(s[:3] in {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"} for s in strings), strings
+
+
+def test_two_limits_close_together_keep_both_labels_apart(qtbot: QtBot) -> None:
+    column = _column(qtbot)
+    plot = column.add_plot("temp", "Temperature", "°C", y_range=(30.0, 95.0))
+    plot.add_series("temperature_c", "GPU")
+    plot.set_limit("slowdown", 87.0, "slowdown")
+    plot.set_limit("guard", 90.0, "guard")
+    qtbot.wait(10)
+    placed = dict((text, y) for y, text in plot.limit_label_positions())
+    assert set(placed) == {"slowdown 87 °C", "guard 90 °C"}
+    _low, high = plot.y_range()
+    px_per_c = plot.item.vb.height() / (high - _low)
+    assert (placed["guard 90 °C"] - placed["slowdown 87 °C"]) * px_per_c >= 13.0  # a line of text apart
+    assert placed["guard 90 °C"] >= placed["slowdown 87 °C"]  # in the order of their lines
+
+
+def test_a_limit_out_of_view_has_no_label(qtbot: QtBot) -> None:
+    column = _column(qtbot)
+    plot = column.add_plot("clock", "SM clock", "MHz", y_range=(1600.0, 1950.0))
+    plot.add_series("sm_clock_mhz", "SM")
+    plot.set_limit("max", 2040.0, "max")
+    qtbot.wait(10)
+    assert plot.limit_label_positions() == []
