@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.effective_load import Calibration
 from desktop.config import RetentionSettings
 from desktop.history.calibration import stress_calibrations
@@ -48,7 +49,8 @@ class Recorder:
                  clock: Callable[[], float] = time.time, exporter: Any | None = None,
                  report: Callable[[str], None] = log.warning,
                  calibrate: Callable[[Mapping[str, Calibration]], None] | None = None,
-                 calibration_period_s: float = CALIBRATION_RELOAD_S) -> None:
+                 calibration_period_s: float = CALIBRATION_RELOAD_S,
+                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
         """``report`` is told, once each, when writing fails and when it works again. ``calibrate``
         (the sampler's ``effective_load.calibrate_all``) is given the stress-run calibrations every
         ``calibration_period_s`` after the first step; the caller loads them once before it."""
@@ -56,6 +58,8 @@ class Recorder:
         self.writer = writer
         self.interval_s = interval_s
         self.retention = retention or RetentionSettings()
+        #: The busy threshold (Settings → Advisor) the rollups count busy seconds with.
+        self.busy_util_pct = busy_util_pct
         self.maintenance_period_s = maintenance_period_s
         self.clock = clock
         self.exporter = exporter
@@ -99,7 +103,8 @@ class Recorder:
         due = self._maintained_at is None or now - self._maintained_at >= self.maintenance_period_s
         if due and (self._maintenance is None or self._maintenance.done()):
             self._maintained_at = now
-            self._maintenance = self.writer.call(lambda store: maintain(store, self.retention, now))
+            self._maintenance = self.writer.call(
+                lambda store: maintain(store, self.retention, now, busy_util_pct=self.busy_util_pct))
             self._maintenance.add_done_callback(_log_failure)
         if self.calibrate is not None:
             self._recalibrate(now)

@@ -49,7 +49,8 @@ def main(args: argparse.Namespace) -> int:
         previous_handlers = _install_signals(stop)
         # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
         recorder = Recorder(sampler, writer, interval_s=interval_s, retention=settings.retention, exporter=exporter,
-                            report=_say, calibrate=sampler.effective_load.calibrate_all)
+                            report=_say, calibrate=sampler.effective_load.calibrate_all,
+                            busy_util_pct=settings.advisor.busy_util_pct)
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
         extra = f"; Prometheus metrics on {exporter.url}" if exporter is not None else ""

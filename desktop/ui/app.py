@@ -352,7 +352,8 @@ class RigscopeApp(QObject):
         if self._history_source is not None:  # thresholds and prices for the next advice
             self._history_source.settings = settings
         self.alerts.update_settings(settings.alerts)
-        self.recording.set_retention(settings.retention)  # the writer's next rollup/retention pass
+        # the writer's next rollup/retention pass
+        self.recording.set_retention(settings.retention, settings.advisor.busy_util_pct)
         self.sampling.set_interval(settings.sampling.interval_s)
         self.sampler.process_period_s = settings.sampling.process_interval_s
         theme = resolve(settings.appearance.theme)

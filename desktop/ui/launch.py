@@ -31,7 +31,7 @@ def run_window(sampler: Sampler, settings: Settings, db: Path,
     qt_app.setApplicationName("Rigscope")
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
-    recording = open_recording(db, retention=settings.retention)
+    recording = open_recording(db, retention=settings.retention, busy_util_pct=settings.advisor.busy_util_pct)
     # On the simulated GPU, "End process" ends the simulated process, never a real one with its pid.
     ender = None if isinstance(sampler.gpu, SimulatedBackend) else end_process
     app = RigscopeApp(qt_app, sampler, settings, recording, end_process=ender, db_path=db)

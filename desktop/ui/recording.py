@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from desktop.config import RetentionSettings
 from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.limits import LimitsWatch
@@ -31,11 +32,13 @@ class SettingsMaintenance:
     ``retention`` is replaced on the GUI thread and read on the writer thread: one reference, so
     each pass sees either the old settings or the new ones, never a mix."""
 
-    run: Callable[[Any, RetentionSettings, float], None]
+    run: Callable[..., None]
     retention: RetentionSettings
+    #: The busy threshold (Settings → Advisor) the rollups count busy seconds with.
+    busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT
 
     def __call__(self, store: Any, now_s: float) -> None:
-        self.run(store, self.retention, now_s)
+        self.run(store, self.retention, now_s, busy_util_pct=self.busy_util_pct)
 
 
 @dataclass
@@ -68,10 +71,12 @@ class Recording:
             for time_s, kind, gpu_uuid, detail in [*self.envelope_watch.events(snap), *self.limits_watch.events(snap)]:
                 self.writer.add_event(time_s, kind, gpu_uuid, detail)
 
-    def set_retention(self, retention: RetentionSettings) -> None:
-        """Settings applied a retention: the writer's next rollup and retention pass uses it."""
+    def set_retention(self, retention: RetentionSettings, busy_util_pct: float | None = None) -> None:
+        """Settings applied a retention (and busy threshold): the writer's next rollup and retention pass uses it."""
         if self.maintenance is not None:
             self.maintenance.retention = retention
+            if busy_util_pct is not None:
+                self.maintenance.busy_util_pct = busy_util_pct
 
     def add_event(self, time_s: float, kind: str, message: str, gpu_uuid: str | None = None) -> None:
         """Record an alert or state change; kept in memory too, for the window's own list."""
@@ -114,7 +119,8 @@ def stalled_since(status: Any, started_s: float, now_s: float) -> float | None:
     return since if now_s - since > STALL_AFTER_S else None
 
 
-def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None) -> Recording:
+def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None,
+                   busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> Recording:
     """Start a HistoryWriter (it takes the single-writer lock), or fall back to reading, or to nothing.
 
     ``retention`` (default: the defaults) is what the writer's rollup and retention passes keep
@@ -128,7 +134,7 @@ def open_recording(db_path: Path, record: bool = True, *, retention: RetentionSe
         return Recording("off", f"history storage is not available ({exc})")
     writer: Any | None = None
     busy: str | None = None
-    maintenance = SettingsMaintenance(maintain, retention or RetentionSettings())
+    maintenance = SettingsMaintenance(maintain, retention or RetentionSettings(), busy_util_pct)
     if record and db_path.exists():
         # `rigscope demo`'s database (meta demo=1) holds a simulated week: live samples of this machine
         # would mix into it (--db demo.sqlite did). It is shown, never written.

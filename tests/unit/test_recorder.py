@@ -253,3 +253,29 @@ def test_record_refuses_a_file_that_is_not_a_history_database(tmp_path: Path, mo
     assert cli.main(["record", "--simulate", "--db", str(notes)]) == 2
     assert "is not a Rigscope history database; refusing to touch it" in capsys.readouterr().err
     assert notes.read_text() == "shopping list\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("threshold", [10.0, 50.0])
+def test_the_recorders_rollups_count_busy_seconds_at_the_settings_threshold(tmp_path: Path, threshold: float) -> None:
+    """Issue 22's one busy definition reaches `rigscope record`'s own rollups (they used the 10 % default)."""
+    clock = [1_790_000_040.0]
+    writer = HistoryWriter(tmp_path / "h.sqlite", flush_interval_s=3600)
+    writer.start()
+    sampler = _FakeSampler(clock)
+    try:
+        recorder = Recorder(sampler, writer, clock=lambda: clock[0], maintenance_period_s=300.0,
+                            busy_util_pct=threshold)
+        utils = iter([30.0] * 60 + [0.0] * 400)
+        sampler.rng = type("Fixed", (), {"uniform": lambda _self, lo, hi: next(utils) if lo == 0 else lo})()
+        for _ in range(400):
+            recorder.step()
+            recorder.wait_maintenance()  # each pass done before the next step: no race with the clock
+            clock[0] += 1.0
+        assert writer.flush()
+    finally:
+        writer.close()
+    with HistoryStore.open(tmp_path / "h.sqlite", readonly=True) as store:
+        busy_ds = store.conn.execute("SELECT coalesce(sum(busy_ds), 0) FROM gpu_minute").fetchone()[0]
+        rows = store.conn.execute("SELECT ts, busy_ds, dur_ds FROM gpu_minute").fetchall(), store.meta("rollup_minute_until")
+    # The first 60 samples at 30 % utilization: busy above a 10 % threshold, idle under a 50 % one.
+    assert busy_ds == (600 if threshold == 10.0 else 0), rows

@@ -202,7 +202,8 @@ def test_an_endless_binary_stream_stops(capsys: pytest.CaptureFixture[str], tmp_
     result = parse_nvsmi_csv(dev_zero, now_s=NOW_S)
     assert result.rows == 0 and len(result.skipped) == 1 and "binary" in result.skipped[0][1]
     rc, out, _ = _import(capsys, tmp_path / "h.sqlite", dev_zero)
-    assert rc == 0 and "line 1: " in out and "binary" in out
+    # Not a log at all: exit 2 with the reason (issue 20: it had become exit 0, "0 rows imported").
+    assert rc == 2 and "not an nvidia-smi log" in out and "binary" in out
 
 
 @pytest.mark.parametrize("name", ["nvsmi_utf16le_powershell.csv", "nvsmi_cp1252_degrees.csv"])
