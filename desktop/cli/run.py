@@ -231,6 +231,7 @@ def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: A
     from desktop.advice import load_cloud_offers, load_gpu_specs
     from desktop.history.store import HistoryStore
     from desktop.jobs.card import build_card, job_frame, job_gpus
+    from desktop.jobs.envelope_note import with_envelope_note
     from desktop.jobs.trace_frame import has_samples, trace_frame
 
     now = run.record.ended_s or run.clock()
@@ -244,9 +245,10 @@ def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: A
                 own = trace_frame(run.infos, time_s, {i: cols for i, (_t, cols) in arrays.items()},
                                   start_s=frame.start_s, end_s=frame.end_s)
                 frame = replace(frame, gpus=own.gpus, processes=None)  # the history's processes are another GPU's
-        return build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
+        card = build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
                           specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
                           thresholds=settings.advisor)
+        return with_envelope_note(card, store, run.record, now)  # the laptop's power envelope over the job
 
     return history.do(make)
 

@@ -52,3 +52,22 @@ def test_jobs_show_and_the_jobs_page_carry_the_note(tmp_path: Path, capsys: pyte
     assert any(n.startswith("Power limit: capped at 56 W") for n in card["notes"])
     detail = JobsHistory(db, CostSettings(), clock=lambda: END + 60.0).detail(job_id)
     assert sum(n.startswith("Power limit: ") for n in detail.card.notes) == 1
+
+
+def test_the_card_rigscope_run_prints_and_stores_has_the_note(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from desktop.history import jobs as job_store
+
+    repo = Path(__file__).resolve().parents[3]
+    db = tmp_path / "h.db"
+    done = subprocess.run([sys.executable, "-m", "desktop", "run", "--simulate", "--interval", "0.2", "--db", str(db),
+                           "--", sys.executable, "-c", "import time; time.sleep(1.5)"],
+                          cwd=repo, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    line = "Power limit: capped at 150 W of 175 W: firmware mode Balanced (the whole job)"
+    assert line in done.stderr.decode()
+    with HistoryStore.open(db, readonly=True) as store:
+        (record,) = job_store.jobs(store)
+    assert record.card is not None and line in record.card["notes"]
