@@ -107,7 +107,7 @@ class HistoryPage(QWidget):
         if self.week_combo.count():
             self.show_week(self.week_combo.currentText())
         else:
-            self.view.setPlainText("No history yet: record some (or run `rigscope demo`) to see weekly summaries.")
+            self.view.setPlainText("No history yet: record some (or run rigscope demo) to see weekly summaries.")
 
     def _step(self, delta: int) -> None:
         index = self.week_combo.currentIndex() + delta

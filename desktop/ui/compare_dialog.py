@@ -42,7 +42,7 @@ from desktop.ui.theme import Theme
 #: Where the window's shortcut for this dialog is documented (main_window adds it).
 SHORTCUT = "Ctrl+K"
 EMPTY_TEXT = ("Pick two or more run records to compare them side by side. Write one on each machine with "
-              "`rigscope stress --minutes 2 -o cloud.json` (or `rigscope run -o job.json -- python train.py`). "
+              "rigscope stress --minutes 2 -o cloud.json (or rigscope run -o job.json -- python train.py). "
               "The first record is the reference the ratios are taken against.")
 FLAG_TIP = "Differs between the records: this can explain a throughput gap"
 
