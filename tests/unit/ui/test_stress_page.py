@@ -231,7 +231,8 @@ def test_a_run_that_cannot_be_saved_keeps_its_verdict_and_says_so(qtbot: QtBot, 
     with qtbot.waitSignal(page.finished, timeout=60_000) as blocker:
         page.start()
     assert blocker.args[0] is page.verdict and page.verdict is not None and page.run_id is None
-    assert page.verdict_text.text() == page.verdict.sentence
+    # The verdict, then the power-limit line of the run's envelope (issue 25).
+    assert page.verdict_text.text().split("\nPower limit: ")[0] == page.verdict.sentence
     assert page.live_label.text().startswith(f"Not saved to {db}") and "disk is full" in page.live_label.text()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
 
