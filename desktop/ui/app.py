@@ -191,11 +191,27 @@ class RigscopeApp(QObject):
         # The picker shows when there are several GPUs (the backend's static list, read once here).
         gpus = [(info.index, info.name) for info in gpu.devices()]
         page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus)
+        self._add_mode_compare(page, gpu)
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
         if device != "sim" and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
                                  "`pip install \"rigscope[stress]\"` (or `pip install torch`) and restart Rigscope.")
         return page
+
+    def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
+        """The Stress page's "Compare modes": the simulated laptop's modes, or msi-ec / platform_profile's."""
+        from desktop.stress.per_mode import ModeSwitch, SimulatedModes, SysfsModes
+        from desktop.ui.stress_modes import ModeCompare
+
+        switch: ModeSwitch
+        if isinstance(gpu, SimulatedBackend):
+            if not gpu.machine.laptop:
+                return
+            switch = SimulatedModes(gpu.machine)
+        else:
+            switch = SysfsModes()  # reads only: the user switches when asked
+        if len(switch.available()) >= 2:
+            self.mode_compare = ModeCompare(page, switch)
 
     def _build_advisor_page(self) -> QWidget:
         from desktop.ui.advisor_page import AdviceState, AdvisorPage

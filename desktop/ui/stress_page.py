@@ -144,6 +144,7 @@ class StressPage(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         controls.addWidget(self.one_click)
         controls.addWidget(self.cancel_button)
+        self._controls = controls
         layout.addLayout(controls)
         for sequence, slot in ((START_SHORTCUT, self.start), ("Esc", self.cancel)):
             shortcut = QShortcut(QKeySequence(sequence), self)
@@ -191,6 +192,10 @@ class StressPage(QWidget):
         layout.addWidget(self.table, 1)
         self.verdict_card.show_idle(None)
         self._style_controls()
+
+    def add_control(self, widget: QWidget) -> None:
+        """Another control before the start button (the "Compare modes" menu: desktop/ui/stress_modes.py)."""
+        self._controls.insertWidget(self._controls.indexOf(self.one_click), widget)
 
     @property
     def charts_shown(self) -> bool:
@@ -362,7 +367,7 @@ class StressPage(QWidget):
         self.progress_bar.setValue(1000 if not result.aborted else self.progress_bar.value())
         self.progress_bar.setFormat("Done" if not result.aborted else f"Stopped: {result.message}")
         line = result.extra.get("power_limit_line")
-        self.verdict_card.show_verdict(done.verdict, line if isinstance(line, str) else None)
+        self.verdict_card.show_verdict(done.verdict, line if isinstance(line, str) else None, result.gpu)
         if done.save_error:  # the verdict stays; the page says it is not in the history
             self.live_label.setText(done.save_error)
         if done.runs_error:

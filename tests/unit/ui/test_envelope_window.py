@@ -41,3 +41,11 @@ def test_the_laptop_power_menu_moves_the_limit_and_its_line(make_app: Any, qtbot
     assert app.window.grab().save(str(_shots(tmp_path) / "dashboard-laptop-on-battery.png"))
     bar.stop_action.trigger()
     h.tick()
+
+
+def test_the_stress_page_offers_compare_modes_on_the_simulated_laptop(make_app: Any) -> None:
+    h = make_app()
+    page = h.app.stress
+    compare = h.app.mode_compare
+    assert compare.page is page and list(compare.mode_actions) == ["turbo", "eco", "comfort"]
+    assert page._controls.indexOf(compare.button) == page._controls.indexOf(page.one_click) - 1

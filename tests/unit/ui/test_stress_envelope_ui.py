@@ -35,3 +35,80 @@ def test_quick_run_on_the_simulated_laptop_names_its_limit(qtbot: QtBot) -> None
     with qtbot.waitSignal(page.finished, timeout=60_000):
         pass
     assert page.verdict_text.text().endswith("\nPower limit: capped at 150 W of 175 W: firmware mode Balanced.")
+
+
+def _compare_page(qtbot: QtBot, asked: list[str] | None = None, switch: object = None) -> tuple[object, object]:
+    from desktop.stress.per_mode import SimulatedModes
+    from desktop.stress.run_model import SimClock
+    from desktop.stress.runner import runner_factory
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+    from desktop.ui.stress_modes import ModeCompare
+
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+    make = runner_factory(backend.view, clock=SimClock(real_s_per_s=0.002))
+    page = StressPage(resolve("light"), make, db_path=None, device="sim")
+    qtbot.addWidget(page)
+    ask_log = asked if asked is not None else []
+    compare = ModeCompare(page, switch or SimulatedModes(backend.machine),  # type: ignore[arg-type]
+                          ask=lambda text: ask_log.append(text) is None)
+    return page, compare
+
+
+def test_compare_modes_runs_the_quick_test_per_mode_and_compares(qtbot: QtBot) -> None:
+    page, compare = _compare_page(qtbot)
+    assert [a.text() for a in compare.mode_actions.values()] == ["Extreme Performance", "Eco", "Balanced"]
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.run_action.trigger()
+    assert compare.active and page.running
+    qtbot.waitUntil(lambda: not compare.active, timeout=60_000)
+    assert [r.name for r in compare.runs] == ["Extreme Performance", "Eco"]
+    assert [r.result.extra["power_limit_line"] for r in compare.runs] == [
+        "at its rated power (175 W)", "capped at 80 W of 175 W: firmware mode Eco"]
+    text = page.verdict_card.comparison.text()
+    assert text.startswith("Extreme Performance buys ") and " over Eco at +" in text.splitlines()[0]
+    assert "Eco: " in text and " W, " in text
+
+
+def test_compare_modes_asks_where_it_may_not_switch(qtbot: QtBot) -> None:
+    from desktop.stress.per_mode import SimulatedModes
+
+    class AskFirst(SimulatedModes):
+        """A switch that may not write (a real laptop without --switch-modes): the test's 'user' switches."""
+
+        def set(self, mode: str) -> bool:
+            self.machine.set_envelope(shift_mode=mode)  # what the user does in MSI Center
+            return False
+
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+
+    asked: list[str] = []
+    machine = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad()).machine
+    page, compare = _compare_page(qtbot, asked, AskFirst(machine))
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.mode_actions["eco"].setChecked(False)
+    compare.run_action.trigger()  # one mode only: refused before anything runs
+    assert not page.running and asked == []
+    assert "at least two" in page.verdict_card.text.text()
+    compare.mode_actions["eco"].setChecked(True)
+    compare.run_action.trigger()
+    qtbot.waitUntil(lambda: not compare.active, timeout=60_000)
+    assert asked == ["Switch the firmware to Extreme Performance (simulated turbo), then press OK.",
+                     "Switch the firmware to Eco (simulated eco), then press OK."]
+    assert [r.name for r in compare.runs] == ["Extreme Performance", "Eco"]  # as read back after asking
+
+
+def test_compare_modes_cancelled_when_the_user_declines(qtbot: QtBot) -> None:
+    from desktop.stress.per_mode import SimulatedModes
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+    from desktop.ui.stress_modes import ModeCompare
+
+    class Refuses(SimulatedModes):
+        def set(self, mode: str) -> bool:
+            return False
+
+    page, _compare = _compare_page(qtbot)
+    machine = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad()).machine
+    declined = ModeCompare(page, Refuses(machine), ask=lambda _text: False)
+    declined.run_action.trigger()
+    assert not page.running and not declined.active
+    assert page.verdict_card.text.text() == "Mode comparison cancelled."
