@@ -148,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same history")
     p.add_argument("--gpus", default="rtx4090-laptop", metavar="PROFILES",
                    help="simulated GPU profiles, comma-separated (default rtx4090-laptop)")
-    _db(p)
+    p.add_argument("--db", metavar="PATH",
+                   help="the demo database to write (default: demo-history.sqlite in your data folder, beside "
+                        "but never in the real history; a file that holds real history is refused)")
     _json(p)
 
     p = add("stress", "run a sustained-load test and give a throttle verdict")

@@ -15,7 +15,7 @@ DAYS_MAX = 366.0
 
 
 def main(args: argparse.Namespace) -> int:
-    from desktop.history.demo import write_demo
+    from desktop.jobs.demo_jobs import write_demo_week
     from desktop.telemetry.simulated import parse_profile_list
 
     try:
@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
     if not DAYS_MIN <= days <= DAYS_MAX:  # also NaN
         raise UserError(f"--days {args.days:g}: choose between {DAYS_MIN:g} (about 15 minutes) and {DAYS_MAX:g} days")
     path = db_path(args, demo=True)
-    summary = write_demo(path, profiles, days=days, seed=int(args.seed))
+    summary = write_demo_week(path, profiles, days=days, seed=int(args.seed), now_s=args.now_s)
     if args.json:
         print(json.dumps({"db": str(summary.path), "demo": True, "start_s": summary.start_s, "end_s": summary.end_s,
                           "gpus": summary.gpus, "rows": summary.counts, "seconds": round(summary.seconds, 2)},
@@ -36,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"Demo history written to {summary.path} (clearly labelled as demo data): {span}, "
               f"{count_text(len(summary.gpus), 'simulated GPU')} ({', '.join(summary.gpus)}), "
               f"{summary.counts['gpu_samples']:,} GPU samples, {summary.counts['events']:,} events, "
+              f"{count_text(summary.counts.get('jobs', 0), 'job')} (rigscope jobs --db {summary.path}), "
               f"in {summary.seconds:.1f} s.")
         print(f"Open it with: rigscope --db {summary.path}    or    rigscope advise --db {summary.path}")
     return 0

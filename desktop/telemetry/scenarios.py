@@ -150,6 +150,10 @@ class WeekScenario:
         eps.sort(key=lambda e: e.start_s)
         return eps
 
+    def episodes(self, gpu_index: int) -> list[Episode]:
+        """The GPU's episodes of one week, in order (offsets from Monday 00:00 UTC)."""
+        return list(self._episodes[gpu_index]) if gpu_index < len(self._episodes) else []
+
     def _find(self, gpu_index: int, time_s: float) -> int:
         if gpu_index >= len(self._episodes):
             return -1

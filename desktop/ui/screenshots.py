@@ -125,6 +125,12 @@ class _DemoProcesses(SimulatedBackend):
                        sm_util_pct=2.0, mem_util_pct=1.0, enc_util_pct=0.0, dec_util_pct=6.0,
                        command="firefox"),
         ]
+        # The others hold part of what the GPU reports used, not memory on top of it: the training job's share
+        # shrinks by theirs, so the page's total stays within the GPU's used VRAM (it showed more than the card).
+        job = next((i for i, p in enumerate(procs) if p.gpu_index == 0 and p.pid not in (5120, 1873, 2990)), None)
+        if job is not None and procs[job].vram_mib is not None:
+            others = sum(p.vram_mib or 0.0 for i, p in enumerate(procs) if p.gpu_index == 0 and i != job)
+            procs[job] = dataclasses.replace(procs[job], vram_mib=max(0.0, (procs[job].vram_mib or 0.0) - others))
         return procs
 
 
@@ -158,65 +164,13 @@ def build(history_db: Path | None, end_s: float) -> tuple[QApplication, Rigscope
 
 
 def write_history(path: Path, end_s: float) -> Path | None:
-    """A day of demo history ending where the live ticks begin (None when history is unavailable)."""
+    """A week of demo history, with its jobs, ending where the live ticks begin (None when history is unavailable)."""
     try:
-        from desktop.history.demo import write_demo
+        from desktop.jobs.demo_jobs import write_demo_week
     except ImportError:
         return None
-    write_demo(path, parse_profile_list(PROFILE), days=HISTORY_DAYS, now_s=end_s - LIVE_TICKS)
-    add_demo_jobs(path, end_s - LIVE_TICKS)
+    write_demo_week(path, parse_profile_list(PROFILE), days=HISTORY_DAYS, now_s=end_s - LIVE_TICKS)
     return path
-
-
-#: Jobs of the demo week recorded as `rigscope run` would: (hours before the live part, command, throughput
-#: unit, items per second at full utilization and max clock).
-_DEMO_JOBS: tuple[tuple[float, tuple[str, ...], str, float], ...] = (
-    (5 * 24 + 14.0, ("python", "train_recsys.py"), "samples/s", 5200.0),
-    (3 * 24 + 16.0, ("python", "train_dataloader.py", "--workers", "2"), "it/s", 9.5),
-)
-
-
-def add_demo_jobs(path: Path, now_s: float) -> None:
-    """Jobs on the Jobs page: demo-week episodes stored with a throughput that follows the GPU's samples."""
-    import numpy as np
-
-    from desktop.advice import load_cloud_offers, load_gpu_specs
-    from desktop.history import jobs as job_store
-    from desktop.history.store import HistoryStore
-    from desktop.jobs.card import build_card, job_frame
-    from desktop.jobs.model import JobRecord, JobSeries
-
-    profiles = parse_profile_list(PROFILE)
-    scenario = WeekScenario([p.vram_total_mib for p in profiles])
-    with HistoryStore.open(path) as store:
-        info = store.gpus()[0]
-        for hours_before, argv, unit, rate in _DEMO_JOBS:
-            at_s = now_s - hours_before * 3600.0
-            episode = scenario.episode(0, at_s)
-            if episode is None:
-                continue
-            start_s = week_start(at_s) + episode.start_s
-            end_s = min(week_start(at_s) + episode.end_s, now_s)
-            record = JobRecord(job_id=0, name=argv[1], argv=argv, started_s=start_s, ended_s=end_s, exit_code=0,
-                               pids=(episode.pid,), gpu_uuids=(info.uuid,), gpu_indices=(info.index,),
-                               throughput_unit=unit, source="simulated")
-            frame = job_frame(store, record, end_s)
-            if not frame.gpus:  # a shorter demo history than the job's week
-                continue
-            gpu = frame.gpus[0]
-            every = max(1, round(10.0 / float(np.median(gpu.duration_s))))  # a report every ~10 s
-            clock = gpu.sm_clock_mhz / (gpu.meta.sm_clock_max_mhz or np.nanmax(gpu.sm_clock_mhz))
-            rows = (gpu.time_s >= start_s) & (gpu.time_s < end_s)
-            # What a tqdm bar prints: the rate as an exponential moving average (its `smoothing`), not
-            # the instant speed, so a loader that stalls every 40 s reads as a steady, lower it/s.
-            instant = np.nan_to_num((rate * gpu.utilization_gpu_pct / 100.0 * clock)[rows])
-            weights = np.exp(-np.arange(120) / 40.0)
-            shown = np.convolve(instant, weights / weights.sum())[: len(instant)]
-            series = JobSeries(time_s=gpu.time_s[rows][::every], throughput=shown[::every])
-            card = build_card(record, series, frame, Settings().costs, offers=load_cloud_offers(),
-                              specs=load_gpu_specs())
-            job_id = job_store.add_job(store, dataclasses.replace(record, card=card.as_dict()))
-            job_store.set_job_series(store, job_id, series)
 
 
 def _wait_loaded(qt_app: QApplication, page: object, timeout_s: float = 120.0) -> None:

@@ -94,13 +94,13 @@ class SimulatedActions(QObject):
             self.window.show_banner(f"This window records into {path}: the demo week goes into a separate "
                                     "database. Start Rigscope with another --db to load it.", "warning")
             return
-        from desktop.history.demo import write_demo
+        from desktop.jobs.demo_jobs import write_demo_week  # the week with its jobs, as `rigscope demo` writes it
 
         profiles = list(self.machine.profiles)
         end_s, days = self._now_s(), self.demo_days
         self.dashboard.simulated_bar.demo_started()
         progress = self.demo_progress.emit
-        self.demo_loader.run(lambda: write_demo(path, profiles, days=days, now_s=end_s, progress=progress),
+        self.demo_loader.run(lambda: write_demo_week(path, profiles, days=days, now_s=end_s, progress=progress),
                              lambda _summary: self._demo_written(path), self._demo_failed)
 
     def _demo_written(self, path: Path) -> None:
