@@ -342,3 +342,19 @@ def power_limit_note(lines: Sequence[tuple[float, str]], start_s: float, end_s: 
         return f"Power limit: {next(iter(held))} (the whole {what})"
     ranked = sorted(held.items(), key=lambda item: -item[1])
     return "Power limit: " + ", ".join(f"{line} ({duration_text(seconds)})" for line, seconds in ranked)
+
+
+def dynamic_boost_w(limits: GpuLimits) -> tuple[float | None, str | None]:
+    """How many watts Dynamic Boost can add to this GPU, and where that comes from; (None, None) off laptops.
+
+    The driver's max limit above its default is the boost a laptop's firmware allows (a 4090 Laptop: 175 - 150
+    = 25 W); without those, the datasheet's boost range; 0 where the max equals the default (no boost).
+    """
+    if not limits.is_laptop:
+        return None, None
+    if limits.max_w is not None and limits.default_w is not None:
+        return max(0.0, limits.max_w - limits.default_w), "driver max - default limit"
+    sheet = datasheet_for(limits.name)
+    if sheet is not None:
+        return sheet.boost_max_w - sheet.tgp_max_w, f"datasheet ({sheet.gpu})"
+    return None, None

@@ -110,6 +110,10 @@ def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
         if gpu["rated_w"] is not None:
             rated = f"{gpu['rated_w']:.0f} W ({printable(gpu['rated_source'])})"
             rows.append((f"GPU {gpu['index']} rated power", rated))
+        if gpu.get("dynamic_boost_w") is not None:
+            boost = (f"up to {gpu['dynamic_boost_w']:.0f} W ({printable(gpu['dynamic_boost_source'])})"
+                     if gpu["dynamic_boost_w"] > 0 else "none (max limit = default)")
+            rows.append((f"GPU {gpu['index']} Dynamic Boost", boost))
     title = "Power envelope" + (" (simulated laptop)" if env.get("simulated") else "")
     lines = [title, text_table(rows)]
     for gpu in env["gpus"]:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.envelope import firmware_mode_name
+from advisor.envelope import dynamic_boost_w, firmware_mode_name
 from desktop.telemetry.backend import GpuBackend
-from desktop.telemetry.envelope import PowerEnvelope, envelope_of, explain_gpu
+from desktop.telemetry.envelope import PowerEnvelope, envelope_of, explain_gpu, limits_of
 from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState, GpuInfo, GpuSample
 from desktop.telemetry.sampler import DEFAULT_REINIT_PERIOD_S
 
@@ -99,7 +99,9 @@ def power_envelope_section(infos: Sequence[GpuInfo], envelope: PowerEnvelope) ->
     gpus = []
     for info in infos:
         cap = explain_gpu(info, envelope)
+        boost_w, boost_source = dynamic_boost_w(limits_of(info))
         gpus.append({"index": info.index, "line": cap.line, "cause": cap.cause, "capped": cap.capped,
+                     "dynamic_boost_w": boost_w, "dynamic_boost_source": boost_source,
                      "enforced_w": cap.enforced_w, "default_w": info.power_limit_default_w,
                      "min_w": info.power_limit_min_w, "max_w": info.power_limit_max_w,
                      "rated_w": cap.rated_w, "rated_source": cap.rated_source, "action": cap.action})

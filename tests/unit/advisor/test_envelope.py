@@ -102,3 +102,13 @@ def test_power_limit_note_over_a_span() -> None:
     assert power_limit_note([(0.0, rated)], 1000.0, 3400.0) == "Power limit: at its rated power (175 W) (the whole run)"
     assert power_limit_note([(5000.0, rated)], 1000.0, 3400.0) is None
     assert power_limit_note([], 1000.0, 3400.0) is None
+
+
+def test_dynamic_boost_headroom() -> None:
+    from advisor.envelope import dynamic_boost_w
+
+    assert dynamic_boost_w(limits(150.0)) == (25.0, "driver max - default limit")
+    assert dynamic_boost_w(limits(115.0, name="NVIDIA GeForce RTX 4070 Laptop GPU", max_w=None, default_w=None)) == (
+        25.0, "datasheet (RTX 4070 Laptop)")
+    assert dynamic_boost_w(limits(80.0, max_w=80.0, default_w=80.0)) == (0.0, "driver max - default limit")
+    assert dynamic_boost_w(GpuLimits("NVIDIA H200", 700.0, 700.0, max_w=700.0)) == (None, None)

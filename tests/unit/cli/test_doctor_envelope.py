@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ def test_doctor_line_and_fields_per_case(monkeypatch: pytest.MonkeyPatch, capsys
     assert env["gpus"][0]["line"] == line
     assert env["gpus"][0]["rated_w"] == 175.0 and env["gpus"][0]["rated_source"] == "driver max limit"
     assert env["gpus"][0]["enforced_w"] == float(limit_w)
+    assert env["gpus"][0]["dynamic_boost_w"] == 25.0  # the 4090 Laptop's 175 W max over its 150 W default
     for key, value in fields.items():
         assert env[key] == value, key
     text = _doctor(capsys, json_out=False)
@@ -63,6 +65,7 @@ def test_doctor_text_names_the_fix_and_never_pl(monkeypatch: pytest.MonkeyPatch,
     assert "GPU 0 fix: sudo systemctl enable --now nvidia-powerd" in text
     assert "not running, unit installed" in text
     assert "another GPU drives the display" in text
+    assert re.search(r"GPU 0 Dynamic Boost +up to 25 W \(driver max - default limit\)", text)
     section = text.split("Power envelope", 1)[1].split("Permissions", 1)[0]
     assert "nvidia-smi -pl" not in section
 
