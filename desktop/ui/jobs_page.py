@@ -142,7 +142,7 @@ class JobsPage(QWidget):
         self.charts_empty.setWordWrap(True)
         self.charts_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.charts_empty.hide()
-        right_layout.addWidget(self.charts_empty, 3)
+        right_layout.addWidget(self.charts_empty, 1)  # the card above takes its full height first
         self.pause_note = QLabel(PAUSE_NOTE)
         self.pause_note.setVisible(False)
         right_layout.addWidget(self.pause_note)
