@@ -120,10 +120,24 @@ def pcie(meta: GpuMeta) -> str:
             "generation setting; an x8 or Gen3 link slows host-device copies.")
 
 
-def battery(platform: str) -> str:
+#: On battery, power under this share of the limit is "far below" it.
+BATTERY_FAR_BELOW_SHARE = 0.8
+
+
+def battery(platform: str, mean_power_w: float | None = None, power_limit_w: float | None = None) -> str:
+    """Plug in: with what the power on battery says (far below the limit only where it was)."""
     plan = "the Windows power mode 'Best performance'" if _windows(platform) else "AC power"
-    return (f"Plug the charger in for heavy GPU work: on battery the GPU is held far below its power limit and "
-            f"the battery wears quickly; schedule long jobs on {plan}.")
+    power = mean_power_w if mean_power_w is not None and math.isfinite(mean_power_w) else None
+    limit = power_limit_w or None
+    if power is not None and limit is not None and power < BATTERY_FAR_BELOW_SHARE * limit:
+        held = (f"on battery the GPU was held at {power:.0f} W, far below its {limit:g} W power limit, and the "
+                "battery wears quickly")
+    elif power is not None and limit is not None:
+        held = (f"at {power:.0f} W from the battery (its limit {limit:g} W) the battery drains and wears "
+                "quickly, and many laptops cut the GPU's limit as the charge falls")
+    else:
+        held = "on battery many laptops hold the GPU below its power limit, and the battery wears quickly"
+    return f"Plug the charger in for heavy GPU work: {held}; schedule long jobs on {plan}."
 
 
 def low_effective_load(memory_bound: bool) -> str:

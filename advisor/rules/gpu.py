@@ -6,6 +6,7 @@ import numpy as np
 
 from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, ClockEventReason, bits
 from advisor.costs import smallest_fitting
+from advisor.effective_load import AT_LIMIT_SHARE as POWER_AT_LIMIT_SHARE
 from advisor.frame import GpuSeries
 from advisor.profile import INFERENCE, Job
 from advisor.rules import actions
@@ -140,10 +141,21 @@ def power_cap(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Mean power while capped", weighted_mean(gpu.power_w[capped], gpu.duration_s[capped]), "W"),
             Evidence("Of it on battery", battery_share * 100.0, "%"),
         )
-        out.append(Recommendation("power_cap", "info", f"GPU {gpu.meta.index}: held at its power limit", evidence,
+        out.append(Recommendation("power_cap", "info", _power_cap_title(gpu, capped), evidence,
                                   actions.power_cap(gpu.meta, ctx.frame.platform, battery_share),
                                   ranges(gpu, capped), gpu.meta.index, "power_w", share.seconds / 3600.0))
     return out
+
+
+def _power_cap_title(gpu: GpuSeries, capped: BoolArray) -> str:
+    """"held at its power limit" only where the power while capped is at >= 95 % of the limit (the stress
+    verdict's rule, desktop/stress/power_cap.py); below it (minute rows that mix capped bursts with the
+    troughs between them, a cap set by another limit) the card says what it measured."""
+    mean = weighted_mean(gpu.power_w[capped], gpu.duration_s[capped])
+    limit = gpu.meta.power_limit_w
+    if limit and np.isfinite(mean) and mean < POWER_AT_LIMIT_SHARE * limit:
+        return f"GPU {gpu.meta.index}: power cap set under load (mean {mean:.0f} W of its {limit:g} W limit)"
+    return f"GPU {gpu.meta.index}: held at its power limit"
 
 
 def pcie_link(ctx: RuleContext) -> list[Recommendation]:
@@ -194,6 +206,8 @@ def battery_heavy(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Mean power meanwhile", weighted_mean(gpu.power_w[heavy], gpu.duration_s[heavy]), "W"),
         )
         out.append(Recommendation("battery_heavy", "warning", f"GPU {gpu.meta.index}: heavy work on battery",
-                                  evidence, actions.battery(ctx.frame.platform), ranges(gpu, heavy),
+                                  evidence, actions.battery(ctx.frame.platform, weighted_mean(
+                                      gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.meta.power_limit_w),
+                                  ranges(gpu, heavy),
                                   gpu.meta.index, "utilization_gpu_pct", seconds / 3600.0))
     return out
