@@ -195,7 +195,7 @@ class RigscopeApp(QObject):
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
         if device != "sim" and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
-                                 "`pip install \"rigscope[stress]\"` (or `pip install torch`) and restart Rigscope.")
+                                 "pip install \"rigscope[stress]\" (or pip install torch) and restart Rigscope.")
         return page
 
     def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
