@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,19 @@ def _running(obj: object) -> bool:
         return False
 
 
+def _qt_objects() -> list[object]:
+    """Every live QThread and QTimer. ``isinstance`` on every object the collector knows asks some for
+    their ``__class__``: torch's deprecated ``reduce_op`` warns then, once an earlier test imported torch."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [o for o in gc.get_objects() if isinstance(o, QThread | QTimer)]
+
+
 @pytest.fixture(autouse=True)
 def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
     """Fail a test that leaves a QThread, a background job (``desktop.ui.background.Loader``) or an
     active QTimer behind (after its widgets closed)."""
-    before = {id(o) for o in gc.get_objects() if isinstance(o, QThread | QTimer)}
+    before = {id(o) for o in _qt_objects()}
     jobs_before = set(running_jobs())
     yield
     deadline = time.monotonic() + JOB_GRACE_S
@@ -68,7 +77,7 @@ def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
         time.sleep(0.005)
     qapp.processEvents()
     jobs = sorted(set(running_jobs()) - jobs_before)
-    still = [o for o in gc.get_objects() if isinstance(o, QThread | QTimer) and id(o) not in before and _running(o)]
+    still = [o for o in _qt_objects() if id(o) not in before and _running(o)]
     names = [_describe(o) for o in still]
     for obj in still:  # stop them so that one leak does not cascade into every later test
         if isinstance(obj, QThread):
