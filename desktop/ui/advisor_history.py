@@ -196,7 +196,7 @@ class HistoryPage(QWidget):
         if self.data is None:
             return
         suffix = path.suffix.lower()
-        # Beside the target and renamed over it, as `rigscope report -o`: never through a symlink there.
+        # Beside the target and renamed over it, as `rigscope report -o FILE`: never through a symlink there.
         if suffix == ".pdf":
             write_pdf(self.data, self.paper_pngs(), path)
         elif suffix == ".json":

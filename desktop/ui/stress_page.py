@@ -434,7 +434,7 @@ class StressPage(QWidget):
             (self.export_html if kind == "html" else self.export_json)(Path(path))
 
     def export_json(self, path: Path) -> Path:
-        """The portable run record ``rigscope stress -o`` writes (``rigscope compare`` and the Compare dialog read
+        """The portable run record ``rigscope stress -o FILE`` writes (``rigscope compare`` and the Compare dialog read
         it), and the HTML page beside it (same name, .html); returns the page's path."""
         if self.result is None or self.verdict is None:
             raise ValueError("no finished run to export")

@@ -86,6 +86,7 @@ def _source_commands() -> list[str]:
 def _forms(shown: str) -> list[list[str]]:
     """The argument lists a shown command means: as few options as it allows and, for a synopsis,
     every optional part with its first alternative; None for what is output, not a command."""
+    shown = shown.replace(" \\| ", "|").replace("\\|", "|")  # `[a \| b]` in a Markdown table cell is `[a|b]`
     shown = re.sub(r"\s\|\s(head|less|grep)\b.*$", "", shown)  # a shell pipe after it
     words = shown.split()
     if len(words) > 1 and words[1].endswith(":"):  # an error message the README quotes
