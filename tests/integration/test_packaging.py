@@ -146,6 +146,6 @@ def test_building_the_package_prints_no_setuptools_warning(repo_root: Path, tmp_
                 str(tmp_path / "dist"), str(src)], cwd=src)
     assert done.returncode == 0, done.stdout + done.stderr
     output = done.stdout + done.stderr
-    warnings = [line for line in output.splitlines() if "warning" in line.lower() and "setuptools" in line.lower()
+    warnings = [line for line in output.splitlines() if ("warning" in line.lower() and "setuptools" in line.lower())
                 or "is absent from the `packages`" in line or "deprecated" in line.lower()]
     assert warnings == [], "\n".join(warnings)
