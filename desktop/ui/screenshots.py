@@ -57,6 +57,21 @@ def _select_first_process(app: RigscopeApp) -> None:
     app.processes.table.selectRow(0)
 
 
+def _select_starved_job(app: RigscopeApp) -> None:
+    """The Jobs page on the demo week's data-loader-starved run (the README's caption), once its list is read."""
+    from desktop.ui.jobs_page import JobsPage
+
+    page = app.window.page("jobs")
+    assert isinstance(page, JobsPage)
+    deadline = time.monotonic() + 60.0
+    while (page.list_loader.busy or not page.records) and time.monotonic() < deadline:
+        QApplication.processEvents()
+        time.sleep(0.01)
+    names = [r.name for r in page.records]
+    if "train_dataloader.py" in names:
+        page.table.selectRow(names.index("train_dataloader.py"))
+
+
 def _show_week(app: RigscopeApp) -> None:
     """The History page opens on the newest week; the picture shows the last full one."""
     combo = app.history_page.week_combo
@@ -75,7 +90,7 @@ SHOTS: list[Shot] = [
     Shot("costs", "costs.png", "dark"),
     Shot("stress", "stress-empty.png", "dark"),  # before the first run: the empty state, not 0-1 charts
     Shot("history", "history.png", "dark", prepare=_show_week),
-    Shot("jobs", "jobs.png", "dark"),
+    Shot("jobs", "jobs.png", "dark", prepare=_select_starved_job),
 ]
 
 
