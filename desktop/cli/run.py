@@ -248,9 +248,17 @@ def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: A
         card = build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
                           specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
                           thresholds=settings.advisor)
+        if run.record.source == "simulated":
+            card = replace(card, notes=(*card.notes, SIMULATED_LOAD_NOTE))
         return with_envelope_note(card, store, run.record, now)  # the laptop's power envelope over the job
 
     return history.do(make)
+
+
+#: On the simulated GPU the job is the load: it runs the GPU at full load while it runs, whatever it does (a
+#: `sleep 8` read 100 % busy and "1 s at 13x" in the cloud), so its GPU figures describe the simulation.
+SIMULATED_LOAD_NOTE = ("Simulated GPU: it ran at full load while the job ran, whatever the job did; the GPU busy "
+                       "share, throttling and cloud times describe the simulation, not the job.")
 
 
 def _write_output(run: JobRun, output: Path, card: dict[str, Any] | None, price_per_hour: float | None = None,

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from desktop import config
-from desktop.cli.run import _card
+from desktop.cli.run import SIMULATED_LOAD_NOTE, _card
 from desktop.jobs.job import JobHistory, _Trace
 from desktop.jobs.model import JobRecord, JobSeries
 from desktop.telemetry.model import GpuInfo, GpuSample
@@ -41,3 +41,5 @@ def test_a_history_without_the_jobs_gpu_gives_the_card_from_the_runs_own_samples
     assert card.energy_wh == pytest.approx(8940.0 / 3600.0)
     assert card.gpus[0].mean_power_w == pytest.approx(149.0)
     assert card.gpus[0].busy_share == pytest.approx(1.0) and card.throttled is False
+    # The simulated GPU ran at full load because the job ran (a `sleep` too): the card says its figures are that.
+    assert SIMULATED_LOAD_NOTE in card.notes
