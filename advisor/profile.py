@@ -87,9 +87,11 @@ def names_in(processes: ProcessSamples | None, gpu_index: int, interval: Interva
     return _GpuProcesses.of(processes, gpu_index).names_in(interval)
 
 
-def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...]) -> tuple[str, str]:
-    """The kind of a busy stretch and the reason, in words."""
-    length = fmt_hours(interval.duration_s)
+def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...],
+             busy_s: float | None = None) -> tuple[str, str]:
+    """The kind of a busy stretch and the reason, in words: its length is its busy time when given (a stretch
+    bridges short dips, so its wall time could exceed the busy total it is "the longest" of)."""
+    length = fmt_hours(interval.duration_s if busy_s is None else min(busy_s, interval.duration_s))
     serving = [n for n in names if any(h in n.lower() for h in _SERVING_HINTS)]
     if serving:
         return INFERENCE, f"{length} of {serving[0]} (a serving process)"
@@ -113,8 +115,9 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries, *,
         # though not busy seconds.
         util = weighted_mean(gpu.utilization_gpu_pct[rows], gpu.duration_s[rows])
         names = procs.names_in(interval)
-        kind, reason = classify(interval, util, names)
-        jobs.append(Job(gpu.meta.index, interval, kind, util, float(busy[rows].sum()), names, reason))
+        busy_in = float(busy[rows].sum())
+        kind, reason = classify(interval, util, names, busy_in)
+        jobs.append(Job(gpu.meta.index, interval, kind, util, busy_in, names, reason))
     by_kind = {k: sum(j.busy_s for j in jobs if j.kind == k) for k in KINDS}
     counted = sum(by_kind.values())
     shares = {k: (v / counted if counted > 0 else 0.0) for k, v in by_kind.items()}

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, tzinfo
 import numpy as np
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, busy_share
+from advisor.clock_events import THROTTLE_REASONS, ClockEventReason, bits
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.profile import WorkloadProfile, gpu_profile
 from advisor.rules import Recommendation, sort_key
@@ -26,10 +27,13 @@ from advisor.stats import (
     values_at,
     weighted_percentile,
 )
+from advisor.wording import duration_text
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 #: "VRAM above 90 %" in the summary (a fixed line, unlike the advisor's configurable headroom).
 VRAM_HIGH_FRACTION = 0.90
+#: A week with less recorded time than this share of its span is partial: its sums are compared per day.
+FULL_WEEK_SHARE = 0.95
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,12 @@ class GpuWeek:
     #: Busy hours per local weekday, Monday first.
     daily_busy_hours: list[float]
     profile: WorkloadProfile
+    #: Of the thermal minutes, those at the HW thermal slowdown (the advice's "Of it at the HW thermal slowdown").
+    hw_thermal_minutes: float = 0.0
+    #: Minutes under any throttle cause (the causes overlap: their minutes do not add up).
+    throttled_minutes: float = 0.0
+    #: Seconds of history recorded in the week (a partial week has less than its span).
+    recorded_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,16 @@ class Change:
     @property
     def delta(self) -> float:
         return self.after - self.before
+
+    @property
+    def delta_unit(self) -> str:
+        """A change of a percentage is in percentage points ("+5.2 pp"), not per cent of it."""
+        return "pp" if self.unit == "%" else self.unit
+
+    def delta_text(self, decimals: int = 1) -> str:
+        """"+5.2 pp", "-0.5 kWh", "+58.8 h/day"."""
+        sign = "+" if self.delta > 0 else ""
+        return f"{sign}{self.delta:,.{decimals}f} {self.delta_unit}"
 
 
 @dataclass(frozen=True)
@@ -92,6 +112,8 @@ class WeeklySummary:
     demo: bool = False
     has_previous: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Said above the week-on-week changes when a week is partial ("" when both are full).
+    changes_note: str = ""
 
 
 def _local_offsets(time_s: FloatArray, tz: tzinfo) -> FloatArray:
@@ -147,11 +169,14 @@ def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: flo
         energy_kwh=kwh, energy_cost=kwh * price_per_kwh,
         peak_temp_c=nanmax(temp_max),
         p95_temp_c=weighted_percentile(gpu.temperature_c, gpu.duration_s, 95.0),
-        throttle_minutes={name: float(reason_seconds(gpu, bits).sum()) / 60.0 for name, bits in THROTTLE_CAUSES},
+        throttle_minutes={name: float(reason_seconds(gpu, cause).sum()) / 60.0 for name, cause in THROTTLE_CAUSES},
         vram_peak_mib=nanmax(vram), vram_total_mib=total,
         vram_above_90_minutes=float(gpu.duration_s[above].sum()) / 60.0,
         heatmap_pct=heatmap(gpu, tz, local), daily_busy_hours=[float(h) for h in daily],
         profile=gpu_profile(frame, gpu, threshold_pct=busy_util_pct),
+        hw_thermal_minutes=float(reason_seconds(gpu, bits(ClockEventReason.HW_THERMAL_SLOWDOWN)).sum()) / 60.0,
+        throttled_minutes=float(reason_seconds(gpu, bits(THROTTLE_REASONS)).sum()) / 60.0,
+        recorded_s=float(np.nansum(gpu.duration_s)),
     )
 
 
@@ -181,23 +206,39 @@ def top_processes(frame: HistoryFrame, limit: int = 8, *,
     return tuple(out[:limit])
 
 
-def _changes(now: tuple[GpuWeek, ...], before: tuple[GpuWeek, ...]) -> tuple[Change, ...]:
+def _partial(week: GpuWeek, span_s: float) -> bool:
+    return week.recorded_s < FULL_WEEK_SHARE * span_s
+
+
+def _changes(now: tuple[GpuWeek, ...], before: tuple[GpuWeek, ...], span_s: float,
+             previous_span_s: float) -> tuple[tuple[Change, ...], str]:
+    """The week-on-week changes, and the note that says when a partial week's sums are compared per day."""
     previous = {g.uuid: g for g in before}
     out: list[Change] = []
+    notes: list[str] = []
     for g in now:
         p = previous.get(g.uuid)
         if p is None:
             continue
+        per_day = _partial(g, span_s) or _partial(p, previous_span_s)
+        # Sums grow with the time recorded: a partial week compares them per recorded day.
+        scale_p = 86400.0 / p.recorded_s if per_day and p.recorded_s > 0 else 1.0
+        scale_g = 86400.0 / g.recorded_s if per_day and g.recorded_s > 0 else 1.0
+        suffix, per = (" per recorded day", "/day") if per_day else ("", "")
         pairs = (
-            ("Busy hours", p.busy_hours, g.busy_hours, "h"),
+            ("Busy hours" + suffix, p.busy_hours * scale_p, g.busy_hours * scale_g, "h" + per),
             ("Mean utilization while busy", p.mean_util_busy_pct, g.mean_util_busy_pct, "%"),
-            ("Energy", p.energy_kwh, g.energy_kwh, "kWh"),
+            ("Energy" + suffix, p.energy_kwh * scale_p, g.energy_kwh * scale_g, "kWh" + per),
             ("Peak temperature", p.peak_temp_c, g.peak_temp_c, "°C"),
-            ("Throttled", sum(p.throttle_minutes.values()), sum(g.throttle_minutes.values()), "min"),
+            ("Throttled" + suffix, p.throttled_minutes * scale_p, g.throttled_minutes * scale_g, "min" + per),
             ("Peak VRAM", p.vram_peak_mib, g.vram_peak_mib, "MiB"),
         )
         out.extend(Change(g.index, label, b, a, unit) for label, b, a, unit in pairs)
-    return tuple(out)
+        if per_day:
+            notes.append(f"GPU {g.index}: the previous week holds {duration_text(p.recorded_s)} of history, this "
+                         f"week {duration_text(g.recorded_s)}: busy hours, energy and throttled time are compared "
+                         "per recorded day.")
+    return tuple(out), " ".join(notes)
 
 
 def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFrame | None = None,
@@ -207,10 +248,12 @@ def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFr
     """The summary of ``frame`` (usually one week), compared with ``previous`` when given."""
     gpus = tuple(gpu_week(frame, gpu, tz, price_per_kwh, busy_util_pct=busy_util_pct) for gpu in frame.gpus)
     changes: tuple[Change, ...] = ()
+    changes_note = ""
     if previous is not None:
         before = tuple(gpu_week(previous, gpu, tz, price_per_kwh, busy_util_pct=busy_util_pct)
                        for gpu in previous.gpus)
-        changes = _changes(gpus, before)
+        changes, changes_note = _changes(gpus, before, frame.end_s - frame.start_s,
+                                         previous.end_s - previous.start_s)
     notes = []
     if frame.demo:
         notes.append("Demo data: a simulated week, not your GPU.")
@@ -219,4 +262,4 @@ def weekly_summary(frame: HistoryFrame, *, tz: tzinfo = UTC, previous: HistoryFr
     top = tuple(sorted(recommendations, key=sort_key)[:top_n])
     return WeeklySummary(frame.start_s, frame.end_s, str(tz), currency, price_per_kwh, gpus,
                          top_processes(frame, threshold_pct=busy_util_pct),
-                         changes, top, frame.demo, previous is not None, tuple(notes))
+                         changes, top, frame.demo, previous is not None, tuple(notes), changes_note)

@@ -212,6 +212,9 @@ def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: c
 def to_json(data: ReportData) -> str:
     summary = dataclasses.asdict(data.summary)
     summary["recommendations"] = [recommendation_dict(r) for r in data.summary.recommendations]
+    # The change and its unit as the HTML shows them: a percentage changes by percentage points.
+    for change, row in zip(data.summary.changes, summary["changes"], strict=True):
+        row.update(delta=change.delta, delta_unit=change.delta_unit)
     payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
                "summary": json_safe(summary), "advice": advice_json(data.advice),
                "who_used_the_gpu": [table.to_dict() for table in data.who], "who_notes": list(data.who_notes)}
@@ -246,8 +249,10 @@ def to_csv(data: ReportData) -> str:
         row("gpu", gpu, "energy cost", round(g.energy_cost, 4), data.summary.currency)
         row("gpu", gpu, "peak temperature", g.peak_temp_c, "°C")
         row("gpu", gpu, "p95 temperature", g.p95_temp_c, "°C")
+        row("gpu", gpu, "throttled: any cause", round(g.throttled_minutes, 2), "min")
         for cause, minutes in g.throttle_minutes.items():
             row("gpu", gpu, f"throttled: {cause}", round(minutes, 2), "min")
+        row("gpu", gpu, "throttled: of it HW thermal", round(g.hw_thermal_minutes, 2), "min")
         row("gpu", gpu, "VRAM peak", g.vram_peak_mib, "MiB")
         row("gpu", gpu, "VRAM above 90 %", round(g.vram_above_90_minutes, 2), "min")
         for d, day in enumerate(WEEKDAYS):
@@ -261,7 +266,7 @@ def to_csv(data: ReportData) -> str:
             row(f"who by {table.by}", "", f"{line.key}: energy", round(line.energy_wh, 2), "Wh")
             row(f"who by {table.by}", "", f"{line.key}: energy cost", round(line.cost, 4), table.currency)
     for c in data.summary.changes:
-        row("change", c.gpu_index, c.label, round(c.delta, 3), c.unit)
+        row("change", c.gpu_index, c.label, round(c.delta, 3), c.delta_unit)
     for r in data.summary.recommendations:
         row("recommendation", "" if r.gpu_index is None else r.gpu_index, f"{r.severity}: {r.title}", r.rule_id, "")
     for cost in data.advice.costs:

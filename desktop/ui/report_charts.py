@@ -93,7 +93,20 @@ def _style(plot: pg.PlotItem, title: str, y_label: str, style: ChartStyle) -> No
         axis.setPen(pg.mkPen(style.foreground))
         axis.setTextPen(pg.mkPen(style.foreground))
     plot.setLabel("left", y_label, color=style.foreground)
+    # The unit is the label's: pyqtgraph's automatic SI scaling wrote "h (x0.001)" for minutes of busy time.
+    plot.getAxis("left").enableAutoSIPrefix(False)
     plot.showGrid(x=True, y=True, alpha=0.15)
+
+
+def readable_scale(values: Sequence[float], unit: str) -> tuple[list[float], str]:
+    """Values in a unit that shows them: hours under one as minutes, 1,000 Wh and more as kWh."""
+    finite = [v for v in values if math.isfinite(v)]
+    top = max(finite, default=0.0)
+    if unit == "h" and 0 < top < 1.0:
+        return [v * 60.0 for v in values], "min"
+    if unit == "Wh" and top >= 1000.0:
+        return [v / 1000.0 for v in values], "kWh"
+    return list(values), unit
 
 
 def _export(widget: pg.GraphicsLayoutWidget, item: pg.GraphicsItem, width_px: int) -> bytes:
@@ -138,6 +151,7 @@ def bar_chart_png(labels: Sequence[str], values: Sequence[float], *, title: str,
                   width_px: int = 600, height_px: int = 240, style: ChartStyle = PAPER) -> bytes:
     widget = _layout(width_px, height_px, style)
     plot = widget.addPlot()
+    values, y_label = readable_scale(values, y_label)
     _style(plot, title, y_label, style)
     x = np.arange(len(values), dtype=np.float64)
     plot.addItem(pg.BarGraphItem(x=x, height=np.nan_to_num(np.asarray(values, dtype=np.float64)), width=0.7,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
@@ -107,7 +107,13 @@ def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> 
 
 
 def _throttle_cell(cause: str) -> Callable[..., str]:
-    return lambda g: num(g.throttle_minutes.get(cause, 0.0), 0, "min")
+    """A cause's minutes; thermal names its HW thermal part as the advice does ("Of it at the HW thermal slowdown")."""
+    def cell(g: Any) -> str:
+        text = num(g.throttle_minutes.get(cause, 0.0), 0, "min")
+        if cause == "thermal" and g.hw_thermal_minutes > 0:
+            text += f" (of it HW thermal {num(g.hw_thermal_minutes, 1, 'min')})"
+        return text
+    return cell
 
 
 def _gpu_section(data: ReportData) -> str:
@@ -121,6 +127,7 @@ def _gpu_section(data: ReportData) -> str:
         ("Mean utilization while busy", lambda g: num(g.mean_util_busy_pct, 0, "%")),
         ("Energy", lambda g: f"{num(g.energy_kwh, 2, 'kWh')} ({num(g.energy_cost, 2)} {cur})"),
         ("Peak / p95 temperature", lambda g: f"{num(g.peak_temp_c, 0)} / {num(g.p95_temp_c, 0, '°C')}"),
+        ("Throttled (any cause)", lambda g: num(g.throttled_minutes, 0, "min")),
         *[(f"Throttled: {cause}", _throttle_cell(cause)) for cause in (s.gpus[0].throttle_minutes if s.gpus else {})],
         ("VRAM peak / total", lambda g: f"{num(g.vram_peak_mib, 0)} / {num(g.vram_total_mib, 0, 'MiB')}"),
         ("Time with VRAM above 90 %", lambda g: num(g.vram_above_90_minutes, 0, "min")),
@@ -141,9 +148,11 @@ def _changes(data: ReportData) -> str:
     s = data.summary
     if not s.has_previous:
         return "<h2>Against the previous week</h2><p class=\"muted\">No history for the previous week.</p>"
+    # A percentage changes by percentage points (Change.delta_text): "+5.2 pp", never "+5.2 %".
     rows = [[f"GPU {c.gpu_index}: {e(c.label)}", num(c.before, 1, e(c.unit)), num(c.after, 1, e(c.unit)),
-             ("+" if c.delta > 0 else "") + num(c.delta, 1, e(c.unit))] for c in s.changes]
-    return "<h2>Against the previous week</h2>" + _table(["", "previous", "this week", "change"], rows)
+             e(c.delta_text())] for c in s.changes]
+    note = f"<p class=\"muted\">{e(s.changes_note)}</p>" if s.changes_note else ""
+    return "<h2>Against the previous week</h2>" + note + _table(["", "previous", "this week", "change"], rows)
 
 
 def _recommendations(data: ReportData, colours: ReportColours) -> str:

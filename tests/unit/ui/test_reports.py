@@ -115,7 +115,9 @@ def test_report_cli_writes_each_format(two_week_db: Path, tmp_path: Path, capsys
         assert out.stat().st_size > 1000
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["summary"]["has_previous"] is True  # W46's Sunday is stored too
-    assert any(c["label"] == "Busy hours" for c in data["summary"]["changes"])
+    # Only W46's Sunday is stored: a partial week, its sums compared per recorded day and said so (issue 24).
+    assert any(c["label"] == "Busy hours per recorded day" for c in data["summary"]["changes"])
+    assert "compared per recorded day" in data["summary"]["changes_note"]
     assert "wrote" in capsys.readouterr().out
 
 
