@@ -21,9 +21,10 @@ import numpy as np
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
-from advisor.frame import HistoryFrame
+from advisor.frame import GpuMeta, HistoryFrame
 from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, run_rules
+from advisor.rules.actions import throttle_action
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from advisor.thresholds import Thresholds
 from advisor.wording import duration_text, plural_word
@@ -126,17 +127,24 @@ class Advice:
         return self.thresholds.min_busy_hours * 3600.0
 
     def shortfall(self) -> str | None:
-        """None when the history holds enough load to judge, else a sentence with what it has and needs."""
+        """None when the history holds enough load to judge, else a sentence with what it has and needs.
+
+        Throttle rules judge the first data (``advisor.rules.base.FIRST_DATA_BUSY_S``): when they advised,
+        the sentence says the minimum is for the rules that need history, not for the advice shown."""
         needed, busy, recorded = self.needed_s, self.busy_s, self.recorded_s
         if recorded > 0 and busy >= needed:
             return None
-        need = f"Advice needs at least {span_text(needed)} of recording with the GPU busy"
+        if self.recommendations:  # the throttle rules judged the first data; the others wait for history
+            need = (f"Advice from history (utilization, idle memory, runs) needs at least {span_text(needed)} of "
+                    "recording with the GPU busy")
+            after = ": what the first data shows is advised already."
+        else:
+            need, after = f"Advice needs at least {span_text(needed)} of recording with the GPU busy", "."
         if recorded <= 0:
-            return f"{need}; this history has no samples yet."
+            return f"{need}; this history has no samples yet{after}"
         if recorded < needed:
-            return f"{need}; you have {span_text(recorded)} of recording."
-        return f"{need}; you have {span_text(recorded)} of recording, {span_text(busy)} of it busy."
-
+            return f"{need}; you have {span_text(recorded)} of recording{after}"
+        return f"{need}; you have {span_text(recorded)} of recording, {span_text(busy)} of it busy{after}"
 
 def span_text(seconds: float) -> str:
     """How much history, in plain words: "45 seconds", "5 minutes", "1.5 hours", "6 days" (advisor.wording)."""
@@ -231,3 +239,40 @@ def advice_json(advice: Advice) -> dict[str, Any]:
         "recorded_s": advice.recorded_s, "busy_s": advice.busy_s, "needed_s": advice.needed_s,
         "shortfall": advice.shortfall(),
     }
+
+
+@dataclass(frozen=True)
+class VerdictAdvice:
+    """The action a stress verdict or a log's verdict gives at once, and the evidence it rests on."""
+
+    action: str
+    evidence: str
+
+
+def gpu_meta_for(name: str | None, index: int = 0, *, is_laptop: bool | None = None,
+                 power_limit_settable: bool | None = None, power_limit_w: float | None = None) -> GpuMeta:
+    """What the action texts need to know of a GPU named in a log or a run (a laptop by its name when not known)."""
+    label = name or ""
+    laptop = is_laptop if is_laptop is not None else "laptop" in label.lower()
+    return GpuMeta(index=index, uuid="", name=label, power_limit_w=power_limit_w,
+                   power_limit_settable=power_limit_settable, is_laptop=laptop)
+
+
+def verdict_advice(verdict: Any, meta: GpuMeta, platform: str = sys.platform) -> VerdictAdvice | None:
+    """The action for a throttled verdict (stress run, `analyze`), from the rules' own action texts, with the
+    shares under load it rests on: "SW thermal slowdown 68 % of 18 minutes under load". None when not throttled."""
+    from desktop.stress.causes import CAUSE_LABELS
+
+    if not verdict.throttled:
+        return None
+    action = throttle_action(verdict.cause_family, meta, platform)
+    if action is None:
+        return None
+    shares = sorted(((share, cause) for cause, share in verdict.cause_shares.items() if share >= 0.005),
+                    reverse=True)
+    parts = [f"{CAUSE_LABELS.get(cause, cause)} {share * 100:.0f} %" for share, cause in shares]
+    load = f" of {span_text(verdict.load_s)} under load" if verdict.load_s > 0 else ""
+    evidence = ", ".join(parts) + load if parts else f"throttled{load}"
+    if verdict.onset_temperature_c is not None and verdict.cause_family == "thermal":
+        evidence += f"; at {verdict.onset_temperature_c:.0f} °C"
+    return VerdictAdvice(action, evidence)

@@ -149,3 +149,21 @@ def low_effective_load(memory_bound: bool) -> str:
             "bf16/fp16 (half the bytes per value), fuse element-wise work (torch.compile, fused optimizers, "
             "FlashAttention/SDPA) and feed data from pinned memory with num_workers > 0. Profile one step "
             "(torch.profiler) to see which kernels dominate; the stress test calibrates this estimate on your GPU.")
+
+
+def hw_slowdown() -> str:
+    return ("The board asserted a hardware slowdown (an external power-brake signal or a power supply at its "
+            "limit): check that the power cables are fully seated and that the power supply has headroom; on a "
+            "laptop use the original charger.")
+
+
+def throttle_action(family: str | None, meta: GpuMeta, platform: str) -> str | None:
+    """The action for a throttle a stress verdict or a log shows at once: the text the history rules give for it
+    ("thermal", "power", "hw_slowdown"); None for no throttle or one with no action (unexplained)."""
+    if family == "thermal":
+        return thermal(meta, platform)
+    if family == "power":
+        return power_cap(meta, platform, 0.0)
+    if family == "hw_slowdown":
+        return hw_slowdown()
+    return None

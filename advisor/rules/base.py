@@ -29,6 +29,9 @@ HEAVY_UTIL_PCT = 50.0
 IDLE_UTIL_PCT = 5.0
 #: Stretches of evidence closer than this are shown as one time range.
 RANGE_GAP_S = 600.0
+#: Rules that judge what the data shows (a throttle under load) need this much busy time, not the
+#: ``min_busy_hours`` that rules over history need: a 5 min stress run or an 18 min log is advice enough.
+FIRST_DATA_BUSY_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,12 @@ class RuleContext:
         return self._host[key]
 
     def enough_busy(self, gpu: GpuSeries) -> bool:
+        """Enough busy time for rules over history (``[advisor] min_busy_hours``)."""
         return float(self.gpu_busy(gpu).sum()) >= self.thresholds.min_busy_hours * 3600.0
+
+    def some_busy(self, gpu: GpuSeries) -> bool:
+        """Enough busy time for rules that judge what the first data shows (``FIRST_DATA_BUSY_S``)."""
+        return float(self.gpu_busy(gpu).sum()) >= FIRST_DATA_BUSY_S
 
 
 Rule = Callable[[RuleContext], list[Recommendation]]

@@ -96,9 +96,10 @@ def _on_battery(ctx: RuleContext, gpu: GpuSeries) -> BoolArray:
 
 
 def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
+    """Judged from the first data: a throttle seen under load is seen (no history minimum, issue 24)."""
     out = []
     for gpu in ctx.frame.gpus:
-        if not ctx.enough_busy(gpu):
+        if not ctx.some_busy(gpu):
             continue
         seconds = reason_seconds(gpu, bits(THERMAL_REASONS))
         share = busy_share(ctx, gpu, seconds)
@@ -110,9 +111,10 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Busy time thermally throttled", share.share * 100.0, "%"),
             *job_evidence(share, "Throttled"),
             Evidence("Time throttled", share.seconds / 60.0, "min"),
-            Evidence("Of it at the hardware slowdown", float(hw.sum()) / 60.0, "min"),
+            Evidence("Of it at the HW thermal slowdown", float(hw.sum()) / 60.0, "min"),
             Evidence("Peak temperature", nanmax(temp), "°C"),
             Evidence("Slowdown temperature", gpu.meta.temp_slowdown_c or float("nan"), "°C"),
+            Evidence("Busy time judged", float(ctx.gpu_busy(gpu).sum()) / 60.0, "min"),
         )
         severity: Severity = "critical" if share.share >= 0.5 else "warning"
         out.append(Recommendation("thermal_throttling", severity, f"GPU {gpu.meta.index}: thermal throttling",
@@ -122,9 +124,10 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
 
 
 def power_cap(ctx: RuleContext) -> list[Recommendation]:
+    """Judged from the first data, as the thermal rule."""
     out = []
     for gpu in ctx.frame.gpus:
-        if not ctx.enough_busy(gpu):
+        if not ctx.some_busy(gpu):
             continue
         seconds = reason_seconds(gpu, bits(POWER_REASONS))
         share = busy_share(ctx, gpu, seconds)
@@ -140,6 +143,7 @@ def power_cap(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Power limit", gpu.meta.power_limit_w or float("nan"), "W"),
             Evidence("Mean power while capped", weighted_mean(gpu.power_w[capped], gpu.duration_s[capped]), "W"),
             Evidence("Of it on battery", battery_share * 100.0, "%"),
+            Evidence("Busy time judged", float(ctx.gpu_busy(gpu).sum()) / 60.0, "min"),
         )
         out.append(Recommendation("power_cap", "info", _power_cap_title(gpu, capped), evidence,
                                   actions.power_cap(gpu.meta, ctx.frame.platform, battery_share),

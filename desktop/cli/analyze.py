@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from advisor.frame import GpuMeta
 from advisor.wording import count_text
+from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.cli.common import db_path, iso_local, time_range
 from desktop.errors import UserError
 from desktop.safetext import printable
@@ -24,41 +26,54 @@ def main(args: argparse.Namespace) -> int:
     results = _analyze_file(Path(args.file), args.gpu) if args.file else _analyze_stored(args)
     if args.json:
         none: list[RunVerdict | None] = [None]  # a GPU with no load still gets its entry
-        rows = [_run_json(label, run) for label, runs in results for run in (runs or none)]
+        rows = [_run_json(label, run, meta) for label, meta, runs in results for run in (runs or none)]
         print(json.dumps(rows, default=str, indent=2))
     else:
-        for label, runs in results:
-            print("\n".join(_run_lines(label, runs)))
-    return 1 if any(run.verdict.throttled for _label, runs in results for run in runs) else 0
+        for label, meta, runs in results:
+            print("\n".join(_run_lines(label, runs, meta)))
+    return 1 if any(run.verdict.throttled for _label, _meta, runs in results for run in runs) else 0
 
 
 _NO_LOAD = (f"No load in the log (GPU utilization never at or above {LOAD_UTIL_PCT:.0f} % for a few samples); "
             "nothing to judge.")
 
 
-def _run_lines(label: str, runs: list[RunVerdict]) -> list[str]:
+def _advice_lines(run: RunVerdict, meta: GpuMeta) -> list[str]:
+    """A throttled run's action at once, with the evidence it rests on (the rules' texts; issue 24)."""
+    advice = verdict_advice(run.verdict, meta)
+    if advice is None:
+        return []
+    return [printable(f"  Evidence: {advice.evidence}"), printable(f"  Action: {advice.action}")]
+
+
+def _run_lines(label: str, runs: list[RunVerdict], meta: GpuMeta) -> list[str]:
     """One line per run: "GPU 0 NVIDIA H800, run 2 of 3 (10:07:00, 4 min): Held its speed ..."."""
     if not runs:
         return [f"{label}: {_NO_LOAD}"]
     if len(runs) == 1:
-        return [f"{label}: {runs[0].verdict.sentence}"]
+        return [f"{label}: {runs[0].verdict.sentence}", *_advice_lines(runs[0], meta)]
     starts = [datetime.fromtimestamp(run.start_s) for run in runs]
     # The date only when the runs do not all fall on one day.
     pattern = "%H:%M:%S" if len({s.date() for s in starts}) == 1 else "%Y-%m-%d %H:%M:%S"
-    return [f"{label}, run {run.run} of {run.runs} ({start.strftime(pattern)}, "
-            f"{format_duration(run.end_s - run.start_s)}): {run.verdict.sentence}"
-            for run, start in zip(runs, starts, strict=True)]
+    lines = []
+    for run, start in zip(runs, starts, strict=True):
+        lines.append(f"{label}, run {run.run} of {run.runs} ({start.strftime(pattern)}, "
+                     f"{format_duration(run.end_s - run.start_s)}): {run.verdict.sentence}")
+        lines.extend(_advice_lines(run, meta))
+    return lines
 
 
-def _run_json(label: str, run: RunVerdict | None) -> dict[str, Any]:
+def _run_json(label: str, run: RunVerdict | None, meta: GpuMeta) -> dict[str, Any]:
     if run is None:
         return {"gpu": label, "run": None, "runs": 0, "status": "no_load", "throttled": False,
                 "sentence": _NO_LOAD}
+    advice = verdict_advice(run.verdict, meta)
     return {"gpu": label, "run": run.run, "runs": run.runs, "start_s": run.start_s, "end_s": run.end_s,
-            **run.verdict.as_dict()}
+            **run.verdict.as_dict(), "action": advice.action if advice else None,
+            "evidence": advice.evidence if advice else None}
 
 
-def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdict]]]:
+def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     if not path.exists():
         raise UserError(f"no such file: {printable(path)}")
     if path.is_dir():
@@ -84,7 +99,8 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, list[RunVerdic
         info = imported.info.get(key, {})
         label = _log_gpu_label(key, info, several=len(series) > 1)
         name = info["name"] if isinstance(info.get("name"), str) else None
-        out.append((label, verdicts_for_log(np.asarray(time_s), dict(columns),
+        index = info["index"] if isinstance(info.get("index"), int) else 0
+        out.append((label, gpu_meta_for(name, index), verdicts_for_log(np.asarray(time_s), dict(columns),
                                             sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
                                             power_limit_w=_number(info.get("power_limit_enforced_w")),
                                             power_limit_source="log", gpu_name=name)))
@@ -106,7 +122,7 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
-def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict]]]:
+def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     from desktop.history.query import QUERYABLE
     from desktop.history.store import HistoryStore
 
@@ -129,7 +145,10 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, list[RunVerdict
         for info in gpus:
             rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
             samples += len(rows.time_s)
-            out.append((f"GPU {info.index} {info.name}",
+            meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
+                                power_limit_settable=getattr(info, "power_limit_settable", None),
+                                power_limit_w=info.power_limit_enforced_w)
+            out.append((f"GPU {info.index} {info.name}", meta,
                         verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
                                          power_limit_w=info.power_limit_enforced_w, gpu_name=info.name,
                                          temp_slowdown_c=info.temp_slowdown_c)))

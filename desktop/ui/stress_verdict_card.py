@@ -13,8 +13,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.frame import StressResult
+from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.safetext import printable
 from desktop.stress.verdict import Verdict
+from desktop.telemetry.model import GpuInfo
 from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card
 from desktop.ui.theme import Theme
 
@@ -48,6 +50,11 @@ class VerdictCard(QFrame):
         self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.comparison = QLabel("")
         self.comparison.setWordWrap(True)
+        #: A throttled run's action at once, with the evidence it rests on (the advisor's own texts).
+        self.advice = QLabel("")
+        self.advice.setWordWrap(True)
+        self.advice.setTextFormat(Qt.TextFormat.PlainText)
+        self.advice.setVisible(False)
         exports = QHBoxLayout()
         self.export_html_button = QPushButton("Export HTML…")
         self.export_json_button = QPushButton("Export JSON…")
@@ -57,7 +64,7 @@ class VerdictCard(QFrame):
             button.setEnabled(False)
             exports.addWidget(button)
         exports.addStretch(1)
-        for widget in (self.title, self.text, self.comparison):
+        for widget in (self.title, self.text, self.comparison, self.advice):
             card.addWidget(widget)
         card.addLayout(exports)
         self.paint(None)
@@ -76,11 +83,20 @@ class VerdictCard(QFrame):
         self.title.setText("Running…")
         self.text.setText(what)
         self.comparison.setText("")
+        self.advice.setVisible(False)
         self.paint(None)
 
-    def show_verdict(self, verdict: Verdict, power_limit_line: str | None = None) -> None:
-        """The verdict; ``power_limit_line`` (the run's envelope: "capped at 56 W of 175 W: on battery") under it."""
+    def show_verdict(self, verdict: Verdict, power_limit_line: str | None = None, gpu: GpuInfo | None = None) -> None:
+        """The verdict; ``power_limit_line`` (the run's envelope: "capped at 56 W of 175 W: on battery") under it;
+        a throttled run's action for ``gpu`` below (a laptop gets the firmware's mode, never ``-pl``)."""
         self.state = "verdict"
+        meta = gpu_meta_for(gpu.name if gpu else None, gpu.index if gpu else 0,
+                            is_laptop=gpu.is_laptop if gpu else None,
+                            power_limit_settable=gpu.power_limit_settable if gpu else None,
+                            power_limit_w=gpu.power_limit_enforced_w if gpu else None)
+        advice = verdict_advice(verdict, meta)
+        self.advice.setText(f"What to do: {advice.action}\nEvidence: {advice.evidence}." if advice else "")
+        self.advice.setVisible(advice is not None)
         self.title.setText(TITLES.get(verdict.status, verdict.status))
         line = f"\nPower limit: {printable(power_limit_line)}." if power_limit_line else ""
         self.text.setText(verdict.sentence + line)
@@ -93,6 +109,7 @@ class VerdictCard(QFrame):
     def show_message(self, title: str, text: str) -> None:
         """Why a run did not start or end."""
         self.state = "message"
+        self.advice.setVisible(False)
         self.title.setText(title)
         self.text.setText(text)
 

@@ -113,7 +113,7 @@ def test_thermal_throttling_on_a_laptop_advises_performance_mode_not_pl() -> Non
     assert rec.severity == "critical"  # 83 % of busy time
     assert rec.evidence_value("Busy time thermally throttled") == pytest.approx(300 / 360 * 100)
     assert rec.evidence_value("Time throttled") == pytest.approx(300.0)
-    assert rec.evidence_value("Of it at the hardware slowdown") == pytest.approx(60.0)
+    assert rec.evidence_value("Of it at the HW thermal slowdown") == pytest.approx(60.0)
     assert rec.evidence_value("Peak temperature") == 88.0
     assert "performance" in rec.action and "-pl" not in rec.action
     win = only(run_rules(frame(gpus=(_thermal_gpu(laptop_meta()),), platform="windows")), "thermal_throttling")
@@ -176,7 +176,7 @@ def test_thermal_throttling_from_the_counted_time_the_sampled_bits_missed() -> N
     rec = only(run_rules(frame(gpus=(g,))), "thermal_throttling")
     assert rec.evidence_value("Busy time thermally throttled") == pytest.approx(20.0)
     assert rec.evidence_value("Time throttled") == pytest.approx(360 * 12 / 60)
-    assert rec.evidence_value("Of it at the hardware slowdown") == pytest.approx(60 * 3 / 60)
+    assert rec.evidence_value("Of it at the HW thermal slowdown") == pytest.approx(60 * 3 / 60)
 
 
 def test_power_cap_counted_time_wins_over_the_bits_and_falls_back_to_them_where_missing() -> None:

@@ -79,3 +79,25 @@ def test_the_export_buttons_open_the_pages_save_dialog(qtbot: QtBot, monkeypatch
     button.setEnabled(True)
     button.click()
     assert asked == [f"rigscope-stress.{kind}"]
+
+
+def test_a_throttled_verdict_gives_its_action_at_once_with_its_evidence(qtbot: QtBot, tmp_path: Path) -> None:
+    """Issue 24: the verdict card suggested no action; a laptop gets the firmware's mode, never `-pl`."""
+    from dataclasses import replace
+
+    from desktop.telemetry.simulated import parse_profile_list, profile_info
+
+    card = VerdictCard(DARK)
+    qtbot.addWidget(card)
+    hot = replace(_verdict("throttled"), cause="sw_thermal", cause_family="thermal", onset_temperature_c=87.0,
+                  cause_shares={"sw_thermal": 0.68, "hw_thermal": 0.015}, load_s=600.0)
+    laptop = profile_info(parse_profile_list("rtx4090-laptop")[0], 0)
+    card.show_verdict(hot, None, laptop)
+    text = card.advice.text()
+    assert card.advice.isVisibleTo(card)
+    assert text.startswith("What to do: Switch to the firmware's performance mode") and "-pl" not in text
+    assert "Evidence: SW thermal slowdown 68 %, HW thermal slowdown 2 % of 10 minutes under load; at 87 °C" in text
+    card.resize(900, 260)
+    card.grab().save(str(tmp_path / "verdict-card.png"))
+    card.show_verdict(_verdict("passed"), None, laptop)
+    assert not card.advice.isVisibleTo(card)
