@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -261,7 +261,12 @@ def nesting_depth(text: str) -> int:
     return int(np.cumsum(steps).max())
 
 
-def parse_record_bytes(data: bytes) -> PortableRecord:
+#: Reads Rigscope's other JSON about one run as a record, None when it is not such JSON
+#: (``advisor.portable_legacy.legacy_record``; handed in, since that module builds on this one).
+LegacyReader: TypeAlias = Callable[[dict[str, Any]], "PortableRecord | None"]
+
+
+def parse_record_bytes(data: bytes, legacy: LegacyReader | None = None) -> PortableRecord:
     """A record from a file's bytes: at most ``MAX_RECORD_BYTES``, UTF-8 (a BOM allowed), then ``parse_record``."""
     if len(data) > MAX_RECORD_BYTES:
         raise PortableError(f"not a Rigscope run record (over {MAX_RECORD_BYTES // 1000} kB)")
@@ -270,10 +275,10 @@ def parse_record_bytes(data: bytes) -> PortableRecord:
     except UnicodeDecodeError as exc:
         raise PortableError(f"not a Rigscope run record (not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
                             f"{exc.start})") from None
-    return parse_record(text)
+    return parse_record(text, legacy)
 
 
-def parse_record(text: str) -> PortableRecord:
+def parse_record(text: str, legacy: LegacyReader | None = None) -> PortableRecord:
     """A record from its JSON text; PortableError (one line, naming the field) when it is not a valid record.
 
     Read under limits, so that no file makes it fail any other way: nesting (``MAX_DEPTH``, checked before
@@ -293,15 +298,15 @@ def parse_record(text: str) -> PortableRecord:
                             "is the file complete?") from None
     except RecursionError:
         raise PortableError("not a Rigscope run record (nested too deeply)") from None
-    return record_from_dict(data)
+    return record_from_dict(data, legacy)
 
 
-def record_from_dict(data: object) -> PortableRecord:
+def record_from_dict(data: object, legacy: LegacyReader | None = None) -> PortableRecord:
     """Validate and read a record's JSON form. Every problem names the field and what it should be."""
     if not isinstance(data, dict):
         raise PortableError(f"not a Rigscope run record (a JSON {_json_type(data)}, expected an object)")
-    if "format" not in data and (legacy := _legacy(data)) is not None:
-        return legacy
+    if "format" not in data and legacy is not None and (older := legacy(data)) is not None:
+        return older
     if data.get("format") != FORMAT:
         found = data.get("format")
         what = f'"format" is {_show(found)}' if "format" in data else 'no "format" field'
@@ -340,13 +345,6 @@ def record_from_dict(data: object) -> PortableRecord:
         verdict_sentence=verdict.text("sentence") or "", throttled=verdict.flag("throttled"),
         errors=int(verdict.number("errors", low=0.0) or 0),
         price_per_hour=r.number("price_per_hour", low=0.0), currency=r.text("currency"))
-
-
-def _legacy(data: dict[str, Any]) -> PortableRecord | None:
-    """Rigscope's other JSON about one run (an older Stress page export, `jobs show --json`): portable_legacy."""
-    from advisor.portable_legacy import legacy_record
-
-    return legacy_record(data)
 
 
 class _Reader:

@@ -30,6 +30,7 @@ from advisor.portable import (
     finite_or_none,
     parse_record_bytes,
 )
+from advisor.portable_legacy import legacy_record
 from desktop import __version__
 from desktop.errors import UserError
 from desktop.jobs.model import JobRecord
@@ -215,7 +216,7 @@ def read_record(path: Path) -> PortableRecord:
     except OSError as exc:
         raise UserError(f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
-        return parse_record_bytes(data)
+        return parse_record_bytes(data, legacy=legacy_record)  # older Rigscope JSON is read too
     except PortableError as exc:  # one line naming the file and the field (advisor.portable's limits)
         raise UserError(f"{shown}: {printable(exc)}") from None
 
