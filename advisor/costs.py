@@ -222,9 +222,10 @@ def _article(name: str) -> str:
     return "an" if first in "AEFHILMNORSX" and first else "a"
 
 
-def cost_answer(c: CostComparison) -> str:
+def cost_answer(c: CostComparison, price_field: str = "on the Costs page") -> str:
     """One sentence: what renting the cheapest cloud GPU would cost for the measured busy hours, what owning
-    costs (power, depreciation) and when owning is the cheaper; without a purchase price it asks for one."""
+    costs (power, depreciation) and when owning is the cheaper; without a purchase price it asks for one, in
+    ``price_field`` (the Costs page says "above", where the field is)."""
     days = duration_text(c.history_s)
     money = f"{{:,.2f}} {c.currency}".format
     if c.busy_hours_month <= 0:
@@ -241,7 +242,7 @@ def cost_answer(c: CostComparison) -> str:
             f"{c.busy_hours_month:,.0f} busy hours ({days} of history, extrapolated to 30 days)")
     if not c.priced:
         return (f"{rent}; owning costs {money(c.owned_energy_month)} a month in power. Enter the purchase price "
-                "above to see when owning pays off.")
+                f"{price_field} to see when owning pays off.")
     owning = (f"owning costs {money(c.owned_energy_month)} in power and {money(c.owned_fixed_month)} in "
               "depreciation a month")
     if best.payback_months is None:

@@ -161,7 +161,7 @@ class CostsPage(AdvicePage):
         c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu.meta.index), inputs,
                     offers=self.offers, specs=self.specs)
         self.comparison = c
-        self.answer.setText(cost_answer(c))
+        self.answer.setText(cost_answer(c, "above"))
         shortfall = advice.shortfall()
         # Only busy hours extrapolate: "extrapolate that to a month" above "0 busy h/month" said nothing.
         extrapolated = (f"{shortfall} The figures below extrapolate that to a month.\n"

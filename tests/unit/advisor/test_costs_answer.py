@@ -34,10 +34,11 @@ def test_the_answer_names_rent_power_depreciation_and_when_owning_pays_off() -> 
 def test_without_a_price_the_answer_asks_for_one() -> None:
     c = compare(LAPTOP, 16376.0, USAGE, dataclasses.replace(INPUTS, purchase_price=0.0), offers=[RUNPOD_4090],
                 specs=SPECS)
-    answer = cost_answer(c)
+    answer = cost_answer(c, "above")
     assert answer.startswith("Renting an RTX 4090 at 0.69 USD/h (RunPod) would cost 34.05 USD a month")
     assert answer.endswith("owning costs 3.60 USD a month in power. Enter the purchase price above to see "
                            "when owning pays off.")
+    assert "Enter the purchase price on the Costs page" in cost_answer(c)
 
 
 def test_no_busy_hours_says_so_instead_of_extrapolating() -> None:

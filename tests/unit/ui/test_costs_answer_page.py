@@ -55,7 +55,7 @@ def test_costs_and_history_show_one_answer_and_one_break_even(qtbot, frame, pric
 
     html = render_html(report, lambda key: key)
     comparison = report.advice.costs[0]
-    assert page.answer.text() == cost_answer(comparison)
+    assert page.answer.text() == cost_answer(comparison, "above")  # where the price field is
     assert cost_answer(comparison) in html.replace("&#x27;", "'")
     shown = _break_even_column(page)
     assert shown
@@ -98,7 +98,7 @@ def test_history_reads_the_week_again_when_a_price_is_typed(qtbot, frame) -> Non
     page.show()
     page.page_shown()
     qtbot.waitUntil(lambda: not page.loading and page.data is not None, timeout=30_000)
-    assert "Enter the purchase price" in page.view.toPlainText()
+    assert "Enter the purchase price on the Costs page" in page.view.toPlainText()
     settings["now"] = dataclasses.replace(settings["now"], costs=CostSettings(purchase_price=3200.0))
     page.inputs_changed()  # what the app calls when the Costs page saves a typed price
     qtbot.waitUntil(lambda: not page.loading and not page.stale, timeout=30_000)
