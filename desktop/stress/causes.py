@@ -38,6 +38,9 @@ CAUSE_COUNTER_FIELDS: dict[str, str] = {
 #: Causes that are throttling whenever they appear under load; the SW power cap alone is not
 #: (a GEMM at its power limit is the normal state of a datacenter GPU).
 SLOWDOWN_CAUSES: tuple[str, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
+#: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled
+#: (and is named in its sentence).
+SLOWDOWN_MIN_SHARE = 0.02
 #: "Unexplained": slow under load with no reason set; not a reason bit, so it is named here.
 CAUSE_LABELS: dict[str, str] = {
     **{cause: reason.phrase for cause, reason in CAUSE_REASONS.items()},

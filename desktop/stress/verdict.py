@@ -27,6 +27,7 @@ from desktop.stress.causes import (
     CAUSE_BITS,
     CAUSE_FAMILY,
     SLOWDOWN_CAUSES,
+    SLOWDOWN_MIN_SHARE,
     CauseTimes,
     cause_times,
     reason_bits,
@@ -57,8 +58,6 @@ REFERENCE_WINDOW_S = 60.0
 REFERENCE_SMOOTH_S = 45.0
 #: A sample is under load at this GPU utilization or above (when the trace has no throughput).
 LOAD_UTIL_PCT = 50.0
-#: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled.
-SLOWDOWN_MIN_SHARE = 0.02
 #: A run shorter than this gets no sustained verdict where the caller asks for one (``rigscope analyze``).
 MIN_SUSTAINED_S = 60.0
 #: A stress run with less load than this is too short to judge at all (``rigscope stress --minutes 0.05``).

@@ -16,7 +16,7 @@ from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.frame import StressResult
 from advisor.wording import count_text
 from desktop.safetext import printable
-from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES
+from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE
 from desktop.stress.power_cap import WHOLE_RUN_SHARE
 from desktop.stress.verdict_model import RunTrace, Verdict
 
@@ -82,6 +82,29 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
     return ""
 
 
+def _slowdown_shares(verdict: Verdict, leave_out: str | None = None) -> str:
+    """"HW thermal slowdown 6.6 %, power brake 3 %": each slowdown cause at or above the throttle threshold
+    but ``leave_out`` (the sentence's main cause), largest first."""
+    shares = sorted(((verdict.cause_shares.get(c, 0.0), c) for c in SLOWDOWN_CAUSES if c != leave_out),
+                    reverse=True)
+    parts = [f"{CAUSE_LABELS[c]} {_share_pct(share)}" for share, c in shares if share >= SLOWDOWN_MIN_SHARE]
+    return ", ".join(parts)
+
+
+def _share_pct(share: float) -> str:
+    """A share as a percentage with a decimal where it is small: 6.6 %, 68 %."""
+    pct = share * 100.0
+    return f"{pct:.1f} %" if pct < 10 else f"{pct:.0f} %"
+
+
+def _start_temperature(trace: RunTrace) -> float | None:
+    """The GPU's temperature at the first sample (a test started warm reaches its limit sooner)."""
+    if trace.temperature_c is None or len(trace.temperature_c) == 0:
+        return None
+    finite = trace.temperature_c[np.isfinite(trace.temperature_c)]
+    return float(finite[0]) if len(finite) else None
+
+
 def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> str:
     """The sentence for a judged run: "Throttled after 3 min 40 s: HW thermal slowdown at 87 °C; ..." and the like."""
     unit = f" {verdict.unit}" if verdict.unit else ""
@@ -109,9 +132,15 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             if verdict.cause_family == "power" and trace.power_limit_w:
                 where = f" at the {trace.power_limit_w:.0f} W limit"
             when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
-            text = f"Throttled {when}: {label}{where}; {figures}"
-            if verdict.cause in SLOWDOWN_CAUSES:
-                text += f"; {label} {_pct(verdict.cause_shares.get(verdict.cause or '', 0.0))} of the time under load"
+            main = verdict.cause_shares.get(verdict.cause or "", 0.0) if verdict.cause in SLOWDOWN_CAUSES else 0.0
+            share = f" ({_share_pct(main)} of the time under load)" if main > 0 else ""
+            text = f"Throttled {when}: {label}{where}{share}; {figures}"
+            others = _slowdown_shares(verdict, leave_out=verdict.cause)
+            if others:  # every other cause above the threshold, each named once
+                text += f"; also {others}"
+            start_c = _start_temperature(trace)
+            if start_c is not None and verdict.cause_family == "thermal" and verdict.onset_s > 0.0:
+                text += f"; the test started from {start_c:.0f} °C"
         elif verdict.throttled:
             text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
         elif verdict.status == "inconclusive":

@@ -93,7 +93,7 @@ def test_thermal_slowdown_appearing_is_throttled_even_before_throughput_falls() 
                              clock_event_reasons=reasons, temperature_c=temps, temp_slowdown_c=87.0))
     assert verdict.throttled and verdict.cause == "sw_thermal"
     assert verdict.onset_s == 220.0
-    assert verdict.sentence.startswith("Throttled after 3 min 40 s: SW thermal slowdown at 84 °C;")
+    assert verdict.sentence.startswith("Throttled after 3 min 40 s: SW thermal slowdown at 84 °C (")
     assert "sustained throughput 100 % of its early sustained level" in verdict.sentence
 
 
@@ -103,7 +103,7 @@ def test_a_gpu_held_down_by_temperature_from_the_first_second_is_throttled_from_
     verdict = judge(RunTrace(time_s=np.arange(float(n)), throughput=np.full(n, 1.2), unit="TFLOP/s",
                              clock_event_reasons=np.full(n, 0x20), temperature_c=np.full(n, 57.0)))
     assert verdict.throttled and verdict.cause == "sw_thermal" and verdict.onset_s == 0.0
-    assert verdict.sentence.startswith("Throttled from the start: SW thermal slowdown at 57 °C;")
+    assert verdict.sentence.startswith("Throttled from the start: SW thermal slowdown at 57 °C (")
 
 
 def test_sw_power_cap_at_idle_does_not_count(tmp_path: Path) -> None:
