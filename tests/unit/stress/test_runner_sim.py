@@ -108,7 +108,7 @@ def test_quick_two_minute_test_on_the_laptop_is_inconclusive_not_passed() -> Non
     assert verdict.status == "inconclusive" and not verdict.throttled
     assert verdict.rising_c_per_min is not None and verdict.rising_c_per_min > 5.0
     assert verdict.sentence.startswith("Inconclusive: not at thermal steady state (still rising")
-    assert "run the Sustained test" in verdict.sentence
+    assert "run a longer test (the Sustained preset, or `rigscope stress --minutes 10`)" in verdict.sentence
     assert exit_code(result, verdict) == 7
 
 
