@@ -145,7 +145,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
         elif verdict.status == "inconclusive":
             text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising "
-                    f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run a longer test (the Sustained preset, or `rigscope stress --minutes 10`); {figures}")
+                    f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run a longer test (the Sustained preset, "
+                    f"or `rigscope stress --minutes 10`); {figures}")
         elif cap:
             text = f"Held its speed{' ' if cap.startswith('at ') else ': '}{cap}; {figures}"
             if verdict.power_cap in ("at_limit", "plateau") and verdict.cause_shares.get("power_cap", 0.0) > 0:
