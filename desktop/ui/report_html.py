@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +76,14 @@ def report_colours(theme: Theme) -> ReportColours:
     return ReportColours(text=theme.text, muted=theme.muted, page=theme.base, rule=theme.border, header=theme.window,
                          demo_fill="#3b3320", demo_border=theme.warn, critical=theme.bad, warning=theme.warn,
                          info=theme.accent)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(escaped: str) -> str:
+    """Already escaped text with its `code` marks shown as code (the rule ids and backticks are for the CLI)."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escaped)
 
 
 def e(value: object) -> str:
@@ -165,9 +174,10 @@ def _recommendations(data: ReportData, colours: ReportColours) -> str:
         evidence = "".join(f"<li>{e(item.text())}</li>" for item in rec.evidence)
         spans = ", ".join(f"{e(when(a, '%a %H:%M'))} - {e(when(b, '%a %H:%M'))}" for a, b in rec.time_ranges[:3])
         parts.append(
-            f"<p><b style=\"color:{colour}\">[{e(rec.severity.upper())}]</b> <b>{e(rec.title)}</b> "
-            f"<span class=\"muted\">({e(rec.rule_id)})</span></p><ul>{evidence}</ul>"
-            f"<p><b>Action:</b> {e(rec.action)}</p>" + (f"<p class=\"muted\">When: {spans}</p>" if spans else ""))
+            f"<p><b style=\"color:{colour}\">[{e(rec.severity.upper())}]</b> <b>{e(rec.title)}</b></p>"
+            f"<ul>{evidence}</ul>"
+            f"<p><b>Action:</b> {code_spans(e(rec.action))}</p>"
+            + (f"<p class=\"muted\">When: {spans}</p>" if spans else ""))
     return "".join(parts)
 
 

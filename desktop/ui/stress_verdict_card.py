@@ -17,6 +17,7 @@ from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.safetext import printable
 from desktop.stress.verdict import Verdict
 from desktop.telemetry.model import GpuInfo
+from desktop.ui.advice_page import code_as_text
 from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card
 from desktop.ui.theme import Theme
 
@@ -95,7 +96,8 @@ class VerdictCard(QFrame):
                             power_limit_settable=gpu.power_limit_settable if gpu else None,
                             power_limit_w=gpu.power_limit_enforced_w if gpu else None)
         advice = verdict_advice(verdict, meta)
-        self.advice.setText(f"What to do: {advice.action}\nEvidence: {advice.evidence}." if advice else "")
+        self.advice.setText(f"What to do: {code_as_text(advice.action)}\nEvidence: {advice.evidence}."
+                            if advice else "")
         self.advice.setVisible(advice is not None)
         self.title.setText(TITLES.get(verdict.status, verdict.status))
         line = f"\nPower limit: {printable(power_limit_line)}." if power_limit_line else ""
