@@ -252,6 +252,7 @@ def test_ctrl_z_stops_the_job_with_rigscope_and_fg_continues_both(tmp_path: Path
     # does not discard the stop (it does for an orphaned group, as a terminal's Ctrl+Z would be).
     proc = _rigscope("--", sys.executable, "-c", code, db=tmp_path / "h.db", stdout=subprocess.DEVNULL,
                      stderr=subprocess.PIPE, process_group=0)
+    job: psutil.Process | None = None
     try:
         _until(ready.exists)
         job = next(p for p in psutil.Process(proc.pid).children() if "pathlib" in " ".join(p.cmdline()))
@@ -268,6 +269,8 @@ def test_ctrl_z_stops_the_job_with_rigscope_and_fg_continues_both(tmp_path: Path
             os.killpg(proc.pid, signal.SIGCONT)
             proc.kill()
             proc.wait(10)
+        if job is not None and job.is_running():  # its own session: killing rigscope leaves it running
+            job.kill()
 
 
 def test_with_stderr_closed_the_card_never_goes_into_the_jobs_stdout(tmp_path: Path) -> None:
