@@ -54,7 +54,8 @@ _OPEN: weakref.WeakSet[_Connection] = weakref.WeakSet()
 _OPEN_LOCK = threading.Lock()
 
 
-def _file_id(path: Path) -> tuple[int, int] | None:
+def file_id(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at ``path``, None when it is missing: which file a name means now."""
     try:
         info = os.stat(path)
     except OSError:
@@ -91,7 +92,7 @@ def connect(target: str, *, uri: bool = False, timeout: float = 10.0) -> sqlite3
 def register(conn: sqlite3.Connection, path: Path) -> None:
     """Note (again) which file ``conn`` holds: called once the file surely exists."""
     if isinstance(conn, _Connection):
-        conn.file_id = _file_id(path)
+        conn.file_id = file_id(path)
         with _OPEN_LOCK:
             _OPEN.add(conn)
 
@@ -100,7 +101,7 @@ def open_here(path: Path) -> bool:
     """Whether this process holds a live connection to the file at ``path`` (any name of it).
 
     While it does, nothing in this process may open the file by other means (see the module text)."""
-    file = _file_id(path)
+    file = file_id(path)
     if file is None:
         return False
     with _OPEN_LOCK:

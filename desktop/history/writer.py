@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from desktop.history import codec
+from desktop.history.dbfile import file_id
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
 
@@ -254,11 +254,7 @@ class HistoryWriter:
             future.set_exception(exc)
 
     def _wal_file_id(self) -> tuple[int, int] | None:
-        try:
-            info = os.stat(f"{self.store_path}-wal")
-        except OSError:
-            return None
-        return info.st_dev, info.st_ino
+        return file_id(Path(f"{self.store_path}-wal"))
 
     def _check_wal(self) -> None:
         """Reopen the database when the write-ahead log this connection writes no longer has its name.
