@@ -8,6 +8,7 @@ desktop imports this).
 from __future__ import annotations
 
 import math
+import re
 
 __all__ = ["count_text", "duration_text", "plural_word"]
 
@@ -39,3 +40,7 @@ def duration_text(seconds: float) -> str:
     if seconds < 48 * 3600:
         return count_text(round(seconds / 3600, 1), "hour")
     return count_text(round(seconds / 86400, 1), "day")
+
+
+#: A `command` in advice text, as the rules mark it: shown as code in HTML, as plain text in a label.
+CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -9,24 +9,21 @@ Text that comes from the machine (process names) is shown as plain text, never a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
+from advisor.wording import CODE_SPAN
 from desktop.advice import Advice
 from desktop.ui.background import Loader
 
 AdviceSource = Callable[[], Advice | None]
 
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
-
-
 def code_as_text(text: str) -> str:
     """Advice text with its `code` marks dropped: the command reads as itself in a plain-text label."""
-    return _CODE_SPAN.sub(r"\1", text)
+    return CODE_SPAN.sub(r"\1", text)
 
 
 def plain_label(text: str, *, wrap: bool = True, bold: bool = False) -> QLabel:

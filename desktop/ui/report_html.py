@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
+from advisor.wording import CODE_SPAN
 from desktop.safetext import printable
 
 if TYPE_CHECKING:
     from desktop.reporting import ReportData
     from desktop.ui.theme import Theme
-
 
 
 @dataclass(frozen=True)
@@ -78,12 +77,9 @@ def report_colours(theme: Theme) -> ReportColours:
                          info=theme.accent)
 
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
-
-
 def code_spans(escaped: str) -> str:
     """Already escaped text with its `code` marks shown as code (the rule ids and backticks are for the CLI)."""
-    return _CODE_SPAN.sub(r"<code>\1</code>", escaped)
+    return CODE_SPAN.sub(r"<code>\1</code>", escaped)
 
 
 def e(value: object) -> str:
