@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.history.helpers import deleted_open_files
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/fd and POSIX locks")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,22 +48,6 @@ while time.monotonic() < end:
     time.sleep(0.05)
 print(n)
 """
-
-
-def _deleted_sqlite_fds(pid: int) -> list[str]:
-    out = []
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return out
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if "h.sqlite" in target and target.endswith("(deleted)"):
-            out.append(target)
-    return out
 
 
 def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Path) -> None:
@@ -127,7 +113,7 @@ def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Pa
         while time.monotonic() < start + RECORD_S or (
                 (len(killed) < KILLS or not {"run", "stress", "import"} <= set(done))
                 and time.monotonic() < start + 3 * RECORD_S):
-            deleted = _deleted_sqlite_fds(window.pid)
+            deleted = deleted_open_files(window.pid, "h.sqlite")
             assert not deleted, f"the window writes a database file that has no name any more: {deleted}"
             assert window.poll() is None, "the window died"
             time.sleep(0.25)
@@ -135,7 +121,7 @@ def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Pa
         for thread in threads:
             thread.join(timeout=150)
         reads = int((reader.communicate(timeout=60)[0] or "0").strip() or 0)
-        assert _deleted_sqlite_fds(window.pid) == []
+        assert deleted_open_files(window.pid, "h.sqlite") == []
     finally:
         stop.set()
         if window.poll() is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from desktop.telemetry.model import (
     DeviceState,
     GpuInfo,
@@ -52,3 +54,21 @@ def snapshot(time_s: float, *, sample: GpuSample = FULL_SAMPLE, info: GpuInfo = 
     reading = GpuReading(info, state, sample if state is DeviceState.OK else None, detail)
     return Snapshot(time_s=time_s, monotonic_s=time_s, source=SOURCE, gpus=(reading,), host=host,
                     processes=processes, processes_fresh=bool(processes))
+
+
+def deleted_open_files(pid: int | str = "self", name: str = "sqlite") -> list[str]:
+    """The files process ``pid`` holds open whose path contains ``name`` and that have no name any more
+    (``/proc/PID/fd`` says "(deleted)"): a WAL a writer goes on writing after it was unlinked."""
+    out = []
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if name in target and target.endswith("(deleted)"):
+            out.append(target)
+    return out

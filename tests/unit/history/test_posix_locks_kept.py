@@ -22,6 +22,7 @@ import pytest
 
 from desktop.history import dbfile
 from desktop.history.store import HistoryStore
+from tests.unit.history.helpers import deleted_open_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX advisory locks and /proc")
 
@@ -33,18 +34,6 @@ store = HistoryStore.open(Path(sys.argv[1]))
 store.conn.execute("INSERT INTO probe VALUES (2)")
 store.close()
 """
-
-
-def _deleted_sqlite_files() -> list[str]:
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if "sqlite" in target and target.endswith("(deleted)"):
-            out.append(target)
-    return out
 
 
 def _header_check(path: Path) -> None:
@@ -89,7 +78,7 @@ def test_a_second_process_closing_never_deletes_the_writers_wal(tmp_path: Path, 
                        env={**os.environ, "PYTHONPATH": str(repo)}, timeout=60)
         writer.conn.execute("INSERT INTO probe VALUES (3)")
         assert (tmp_path / "h.sqlite-wal").exists(), "the other process deleted the writer's WAL"
-        assert _deleted_sqlite_files() == []
+        assert deleted_open_files() == []
         # A third process sees the writer's newest row: it went to the WAL everybody shares.
         seen = subprocess.run([sys.executable, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1])"
                                ".execute('SELECT group_concat(x) FROM probe').fetchone()[0])", str(path)],
