@@ -59,7 +59,7 @@ def snapshot(time_s: float, *, sample: GpuSample = FULL_SAMPLE, info: GpuInfo = 
 def deleted_open_files(pid: int | str = "self", name: str = "sqlite") -> list[str]:
     """The files process ``pid`` holds open whose path contains ``name`` and that have no name any more
     (``/proc/PID/fd`` says "(deleted)"): a WAL a writer goes on writing after it was unlinked."""
-    out = []
+    out: list[str] = []
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
