@@ -81,6 +81,7 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     assert "thermal" in page.verdict_text.text() and page.verdict_title.text() == "Throttled"
     assert not page.running and page.start_button.isEnabled()
     assert page.run_id is not None and page.table.rowCount() == 1
+    qtbot.wait(100)  # let the card lay out its new, longer text (a grab at once shows it half relaid)
     page.grab().save(str(shots / "stress-verdict.png"))
     assert (shots / "stress-verdict.png").stat().st_size > 10_000
     page.export_json(tmp_path / "run.json")  # the portable record `rigscope compare` reads, and a page beside it
