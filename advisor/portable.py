@@ -169,7 +169,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utf8_text(text: str) -> str:
-    """``text`` with each lone surrogate written out as ``desktop.safetext`` shows it (``\\xff`` for the byte a
+    """``text`` with each lone surrogate written out as ``advisor.safetext`` shows it (``\\xff`` for the byte a
     surrogate-escaped name held): a job named ``train\\xff`` writes a record every reader accepts."""
     def escape(match: re.Match[str]) -> str:
         code = ord(match.group())

@@ -4,7 +4,7 @@ A cell that starts with ``= + - @``, a tab or a carriage return is run as a form
 Excel, LibreOffice and Google Sheets (``=HYPERLINK(...)``, ``=cmd|' /C calc'!A0``), and names in
 these files come from outside: a process names itself, an imported log names its GPUs. Such
 a cell gets a leading ``'`` (OWASP's advice); numbers, and text that is just a number such
-as ``-3.5``, stay numbers. Bidi overrides are shown as ``\\u202e`` (``desktop.safetext``).
+as ``-3.5``, stay numbers. Bidi overrides are shown as ``\\u202e`` (``advisor.safetext``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import TextIO
 
-from desktop.safetext import neutralise_bidi
+from advisor.safetext import neutralise_bidi
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")

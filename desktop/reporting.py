@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
+from advisor.safetext import printable
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
 from advisor.usage import NO_KEY, GpuEnergy, ProcessUsageRows, UsageTable, account_usage
 from desktop import config
@@ -43,7 +44,6 @@ from desktop.advice import (
 )
 from desktop.csvsafe import CsvWriter
 from desktop.errors import UserError
-from desktop.safetext import printable
 
 WEEK_S = 7 * 86400.0
 

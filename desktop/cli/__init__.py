@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from advisor.safetext import printable
 from desktop import __version__, config
 from desktop.cli.common import TIME_HELP, attach_relative_times, check_db_arg, drop_stdout, interval_arg
 from desktop.errors import UserError
-from desktop.safetext import printable
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -8,11 +8,11 @@ from datetime import datetime
 
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
+from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.advice import Advice, advice_json, compute_advice, load_recent_frame, open_history
 from desktop.cli.common import db_path, load_settings
 from desktop.errors import UserError
-from desktop.safetext import printable
 
 
 def main(args: argparse.Namespace) -> int:

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from advisor.frame import GpuMeta
+from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.cli.common import db_path, iso_local, time_range
 from desktop.errors import UserError
-from desktop.safetext import printable
 from desktop.stress.causes import CAUSE_COUNTER_FIELDS
 from desktop.stress.log_verdict import RunVerdict, verdicts_for_log
 from desktop.stress.verdict import LOAD_UTIL_PCT

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from advisor.safetext import printable
 from desktop import config
 from desktop.errors import UserError
 from desktop.paths import default_db_path, demo_db_path
-from desktop.safetext import printable
 from desktop.telemetry.backend import GpuBackend
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from advisor.compare_text import flagged_sentence, rows
 from advisor.run_compare import Comparison, compare
+from advisor.safetext import printable
 from desktop.cli.common import text_table
 from desktop.errors import UserError
-from desktop.safetext import printable
 from desktop.stress.portable import read_records
 
 #: Marks a flagged difference in the text table.

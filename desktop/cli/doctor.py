@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from advisor.safetext import printable
 from desktop.cli.common import open_backend, text_table
-from desktop.safetext import printable
 from desktop.telemetry.doctor import collect
 from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME
 

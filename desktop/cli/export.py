@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from advisor.safetext import printable
 from desktop.cli.common import STDOUT, check_output, db_path, drop_stdout, iso_local, time_range
 from desktop.errors import UserError
 from desktop.history.dbfile import is_sqlite_file
 from desktop.history.export import raw_time_range, write_export
-from desktop.safetext import printable
 
 
 def main(args: argparse.Namespace) -> int:

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.cli.common import ProgressBar, db_path
 from desktop.errors import UserError
-from desktop.safetext import printable
 
 if TYPE_CHECKING:
     from desktop.history.nvsmi_csv import ImportResult

@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from advisor.job_card import JobCard
+from advisor.safetext import printable
 from desktop.advice import json_safe, load_cloud_offers, load_gpu_specs, open_history
 from desktop.cli.common import db_path, load_settings, text_table
 from desktop.errors import UserError
 from desktop.jobs.card import card_of, duration_text, energy_text, format_card, job_status, money_text
 from desktop.jobs.envelope_note import with_envelope_note
 from desktop.jobs.model import JobRecord
-from desktop.safetext import printable
 
 #: What `rigscope jobs` says when the history holds no job yet.
 NO_JOBS = ("No jobs recorded yet. Run one under Rigscope to get its card here: "

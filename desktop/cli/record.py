@@ -14,12 +14,12 @@ import time
 from types import FrameType
 from typing import Any
 
+from advisor.safetext import printable
 from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
 from desktop.history.calibration import load_calibrations
 from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.recorder import Recorder
-from desktop.safetext import printable
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 log = logging.getLogger(__name__)

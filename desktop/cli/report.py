@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from advisor.safetext import printable
 from desktop.advice import open_history
 from desktop.cli.common import STDOUT, check_output, db_path, load_settings
 from desktop.errors import UserError
@@ -23,7 +24,6 @@ from desktop.reporting import (
     to_json,
     write_report_text,
 )
-from desktop.safetext import printable
 
 FORMATS = ("html", "pdf", "json", "csv")
 #: A file name's extension -> the format it means.

@@ -21,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from advisor.safetext import printable
 from desktop import config
 from desktop.cli.common import check_interval, check_output, db_path, load_settings, open_backend
 from desktop.errors import UserError
 from desktop.jobs.guard import GuardSettings, check_guard_c
 from desktop.jobs.job import JobHistory, JobRun
 from desktop.jobs.wrap import FORWARDED
-from desktop.safetext import printable
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
+from advisor.safetext import printable
 from desktop.cli.common import check_interval, open_backend, text_table
 from desktop.errors import UserError
-from desktop.safetext import printable
 from desktop.telemetry.doctor import slowdown_headroom_c
 from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.live import snapshot_json

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from advisor.safetext import printable
 from desktop.cli import stress_gate, stress_modes
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
 from desktop.history.lock import DeviceLock, GpuClaims
-from desktop.safetext import printable
 from desktop.stress.records import (
     exit_code,
     gpu_identity,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from advisor.safetext import printable
 from advisor.usage import NO_KEY, UsageTable, account_usage, fmt_cost, fmt_energy, fmt_gpu_hours
 from desktop.advice import open_history
 from desktop.cli.common import db_path, iso_local, load_settings, text_table, time_range
-from desktop.safetext import printable
 
 #: The default period: the last week.
 DEFAULT_SPAN_S = 7 * 86400.0

@@ -16,8 +16,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from advisor.clock_events import SINGLE_REASONS
+from advisor.safetext import printable
 from desktop import __version__
-from desktop.safetext import printable
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuProcess, GpuReading, Snapshot
 
 if TYPE_CHECKING:

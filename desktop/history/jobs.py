@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from advisor.safetext import printable
 from desktop.history.codec import db_text, text_from_db
 from desktop.history.job_model import GuardEvent, JobOwner, JobRecord, JobSeries
-from desktop.safetext import printable
 
 if TYPE_CHECKING:
     from desktop.history.db import HistoryDb

@@ -20,10 +20,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from advisor.safetext import printable
 from desktop.errors import UserError
 from desktop.history.dbfile import check_target
 from desktop.paths import data_dir, ensure_private_dir
-from desktop.safetext import printable
 from desktop.telemetry.model import GpuInfo
 
 log = logging.getLogger(__name__)

@@ -18,12 +18,12 @@ from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
 from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
+from advisor.safetext import printable
 from advisor.thresholds import Thresholds
 from desktop.config import CostSettings
 from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
 from desktop.jobs.model import JobRecord, JobSeries
-from desktop.safetext import printable
 from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
 from desktop.stress.verdict_model import Verdict
 from desktop.stress.verdict_text import format_duration

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.errors import UserError
 from desktop.history import jobs as job_store
@@ -34,7 +35,6 @@ from desktop.jobs.guard import GuardSettings, ThermalGuard
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
 from desktop.jobs.wrap import Watchdog, WrappedJob
-from desktop.safetext import printable
 from desktop.telemetry import owned
 from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.host import process_tree

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from advisor.safetext import printable
 from desktop.errors import UserError
-from desktop.safetext import printable
 from desktop.telemetry.model import GpuInfo, GpuProcess
 
 #: How far below shutdown the guard stays at most. An RTX 3090 reports slowdown 95 °C and

@@ -31,10 +31,10 @@ from advisor.portable import (
     parse_record_bytes,
 )
 from advisor.portable_legacy import legacy_record
+from advisor.safetext import printable
 from desktop import __version__
 from desktop.errors import UserError
 from desktop.jobs.model import JobRecord
-from desktop.safetext import printable
 from desktop.stress.records import gpu_identity
 from desktop.stress.run_model import RunResult
 from desktop.stress.verdict_model import Verdict

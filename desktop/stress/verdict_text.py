@@ -14,8 +14,8 @@ import numpy as np
 
 from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.frame import StressResult
+from advisor.safetext import printable
 from advisor.wording import count_text
-from desktop.safetext import printable
 from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE
 from desktop.stress.power_cap import WHOLE_RUN_SHARE
 from desktop.stress.verdict_model import RunTrace, Verdict

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import psutil
 
-from desktop.safetext import printable
+from advisor.safetext import printable
 from desktop.telemetry import owned
 from desktop.telemetry.attribution import (
     RuntimeStateFiles,

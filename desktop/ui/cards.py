@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from desktop.safetext import printable
+from advisor.safetext import printable
 from desktop.telemetry.envelope import PowerEnvelope, explain_gpu
 from desktop.telemetry.model import (
     METRICS_BY_NAME,

@@ -24,8 +24,8 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
+from advisor.safetext import neutralise_bidi
 from advisor.summary import WEEKDAYS
-from desktop.safetext import neutralise_bidi
 from desktop.ui.plot_column import TimeAxis
 from desktop.ui.theme import Theme
 

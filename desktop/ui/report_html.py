@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
+from advisor.safetext import printable
 from advisor.wording import CODE_SPAN
-from desktop.safetext import printable
 
 if TYPE_CHECKING:
     from desktop.reporting import ReportData

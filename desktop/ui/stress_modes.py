@@ -17,7 +17,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QMessageBox, QPushButton
 
 from advisor.mode_compare import mode_sentences
-from desktop.safetext import printable
+from advisor.safetext import printable
 from desktop.stress.per_mode import ModeRun, ModeSwitch, mode_name
 from desktop.stress.portable import record_from_stress
 from desktop.stress.verdict import Verdict

@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.frame import StressResult
+from advisor.safetext import printable
 from desktop.advice import gpu_meta_for, verdict_advice
-from desktop.safetext import printable
 from desktop.stress.verdict import Verdict
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.advice_page import code_as_text

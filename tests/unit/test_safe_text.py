@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from advisor.safetext import neutralise_bidi, printable
 from desktop import cli, config
 from desktop.advice import compute_advice
 from desktop.cli import sample
 from desktop.cli.advise import format_advice
 from desktop.cli.doctor import render as render_doctor
 from desktop.csvsafe import CsvWriter, safe_cell
-from desktop.safetext import neutralise_bidi, printable
 from desktop.telemetry.doctor import collect
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from tests.unit.advisor.demo_frame import TWO_GPUS, demo_week_frame

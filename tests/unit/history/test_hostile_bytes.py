@@ -12,10 +12,10 @@ import dataclasses
 import os
 from pathlib import Path
 
+from advisor.safetext import printable
 from desktop.history import query
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
-from desktop.safetext import printable
 from tests.unit.history.helpers import FULL_INFO, FULL_PROCESS, snapshot
 
 HOSTILE_NAME = os.fsdecode(b"\xff\xfe\x80bad")
