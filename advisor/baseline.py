@@ -19,7 +19,7 @@ from advisor.frame import StressResult
 BASELINE_RUNS = 10
 #: The Sustained test's length (the Stress page's "Sustained 10 min" preset): a baseline ran at least this long.
 SUSTAINED_S = 600.0
-#: How the verdict sentence of a run that ended still heating up begins (``desktop.stress.verdict_text``).
+#: How the verdict sentence of a run that ended still heating up begins (``advisor.verdict_text``).
 INCONCLUSIVE_PREFIX = "Inconclusive:"
 
 

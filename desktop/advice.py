@@ -261,7 +261,7 @@ def gpu_meta_for(name: str | None, index: int = 0, *, is_laptop: bool | None = N
 def verdict_advice(verdict: Any, meta: GpuMeta, platform: str = sys.platform) -> VerdictAdvice | None:
     """The action for a throttled verdict (stress run, `analyze`), from the rules' own action texts, with the
     shares under load it rests on: "SW thermal slowdown 68 % of 18 minutes under load". None when not throttled."""
-    from desktop.stress.causes import CAUSE_LABELS
+    from advisor.causes import CAUSE_LABELS
 
     if not verdict.throttled:
         return None

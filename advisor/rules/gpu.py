@@ -153,7 +153,7 @@ def power_cap(ctx: RuleContext) -> list[Recommendation]:
 
 def _power_cap_title(gpu: GpuSeries, capped: BoolArray) -> str:
     """"held at its power limit" only where the power while capped is at >= 95 % of the limit (the stress
-    verdict's rule, desktop/stress/power_cap.py); below it (minute rows that mix capped bursts with the
+    verdict's rule, advisor/power_cap.py); below it (minute rows that mix capped bursts with the
     troughs between them, a cap set by another limit) the card says what it measured."""
     mean = weighted_mean(gpu.power_w[capped], gpu.duration_s[capped])
     limit = gpu.meta.power_limit_w

@@ -10,16 +10,16 @@ from typing import Any
 
 import numpy as np
 
+from advisor.causes import CAUSE_COUNTER_FIELDS
 from advisor.frame import GpuMeta
+from advisor.log_verdict import RunVerdict, verdicts_for_log
 from advisor.safetext import printable
+from advisor.verdict import LOAD_UTIL_PCT
+from advisor.verdict_text import format_duration
 from advisor.wording import count_text
 from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.cli.common import db_path, iso_local, time_range
 from desktop.errors import UserError
-from desktop.stress.causes import CAUSE_COUNTER_FIELDS
-from desktop.stress.log_verdict import RunVerdict, verdicts_for_log
-from desktop.stress.verdict import LOAD_UTIL_PCT
-from desktop.stress.verdict_text import format_duration
 
 
 def main(args: argparse.Namespace) -> int:

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from advisor.safetext import printable
+from advisor.verdict_model import Verdict
+from advisor.verdict_text import format_duration
 from desktop.cli import stress_gate, stress_modes
 from desktop.cli.common import ProgressBar, db_path, load_settings
 from desktop.errors import UserError
@@ -40,8 +42,6 @@ from desktop.stress.records import (
 )
 from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
-from desktop.stress.verdict_model import Verdict
-from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 

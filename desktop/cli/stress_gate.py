@@ -17,11 +17,11 @@ from pathlib import Path
 from advisor.compare_text import number
 from advisor.portable import PortableRecord, finite_json
 from advisor.safetext import printable
+from advisor.verdict_model import Verdict
 from desktop.cli.common import check_output, load_settings
 from desktop.errors import UserError
 from desktop.stress.portable import read_record, record_from_stress, write_record
 from desktop.stress.run_model import RunResult
-from desktop.stress.verdict_model import Verdict
 
 #: Exit code of a run whose throughput fell more than --max-drop below the baseline's.
 EXIT_BELOW_BASELINE = 5

@@ -17,13 +17,13 @@ from typing import Any
 from advisor.mode_compare import mode_sentences
 from advisor.run_compare import compare
 from advisor.safetext import printable
+from advisor.verdict_model import Verdict
 from desktop.cli.common import ProgressBar, db_path
 from desktop.cli.compare import text_report
 from desktop.errors import UserError
 from desktop.stress.per_mode import ModeRun, ModeSwitch, SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
 from desktop.stress.run_model import Progress, RealClock, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
-from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 

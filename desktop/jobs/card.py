@@ -20,13 +20,13 @@ from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
 from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
 from advisor.safetext import printable
 from advisor.thresholds import Thresholds
+from advisor.verdict import MIN_SUSTAINED_S, RunTrace, judge
+from advisor.verdict_model import Verdict
+from advisor.verdict_text import format_duration
 from desktop.config import CostSettings
 from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
 from desktop.jobs.model import JobRecord, JobSeries
-from desktop.stress.verdict import MIN_SUSTAINED_S, RunTrace, judge
-from desktop.stress.verdict_model import Verdict
-from desktop.stress.verdict_text import format_duration
 
 #: A frame for a job should reach this far past its end: raw counters hold the time since the
 #: sample before, so the last interval of the job is counted in the first sample after it.

@@ -17,9 +17,9 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from desktop.stress.verdict import DROP_THRESHOLD, REFERENCE_WINDOW_S, WARMUP_S
-from desktop.stress.verdict_model import RunTrace, Verdict
-from desktop.stress.verdict_text import sentence_for
+from advisor.verdict import DROP_THRESHOLD, REFERENCE_WINDOW_S, WARMUP_S
+from advisor.verdict_model import RunTrace, Verdict
+from advisor.verdict_text import sentence_for
 
 FloatArray = npt.NDArray[np.float64]
 

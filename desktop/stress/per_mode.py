@@ -20,11 +20,11 @@ from typing import Protocol
 from advisor.envelope import MSI_SHIFT_MODE_NAMES, PLATFORM_PROFILE_NAMES
 from advisor.mode_compare import ModeFigures
 from advisor.portable import PortableRecord
+from advisor.verdict_model import Verdict
 from desktop.stress.portable import record_from_stress
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import Clock, RunResult
 from desktop.stress.runner import StressRunner
-from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.envelope import MSI_EC, EnvelopeReader
 from desktop.telemetry.simulated import SimulatedMachine
 

@@ -32,12 +32,12 @@ from advisor.portable import (
 )
 from advisor.portable_legacy import legacy_record
 from advisor.safetext import printable
+from advisor.verdict_model import Verdict
 from desktop import __version__
 from desktop.errors import UserError
 from desktop.jobs.model import JobRecord
 from desktop.stress.records import gpu_identity
 from desktop.stress.run_model import RunResult
-from desktop.stress.verdict_model import Verdict
 from desktop.telemetry.model import GpuInfo
 
 FloatArray = npt.NDArray[np.float64]

@@ -20,12 +20,12 @@ import numpy.typing as npt
 
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
+from advisor.verdict import MIN_STRESS_LOAD_S, Verdict, judge
+from advisor.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 from desktop.errors import UserError
 from desktop.stress.cpu_noise import judge_within_noise
 from desktop.stress.devices import cpu_model_name
 from desktop.stress.run_model import RunResult
-from desktop.stress.verdict import MIN_STRESS_LOAD_S, Verdict, judge
-from desktop.stress.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import json
 import math
 from collections.abc import Iterable
 
+from advisor.verdict import Verdict
 from desktop.stress.records import extra_json, gpu_identity
 from desktop.stress.run_model import RunResult
-from desktop.stress.verdict import Verdict
 
 #: The per-sample series a report carries besides throughput.
 REPORT_SERIES = ("sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons")

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from desktop.stress.verdict import RunTrace
+from advisor.verdict import RunTrace
 from desktop.telemetry.model import GpuInfo
 
 FloatArray = npt.NDArray[np.float64]

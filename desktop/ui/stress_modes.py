@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QMenu, QMessageBox, QPushButton
 
 from advisor.mode_compare import mode_sentences
 from advisor.safetext import printable
+from advisor.verdict import Verdict
 from desktop.stress.per_mode import ModeRun, ModeSwitch, mode_name
 from desktop.stress.portable import record_from_stress
-from desktop.stress.verdict import Verdict
 from desktop.ui.stress_page import StressPage
 
 #: The Quick preset's place among the page's presets ("Quick 2 min").

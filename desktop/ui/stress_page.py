@@ -37,12 +37,12 @@ from PySide6.QtWidgets import (
 
 from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
+from advisor.verdict import Verdict
+from advisor.verdict_text import format_duration
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.report import run_html
 from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
-from desktop.stress.verdict import Verdict
-from desktop.stress.verdict_text import format_duration
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
 from desktop.ui.plot_column import PlotColumn

@@ -12,7 +12,7 @@ from datetime import datetime
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from advisor.frame import StressResult
-from desktop.stress.verdict_text import format_duration
+from advisor.verdict_text import format_duration
 
 HEADERS = ("Started (local time)", "Workload", "Device", "Sustained", "Peak", "Verdict")
 #: Said by the verdict card while no run is stored and none has run since the page opened.

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from advisor.frame import StressResult
 from advisor.safetext import printable
+from advisor.verdict import Verdict
 from desktop.advice import gpu_meta_for, verdict_advice
-from desktop.stress.verdict import Verdict
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.advice_page import code_as_text
 from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card

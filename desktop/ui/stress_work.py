@@ -17,12 +17,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal
 
 from advisor.frame import StressResult
+from advisor.verdict import Verdict
 from desktop.errors import UserError
 from desktop.history.lock import DeviceLock, GpuClaims
 from desktop.stress.records import gpu_identity, judge_run, load_earlier, save_failure_reason, save_run
 from desktop.stress.run_model import RunResult
 from desktop.stress.runner import StressRunner
-from desktop.stress.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor import stats
+from advisor import causes, stats
 from advisor.clock_events import (
     CLOCK_EVENT_COUNTERS,
     POWER_REASONS,
@@ -12,7 +12,6 @@ from advisor.clock_events import (
     ClockEventReason,
     bits,
 )
-from desktop.stress import causes
 from desktop.telemetry import model
 
 

@@ -1,5 +1,5 @@
 """The demo week's advice says nothing its own evidence contradicts: "held at its power limit" only where the
-power while capped is at >= 95 % of the limit (desktop/stress/power_cap.py's rule); "held far below its power
+power while capped is at >= 95 % of the limit (advisor/power_cap.py's rule); "held far below its power
 limit" on battery only where the power on battery is far below it."""
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor.log_verdict import load_segments, verdicts_for_log
 from desktop.cli import main
 from desktop.history.nvsmi_csv import parse_nvsmi_csv
-from desktop.stress.log_verdict import load_segments, verdicts_for_log
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BURSTS = FIXTURES / "nvsmi_h800_gemm_bursts.csv"
@@ -208,7 +208,7 @@ def test_a_flat_power_plateau_while_the_clock_moves_is_likely_a_cap(tmp_path: Pa
 def test_the_rolling_median_of_a_fast_log_holds_no_rows_x_window_copy() -> None:
     import tracemalloc
 
-    from desktop.stress.verdict import rolling_median
+    from advisor.verdict import rolling_median
 
     rng = np.random.default_rng(7)
     n, window = 60_000, 715  # 7 ms samples, the verdict's 5 s window: 343 MB as one copy
@@ -230,7 +230,7 @@ def test_the_rolling_median_of_a_fast_log_holds_no_rows_x_window_copy() -> None:
 
 def test_a_stress_run_at_its_limit_without_reason_bits_names_the_cap() -> None:
     """The stress verdict too: 45 s of GEMM at 345-349 of 350 W, throughput steady, no reason bits in the trace."""
-    from desktop.stress.verdict import RunTrace, judge
+    from advisor.verdict import RunTrace, judge
 
     rng = np.random.default_rng(3)
     n = 45

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor.log_verdict import verdicts_for_log
 from desktop.cli import main
 from desktop.cli.stress import resolve_device
 from desktop.history.store import HistoryStore
-from desktop.stress.log_verdict import verdicts_for_log
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from desktop.stress.verdict import Verdict
+from advisor.verdict import Verdict
 from desktop.ui.stress_page import StressPage
 from desktop.ui.stress_verdict_card import VerdictCard
 from desktop.ui.theme import LIGHT, resolve

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QFileDialog
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
-from desktop.stress.verdict import Verdict
+from advisor.verdict import Verdict
 from desktop.ui.stress_page import StressPage
 from desktop.ui.stress_runs import NO_RUN_TITLE
 from desktop.ui.stress_verdict_card import NO_RUN_TEXT, VerdictCard

@@ -21,9 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from advisor.clock_events import ClockEventReason
-from advisor.wording import count_text
-from desktop.stress.causes import (
+from advisor.causes import (
     CAUSE_BITS,
     CAUSE_FAMILY,
     SLOWDOWN_CAUSES,
@@ -33,9 +31,11 @@ from desktop.stress.causes import (
     reason_bits,
     sample_intervals,
 )
-from desktop.stress.power_cap import PowerCap, power_cap
-from desktop.stress.verdict_model import RunTrace, Verdict
-from desktop.stress.verdict_text import sentence_for
+from advisor.clock_events import ClockEventReason
+from advisor.power_cap import PowerCap, power_cap
+from advisor.verdict_model import RunTrace, Verdict
+from advisor.verdict_text import sentence_for
+from advisor.wording import count_text
 
 # The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well.
 __all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_STRESS_LOAD_S", "MIN_SUSTAINED_S",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from desktop.stress.causes import CAUSE_COUNTER_FIELDS
+from advisor.causes import CAUSE_COUNTER_FIELDS
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from desktop.stress.power_cap import datasheet_power_limit_w
-from desktop.stress.verdict import LOAD_UTIL_PCT, MIN_SUSTAINED_S, RunTrace, Verdict, judge
+from advisor.power_cap import datasheet_power_limit_w
+from advisor.verdict import LOAD_UTIL_PCT, MIN_SUSTAINED_S, RunTrace, Verdict, judge
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from desktop.stress.verdict_model import RunTrace, Verdict
-from desktop.stress.verdict_text import sentence_for
+from advisor.verdict_model import RunTrace, Verdict
+from advisor.verdict_text import sentence_for
 
 
 def _verdict(load_s: float) -> Verdict:

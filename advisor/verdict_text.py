@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 import numpy as np
 
 from advisor.baseline import INCONCLUSIVE_PREFIX
+from advisor.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE
 from advisor.frame import StressResult
+from advisor.power_cap import WHOLE_RUN_SHARE
 from advisor.safetext import printable
+from advisor.verdict_model import RunTrace, Verdict
 from advisor.wording import count_text
-from desktop.stress.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE
-from desktop.stress.power_cap import WHOLE_RUN_SHARE
-from desktop.stress.verdict_model import RunTrace, Verdict
 
 
 def format_duration(seconds: float) -> str:

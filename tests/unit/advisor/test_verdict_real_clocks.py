@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.causes import CAUSE_COUNTER_FIELDS
+from advisor.verdict import RunTrace, judge
 from desktop.history.nvsmi_csv import parse_nvsmi_csv
-from desktop.stress.causes import CAUSE_COUNTER_FIELDS
-from desktop.stress.verdict import RunTrace, judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
