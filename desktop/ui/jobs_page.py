@@ -41,7 +41,6 @@ from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
-from desktop.ui.pages.base import PageWidget
 from desktop.ui.plot_column import PlotColumn
 from desktop.ui.theme import Theme
 
@@ -57,7 +56,7 @@ PAUSE_NOTE = "Shaded: the thermal guard paused the job."
 REBIN_DELAY_MS = 300
 
 
-class JobsPage(PageWidget):
+class JobsPage(QWidget):
     """The job list (newest first), the selected job's card and its charts; F5 reads the list again."""
 
     def __init__(self, source: JobsHistory, theme: Theme) -> None:
