@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from advisor.guard import GuardSettings, ThermalGuard
 from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.errors import UserError
@@ -31,7 +32,6 @@ from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
 from desktop.jobs.card import judge_job
-from desktop.jobs.guard import GuardSettings, ThermalGuard
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.jobs.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
 from desktop.jobs.wrap import Watchdog, WrappedJob

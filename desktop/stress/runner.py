@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from advisor.envelope import envelope_summary
+from advisor.guard import GuardRefused, GuardSource, RunWatch, check_guard_above_current, guard_temperature
+from desktop.errors import UserError
 from desktop.stress.child import ChildReader, close_pipes, stop_child
 from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.devices import CudaIdentity, map_cuda_device
-from desktop.stress.guard import RunWatch, check_guard_above_current, guard_temperature
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.envelope import explain_gpu
@@ -118,7 +119,7 @@ class StressRunner:
         #: The GPU under test and its NVML index, once known (sim: at once; cuda: from the child).
         self.gpu: GpuInfo | None = None
         self._watch_index: int | None = None
-        #: The unknown-temperature, HBM and foreign-process watch (desktop.stress.guard).
+        #: The unknown-temperature, HBM and foreign-process watch (advisor.guard).
         self.watch = RunWatch(own_pids={os.getpid()})
         #: Called with a warning for the user (foreign compute processes on the GPU at the start).
         self.on_warning: Callable[[str], None] | None = None
@@ -144,7 +145,10 @@ class StressRunner:
         cfg = self.config
         if info is not None and self.claim is not None:
             self.claim(info)
-        self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
+        try:
+            self._guard_c = guard_temperature(info, cfg.guard_c, cfg.guard_offset_c, cfg.guard_absolute_c)
+        except GuardRefused as exc:  # advisor's refusal, said to the user (exit 2)
+            raise UserError(str(exc)) from None
         self.gpu = info
         self._watch_index = info.index if info is not None else None
         if self.on_start is not None:
@@ -185,8 +189,12 @@ class StressRunner:
             # A guard the GPU is already at would stop the run at its first sample: refuse it instead.
             self._start_checked = True
             cfg = self.config
-            source = "explicit" if cfg.guard_c is not None else "setting" if cfg.guard_absolute_c > 0 else "default"
-            check_guard_above_current(self.gpu, self._guard_c, temperature_c, source=source)
+            source: GuardSource = ("explicit" if cfg.guard_c is not None
+                                   else "setting" if cfg.guard_absolute_c > 0 else "default")
+            try:
+                check_guard_above_current(self.gpu, self._guard_c, temperature_c, source=source)
+            except GuardRefused as exc:
+                raise UserError(str(exc)) from None
         if self._guard_c is not None and temperature_c is not None and temperature_c >= self._guard_c:
             return f"stopped by the temperature guard: {temperature_c:.0f} °C >= {self._guard_c:.0f} °C"
         hbm = self.watch.memory_too_hot(reading.memory_temperature_c if reading is not None else None, self.gpu)
@@ -210,7 +218,7 @@ class StressRunner:
                                   sample.power_w if sample else None, errors, checks, phase, self.clock.now()))
 
     def run(self) -> RunResult:
-        """Run the test; raises a UserError (DeviceMappingError, GuardRefused, a claim's DeviceBusy) when it
+        """Run the test; raises a UserError (DeviceMappingError, the guard's refusal, a claim's DeviceBusy) when it
         must not start."""
         try:
             if self.config.device == "sim":

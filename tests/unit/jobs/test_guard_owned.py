@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.jobs.guard import GuardSettings
+from advisor.guard import GuardSettings
 from desktop.jobs.job import JobRun
 from desktop.jobs.wrap import WATCHDOG
 from desktop.telemetry import owned

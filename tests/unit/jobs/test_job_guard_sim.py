@@ -12,9 +12,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from advisor.guard import GuardSettings
 from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
-from desktop.jobs.guard import GuardSettings
 from desktop.jobs.job import JobHistory, JobRun
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

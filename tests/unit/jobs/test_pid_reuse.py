@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from desktop.jobs.guard import GuardSettings, ThermalGuard
+from advisor.guard import GuardSettings, ThermalGuard
 from desktop.jobs.job import JobRun
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from desktop.history.lock import DeviceLock
+from desktop.errors import UserError
+from desktop.sessions.gpu_locks import DeviceLock
 from desktop.stress.devices import (
     CudaIdentity,
     DeviceMappingError,
@@ -24,7 +25,6 @@ from desktop.stress.devices import (
     nvml_uuid,
     pci_bus_id,
 )
-from desktop.stress.guard import GuardRefused
 from desktop.stress.run_model import StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
@@ -208,7 +208,7 @@ def test_the_runner_refuses_a_guard_at_the_mapped_gpus_shutdown() -> None:
                             config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05,
                                                 guard_c=shutdown_c),
                             sampler=Sampler(backend))
-    with pytest.raises(GuardRefused, match=f"{shutdown_c:g} °C"):
+    with pytest.raises(UserError, match=f"{shutdown_c:g} °C"):
         runner.run()
     assert runner.child_pid is not None and _gone(runner.child_pid)
 
@@ -227,7 +227,7 @@ class RealLooking(ClosingBackend):
 
 
 def _fake_child(monkeypatch: pytest.MonkeyPatch, device: dict[str, Any], seconds: float) -> None:
-    from desktop.cli import stress as commands
+    from desktop.sessions import stress as commands
 
     monkeypatch.setattr(commands, "open_gpu_backend", RealLooking)
     monkeypatch.setattr(StressRunner, "child_command",
@@ -265,7 +265,7 @@ def test_cli_cuda_index_beyond_cudas_count_exits_2(monkeypatch: pytest.MonkeyPat
 
 
 def test_the_runner_refuses_a_gpu_another_run_holds_and_ends_its_child() -> None:
-    from desktop.history.lock import DeviceBusy, gpu_lock
+    from desktop.sessions.gpu_locks import DeviceBusy, gpu_lock
 
     backend, gpus = two_gpus()
     held = gpu_lock(gpus[1].uuid, gpus[1].name)
@@ -292,7 +292,7 @@ def test_the_runner_refuses_a_gpu_another_run_holds_and_ends_its_child() -> None
 def test_cli_two_shells_whose_cuda_n_is_one_gpu_are_told_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from desktop.cli import main
-    from desktop.history.lock import gpu_lock
+    from desktop.sessions.gpu_locks import gpu_lock
 
     gpus = RealLooking().devices()
     # This shell: CUDA_VISIBLE_DEVICES=1, so its cuda:0 is the RTX 4090 that another shell loads as cuda:1

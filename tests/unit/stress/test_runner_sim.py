@@ -7,9 +7,10 @@ import time
 
 import numpy as np
 
+from advisor.guard import guard_temperature
 from desktop.stress.records import exit_code, judge_run
 from desktop.stress.run_model import Progress, RealClock, SimClock, StressConfig
-from desktop.stress.runner import StressRunner, guard_temperature
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.guard import GuardRefused, check_guard_above_current
 from desktop.cli import main
-from desktop.stress.guard import GuardRefused, check_guard_above_current
+from desktop.errors import UserError
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import runner_factory
 from desktop.telemetry.model import GpuInfo
@@ -43,13 +44,13 @@ def test_the_runner_refuses_before_any_load_and_a_guard_above_runs() -> None:
     start_c = _sim().sample(0.0)[0].sample.temperature_c  # the simulated laptop at rest
     assert start_c is not None
     runner = make(StressConfig(device="sim", duration_s=5.0, guard_c=start_c))
-    with pytest.raises(GuardRefused, match="current temperature"):
+    with pytest.raises(UserError, match="current temperature"):
         runner.run()
     runner = make(StressConfig(device="sim", duration_s=5.0, guard_c=start_c + 10.0))
     assert runner.run().status == "completed"
     # A configured absolute guard is checked too (it came from Settings, and says so).
     setting = runner_factory(_sim, guard_absolute_c=start_c, clock=SimClock(real_s_per_s=0.0))
-    with pytest.raises(GuardRefused, match="set in Settings"):
+    with pytest.raises(UserError, match="set in Settings"):
         setting(StressConfig(device="sim", duration_s=5.0)).run()
 
 

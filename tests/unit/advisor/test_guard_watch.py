@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from desktop.stress.guard import TEMP_UNKNOWN_LIMIT_S, RunWatch, memory_guard_temperature
+from advisor.guard import TEMP_UNKNOWN_LIMIT_S, RunWatch, memory_guard_temperature
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
 from desktop.stress.runner import runner_factory

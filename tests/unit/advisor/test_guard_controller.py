@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from desktop.errors import UserError
-from desktop.jobs.guard import GuardSettings, ThermalGuard, check_guard_c
+from advisor.guard import GuardRefused, GuardSettings, ThermalGuard, check_guard_c
 from desktop.telemetry.model import GpuInfo
 
 
@@ -81,7 +80,7 @@ def _gpu(shutdown: float | None) -> GpuInfo:
 
 @pytest.mark.parametrize("guard_c", [20.0, float("nan"), 101.0, 95.0])
 def test_a_guard_below_room_temperature_or_at_shutdown_is_refused(guard_c: float) -> None:
-    with pytest.raises(UserError):
+    with pytest.raises(GuardRefused):
         check_guard_c(guard_c, [_gpu(95.0)])
 
 
@@ -94,7 +93,7 @@ def test_a_guard_at_or_below_the_temperature_now_plus_the_resume_offset_is_refus
                                                                                    refused: bool) -> None:
     """Issue 21, defect 6: at 35 °C a 30 °C guard paused the job at its first sample and never resumed it."""
     if refused:
-        with pytest.raises(UserError, match="resume offset"):
+        with pytest.raises(GuardRefused, match="resume offset"):
             check_guard_c(guard_c, [_gpu(95.0)], {0: 35.0}, resume_offset_c=5.0)
     else:
         check_guard_c(guard_c, [_gpu(95.0)], {0: 35.0}, resume_offset_c=5.0)
