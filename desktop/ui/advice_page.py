@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel
 
 from advisor.wording import CODE_SPAN
 from desktop.advice import Advice
 from desktop.ui.background import Loader
+from desktop.ui.pages.base import PageWidget
 
 AdviceSource = Callable[[], Advice | None]
 
@@ -39,7 +40,7 @@ def plain_label(text: str, *, wrap: bool = True, bold: bool = False) -> QLabel:
     return label
 
 
-class AdvicePage(QWidget):
+class AdvicePage(PageWidget):
     """A page drawn from the advice, read on a worker thread when first shown or refreshed."""
 
     LOADING_TEXT = "Reading the history..."

@@ -24,16 +24,16 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTextBrowser,
     QVBoxLayout,
-    QWidget,
 )
 
 from desktop.advice import span_text
 from desktop.reporting import ReportData
 from desktop.ui.background import Loader
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import LIGHT, Theme
 
 
-class HistoryPage(QWidget):
+class HistoryPage(PageWidget):
     """A week picker, the weekly summary with its charts and heatmap (the report's HTML), and export."""
 
     def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], ReportData],

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import QObject, Qt, QTimer
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication
 
 from desktop import config
 from desktop.config import Settings
@@ -36,6 +36,7 @@ from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.background import Loader
 from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.processes import ProcessesPage
 from desktop.ui.recording import Recording, stalled_since
 from desktop.ui.simulated_actions import SimulatedActions
@@ -213,20 +214,20 @@ class RigscopeApp(QObject):
         if len(switch.available()) >= 2:
             self.mode_compare = ModeCompare(page, switch)
 
-    def _build_advisor_page(self) -> QWidget:
+    def _build_advisor_page(self) -> PageWidget:
         from desktop.ui.advisor_page import AdviceState, AdvisorPage
 
         state = AdviceState(config_dir() / "advisor-state.json")
         return AdvisorPage(self.history_source.advice, state, self.theme)
 
-    def _build_costs_page(self) -> QWidget:
+    def _build_costs_page(self) -> PageWidget:
         from desktop.ui.costs_page import CostsPage
 
         page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
         page.costs_changed.connect(self.save_costs)
         return page
 
-    def _build_jobs_page(self) -> QWidget:
+    def _build_jobs_page(self) -> PageWidget:
         from desktop.jobs.detail import JobsHistory
         from desktop.ui.jobs_page import JobsPage
 
@@ -305,9 +306,7 @@ class RigscopeApp(QObject):
             self._history_source.db_path = path
         for key in ("advisor", "costs", "history"):
             if self.window.is_built(key):
-                refresh = getattr(self.window.page(key), "refresh", None)
-                if callable(refresh):
-                    refresh()
+                self.window.page(key).refresh()
 
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:

@@ -30,6 +30,7 @@ from desktop.telemetry.model import Snapshot
 from desktop.ui.cards import HostStrip
 from desktop.ui.dashboard_history import RING_SPAN_S, HistoryFill, HistoryQuery
 from desktop.ui.dashboard_panel import GpuPanel
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.simulated_bar import SimulatedBar
 from desktop.ui.theme import Theme
 
@@ -40,7 +41,7 @@ REPAINT_INTERVAL_MS = 500
 SHUTDOWN_WAIT_S = 2.0
 
 
-class DashboardPage(QWidget):
+class DashboardPage(PageWidget):
     """Cards and plots for every GPU, a time-window bar, pause, and the CPU / RAM strip."""
 
     def __init__(self, theme: Theme, interval_s: float = 1.0, history: HistoryQuery | None = None,

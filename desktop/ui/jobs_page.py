@@ -41,6 +41,7 @@ from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.plot_column import PlotColumn
 from desktop.ui.theme import Theme
 
@@ -56,7 +57,7 @@ PAUSE_NOTE = "Shaded: the thermal guard paused the job."
 REBIN_DELAY_MS = 300
 
 
-class JobsPage(QWidget):
+class JobsPage(PageWidget):
     """The job list (newest first), the selected job's card and its charts; F5 reads the list again."""
 
     def __init__(self, source: JobsHistory, theme: Theme) -> None:

@@ -4,10 +4,11 @@ Pages are registered, not hard-coded, so a feature adds itself with one line in 
 
     window.add_page("stress", "Stress test", StressPage(...), icon=None, shortcut=None)
 
-A page is any QWidget; pages are listed in the order they were added and get Ctrl+1..9 in
-that order unless they bring their own shortcut. A page may define ``page_shown()`` and
-``page_hidden()``; they are called when it becomes (in)visible, so a page can stop
-repainting while nobody looks at it.
+A page is a ``PageWidget`` (``desktop/ui/pages/base.py``: the ``Page`` protocol's theme,
+shown/hidden and refresh, each a no-op until the page overrides it); pages are listed in the
+order they were added and get Ctrl+1..9 in that order unless they bring their own shortcut.
+``page_shown()`` and ``page_hidden()`` are called when a page becomes (in)visible, so it can
+stop repainting while nobody looks at it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import SourceInfo
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
 
@@ -45,11 +47,11 @@ SIDEBAR_WIDTH_PX = 150
 class PageEntry:
     key: str
     title: str
-    widget: QWidget
+    widget: PageWidget
     item: QListWidgetItem
     shortcut: QShortcut | None
     #: Builds the page on first use (``widget`` is an empty placeholder until then).
-    factory: Callable[[], QWidget] | None = None
+    factory: Callable[[], PageWidget] | None = None
 
 
 #: How each banner level ranks: a more important banner is shown above, and stays when the stack is full.
@@ -240,19 +242,23 @@ class MainWindow(QMainWindow):
         self.apply_theme(theme)
 
     # --- pages ----------------------------------------------------------------------
-    def add_page(self, key: str, title: str, widget: QWidget | Callable[[], QWidget], icon: QIcon | None = None,
-                 shortcut: str | None = None) -> None:
+    def add_page(self, key: str, title: str, widget: PageWidget | Callable[[], PageWidget],
+                 icon: QIcon | None = None, shortcut: str | None = None) -> None:
         """Register a page; it appears in the sidebar at the end, with Ctrl+<position> by default.
 
         ``widget`` may be a factory: the page is then built when first shown or asked for
-        (``page(key)``), so pages nobody opens cost nothing before the first frame.
+        (``page(key)``), so pages nobody opens cost nothing before the first frame. A widget that
+        is no ``PageWidget`` is refused (a factory's when it is built): the window calls every
+        ``Page`` method on it.
         """
         if key in self._pages:
             raise ValueError(f"page {key!r} is already registered")
-        factory = None if isinstance(widget, QWidget) else widget
-        if factory is not None:
-            widget = QWidget()
-        assert isinstance(widget, QWidget)
+        if isinstance(widget, QWidget):
+            factory = None
+            _check_page(key, widget)
+        else:
+            factory = widget
+            widget = PageWidget()  # its placeholder until built
         item = QListWidgetItem(icon or QIcon(), title)
         item.setData(Qt.ItemDataRole.UserRole, key)
         self.sidebar.addItem(item)
@@ -269,7 +275,7 @@ class MainWindow(QMainWindow):
     def page_keys(self) -> list[str]:
         return list(self._pages)
 
-    def page(self, key: str) -> QWidget:
+    def page(self, key: str) -> PageWidget:
         return self._built(self._pages[key]).widget
 
     def is_built(self, key: str) -> bool:
@@ -279,7 +285,7 @@ class MainWindow(QMainWindow):
         """Build a lazy page in its placeholder's place in the stack."""
         if entry.factory is not None:
             factory, entry.factory = entry.factory, None
-            placeholder, entry.widget = entry.widget, factory()
+            placeholder, entry.widget = entry.widget, _check_page(entry.key, factory())
             index = self.stack.indexOf(placeholder)
             current = self.stack.currentWidget() is placeholder
             self.stack.insertWidget(index, entry.widget)
@@ -287,9 +293,7 @@ class MainWindow(QMainWindow):
             placeholder.deleteLater()
             if current:
                 self.stack.setCurrentWidget(entry.widget)
-            apply = getattr(entry.widget, "apply_theme", None)
-            if callable(apply):
-                apply(self.theme)
+            entry.widget.apply_theme(self.theme)
         return entry
 
     def current_page(self) -> str | None:
@@ -306,13 +310,12 @@ class MainWindow(QMainWindow):
         if key == self._current:
             return
         previous = self._pages.get(self._current) if self._current else None
-        if previous is not None and hasattr(previous.widget, "page_hidden"):
+        if previous is not None:
             previous.widget.page_hidden()
         entry = self._built(self._pages[key])
         self.stack.setCurrentWidget(entry.widget)
         self._current = key
-        if hasattr(entry.widget, "page_shown"):
-            entry.widget.page_shown()
+        entry.widget.page_shown()
         self.page_changed.emit(key)
 
     # --- status ---------------------------------------------------------------------
@@ -389,17 +392,19 @@ class MainWindow(QMainWindow):
         )
         self.banners.apply_theme(theme)
         for entry in self._pages.values():
-            if entry.factory is not None:
-                continue  # themed when built
-            apply = getattr(entry.widget, "apply_theme", None)
-            if callable(apply):
-                apply(theme)
-        compare = getattr(self, "compare_dialog", None)  # None until Ctrl+K (and while __init__ runs)
-        if compare is not None:
-            compare.apply_theme(theme)
+            if entry.factory is None:  # a lazy page is themed when built
+                entry.widget.apply_theme(theme)
+        if self.compare_dialog is not None:  # None until Ctrl+K
+            self.compare_dialog.apply_theme(theme)
 
     def _shortcut(self, sequence: str, slot: object) -> QShortcut:
         shortcut = QShortcut(QKeySequence(sequence), self)
         shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         shortcut.activated.connect(slot)
         return shortcut
+
+
+def _check_page(key: str, widget: object) -> PageWidget:
+    if not isinstance(widget, PageWidget):
+        raise TypeError(f"page {key!r} is a {type(widget).__name__}, not a PageWidget (desktop/ui/pages/base.py)")
+    return widget

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import GpuProcess, Snapshot
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.plot_column import PlotColumn
 from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
@@ -170,7 +171,7 @@ class ProcessModel(QAbstractTableModel):
         return self.rows[row]
 
 
-class ProcessesPage(QWidget):
+class ProcessesPage(PageWidget):
     """The table, a filter box and an End process button (enabled for your own processes only)."""
 
     def __init__(self, theme: Theme, end_process: EndProcess | None = None,

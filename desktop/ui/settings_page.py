@@ -47,6 +47,7 @@ from desktop import config
 from desktop.config import Settings
 from desktop.service import ServiceStatus, summary
 from desktop.ui.background import Loader
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import Theme
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ def _with_start_at_login(settings: Settings, on: bool) -> Settings:
     return dataclasses.replace(settings, startup=dataclasses.replace(settings.startup, start_at_login=on))
 
 
-class SettingsPage(QWidget):
+class SettingsPage(PageWidget):
     """Edits ``Settings``; ``applied`` carries the new settings after a successful save."""
 
     applied = Signal(object)

@@ -45,6 +45,7 @@ from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
+from desktop.ui.pages.base import PageWidget
 from desktop.ui.plot_column import PlotColumn
 from desktop.ui.ring_buffer import RingBuffer
 from desktop.ui.stress_runs import RunsTable
@@ -69,7 +70,7 @@ START_SHORTCUT = "Ctrl+Return"
 SHUTDOWN_WAIT_S = 5.0
 
 
-class StressPage(QWidget):
+class StressPage(PageWidget):
     """Presets, workload and precision, Start/Cancel, live charts, the verdict and the history of runs."""
 
     finished = Signal(object)  # the Verdict, once judged and saved

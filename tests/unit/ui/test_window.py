@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
 from desktop.telemetry.model import DeviceState
+from desktop.ui.pages.base import PageWidget
 from tests.unit.ui.conftest import FakeClock
 
 
@@ -190,17 +191,23 @@ def test_pages_switch_with_ctrl_number_and_the_sidebar(make_app, qtbot):
     assert w.current_page() == "dashboard"
 
 
+def _label_page(text: str) -> PageWidget:
+    page = PageWidget()
+    QVBoxLayout(page).addWidget(QLabel(text))
+    return page
+
+
 def test_add_page_registers_a_page_once(make_app):
     h = make_app()
     w = h.app.window
-    page = QLabel("extra")
+    page = _label_page("extra")
     w.add_page("extra", "Extra", page)
     assert w.page_keys()[-1] == "extra"
     assert w.sidebar.item(w.sidebar.count() - 1).text() == "Extra"
     w.show_page("extra")
     assert w.stack.currentWidget() is page
     try:
-        w.add_page("extra", "Again", QLabel())
+        w.add_page("extra", "Again", _label_page("again"))
     except ValueError as exc:
         assert "already" in str(exc)
     else:
@@ -240,10 +247,10 @@ def test_four_gpus_fit_side_by_side_at_1600_px(make_app, qtbot):
 def test_a_page_given_as_a_factory_is_built_on_first_show(make_app):
     h = make_app()
     w = h.app.window
-    built: list[QLabel] = []
+    built: list[PageWidget] = []
 
-    def build() -> QLabel:
-        built.append(QLabel("lazy"))
+    def build() -> PageWidget:
+        built.append(_label_page("lazy"))
         return built[-1]
 
     w.add_page("lazy", "Lazy", build)

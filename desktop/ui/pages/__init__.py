@@ -1,0 +1,1 @@
+"""The window's pages: each a ``PageWidget`` (``base.py``), registered by ``desktop/ui/app.py``."""
