@@ -5,20 +5,22 @@ above imports it as ``desktop.jobs.model``. Shared by the wrapper (desktop/jobs/
 the store, the job card (desktop/jobs/card.py), `rigscope jobs` and the window's Jobs page.
 Telemetry over the job's span is not copied here: it is in the history's GPU samples (written by
 the recorder, or by `rigscope run` itself when it holds the writer lock), read back by time range
-and GPU.
+and GPU. ``JobSeries``, the job's throughput over time, is made by the pure ``advisor.progress`` (and
+re-exported here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from advisor.guard import GuardAction
+from advisor.progress import FloatArray, JobSeries
 
-FloatArray = npt.NDArray[np.float64]
+__all__ = ["FloatArray", "GuardEvent", "GuardEventKind", "JobOwner", "JobRecord", "JobSeries"]
 
-GuardEventKind = Literal["pause", "resume"]
+#: What the guard did to the job (advisor.guard decides it).
+GuardEventKind = GuardAction
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +87,3 @@ class JobRecord:
     @property
     def duration_s(self) -> float | None:
         return None if self.ended_s is None else self.ended_s - self.started_s
-
-
-@dataclass(slots=True)
-class JobSeries:
-    """The job's own throughput over time (items per second in ``JobRecord.throughput_unit``)."""
-
-    time_s: FloatArray = field(default_factory=lambda: np.zeros(0))
-    throughput: FloatArray = field(default_factory=lambda: np.zeros(0))

@@ -1,7 +1,7 @@
 """The wrapped job as a process: spawned in its own session and process group, its output passed through.
 
 Standard input is the job's own (inherited, untouched). Standard output and error go through
-rigscope, byte for byte, so their rates can be read on the way (desktop/jobs/progress.py): where
+rigscope, byte for byte, so their rates can be read on the way (advisor/progress.py): where
 rigscope's own stream is a terminal, the job gets a pseudo-terminal instead (one for both when
 both are the same terminal, which keeps their order), so ``isatty()`` stays true and tqdm still
 draws; the pty's output processing is off, so ``\\n`` is not turned into ``\\r\\n`` twice. Where it is

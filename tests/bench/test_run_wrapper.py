@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.progress import OutputProgress
 from desktop.jobs.job import JobRun
-from desktop.jobs.progress import OutputProgress
 from desktop.jobs.wrap import WrappedJob
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

@@ -15,6 +15,9 @@ Whatever the job writes, the run goes on: a line longer than ``MAX_LINE_BYTES`` 
 from 0 to ``MAX_ITEMS``, a time within ``MAX_CLOCK_SKEW_S`` of its reading), a unit that is not a short
 string: the line is skipped and counted (``bad_lines``), never parsed further. A rate read from the
 output is taken only up to ``MAX_RATE`` items per second.
+
+The series it makes (``JobSeries``) is what the history stores with the job (desktop/history/job_model.py
+imports it from here).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-from desktop.jobs.model import JobSeries
+FloatArray = npt.NDArray[np.float64]
 
 #: The environment variable that names the protocol file for the child.
 PROGRESS_ENV = "RIGSCOPE_PROGRESS"
@@ -59,6 +63,14 @@ MAX_ITEMS = 1e15
 MAX_CLOCK_SKEW_S = 86400.0
 #: A rate over this is not a job's speed (a misread number, or 1e-300 s/it).
 MAX_RATE = 1e12
+
+
+@dataclass(slots=True)
+class JobSeries:
+    """The job's own throughput over time (items per second in ``JobRecord.throughput_unit``)."""
+
+    time_s: FloatArray = field(default_factory=lambda: np.zeros(0))
+    throughput: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from desktop.jobs.progress import (
+from advisor.progress import (
     ItemsReading,
     OutputProgress,
     ProtocolProgress,
