@@ -31,7 +31,7 @@ import numpy.typing as npt
 from desktop.history.codec import fetch_columns
 
 if TYPE_CHECKING:
-    from desktop.history.db import HistoryDb
+    from desktop.history.store_api import StoreApi
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -67,7 +67,7 @@ TABLES: dict[str, Source] = {
 }
 
 
-def _table_columns(store: HistoryDb, source: Source) -> list[str]:
+def _table_columns(store: StoreApi, source: Source) -> list[str]:
     names = [row[1] for row in store.conn.execute(f"PRAGMA table_info({source.table})")]
     names = [n for n in names if n != "cpu_per_core" and not (source.per_gpu and n == "gpu")]
     names.remove("ts")
@@ -105,7 +105,7 @@ def decode(data: bytes, rows: int, n_columns: int, pick: Sequence[int]) -> Float
     return out
 
 
-def _pack(store: HistoryDb, source: Source, day: int, gpu_ids: Iterable[int]) -> int:
+def _pack(store: StoreApi, source: Source, day: int, gpu_ids: Iterable[int]) -> int:
     """(Re)pack one day of ``source`` for ``gpu_ids``; returns the blocks written."""
     columns = _table_columns(store, source)
     lo, hi = day * DAY_S * source.ts_per_s, (day + 1) * DAY_S * source.ts_per_s
@@ -124,11 +124,11 @@ def _pack(store: HistoryDb, source: Source, day: int, gpu_ids: Iterable[int]) ->
     return written
 
 
-def _gpu_ids(store: HistoryDb, source: Source) -> list[int]:
+def _gpu_ids(store: StoreApi, source: Source) -> list[int]:
     return list(store.gpu_uuid_of_id()) if source.per_gpu else [0]
 
 
-def _first_day_with_rows(store: HistoryDb, from_day: int) -> int | None:
+def _first_day_with_rows(store: StoreApi, from_day: int) -> int | None:
     """The first day at or after ``from_day`` holding rows in any packed table."""
     lows = []
     for source in SOURCES.values():
@@ -141,7 +141,7 @@ def _first_day_with_rows(store: HistoryDb, from_day: int) -> int | None:
     return min(lows) if lows else None
 
 
-def build(store: HistoryDb, until_s: float) -> int:
+def build(store: StoreApi, until_s: float) -> int:
     """Pack every whole day before ``until_s`` not packed yet, a day per transaction; returns blocks written."""
     end_day = math.floor(until_s / DAY_S)
     marker = store.meta(MARKER)
@@ -162,7 +162,7 @@ def build(store: HistoryDb, until_s: float) -> int:
     return written
 
 
-def invalidate(store: HistoryDb, earliest_s: float) -> None:
+def invalidate(store: StoreApi, earliest_s: float) -> None:
     """Rows at ``earliest_s`` arrived: the blocks of that day and later no longer hold every row."""
     marker = store.meta(MARKER)
     if marker is None or earliest_s >= float(marker):
@@ -172,7 +172,7 @@ def invalidate(store: HistoryDb, earliest_s: float) -> None:
     store.set_meta(MARKER, repr(float(day * DAY_S)))
 
 
-def trim(store: HistoryDb, tables: Collection[str], cut_s: float) -> None:
+def trim(store: StoreApi, tables: Collection[str], cut_s: float) -> None:
     """Retention deleted rows of ``tables`` before ``cut_s``: drop or repack the blocks that held them."""
     day = math.floor(cut_s / DAY_S)
     for table in tables:
@@ -183,7 +183,7 @@ def trim(store: HistoryDb, tables: Collection[str], cut_s: float) -> None:
             _pack(store, source, day, _gpu_ids(store, source))
 
 
-def fetch(store: HistoryDb, table: str, columns: Sequence[str], lo: int, hi: int, *, gpu_id: int = 0,
+def fetch(store: StoreApi, table: str, columns: Sequence[str], lo: int, hi: int, *, gpu_id: int = 0,
           not_null: Collection[str] = ("ts",)) -> FloatArray:
     """Rows of ``table`` (one of TABLES) with ``lo <= ts < hi`` (its units) as float64, NULL as NaN.
 

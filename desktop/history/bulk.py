@@ -8,15 +8,15 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history import codec
-from desktop.history.db import HistoryDb
 from desktop.history.rollup import note_written
 from desktop.history.schema import GPU_SCALES
+from desktop.history.store_api import StoreApi
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, GpuProcess, HostSample
 
 _CHUNK_ROWS = 50_000
 
 
-def write_gpu_columns(store: HistoryDb, info: GpuInfo, time_s: npt.ArrayLike,
+def write_gpu_columns(store: StoreApi, info: GpuInfo, time_s: npt.ArrayLike,
                       columns: Mapping[str, npt.ArrayLike], *, chunk_rows: int = _CHUNK_ROWS) -> int:
     """Insert one GPU's samples (float columns named like GpuSample fields, NaN = missing).
 
@@ -68,7 +68,7 @@ def _rows(gpu_id: int, time_s: np.ndarray, scaled: list[np.ndarray]) -> list[lis
     return objects.tolist()  # type: ignore[no-any-return]
 
 
-def write_host_samples(store: HistoryDb, samples: Sequence[tuple[float, HostSample]]) -> None:
+def write_host_samples(store: StoreApi, samples: Sequence[tuple[float, HostSample]]) -> None:
     if not samples:
         return
     with store.transaction():
@@ -76,7 +76,7 @@ def write_host_samples(store: HistoryDb, samples: Sequence[tuple[float, HostSamp
         note_written(store, min(t for t, _ in samples))
 
 
-def write_process_samples(store: HistoryDb, samples: Sequence[tuple[float, str, GpuProcess]]) -> None:
+def write_process_samples(store: StoreApi, samples: Sequence[tuple[float, str, GpuProcess]]) -> None:
     """(time_s, gpu uuid, process) rows; the GPUs must be stored already."""
     if not samples:
         return

@@ -13,24 +13,23 @@ from pathlib import Path
 from advisor.baseline import usable
 from advisor.effective_load import Calibration, from_stress_run
 from desktop.errors import UserError
-from desktop.history.db import HistoryDb
-from desktop.history.stress_runs import points, runs
+from desktop.history.store import HistoryStore
 from desktop.telemetry.effective_load import datasheet_calibration
 
 _UNIT = "TFLOP/s"
 
 
-def stress_calibrations(db: HistoryDb) -> dict[str, Calibration]:
+def stress_calibrations(db: HistoryStore) -> dict[str, Calibration]:
     """GPU uuid -> the calibration from its newest usable TFLOP/s stress run (GPUs without one are absent)."""
     out: dict[str, Calibration] = {}
     for info in db.gpus():
         datasheet = datasheet_calibration(info)
         if datasheet is None:
             continue
-        for run in runs(db, gpu_uuid=info.uuid):  # newest first
+        for run in db.stress_runs(gpu_uuid=info.uuid):  # newest first
             if run.unit != _UNIT or not usable(run):
                 continue
-            _, series = points(db, run.run_id)
+            _, series = db.stress_points(run.run_id)
             if "power_w" not in series or "sm_clock_mhz" not in series:
                 continue
             cal = from_stress_run(datasheet.idle_w, series["power_w"], series["sm_clock_mhz"],
@@ -45,8 +44,6 @@ def load_calibrations(path: Path) -> dict[str, Calibration]:
     """``stress_calibrations`` of the database at ``path``; empty when there is none (or it cannot be read)."""
     if not path.exists():
         return {}
-    from desktop.history.store import HistoryStore
-
     try:
         with HistoryStore.open(path, readonly=True) as store:
             return stress_calibrations(store)

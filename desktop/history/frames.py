@@ -14,10 +14,10 @@ import numpy as np
 
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
 from desktop.history import blocks, codec, stress_runs
-from desktop.history.db import HistoryDb
 from desktop.history.host_query import host_rows
 from desktop.history.query import Resolution, gpu_rows
 from desktop.history.schema import REASON_BITS
+from desktop.history.store_api import StoreApi
 from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 
 #: What a GpuSeries is made of, as query names (reading only these saves a third of the columns).
@@ -49,7 +49,7 @@ def gpu_meta(info: GpuInfo) -> GpuMeta:
     )
 
 
-def _gpu_series(store: HistoryDb, info: GpuInfo, start_s: float, end_s: float,
+def _gpu_series(store: StoreApi, info: GpuInfo, start_s: float, end_s: float,
                 resolution: Resolution) -> GpuSeries | None:
     gpu_id = store.gpu_id(info.uuid)
     if gpu_id is None:
@@ -84,7 +84,7 @@ def _gpu_series(store: HistoryDb, info: GpuInfo, start_s: float, end_s: float,
     )
 
 
-def _host_series(store: HistoryDb, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:
+def _host_series(store: StoreApi, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:
     time_s, cols = host_rows(store, start_s, end_s, resolution)
     if len(time_s) == 0:
         return None
@@ -93,7 +93,7 @@ def _host_series(store: HistoryDb, start_s: float, end_s: float, resolution: Res
                       on_ac_power=cols["on_ac_power"], battery_pct=cols["battery_pct"])
 
 
-def _processes(store: HistoryDb, start_s: float, end_s: float,
+def _processes(store: StoreApi, start_s: float, end_s: float,
                index_of_gpu: dict[int, int]) -> ProcessSamples | None:
     # Rows in primary-key order (ts, gpu, pid), whole days from their blocks: a week is ~100,000 rows.
     arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib", "kind"],
@@ -129,7 +129,7 @@ def _processes(store: HistoryDb, start_s: float, end_s: float,
     )
 
 
-def load_frame(store: HistoryDb, start_s: float, end_s: float, *, platform: str = sys.platform,
+def load_frame(store: StoreApi, start_s: float, end_s: float, *, platform: str = sys.platform,
                demo: bool = False) -> HistoryFrame:
     """Everything the advisor may look at in [start_s, end_s)."""
     resolution: Resolution = "minute" if end_s - start_s > RAW_SPAN_LIMIT_S else "raw"

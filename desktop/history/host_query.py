@@ -11,11 +11,11 @@ from desktop.history.codec import fetch_columns
 from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES
 
 if TYPE_CHECKING:
-    from desktop.history.db import HistoryDb
     from desktop.history.query import Resolution
+    from desktop.history.store_api import StoreApi
 
 
-def read_host_raw(db: HistoryDb, start_s: float, end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def read_host_raw(db: StoreApi, start_s: float, end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     arr = fetch_columns(db.conn, ["ts", *HOST_ROLLUP_METRICS], "host_samples WHERE ts >= ? AND ts < ?",
                         (codec.to_ms(start_s), codec.to_ms(end_s)), "ts", not_null=("ts",))
     time_s = arr[:, 0] / 1000.0
@@ -24,7 +24,7 @@ def read_host_raw(db: HistoryDb, start_s: float, end_s: float) -> tuple[np.ndarr
     return time_s, cols
 
 
-def read_host_rollup(db: HistoryDb, table: str, start_s: float,
+def read_host_rollup(db: StoreApi, table: str, start_s: float,
                      end_s: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Host rollup rows (``host_minute`` / ``host_hour``) in [start_s, end_s), unscaled, with ``dur_s``."""
     names = rollup_math.HOST_ROLLUP_COLUMNS
@@ -34,7 +34,7 @@ def read_host_rollup(db: HistoryDb, table: str, start_s: float,
     return arr[:, 0].copy(), cols
 
 
-def host_rows(db: HistoryDb, start_s: float, end_s: float,
+def host_rows(db: StoreApi, start_s: float, end_s: float,
               resolution: Resolution) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Host columns at ``resolution``; rollup rows end in buckets aggregated from raw rows now."""
     if resolution == "raw":

@@ -28,7 +28,7 @@ from desktop.history.codec import db_text, text_from_db
 from desktop.history.job_model import GuardEvent, JobOwner, JobRecord, JobSeries
 
 if TYPE_CHECKING:
-    from desktop.history.db import HistoryDb
+    from desktop.history.store_api import StoreApi
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def _row(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def add_job(db: HistoryDb, record: JobRecord) -> int:
+def add_job(db: StoreApi, record: JobRecord) -> int:
     """Store a job (running or finished) with its events; returns its new job_id (``record.job_id`` is ignored)."""
     row = _row(record)
     with db.transaction():
@@ -136,7 +136,7 @@ def add_job(db: HistoryDb, record: JobRecord) -> int:
     return job_id
 
 
-def update_job(db: HistoryDb, record: JobRecord) -> None:
+def update_job(db: StoreApi, record: JobRecord) -> None:
     """Store what ``record`` says now (its end, PIDs, GPUs, card); its events are added by ``add_job_event``."""
     row = _row(record)
     with db.transaction():
@@ -146,7 +146,7 @@ def update_job(db: HistoryDb, record: JobRecord) -> None:
             raise KeyError(f"no job {record.job_id}")
 
 
-def heartbeat(db: HistoryDb, record: JobRecord, now_s: float) -> None:
+def heartbeat(db: StoreApi, record: JobRecord, now_s: float) -> None:
     """Say that ``record``'s `rigscope run` is alive at ``now_s``. A job a later command took for lost
     (its heartbeat went stale: another machine's clock, a stalled disk) is running again."""
     with db.transaction():
@@ -154,7 +154,7 @@ def heartbeat(db: HistoryDb, record: JobRecord, now_s: float) -> None:
                         (_extra(replace(record, last_seen_s=now_s, lost=False)), record.job_id))
 
 
-def add_job_event(db: HistoryDb, job_id: int, event: GuardEvent, gpu_uuid: str | None = None, detail: str = "") -> None:
+def add_job_event(db: StoreApi, job_id: int, event: GuardEvent, gpu_uuid: str | None = None, detail: str = "") -> None:
     """One guard event of a job, also on the history's timeline (``events``: kind ``job_pause``/``job_resume``)."""
     with db.transaction():
         _insert_event(db, job_id, event)
@@ -162,12 +162,12 @@ def add_job_event(db: HistoryDb, job_id: int, event: GuardEvent, gpu_uuid: str |
         db.add_event(event.time_s, f"job_{event.kind}", gpu_uuid, printable(detail or f"job {job_id}"))
 
 
-def _insert_event(db: HistoryDb, job_id: int, event: GuardEvent) -> None:
+def _insert_event(db: StoreApi, job_id: int, event: GuardEvent) -> None:
     db.conn.execute("INSERT INTO job_events (job_id, ts, kind, temperature_c, gpu_index) VALUES (?, ?, ?, ?, ?)",
                     (job_id, event.time_s, event.kind, event.temperature_c, event.gpu_index))
 
 
-def set_job_series(db: HistoryDb, job_id: int, series: JobSeries) -> None:
+def set_job_series(db: StoreApi, job_id: int, series: JobSeries) -> None:
     """The job's throughput series, replacing any stored before."""
     times = np.asarray(series.time_s, dtype=np.float64)
     values = np.asarray(series.throughput, dtype=np.float64)
@@ -179,7 +179,7 @@ def set_job_series(db: HistoryDb, job_id: int, series: JobSeries) -> None:
                              (job_id, "throughput", values.astype("<f8").tobytes())])
 
 
-def job_series(db: HistoryDb, job_id: int) -> JobSeries:
+def job_series(db: StoreApi, job_id: int) -> JobSeries:
     """The job's throughput series; empty when it reported none."""
     data = {name: np.frombuffer(blob, dtype="<f8").astype(np.float64) for name, blob in db.conn.execute(
         "SELECT name, data FROM job_series WHERE job_id = ?", (job_id,))}
@@ -188,7 +188,7 @@ def job_series(db: HistoryDb, job_id: int) -> JobSeries:
     return JobSeries(time_s=data["time_s"], throughput=data["throughput"])
 
 
-def _events(db: HistoryDb, job_ids: list[int]) -> dict[int, tuple[GuardEvent, ...]]:
+def _events(db: StoreApi, job_ids: list[int]) -> dict[int, tuple[GuardEvent, ...]]:
     out: dict[int, list[GuardEvent]] = {}
     if not job_ids:
         return {}
@@ -217,7 +217,7 @@ def _record(row: tuple[Any, ...]) -> JobRecord:
         lost=extra.get("lost") is True and data["exit_code"] is None and data["ended_s"] is not None)
 
 
-def jobs(db: HistoryDb, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
+def jobs(db: StoreApi, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
     """Stored jobs, newest first; optionally those that started in [start_s, end_s)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE 1"
     params: list[float] = []
@@ -232,7 +232,7 @@ def jobs(db: HistoryDb, start_s: float | None = None, end_s: float | None = None
     return [replace(r, events=events.get(r.job_id, ())) for r in records]
 
 
-def job(db: HistoryDb, job_id: int) -> JobRecord | None:
+def job(db: StoreApi, job_id: int) -> JobRecord | None:
     """One job with its events; None when there is no such job."""
     row = db.conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
     if row is None:

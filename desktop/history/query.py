@@ -24,7 +24,7 @@ from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuProcess, ProcessKind
 
 if TYPE_CHECKING:
-    from desktop.history.db import HistoryDb
+    from desktop.history.store_api import StoreApi
 
 FloatArray = npt.NDArray[np.float64]
 Resolution = Literal["raw", "minute", "hour"]
@@ -56,7 +56,7 @@ class QueryResult:
         return int(self.time_s.shape[0])
 
 
-def read_raw(store: HistoryDb, gpu_id: int, start_s: float, end_s: float,
+def read_raw(store: StoreApi, gpu_id: int, start_s: float, end_s: float,
              metrics: Sequence[str] = GPU_METRIC_NAMES) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Raw ``metrics`` of one GPU in [start_s, end_s), unscaled; the other metrics come back all-NaN."""
     wanted = [m for m in GPU_METRIC_NAMES if m in metrics]
@@ -68,21 +68,21 @@ def read_raw(store: HistoryDb, gpu_id: int, start_s: float, end_s: float,
     return time_s, {m: out.get(m, missing) for m in GPU_METRIC_NAMES}
 
 
-def read_rollup(store: HistoryDb, table: str, gpu_id: int, start_s: float, end_s: float, *,
+def read_rollup(store: StoreApi, table: str, gpu_id: int, start_s: float, end_s: float, *,
                 names: Sequence[str] = rollup_math.ROLLUP_COLUMNS) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Rollup rows in [start_s, end_s), unscaled, named as ``rollup_math`` names them."""
     arr = blocks.fetch(store, table, ["ts", *names], int(np.floor(start_s)), int(np.ceil(end_s)), gpu_id=gpu_id)
     return arr[:, 0].copy(), rollup_math.unscale({n: arr[:, i + 1] for i, n in enumerate(names)})
 
 
-def _oldest(store: HistoryDb, table: str, gpu_id: int) -> float | None:
+def _oldest(store: StoreApi, table: str, gpu_id: int) -> float | None:
     row = store.conn.execute(f"SELECT min(ts) FROM {table} WHERE gpu = ?", (gpu_id,)).fetchone()
     if row[0] is None:
         return None
     return float(row[0]) / (1000.0 if table == "gpu_samples" else 1.0)
 
 
-def _available(store: HistoryDb, gpu_id: int, resolution: str, start_s: float) -> bool:
+def _available(store: StoreApi, gpu_id: int, resolution: str, start_s: float) -> bool:
     """Whether ``resolution`` has data reaching back to ``start_s`` (or as far as anything does)."""
     order = ["gpu_samples", "gpu_minute", "gpu_hour"]
     table = order[["raw", "minute", "hour"].index(resolution)]
@@ -95,7 +95,7 @@ def _available(store: HistoryDb, gpu_id: int, resolution: str, start_s: float) -
     return not coarser or oldest <= min(coarser) + 3600.0
 
 
-def choose_resolution(store: HistoryDb, gpu_id: int, start_s: float, end_s: float, max_points: int) -> Resolution:
+def choose_resolution(store: StoreApi, gpu_id: int, start_s: float, end_s: float, max_points: int) -> Resolution:
     span = max(0.0, end_s - start_s)
     candidates: tuple[Resolution, ...] = ("raw", "minute")
     for res in candidates:
@@ -135,7 +135,7 @@ def _rollup_needs(metrics: Sequence[str]) -> list[str]:
     return [c for c in rollup_math.ROLLUP_COLUMNS if c in needs]
 
 
-def gpu_rows(store: HistoryDb, gpu_id: int, start_s: float, end_s: float, resolution: Resolution, *,
+def gpu_rows(store: StoreApi, gpu_id: int, start_s: float, end_s: float, resolution: Resolution, *,
              metrics: Sequence[str] | None = None) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Columns (``rollup_math`` names) at ``resolution``, all of them or enough for query names ``metrics``."""
     raw_metrics = GPU_METRIC_NAMES if metrics is None else tuple(_raw_needs(metrics))
@@ -162,7 +162,7 @@ def gpu_rows(store: HistoryDb, gpu_id: int, start_s: float, end_s: float, resolu
     return time_s, cols
 
 
-def run_query(store: HistoryDb, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float, *,
+def run_query(store: StoreApi, gpu_uuid: str, metrics: Sequence[str], start_s: float, end_s: float, *,
               max_points: int = 2000, resolution: Resolution | None = None) -> QueryResult:
     unknown = [m for m in metrics if m not in QUERYABLE]
     if unknown:
@@ -189,7 +189,7 @@ _PROCESS_QUERY = """
     WHERE p.ts >= ? AND p.ts < ? {pid} ORDER BY p.ts, p.gpu, p.pid"""
 
 
-def process_history(store: HistoryDb, start_s: float, end_s: float,
+def process_history(store: StoreApi, start_s: float, end_s: float,
                     pid: int | None = None) -> list[tuple[float, GpuProcess]]:
     """The stored process samples in [start_s, end_s) (of one ``pid`` when given) as (time_s, GpuProcess).
 

@@ -17,16 +17,16 @@ import numpy as np
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from desktop.config import RetentionSettings
 from desktop.history import blocks, codec, rollup_math
-from desktop.history.db import HistoryDb
 from desktop.history.host_query import read_host_raw, read_host_rollup
 from desktop.history.query import read_raw, read_rollup
+from desktop.history.store_api import StoreApi
 from desktop.telemetry.model import GPU_METRIC_NAMES
 
 _CHUNK_S = 86400.0
 _DAY_S = 86400.0
 
 
-def note_written(db: HistoryDb, earliest_s: float) -> None:
+def note_written(db: StoreApi, earliest_s: float) -> None:
     """Rows at ``earliest_s`` arrived: rollups and day blocks already past it must be recomputed from there."""
     for key, bucket_s in (("rollup_minute_until", 60), ("rollup_hour_until", 3600)):
         until = db.meta(key)
@@ -35,7 +35,7 @@ def note_written(db: HistoryDb, earliest_s: float) -> None:
     blocks.invalidate(db, earliest_s)
 
 
-def _insert(store: HistoryDb, table: str, gpu_id: int | None, bucket_ts: np.ndarray,
+def _insert(store: StoreApi, table: str, gpu_id: int | None, bucket_ts: np.ndarray,
             cols: dict[str, np.ndarray]) -> None:
     if len(bucket_ts) == 0:
         return
@@ -54,7 +54,7 @@ def _host_table_cols(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if n == "dur_s" or n in rollup_math.HOST_ROLLUP_COLUMNS}
 
 
-def _oldest_raw_s(store: HistoryDb) -> float | None:
+def _oldest_raw_s(store: StoreApi) -> float | None:
     lows = []
     for gid in store.gpu_uuid_of_id():
         row = store.conn.execute("SELECT min(ts) FROM gpu_samples WHERE gpu = ?", (gid,)).fetchone()
@@ -66,7 +66,7 @@ def _oldest_raw_s(store: HistoryDb) -> float | None:
     return min(lows) if lows else None
 
 
-def _next_raw_s(store: HistoryDb, from_s: float) -> float | None:
+def _next_raw_s(store: StoreApi, from_s: float) -> float | None:
     """The first raw sample time at or after ``from_s`` (GPU or host), or None."""
     ms = codec.to_ms(from_s)
     lows = [row[0] for gid in store.gpu_uuid_of_id() if (row := store.conn.execute(
@@ -77,12 +77,12 @@ def _next_raw_s(store: HistoryDb, from_s: float) -> float | None:
     return min(lows) / 1000.0 if lows else None
 
 
-def _oldest_minute_s(store: HistoryDb) -> float | None:
+def _oldest_minute_s(store: StoreApi) -> float | None:
     row = store.conn.execute("SELECT min(ts) FROM gpu_minute").fetchone()
     return None if row[0] is None else float(row[0])
 
 
-def _next_minute_s(store: HistoryDb, from_s: float) -> float | None:
+def _next_minute_s(store: StoreApi, from_s: float) -> float | None:
     lows = [row[0] for gid in store.gpu_uuid_of_id() if (row := store.conn.execute(
         "SELECT min(ts) FROM gpu_minute WHERE gpu = ? AND ts >= ?", (gid, int(from_s))).fetchone())[0] is not None]
     host = store.conn.execute("SELECT min(ts) FROM host_minute WHERE ts >= ?", (int(from_s),)).fetchone()[0]
@@ -91,7 +91,7 @@ def _next_minute_s(store: HistoryDb, from_s: float) -> float | None:
     return float(min(lows)) if lows else None
 
 
-def _roll_minutes(store: HistoryDb, start_s: float, end_s: float, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
+def _roll_minutes(store: StoreApi, start_s: float, end_s: float, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     for gid in store.gpu_uuid_of_id():
         time_s, raw = read_raw(store, gid, start_s, end_s)
         bt, bc = rollup_math.aggregate(time_s, rollup_math.raw_as_rollup(time_s, raw, busy_util_pct=busy_util_pct),
@@ -102,7 +102,7 @@ def _roll_minutes(store: HistoryDb, start_s: float, end_s: float, busy_util_pct:
     _insert(store, "host_minute", None, bt, _host_table_cols(bc))
 
 
-def _roll_hours(store: HistoryDb, start_s: float, end_s: float) -> None:
+def _roll_hours(store: StoreApi, start_s: float, end_s: float) -> None:
     for gid in store.gpu_uuid_of_id():
         time_s, cols = read_rollup(store, "gpu_minute", gid, start_s, end_s)
         bt, bc = rollup_math.aggregate(time_s, cols, 3600)
@@ -112,7 +112,7 @@ def _roll_hours(store: HistoryDb, start_s: float, end_s: float) -> None:
     _insert(store, "host_hour", None, bt, _host_table_cols(bc))
 
 
-def roll_arrays(store: HistoryDb, gpu_id: int, time_s: np.ndarray, raw: dict[str, np.ndarray], *,
+def roll_arrays(store: StoreApi, gpu_id: int, time_s: np.ndarray, raw: dict[str, np.ndarray], *,
                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     """Minute rollups straight from raw columns in memory (demo history: no need to read them back)."""
     full = {m: raw.get(m, np.full(len(time_s), np.nan)) for m in GPU_METRIC_NAMES}
@@ -121,7 +121,7 @@ def roll_arrays(store: HistoryDb, gpu_id: int, time_s: np.ndarray, raw: dict[str
         _insert(store, "gpu_minute", gpu_id, bt, rollup_math.to_table(bc))
 
 
-def roll_host_arrays(store: HistoryDb, time_s: np.ndarray, host: dict[str, np.ndarray]) -> None:
+def roll_host_arrays(store: StoreApi, time_s: np.ndarray, host: dict[str, np.ndarray]) -> None:
     cols = dict(host)
     cols["dur_s"] = rollup_math.row_durations(time_s)
     bt, bc = rollup_math.aggregate(time_s, cols, 60)
@@ -129,7 +129,7 @@ def roll_host_arrays(store: HistoryDb, time_s: np.ndarray, host: dict[str, np.nd
         _insert(store, "host_minute", None, bt, _host_table_cols(bc))
 
 
-def run_rollups(store: HistoryDb, now_s: float, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
+def run_rollups(store: StoreApi, now_s: float, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     """Bring the minute and hour tables up to the last complete minute / hour before ``now_s``.
 
     ``busy_util_pct``: the busy threshold (``[advisor] busy_util_pct``) the minutes' busy seconds count above."""
@@ -144,10 +144,10 @@ def run_rollups(store: HistoryDb, now_s: float, *, busy_util_pct: float = DEFAUL
     blocks.build(store, minute_until)
 
 
-def _catch_up(store: HistoryDb, marker: str, end_s: float, *, period_s: float, chunk_s: float,
-              oldest: Callable[[HistoryDb], float | None],
-              next_at: Callable[[HistoryDb, float], float | None],
-              roll: Callable[[HistoryDb, float, float], None]) -> None:
+def _catch_up(store: StoreApi, marker: str, end_s: float, *, period_s: float, chunk_s: float,
+              oldest: Callable[[StoreApi], float | None],
+              next_at: Callable[[StoreApi, float], float | None],
+              roll: Callable[[StoreApi, float, float], None]) -> None:
     """Roll ``[marker, end_s)`` up in chunks, each chunk and its marker in one transaction.
 
     A crash leaves the marker at the last complete chunk; stretches without source rows
@@ -183,7 +183,7 @@ def _catch_up(store: HistoryDb, marker: str, end_s: float, *, period_s: float, c
             store.set_meta(marker, repr(end_s))
 
 
-def apply_retention(store: HistoryDb, retention: RetentionSettings, now_s: float) -> dict[str, int]:
+def apply_retention(store: StoreApi, retention: RetentionSettings, now_s: float) -> dict[str, int]:
     """Delete rows older than the retention allows (never raw rows not yet rolled up); rows deleted per table."""
     minute_until = float(store.meta("rollup_minute_until") or "-inf")
     hour_until = float(store.meta("rollup_hour_until") or "-inf")
@@ -220,7 +220,7 @@ def apply_retention(store: HistoryDb, retention: RetentionSettings, now_s: float
     return deleted
 
 
-def maintain(store: HistoryDb, retention: RetentionSettings, now_s: float, *,
+def maintain(store: StoreApi, retention: RetentionSettings, now_s: float, *,
              busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
     """What the recorder runs periodically: rollups first, then retention."""
     run_rollups(store, now_s, busy_util_pct=busy_util_pct)

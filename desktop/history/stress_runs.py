@@ -11,14 +11,14 @@ import numpy.typing as npt
 from advisor.frame import StressResult
 
 if TYPE_CHECKING:
-    from desktop.history.db import HistoryDb
+    from desktop.history.store_api import StoreApi
 
 FloatArray = npt.NDArray[np.float64]
 _FIELDS = ("started_s", "ended_s", "gpu_uuid", "gpu_name", "workload", "dtype", "unit", "peak_throughput",
            "sustained_throughput", "throttled", "errors", "driver_version", "summary", "device")
 
 
-def add_run(db: HistoryDb, result: StressResult, extra_json: str = "") -> int:
+def add_run(db: StoreApi, result: StressResult, extra_json: str = "") -> int:
     """Store a finished run; returns its new run_id (``result.run_id`` is ignored)."""
     values = [getattr(result, f) for f in _FIELDS]
     values[_FIELDS.index("throttled")] = int(bool(result.throttled))
@@ -28,7 +28,7 @@ def add_run(db: HistoryDb, result: StressResult, extra_json: str = "") -> int:
     return int(cur.lastrowid or 0)
 
 
-def add_points(db: HistoryDb, run_id: int, time_s: npt.ArrayLike, columns: dict[str, npt.ArrayLike]) -> None:
+def add_points(db: StoreApi, run_id: int, time_s: npt.ArrayLike, columns: dict[str, npt.ArrayLike]) -> None:
     """The run's series (throughput, clocks, temperature, ...), replacing any stored before."""
     times = np.asarray(time_s, dtype=np.float64)
     rows: list[tuple[Any, ...]] = [(run_id, "time_s", times.astype("<f8").tobytes())]
@@ -41,7 +41,7 @@ def add_points(db: HistoryDb, run_id: int, time_s: npt.ArrayLike, columns: dict[
         db.conn.executemany("INSERT OR REPLACE INTO stress_series (run_id, name, data) VALUES (?, ?, ?)", rows)
 
 
-def runs(db: HistoryDb, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
+def runs(db: StoreApi, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
     """Stored runs, newest first, optionally for one GPU and/or one workload."""
     sql = f"SELECT run_id, {', '.join(_FIELDS)}, extra_json FROM stress_runs WHERE 1"
     params: list[Any] = []
@@ -72,7 +72,7 @@ def _aborted(extra_json: str) -> bool:
     return isinstance(status, str) and status != "completed"
 
 
-def points(db: HistoryDb, run_id: int) -> tuple[FloatArray, dict[str, FloatArray]]:
+def points(db: StoreApi, run_id: int) -> tuple[FloatArray, dict[str, FloatArray]]:
     """(time_s, columns) of a run; empty arrays when it has none."""
     series = {name: np.frombuffer(blob, dtype="<f8").astype(np.float64)
               for name, blob in db.conn.execute(
@@ -81,7 +81,7 @@ def points(db: HistoryDb, run_id: int) -> tuple[FloatArray, dict[str, FloatArray
     return times, series
 
 
-def run_extra(db: HistoryDb, run_id: int) -> str:
+def run_extra(db: StoreApi, run_id: int) -> str:
     row = db.conn.execute("SELECT extra_json FROM stress_runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise KeyError(f"no stress run {run_id}")

@@ -12,16 +12,16 @@ import numpy as np
 from advisor.frame import FloatArray
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.history import blocks, codec
-from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S
 from desktop.history.query import Resolution, gpu_rows
+from desktop.history.store_api import StoreApi
 
 #: The period a process row stands for when a range holds a single poll.
 DEFAULT_PROCESS_PERIOD_S = 5.0
 _COLUMNS = ("ts", "gpu", "pid", "vram_mib", "sm_util_pct", "user_id", "command_id", "container_id", "kind")
 
 
-def _ids_to_labels(store: HistoryDb, columns: list[FloatArray]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+def _ids_to_labels(store: StoreApi, columns: list[FloatArray]) -> tuple[list[np.ndarray], tuple[str, ...]]:
     """``strings`` id columns (NaN = none) -> indices into one label tuple (-1 = none)."""
     wanted = sorted({int(v) for col in columns for v in np.unique(col[np.isfinite(col)])})
     table = store.strings_by_id(wanted)
@@ -40,7 +40,7 @@ def _ids_to_labels(store: HistoryDb, columns: list[FloatArray]) -> tuple[list[np
     return out, labels
 
 
-def process_usage_rows(store: HistoryDb, start_s: float, end_s: float) -> ProcessUsageRows:
+def process_usage_rows(store: StoreApi, start_s: float, end_s: float) -> ProcessUsageRows:
     """Every stored process sample in [start_s, end_s)."""
     present = {str(row[1]) for row in store.conn.execute("PRAGMA table_info(process_samples)")}
     asked = [c for c in _COLUMNS if c in present]
@@ -63,7 +63,7 @@ def process_usage_rows(store: HistoryDb, start_s: float, end_s: float) -> Proces
         compute=cols["kind"] != codec.PROCESS_KINDS.index("graphics") if "kind" in asked else None)
 
 
-def gpu_energy(store: HistoryDb, start_s: float, end_s: float) -> list[GpuEnergy]:
+def gpu_energy(store: StoreApi, start_s: float, end_s: float) -> list[GpuEnergy]:
     """Each stored GPU's energy over the range: raw rows up to two days, minute rollups beyond."""
     resolution: Resolution = "minute" if end_s - start_s > RAW_SPAN_LIMIT_S else "raw"
     out = []

@@ -24,8 +24,8 @@ from advisor.verdict import MIN_SUSTAINED_S, RunTrace, judge
 from advisor.verdict_model import Verdict
 from advisor.verdict_text import format_duration
 from desktop.config import CostSettings
-from desktop.history.db import HistoryDb
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
+from desktop.history.store import HistoryStore
 from desktop.jobs.model import JobRecord, JobSeries
 
 #: A frame for a job should reach this far past its end: raw counters hold the time since the
@@ -200,13 +200,13 @@ def lost_note(record: JobRecord) -> str:
             "(the job itself may have run on, unwatched).")
 
 
-def job_frame(store: HistoryDb, record: JobRecord, now_s: float) -> HistoryFrame:
+def job_frame(store: HistoryStore, record: JobRecord, now_s: float) -> HistoryFrame:
     """The history over the job's span (to ``now_s`` while it runs), reaching a little past its end."""
     end_s = record.ended_s if record.ended_s is not None else now_s
     return load_frame(store, record.started_s, max(end_s, record.started_s) + FRAME_MARGIN_S)
 
 
-def card_of(store: HistoryDb, record: JobRecord, series: JobSeries, costs: CostSettings, *, now_s: float,
+def card_of(store: HistoryStore, record: JobRecord, series: JobSeries, costs: CostSettings, *, now_s: float,
             offers: Sequence[CloudOffer] = (), specs: Sequence[GpuSpec] = (),
             frame: HistoryFrame | None = None) -> JobCard:
     """The card stored with a finished job; else (a job still running, or one whose `rigscope run` died

@@ -10,14 +10,14 @@ from dataclasses import replace
 
 from advisor.envelope import power_limit_note
 from advisor.job_card import JobCard
-from desktop.history.db import HistoryDb
 from desktop.history.job_model import JobRecord
+from desktop.history.store import HistoryStore
 
 #: How far before a job's start its first line is looked for.
 LOOKBACK_S = 31 * 86400.0
 
 
-def envelope_note(store: HistoryDb, record: JobRecord, end_s: float) -> str | None:
+def envelope_note(store: HistoryStore, record: JobRecord, end_s: float) -> str | None:
     """"Power limit: capped at 56 W of 175 W: on battery (32 minutes), ..." for the job's first GPU, or None."""
     if not record.gpu_uuids:
         return None
@@ -30,7 +30,7 @@ def envelope_note(store: HistoryDb, record: JobRecord, end_s: float) -> str | No
     return power_limit_note(lines, record.started_s, end_s, what="job")
 
 
-def with_envelope_note(card: JobCard, store: HistoryDb, record: JobRecord, now_s: float) -> JobCard:
+def with_envelope_note(card: JobCard, store: HistoryStore, record: JobRecord, now_s: float) -> JobCard:
     """``card`` with the job's power-limit note last among its notes (once; unchanged when there is none)."""
     end_s = record.ended_s if record.ended_s is not None else now_s
     note = envelope_note(store, record, max(end_s, record.started_s))
