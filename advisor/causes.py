@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -21,34 +22,44 @@ from advisor.clock_events import CLOCK_EVENT_COUNTERS, ClockEventReason
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
+#: A throttle cause the driver names (a clock-event reason of its own).
+Cause = Literal["hw_thermal", "sw_thermal", "power_cap", "power_brake", "hw_slowdown"]
+#: A verdict's cause: one of the driver's, or "unexplained" (slow under load with no reason set).
+VerdictCause = Cause | Literal["unexplained"]
+#: The coarse family a cause belongs to (``ClockEventReason.family``, and "unexplained").
+CauseFamily = Literal["thermal", "power", "hw_slowdown", "unexplained"]
+#: Where the time under each cause came from: NVML's counters, the 1 Hz reason bits, or neither.
+CauseTiming = Literal["counters", "samples", "none"]
+
 #: The verdict's causes, in the order they are reported, each with the reason that stands for it.
-CAUSE_REASONS: dict[str, ClockEventReason] = {
+CAUSE_REASONS: dict[Cause, ClockEventReason] = {
     "hw_thermal": ClockEventReason.HW_THERMAL_SLOWDOWN,
     "sw_thermal": ClockEventReason.SW_THERMAL_SLOWDOWN,
     "power_cap": ClockEventReason.SW_POWER_CAP,
     "power_brake": ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,
     "hw_slowdown": ClockEventReason.HW_SLOWDOWN,
 }
-CAUSE_BITS: dict[str, int] = {cause: int(reason) for cause, reason in CAUSE_REASONS.items()}
+CAUSE_BITS: dict[Cause, int] = {cause: int(reason) for cause, reason in CAUSE_REASONS.items()}
 #: GpuSample fields with NVML's exact seconds under a cause since the previous sample (None / NaN: unsupported).
-CAUSE_COUNTER_FIELDS: dict[str, str] = {
+CAUSE_COUNTER_FIELDS: dict[Cause, str] = {
     cause: name for name, counted in CLOCK_EVENT_COUNTERS for cause, reason in CAUSE_REASONS.items()
     if reason == counted
 }
 #: Causes that are throttling whenever they appear under load; the SW power cap alone is not
 #: (a GEMM at its power limit is the normal state of a datacenter GPU).
-SLOWDOWN_CAUSES: tuple[str, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
+SLOWDOWN_CAUSES: tuple[Cause, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
 #: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled
 #: (and is named in its sentence).
 SLOWDOWN_MIN_SHARE = 0.02
 #: "Unexplained": slow under load with no reason set; not a reason bit, so it is named here.
-CAUSE_LABELS: dict[str, str] = {
+CAUSE_LABELS: dict[VerdictCause, str] = {
     **{cause: reason.phrase for cause, reason in CAUSE_REASONS.items()},
     "unexplained": "unexplained slowdown",
 }
+_FAMILIES: dict[str, CauseFamily] = {"thermal": "thermal", "power": "power", "hw_slowdown": "hw_slowdown"}
 #: The coarse cause family each detailed cause belongs to ("thermal", "power", ...).
-CAUSE_FAMILY: dict[str, str] = {
-    **{cause: reason.family or cause for cause, reason in CAUSE_REASONS.items()},
+CAUSE_FAMILY: dict[VerdictCause, CauseFamily] = {
+    **{cause: _FAMILIES[reason.family or cause] for cause, reason in CAUSE_REASONS.items()},
     "unexplained": "unexplained",
 }
 
@@ -57,18 +68,18 @@ CAUSE_FAMILY: dict[str, str] = {
 class CauseTimes:
     """Per sample, the share (0-1) of the interval before it spent under each cause."""
 
-    fraction: dict[str, FloatArray]
-    #: "counters" when any cause came from NVML's counters, "samples" from reason bits only, "none" without either.
-    timing: str
+    fraction: dict[Cause, FloatArray]
+    #: "counters" when any cause came from NVML's counters, "samples" from reason bits only.
+    timing: Literal["counters", "samples"]
 
-    def on(self, cause: str) -> BoolArray:
+    def on(self, cause: Cause) -> BoolArray:
         """Samples during which the cause was active at all."""
         return self.fraction[cause] > 0.0
 
-    def seconds(self, cause: str, mask: BoolArray, interval_s: FloatArray) -> float:
+    def seconds(self, cause: Cause, mask: BoolArray, interval_s: FloatArray) -> float:
         return float(np.sum(self.fraction[cause][mask] * interval_s[mask]))
 
-    def share(self, cause: str, mask: BoolArray, interval_s: FloatArray) -> float:
+    def share(self, cause: Cause, mask: BoolArray, interval_s: FloatArray) -> float:
         """Share of the time in ``mask`` spent under ``cause``."""
         total = float(np.sum(interval_s[mask]))
         return self.seconds(cause, mask, interval_s) / total if total > 0 else 0.0
@@ -96,14 +107,14 @@ def reason_bits(reasons: FloatArray | None, n: int) -> npt.NDArray[np.int64] | N
     return np.where(np.isfinite(reasons), reasons, 0.0).astype(np.int64)[:n]
 
 
-def cause_times(reasons: FloatArray | None, counters: Mapping[str, FloatArray] | None,
+def cause_times(reasons: FloatArray | None, counters: Mapping[Cause, FloatArray] | None,
                 interval_s: FloatArray) -> CauseTimes | None:
     """The share of each interval under each cause; None when the trace has neither bits nor counters."""
     n = interval_s.shape[0]
     bits = reason_bits(reasons, n)
     counters = counters or {}
     used_counters = False
-    fraction: dict[str, FloatArray] = {}
+    fraction: dict[Cause, FloatArray] = {}
     for cause, bit in CAUSE_BITS.items():
         from_bits = ((bits & bit) != 0).astype(np.float64) if bits is not None else np.zeros(n)
         counted = counters.get(cause)

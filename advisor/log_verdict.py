@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from advisor.power_cap import datasheet_power_limit_w
 from advisor.verdict import LOAD_UTIL_PCT, MIN_SUSTAINED_S, RunTrace, Verdict, judge
+from advisor.verdict_model import ClockMaxSource, PowerLimitSource
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -80,7 +81,7 @@ def load_segments(time_s: FloatArray, utilization_pct: FloatArray | None, *, thr
 
 
 def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, sm_clock_max_mhz: float | None = None,
-                     power_limit_w: float | None = None, power_limit_source: str = "reported",
+                     power_limit_w: float | None = None, power_limit_source: PowerLimitSource = "reported",
                      gpu_name: str | None = None, temp_slowdown_c: float | None = None,
                      min_load_s: float = MIN_SUSTAINED_S) -> list[RunVerdict]:
     """One verdict per run in the log; an empty list when nothing in it was under load.
@@ -88,7 +89,7 @@ def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, s
     Without ``power_limit_w`` the datasheet limit for ``gpu_name`` stands in, and the sentence says so."""
     time_s = np.asarray(time_s, dtype=np.float64)
     columns = {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}
-    source = "reported"
+    source: ClockMaxSource = "reported"
     clocks = columns.get("sm_clock_mhz")
     if sm_clock_max_mhz is None and clocks is not None and np.isfinite(clocks).any():
         # A log rarely carries the max clock; the highest clock in it stands in, and the sentence says so.

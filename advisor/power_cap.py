@@ -17,12 +17,18 @@ Judge averaged power only: the instantaneous reading spikes past the limit (456 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: How a run met its power limit: "at_limit" (averaged power at >= 95 % of it, or the cap bit with
+#: nothing to weigh it against), "cap_bit" (the cap bit most of the load, the power 80-95 % of the
+#: limit), "below_limit" (the cap bit far below the limit), "plateau" (no limit known, flat power).
+PowerCapKind = Literal["at_limit", "cap_bit", "below_limit", "plateau"]
 
 #: Averaged power at or above this share of the limit = at the limit.
 AT_LIMIT_SHARE = 0.95
@@ -80,9 +86,8 @@ def datasheet_power_limit_w(gpu_name: str | None) -> float | None:
 class PowerCap:
     """How a run met its power limit, for the verdict and its sentence."""
 
-    #: "at_limit" | "cap_bit" (the cap bit most of the load, the power 80-95 % of the limit) |
-    #: "below_limit" (the cap bit far below the limit) | "plateau" (no limit known) | None.
-    kind: str | None
+    #: None: the run did not meet its limit.
+    kind: PowerCapKind | None
     #: The averaged power under load (a 10 % trimmed mean), W; None without power readings.
     level_w: float | None
     #: Share of the load time at >= 95 % of the limit (None without a limit).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -26,14 +27,17 @@ from advisor.causes import (
     CAUSE_FAMILY,
     SLOWDOWN_CAUSES,
     SLOWDOWN_MIN_SHARE,
+    Cause,
     CauseTimes,
+    CauseTiming,
+    VerdictCause,
     cause_times,
     reason_bits,
     sample_intervals,
 )
 from advisor.clock_events import ClockEventReason
-from advisor.power_cap import PowerCap, power_cap
-from advisor.verdict_model import RunTrace, Verdict
+from advisor.power_cap import PowerCap, PowerCapKind, power_cap
+from advisor.verdict_model import Basis, ClockMaxSource, PowerLimitSource, RunTrace, Verdict, VerdictStatus
 from advisor.verdict_text import sentence_for
 from advisor.wording import count_text
 
@@ -156,13 +160,14 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
     load_s = float(np.sum(interval_s[loaded]))
     clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
-    common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span, load_s=load_s,
-                  cause_timing=run.causes.timing if run.causes else "none", sm_clock_max_mhz=clock_max,
-                  sm_clock_max_source=trace.sm_clock_max_source if clock_max else None)
     shares, seconds = _cause_shares(run)
     cap = power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
                     cap_share=shares.get("power_cap", 0.0))
-    common.update(_power_fields(trace, cap))
+    common: _Common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span,
+                           load_s=load_s, cause_timing=run.causes.timing if run.causes else "none",
+                           sm_clock_max_mhz=clock_max,
+                           sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
+                           **_power_fields(trace, cap))
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
@@ -170,7 +175,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                           clock_ratio=_clock_ratio(trace, loaded, clock_max),
                           cause="power_cap" if cap.limited else None, cause_family="power" if cap.limited else None,
                           onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
-                          **common)  # type: ignore[arg-type]
+                          **common)
         return _with_sentence(verdict, trace, min_load_s)
     best_early = _best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
     sustained = _level(signal[run.end]) if np.isfinite(signal[run.end]).any() else _level(signal)
@@ -192,7 +197,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     if not throttled and cause in (None, "power_cap"):
         # A run that held its speed names the cap exactly when it was power-limited (power_cap's judgement).
         cause = "power_cap" if cap.limited else None
-    status = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
+    status: VerdictStatus = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
     if steady_state and status == "passed" and _still_heating(trace, rising):
         status = "inconclusive"
@@ -202,15 +207,38 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                       cause_family=CAUSE_FAMILY.get(cause) if cause else None,
                       onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
                       cause_shares=shares, cause_seconds=seconds,
-                      **common)  # type: ignore[arg-type]
+                      **common)
     return _with_sentence(verdict, trace, min_load_s)
 
 
-def _power_fields(trace: RunTrace, cap: PowerCap) -> dict[str, object]:
+class _PowerFields(TypedDict):
+    power_limited: bool
+    power_cap: PowerCapKind | None
+    power_level_w: float | None
+    power_limit_w: float | None
+    power_limit_source: PowerLimitSource | None
+    power_at_limit_share: float | None
+
+
+class _Common(_PowerFields):
+    """The Verdict fields every judged run gets the same way, passed whole to both of ``judge``'s answers."""
+
+    unit: str
+    basis: Basis
+    errors: int
+    checks: int
+    duration_s: float
+    load_s: float
+    cause_timing: CauseTiming
+    sm_clock_max_mhz: float | None
+    sm_clock_max_source: ClockMaxSource | None
+
+
+def _power_fields(trace: RunTrace, cap: PowerCap) -> _PowerFields:
     limit = trace.power_limit_w if trace.power_limit_w and trace.power_limit_w > 0 else None
-    return dict(power_limited=cap.limited, power_cap=cap.kind, power_level_w=cap.level_w, power_limit_w=limit,
-                power_limit_source=trace.power_limit_source if limit else None,
-                power_at_limit_share=cap.at_limit_share)
+    return _PowerFields(power_limited=cap.limited, power_cap=cap.kind, power_level_w=cap.level_w, power_limit_w=limit,
+                        power_limit_source=trace.power_limit_source if limit else None,
+                        power_at_limit_share=cap.at_limit_share)
 
 
 def temperature_rise(trace: RunTrace, rel: FloatArray, loaded: BoolArray) -> float | None:
@@ -268,7 +296,7 @@ def _best_level(signal: FloatArray, mask: BoolArray, window: int) -> float:
     return float(np.nanmax(levels)) if np.isfinite(levels).any() else math.nan
 
 
-def _no_data(trace: RunTrace, basis: str, unit: str) -> Verdict:
+def _no_data(trace: RunTrace, basis: Basis, unit: str) -> Verdict:
     errors = (f"{count_text(trace.errors, 'result error')} in {count_text(trace.checks, 'check')} — "
               "the GPU computed wrong results. "
               if trace.errors else "")
@@ -278,7 +306,7 @@ def _no_data(trace: RunTrace, basis: str, unit: str) -> Verdict:
                    sentence=errors + "Not enough samples under load for a throttle verdict.")
 
 
-def _signal(trace: RunTrace) -> tuple[str, str, FloatArray | None]:
+def _signal(trace: RunTrace) -> tuple[Basis, str, FloatArray | None]:
     if trace.throughput is not None and np.isfinite(trace.throughput).any() and np.nanmax(trace.throughput) > 0:
         return "throughput", trace.unit, np.asarray(trace.throughput, dtype=np.float64)
     if trace.sm_clock_mhz is not None and np.isfinite(trace.sm_clock_mhz).any():
@@ -286,7 +314,7 @@ def _signal(trace: RunTrace) -> tuple[str, str, FloatArray | None]:
     return "throughput", trace.unit, None
 
 
-def _load_mask(trace: RunTrace, signal: FloatArray | None, basis: str, n: int) -> BoolArray:
+def _load_mask(trace: RunTrace, signal: FloatArray | None, basis: Basis, n: int) -> BoolArray:
     """Samples under load: the workload's own throughput says so; for a clock, the utilization and the idle bit do."""
     if signal is None:
         return np.zeros(n, dtype=bool)
@@ -310,11 +338,11 @@ def _clock_ratio(trace: RunTrace, mask: BoolArray, clock_max: float | None) -> f
     return float(np.median(clocks)) / clock_max if clocks.size else None
 
 
-def _cause_shares(run: _Run) -> tuple[dict[str, float], dict[str, float]]:
+def _cause_shares(run: _Run) -> tuple[dict[VerdictCause, float], dict[Cause, float]]:
     """(share of the load time, seconds under load) per cause; reasons outside the load do not count."""
     if run.causes is None:
         return {}, {}
-    shares = {c: run.causes.share(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
+    shares: dict[VerdictCause, float] = {c: run.causes.share(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
     seconds = {c: run.causes.seconds(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
     return shares, seconds
 
@@ -331,13 +359,16 @@ def _unexplained_share(run: _Run, slow: BoolArray) -> float:
     return float(np.sum(run.interval_s[unexplained])) / total
 
 
-def _slowdown_cause(shares: Mapping[str, float]) -> str | None:
+def _slowdown_cause(shares: Mapping[VerdictCause, float]) -> Cause | None:
     """The thermal / HW slowdown that appeared under load long enough to count, if any."""
     present = {c: shares.get(c, 0.0) for c in SLOWDOWN_CAUSES if shares.get(c, 0.0) >= SLOWDOWN_MIN_SHARE}
-    return max(present, key=lambda c: present[c]) if present else None
+    if not present:
+        return None
+    largest: Cause = max(present, key=lambda c: present[c])
+    return largest
 
 
-def _first_on(run: _Run, cause: str) -> float | None:
+def _first_on(run: _Run, cause: Cause) -> float | None:
     """When a cause first showed under load: the first sample whose counter grew (or whose bit was set)."""
     assert run.causes is not None
     hits = np.flatnonzero(run.causes.on(cause) & run.loaded)
@@ -376,8 +407,8 @@ def _onset(run: _Run, peak: float) -> float | None:
     return float(run.rel[onset_index])
 
 
-def _cause(trace: RunTrace, run: _Run, shares: Mapping[str, float], peak: float, *, onset: float | None,
-           dropped: bool, slowdown: str | None) -> str | None:
+def _cause(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, float], peak: float, *, onset: float | None,
+           dropped: bool, slowdown: Cause | None) -> VerdictCause | None:
     """The reason behind a fall (the one that became more common when the signal fell), else what held the clocks."""
     slow = run.loaded & np.isfinite(run.smooth) & (run.smooth < 0.97 * peak)
     if onset is not None:

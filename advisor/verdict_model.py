@@ -9,13 +9,25 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from advisor.causes import CAUSE_COUNTER_FIELDS
+from advisor.causes import CAUSE_COUNTER_FIELDS, Cause, CauseFamily, CauseTiming, VerdictCause
+from advisor.power_cap import PowerCapKind
 
 FloatArray = npt.NDArray[np.float64]
+
+#: What a verdict says of a run: "aborted" is set by the stress run's record (a run that stopped
+#: early), the others by ``judge``; "inconclusive": held its speed while still heating.
+VerdictStatus = Literal["passed", "throttled", "errors", "aborted", "no_data", "too_short", "inconclusive"]
+#: The performance signal judged: the workload's throughput, else the SM clock.
+Basis = Literal["throughput", "clock"]
+#: Where the max clock came from: the GPU's own report, or the highest clock in the log.
+ClockMaxSource = Literal["reported", "log"]
+#: Where the power limit came from: NVML, a limit column of the log, or the datasheet (by the GPU's name).
+PowerLimitSource = Literal["reported", "log", "datasheet"]
 
 
 @dataclass(frozen=True)
@@ -31,13 +43,13 @@ class RunTrace:
     clock_event_reasons: FloatArray | None = None
     utilization_gpu_pct: FloatArray | None = None
     #: cause (a key of CAUSE_COUNTER_FIELDS) -> NVML's exact seconds under it since the previous sample.
-    cause_time_s: Mapping[str, FloatArray] | None = None
+    cause_time_s: Mapping[Cause, FloatArray] | None = None
     sm_clock_max_mhz: float | None = None
     #: Where the max clock came from: "reported" (the GPU's) or "log" (the highest clock in the log).
-    sm_clock_max_source: str = "reported"
+    sm_clock_max_source: ClockMaxSource = "reported"
     power_limit_w: float | None = None
     #: Where the limit came from: "reported" (NVML), "log" (a limit column) or "datasheet" (by ``gpu_name``).
-    power_limit_source: str = "reported"
+    power_limit_source: PowerLimitSource = "reported"
     gpu_name: str | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
@@ -63,20 +75,20 @@ class RunTrace:
 class Verdict:
     """The answer: throttled or not, since when, by how much, why — and one plain sentence."""
 
-    status: str  # passed | throttled | errors | aborted | no_data | too_short | inconclusive
+    status: VerdictStatus
     throttled: bool
     onset_s: float | None
     peak: float
     sustained: float
     sustained_ratio: float
     unit: str
-    basis: str  # "throughput" | "clock"
+    basis: Basis
     clock_ratio: float | None  # sustained SM clock / sm_clock_max_mhz (information, not a verdict)
-    cause: str | None  # a key of CAUSE_LABELS
-    cause_family: str | None
+    cause: VerdictCause | None
+    cause_family: CauseFamily | None
     onset_temperature_c: float | None
     #: Share of the load time under each cause (and "unexplained": slow with no reason).
-    cause_shares: dict[str, float] = field(default_factory=dict)
+    cause_shares: dict[VerdictCause, float] = field(default_factory=dict)
     errors: int = 0
     checks: int = 0
     duration_s: float = 0.0
@@ -84,19 +96,18 @@ class Verdict:
     comparison: str = ""
     #: Seconds under load (samples judged), and under each cause while loaded.
     load_s: float = 0.0
-    cause_seconds: dict[str, float] = field(default_factory=dict)
+    cause_seconds: dict[Cause, float] = field(default_factory=dict)
     #: "counters" (NVML's exact time under each reason), "samples" (1 Hz reason bits) or "none".
-    cause_timing: str = "none"
+    cause_timing: CauseTiming = "none"
     power_limited: bool = False
     sm_clock_max_mhz: float | None = None
-    sm_clock_max_source: str | None = None
-    #: How the run met its power limit (``power_cap.PowerCap.kind``): "at_limit", "cap_bit",
-    #: "below_limit", "plateau" or None; ``power_limited`` is true for any of them.
-    power_cap: str | None = None
+    sm_clock_max_source: ClockMaxSource | None = None
+    #: How the run met its power limit (``power_cap.PowerCap.kind``); ``power_limited`` is true for any of them.
+    power_cap: PowerCapKind | None = None
     #: Averaged power under load (W), the limit it was judged against and where that came from.
     power_level_w: float | None = None
     power_limit_w: float | None = None
-    power_limit_source: str | None = None
+    power_limit_source: PowerLimitSource | None = None
     #: Share of the load time at >= 95 % of the limit.
     power_at_limit_share: float | None = None
     #: °C per minute the temperature still rose over the end of the run (a least-squares slope); None: unknown.

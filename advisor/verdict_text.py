@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from advisor.baseline import INCONCLUSIVE_PREFIX
-from advisor.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE
+from advisor.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE, VerdictCause
 from advisor.frame import StressResult
 from advisor.power_cap import WHOLE_RUN_SHARE
 from advisor.safetext import printable
@@ -82,7 +82,7 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
     return ""
 
 
-def _slowdown_shares(verdict: Verdict, leave_out: str | None = None) -> str:
+def _slowdown_shares(verdict: Verdict, leave_out: VerdictCause | None = None) -> str:
     """"HW thermal slowdown 6.6 %, power brake 3 %": each slowdown cause at or above the throttle threshold
     but ``leave_out`` (the sentence's main cause), largest first."""
     shares = sorted(((verdict.cause_shares.get(c, 0.0), c) for c in SLOWDOWN_CAUSES if c != leave_out),
@@ -108,7 +108,7 @@ def _start_temperature(trace: RunTrace) -> float | None:
 def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> str:
     """The sentence for a judged run: "Throttled after 3 min 40 s: HW thermal slowdown at 87 °C; ..." and the like."""
     unit = f" {verdict.unit}" if verdict.unit else ""
-    label = CAUSE_LABELS.get(verdict.cause or "", "")
+    label = CAUSE_LABELS.get(verdict.cause, "") if verdict.cause else ""
     of_max = _of_max_clock(verdict)
     clock = f"clock at {of_max}" if of_max else ""
     cap = power_cap_clause(verdict, trace)
@@ -132,7 +132,7 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             if verdict.cause_family == "power" and trace.power_limit_w:
                 where = f" at the {trace.power_limit_w:.0f} W limit"
             when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
-            main = verdict.cause_shares.get(verdict.cause or "", 0.0) if verdict.cause in SLOWDOWN_CAUSES else 0.0
+            main = verdict.cause_shares.get(verdict.cause, 0.0) if verdict.cause in SLOWDOWN_CAUSES else 0.0
             share = f" ({_share_pct(main)} of the time under load)" if main > 0 else ""
             text = f"Throttled {when}: {label}{where}{share}; {figures}"
             others = _slowdown_shares(verdict, leave_out=verdict.cause)
