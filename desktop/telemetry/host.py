@@ -19,15 +19,10 @@ from typing import NamedTuple
 
 import psutil
 
+from advisor.attribution import StateLookup, container_from_cgroup, short_command
 from advisor.safetext import printable
 from desktop.telemetry import owned
-from desktop.telemetry.attribution import (
-    RuntimeStateFiles,
-    StateLookup,
-    container_from_cgroup,
-    posix_home,
-    short_command,
-)
+from desktop.telemetry.container_state import RuntimeStateFiles, posix_home
 from desktop.telemetry.model import GpuProcess, HostSample
 
 _MIB = 1024.0 * 1024.0

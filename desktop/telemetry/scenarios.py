@@ -76,7 +76,7 @@ STARVED_CMD = "python train_dataloader.py --workers 2"
 SERVE_CMD = "llama-server -m qwen2.5-7b.gguf --port 8080"
 BENCH_CMD = "python bench.py --quick"
 DDP_CMD = "torchrun --nproc-per-node 2 train_ddp.py --cfg llama.yaml"
-#: The inference server's container, labelled as desktop.telemetry.attribution labels Docker's.
+#: The inference server's container, labelled as advisor.attribution labels Docker's.
 SERVE_CONTAINER = "docker:llm-serve (4f9c2a7d81b3)"
 
 

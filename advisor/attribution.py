@@ -2,19 +2,19 @@
 
 ``short_command`` turns an argv into ``python train.py --cfg a.yaml``; ``container_from_cgroup``
 reads ``/proc/PID/cgroup`` text (cgroup v1 and v2; Docker, Podman rootful and rootless,
-containerd and CRI-O under Kubernetes) and names the container from the runtime's own state
-files (``RuntimeStateFiles``), never by asking a daemon. Both are pure apart from those state
-files, so they are tested on fixtures; ``desktop.telemetry.host`` calls them once per process.
+containerd and CRI-O under Kubernetes) and names the container through a ``StateLookup`` it is
+handed: ``desktop.telemetry.container_state.RuntimeStateFiles`` reads the runtime's own state
+files, never asking a daemon. Both are pure (text in, names out), so they are tested on fixtures;
+``desktop.telemetry.host`` calls them once per process.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Final
+from pathlib import PurePosixPath
+from typing import Final, Literal
 
 #: Longest command shown; a longer one is cut at a word with an ellipsis.
 MAX_COMMAND_CHARS: Final = 80
@@ -117,11 +117,13 @@ def _truncate(text: str, limit: int) -> str:
 
 # --- containers -----------------------------------------------------------------------------
 
+#: The runtime a container's cgroup names ("k8s": a pod's cgroup without a container's).
+ContainerRuntime = Literal["docker", "podman", "containerd", "cri-o", "k8s"]
 #: (runtime, full container id, owner uid from the cgroup path or None) -> the container's name.
-StateLookup = Callable[[str, str, "int | None"], "str | None"]
+StateLookup = Callable[[ContainerRuntime, str, "int | None"], "str | None"]
 
 _HEX_ID = r"[0-9a-f]{12,64}"
-_SCOPE_PATTERNS: Final = (
+_SCOPE_PATTERNS: Final[tuple[tuple[re.Pattern[str], ContainerRuntime], ...]] = (
     (re.compile(rf"^docker-({_HEX_ID})\.scope$"), "docker"),
     (re.compile(rf"^libpod-(?:conmon-)?({_HEX_ID})(?:\.scope)?$"), "podman"),
     (re.compile(rf"^cri-containerd-({_HEX_ID})\.scope$"), "containerd"),
@@ -137,7 +139,7 @@ _USER_SERVICE = re.compile(r"^user@(\d+)\.service$")
 class Container:
     """Where a process runs: a container (``runtime``: docker, podman, containerd, cri-o) and/or a pod."""
 
-    runtime: str
+    runtime: ContainerRuntime
     container_id: str | None
     name: str | None = None
     #: The Kubernetes pod's uid (from the cgroup path), when it runs in one.
@@ -160,7 +162,7 @@ class Container:
 
 
 def _parse_path(path: str) -> Container | None:
-    runtime: str | None = None
+    runtime: ContainerRuntime | None = None
     container_id: str | None = None
     pod_uid: str | None = None
     owner_uid: int | None = None
@@ -206,71 +208,3 @@ def container_from_cgroup(text: str, state_lookup: StateLookup | None = None) ->
                 found = Container(found.runtime, found.container_id, name, found.pod_uid, found.owner_uid)
         return found
     return None
-
-
-def _read_json(path: Path) -> object:
-    """A JSON state file, or None when it is missing, unreadable (Docker's are root's) or not JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-
-
-@dataclass(frozen=True)
-class RuntimeStateFiles:
-    """Container names from the runtimes' state files; anything unreadable gives None (then the id alone)."""
-
-    docker_roots: tuple[Path, ...] = (Path("/var/lib/docker"),)
-    podman_roots: tuple[Path, ...] = (Path("/var/lib/containers/storage"), Path("/run/containers/storage"))
-    #: uid -> home folder (rootless storage lives there); None where no user database exists.
-    home_of: Callable[[int], Path | None] | None = None
-
-    def __call__(self, runtime: str, container_id: str, owner_uid: int | None) -> str | None:
-        home = self.home_of(owner_uid) if (self.home_of is not None and owner_uid is not None) else None
-        if runtime == "docker":
-            roots = (*self.docker_roots, *((home / ".local/share/docker",) if home else ()))
-            return self._docker(roots, container_id)
-        if runtime in ("podman", "cri-o"):
-            roots = (*((home / ".local/share/containers/storage",) if home else ()), *self.podman_roots)
-            return self._podman(roots, container_id)
-        return None
-
-    @staticmethod
-    def _docker(roots: Sequence[Path], container_id: str) -> str | None:
-        for root in roots:
-            config = _read_json(root / "containers" / container_id / "config.v2.json")
-            if isinstance(config, dict) and isinstance(config.get("Name"), str) and config["Name"].strip("/"):
-                return str(config["Name"]).strip("/")
-        return None
-
-    @staticmethod
-    def _podman(roots: Sequence[Path], container_id: str) -> str | None:
-        for root in roots:
-            for driver in ("overlay", "vfs", "btrfs", "zfs"):
-                folder = root / f"{driver}-containers"
-                config = _read_json(folder / container_id / "userdata" / "config.json")
-                annotations = config.get("annotations") if isinstance(config, dict) else None
-                if isinstance(annotations, dict):
-                    for key in ("io.kubernetes.cri-o.ContainerName", "io.kubernetes.container.name"):
-                        if isinstance(annotations.get(key), str) and annotations[key]:
-                            return str(annotations[key])
-                listing = _read_json(folder / "containers.json")
-                if isinstance(listing, list):
-                    for entry in listing:
-                        if isinstance(entry, dict) and entry.get("id") == container_id:
-                            names = entry.get("names")
-                            if isinstance(names, list) and names and isinstance(names[0], str):
-                                return names[0]
-        return None
-
-
-def posix_home(uid: int) -> Path | None:
-    """The home folder of ``uid`` from the user database (None on Windows or for an unknown uid)."""
-    try:
-        import pwd
-    except ImportError:  # Windows
-        return None
-    try:
-        return Path(pwd.getpwuid(uid).pw_dir)
-    except KeyError:
-        return None
