@@ -14,17 +14,11 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from advisor.wording import CODE_SPAN
 from desktop.advice import Advice
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
 
 AdviceSource = Callable[[], Advice | None]
-
-
-def code_as_text(text: str) -> str:
-    """Advice text with its `code` marks dropped: the command reads as itself in a plain-text label."""
-    return CODE_SPAN.sub(r"\1", text)
 
 
 def plain_label(text: str, *, wrap: bool = True, bold: bool = False) -> QLabel:

@@ -32,9 +32,9 @@ from advisor.rules import Recommendation
 from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
-from desktop.ui.advice_page import AdvicePage, AdviceSource, code_as_text, plain_label
+from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.plot_column import TimeAxis
-from desktop.ui.text import plain_tooltip
+from desktop.ui.text import code_as_text, plain_tooltip
 from desktop.ui.theme import DARK, Theme
 
 SNOOZE_DAYS = 7.0

@@ -15,6 +15,8 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
 
+from advisor.wording import CODE_SPAN
+
 
 def plain(label: QLabel) -> QLabel:
     """``label``, set to show its text verbatim; returned for chaining."""
@@ -25,6 +27,11 @@ def plain(label: QLabel) -> QLabel:
 def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
     """A QLabel that shows ``text`` (and every later ``setText``) verbatim."""
     return plain(QLabel(text, parent))
+
+
+def code_as_text(text: str) -> str:
+    """Advice text with its `code` marks dropped: the command reads as itself in a plain-text label."""
+    return CODE_SPAN.sub(r"\1", text)
 
 
 def plain_tooltip(text: str) -> str:
