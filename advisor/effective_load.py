@@ -50,6 +50,11 @@ UNCERTAINTY_PCT = 20.0
 CAP_HOLD_SAMPLES = 5
 #: The SW power cap clock-event bit (advisor.clock_events.ClockEventReason.SW_POWER_CAP).
 _SW_POWER_CAP = 0x4
+#: An unknown card idles at about this share of its power limit (RTX 4090 Laptop 12 of 150 W,
+#: RTX 4090 22 of 450 W, H100 70 of 700 W) ...
+UNKNOWN_IDLE_SHARE = 0.08
+#: ... and a compute-bound load at its limit runs about this far below the top of its V/F curve.
+UNKNOWN_CLOCK_SHARE = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,26 @@ class Calibration:
         rate = f" ({self.tflops:,.1f} TFLOP/s)" if self.tflops else ""
         return (f"estimated ±{UNCERTAINTY_PCT:.0f} % against its {self.source}: {self.full_w:,.0f} W at "
                 f"{self.full_clock_mhz:,.0f} MHz{rate}")
+
+
+def rough_calibration(power_limit_w: float | None, sm_clock_max_mhz: float | None) -> Calibration | None:
+    """A datasheet-like calibration of a card no profile knows, from its power limit and max clock (None
+    without both): idle at ``UNKNOWN_IDLE_SHARE`` of the limit, full load at the limit and
+    ``UNKNOWN_CLOCK_SHARE`` of the max clock. A rough guess (it read an unknown Ada card, 3105 MHz max, at
+    100 % above ~45 % of its limit): a real GPU's live estimate waits for its own stress run."""
+    if not power_limit_w or not sm_clock_max_mhz:
+        return None
+    return Calibration(power_limit_w * UNKNOWN_IDLE_SHARE, power_limit_w, sm_clock_max_mhz * UNKNOWN_CLOCK_SHARE,
+                       "datasheet")
+
+
+def at_power_cap(clock_event_reasons: int | None, power_w: float | None, power_limit_w: float | None) -> bool:
+    """Whether the power cap binds in one sample: the SW power cap bit is set, or the averaged power is at
+    ``AT_LIMIT_SHARE`` of the enforced limit (as ``estimate_array`` judges each sample)."""
+    if (clock_event_reasons or 0) & _SW_POWER_CAP:
+        return True
+    return (power_w is not None and power_limit_w is not None and power_limit_w > 0
+            and power_w >= AT_LIMIT_SHARE * power_limit_w)
 
 
 def estimate_array(cal: Calibration, power_w: npt.ArrayLike, sm_clock_mhz: npt.ArrayLike,

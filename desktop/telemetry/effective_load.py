@@ -1,6 +1,7 @@
 """Each GPU's full-load calibration, and the effective load the sampler adds to every reading.
 
-The estimate itself is pure (``advisor.effective_load``). Here: which calibration a GPU gets and
+The estimate itself is pure (``advisor.effective_load``: the law, the power-cap test, the rough
+calibration of an unknown card). Here: which calibration a GPU gets and
 filling ``GpuSample.effective_load_pct`` where the backend did not measure it (GPM). A real GPU
 is estimated only against its own stress run, once the caller hands one in: before that its
 effective load is unknown (n/a), never a guess fed to the advice. The datasheet figures of a
@@ -15,16 +16,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from advisor.clock_events import ClockEventReason
-from advisor.effective_load import AT_LIMIT_SHARE, CAP_HOLD_SAMPLES, Calibration, estimate
+from advisor.effective_load import CAP_HOLD_SAMPLES, Calibration, at_power_cap, estimate, rough_calibration
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading
 from desktop.telemetry.simulated.physics import profile_calibration
 from desktop.telemetry.simulated.profiles import GpuProfile, load_profiles
 
-#: An unknown card idles at about this share of its power limit (RTX 4090 Laptop 12 of 150 W,
-#: RTX 4090 22 of 450 W, H100 70 of 700 W) ...
-_UNKNOWN_IDLE_SHARE = 0.08
-#: ... and a compute-bound load at its limit runs about this far below the top of its V/F curve.
-_UNKNOWN_CLOCK_SHARE = 0.9
 _SIMULATED_SUFFIX = " (simulated)"
 
 
@@ -35,10 +31,7 @@ def datasheet_calibration(info: GpuInfo, profiles: Mapping[str, GpuProfile] | No
     for profile in known.values():
         if profile.name.casefold() == name:
             return profile_calibration(profile)
-    limit = info.power_limit_default_w or info.power_limit_enforced_w
-    if not limit or not info.sm_clock_max_mhz:
-        return None
-    return Calibration(limit * _UNKNOWN_IDLE_SHARE, limit, info.sm_clock_max_mhz * _UNKNOWN_CLOCK_SHARE, "datasheet")
+    return rough_calibration(info.power_limit_default_w or info.power_limit_enforced_w, info.sm_clock_max_mhz)
 
 
 class EffectiveLoad:
@@ -86,9 +79,7 @@ class EffectiveLoad:
         cal = self.calibration(reading.info)
         if cal is None:
             return reading
-        limit = reading.info.power_limit_enforced_w
-        at_cap = bool((sample.clock_event_reasons or 0) & int(ClockEventReason.SW_POWER_CAP)) or (
-            sample.power_w is not None and limit is not None and limit > 0 and sample.power_w >= AT_LIMIT_SHARE * limit)
+        at_cap = at_power_cap(sample.clock_event_reasons, sample.power_w, reading.info.power_limit_enforced_w)
         since = 0 if at_cap else self._since_cap.get(reading.info.uuid, CAP_HOLD_SAMPLES) + 1
         self._since_cap[reading.info.uuid] = since
         value = estimate(cal, sample.power_w, sample.sm_clock_mhz, sample.utilization_gpu_pct,

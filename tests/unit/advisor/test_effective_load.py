@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.effective_load import MIN_CLOCK_RATIO, Calibration, estimate, estimate_array, from_stress_run
+from advisor.effective_load import (
+    MIN_CLOCK_RATIO,
+    Calibration,
+    at_power_cap,
+    estimate,
+    estimate_array,
+    from_stress_run,
+    rough_calibration,
+)
 from advisor.frame import GpuSeries
 from advisor.rules import run_rules
 from advisor.thresholds import Thresholds
@@ -105,6 +113,29 @@ def test_calibration_from_a_stress_run_uses_its_settled_half() -> None:
     assert cal.describe() == "estimated ±20 % against its stress run: 140 W at 1,800 MHz (61.5 TFLOP/s)"
     assert from_stress_run(12.0, np.full(10, 13.0), np.full(10, 300.0), 0.1) is None  # never loaded the GPU
     assert from_stress_run(12.0, np.full(10, np.nan), np.full(10, 1800.0), 50.0) is None
+
+
+
+def test_an_unknown_card_is_calibrated_roughly_from_its_power_limit_and_max_clock() -> None:
+    cal = rough_calibration(150.0, 3105.0)
+    assert cal is not None
+    assert (cal.idle_w, cal.full_w, cal.full_clock_mhz, cal.source) == (pytest.approx(12.0), 150.0,
+                                                                         pytest.approx(2794.5), "datasheet")
+    assert rough_calibration(None, 3105.0) is None and rough_calibration(150.0, None) is None
+    assert rough_calibration(0.0, 3105.0) is None
+
+
+def test_the_power_cap_binds_on_its_bit_or_at_95_percent_of_the_limit_as_in_the_array_estimate() -> None:
+    assert at_power_cap(0x4, 10.0, 150.0)  # SW power cap bit, whatever the power
+    assert at_power_cap(0x4 | 0x1, None, None)
+    assert at_power_cap(0, 142.5, 150.0) and not at_power_cap(0, 142.4, 150.0)
+    assert not at_power_cap(0x20, 100.0, 150.0)  # SW thermal is not the cap
+    assert not at_power_cap(None, 150.0, None) and not at_power_cap(None, 150.0, 0.0)
+    # The same judgement as estimate_array's, sample by sample (there the cap reads the utilization).
+    for reasons, power_w in [(0x4, 40.0), (0, 142.5), (0, 100.0), (0x20, 100.0)]:
+        capped = estimate_array(CAL, power_w, 600.0, 77.0, power_limit_w=150.0, clock_event_reasons=reasons,
+                                hold_samples=1)
+        assert (float(capped) == 77.0) == at_power_cap(reasons, power_w, 150.0)
 
 
 # --- the rule ----------------------------------------------------------------------------------
