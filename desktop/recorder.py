@@ -41,6 +41,22 @@ class _Ticker(Protocol):
     def close(self) -> None: ...
 
 
+class SampleSink:
+    """A snapshot into the writer with the events it implies: the laptop's power envelope changes (AC,
+    nvidia-powerd, firmware mode, each GPU's limit line) and the GPUs' enforced power limit and temperature
+    thresholds when they move. The recorder's and the window's recording (desktop/sessions/recording.py) alike."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self._envelope = EnvelopeWatch()
+        self._limits = LimitsWatch()
+
+    def submit(self, snapshot: Snapshot) -> None:
+        self.writer.submit(snapshot)
+        for time_s, kind, gpu_uuid, detail in [*self._envelope.events(snapshot), *self._limits.events(snapshot)]:
+            self.writer.add_event(time_s, kind, gpu_uuid, detail)
+
+
 class Recorder:
     """Samples into a started HistoryWriter; ``run`` loops until ``stop`` is set."""
 
@@ -50,10 +66,11 @@ class Recorder:
                  report: Callable[[str], None] = log.warning,
                  calibrate: Callable[[Mapping[str, Calibration]], None] | None = None,
                  calibration_period_s: float = CALIBRATION_RELOAD_S,
-                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
-        """``report`` is told, once each, when writing fails and when it works again. ``calibrate``
-        (the sampler's ``effective_load.calibrate_all``) is given the stress-run calibrations every
-        ``calibration_period_s`` after the first step; the caller loads them once before it."""
+                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT, sink: SampleSink | None = None) -> None:
+        """``sink`` (default: one of its own over ``writer``) takes each snapshot. ``report`` is told, once
+        each, when writing fails and when it works again. ``calibrate`` (the sampler's
+        ``effective_load.calibrate_all``) is given the stress-run calibrations every ``calibration_period_s``
+        after the first step; the caller loads them once before it."""
         self.sampler = sampler
         self.writer = writer
         self.interval_s = interval_s
@@ -73,17 +90,12 @@ class Recorder:
         self.calibration_period_s = calibration_period_s
         self._calibrated_at: float | None = None
         self._calibration: Future[dict[str, Calibration]] | None = None
-        #: The laptop's power envelope changes (AC, nvidia-powerd, firmware mode, each GPU's limit line) as events.
-        self._envelope = EnvelopeWatch()
-        #: The GPUs' enforced power limit and temperature thresholds, as ``limits`` events when they move.
-        self._limits = LimitsWatch()
+        self.sink = sink if sink is not None else SampleSink(writer)
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
         snapshot = self.sampler.tick()
-        self.writer.submit(snapshot)
-        for event in [*self._envelope.events(snapshot), *self._limits.events(snapshot)]:
-            self.writer.add_event(*event)
+        self.sink.submit(snapshot)
         self.ticks += 1
         status = self.writer.status
         if status.last_error != self._reported_error:  # say each problem once, and when it is over

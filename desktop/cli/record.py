@@ -1,28 +1,24 @@
 """`rigscope record`: the headless recorder with the single-writer lock, optionally serving Prometheus.
 
+The recording itself (writer, lock, sampling loop, rollups and retention) is desktop/sessions/recording.py's
+``RecordingSession``, as in the window; this command prints what it reports and turns signals into its stop.
+
 SIGTERM and SIGINT stop it cleanly: what is buffered is flushed and the exit status is 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 import threading
-import time
 from types import FrameType
 from typing import Any
 
 from advisor.safetext import printable
 from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
-from desktop.history.calibration import load_calibrations
-from desktop.history.rollup import maintain
-from desktop.history.writer import HistoryWriter
-from desktop.recorder import Recorder
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.sampler import Sampler, open_host_backend
-
-log = logging.getLogger(__name__)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,48 +29,38 @@ def main(args: argparse.Namespace) -> int:
     backend = open_backend(args.simulate)
     sampler = Sampler(backend, open_host_backend(), process_period_s=max(interval_s,
                                                                        settings.sampling.process_interval_s))
-    sampler.effective_load.calibrate_all(load_calibrations(path))  # each GPU's own stress run, where one exists
-    writer = HistoryWriter(path, maintenance_period_s=None)  # the Recorder schedules it on its own clock
+    session: RecordingSession | None = None
     exporter = None
     previous_handlers: dict[int, Any] = {}
     try:
-        writer.start()
-        if writer.recovered_from is not None:
-            print(f"rigscope record: the history database was damaged; it was moved to {writer.recovered_from} "
+        # The writer lock or an error (another process writes it: exit 2, said by the dispatcher).
+        session = RecordingSession.headless(path, sampler, retention=settings.retention,
+                                            busy_util_pct=settings.advisor.busy_util_pct)
+        if session.recovered_from is not None:
+            print(f"rigscope record: the history database was damaged; it was moved to {session.recovered_from} "
                   "and a fresh one started", file=sys.stderr)
         if getattr(args, "prometheus", False):
             exporter = start_prometheus(args.listen)
             exporter.follow_stress_runs(path)  # the last stress verdict, as the exporter serves it
         stop = threading.Event()
         previous_handlers = _install_signals(stop)
-        # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
-        recorder = Recorder(sampler, writer, interval_s=interval_s, retention=settings.retention, exporter=exporter,
-                            report=_say, calibrate=sampler.effective_load.calibrate_all,
-                            busy_util_pct=settings.advisor.busy_util_pct)
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
         extra = f"; Prometheus metrics on {exporter.url}" if exporter is not None else ""
         print(f"Recording to {path} every {interval_s:g} s{note}{extra}. Ctrl+C or SIGTERM stops.",
               file=sys.stderr, flush=True)
-        recorder.run(stop)
-        # Roll up what was recorded before handing back (a short run still gets its complete minutes).
-        recorder.wait_maintenance()
-        final = writer.call(lambda store: maintain(store, settings.retention, time.time(),
-                                                     busy_util_pct=settings.advisor.busy_util_pct))
-        try:
-            final.result(timeout=60)
-        except Exception as exc:
-            log.warning("history maintenance at exit failed: %s", exc)
+        session.record(sampler, stop, interval_s=interval_s, exporter=exporter, report=_say)
     finally:
         for sig, old in previous_handlers.items():
             signal.signal(sig, old)
         if exporter is not None:
             exporter.close()
-        writer.close()
+        if session is not None:
+            session.close(say_loss=False)  # said below, in the last line
         sampler.close()
-    status = writer.status
-    print(f"Stopped: {status.rows_written:,} samples written to {path}"
-          + (f"; {printable(writer.lost_on_close)}" if writer.lost_on_close else ""), file=sys.stderr)
+    written = session.final_status.rows_written if session.final_status is not None else 0
+    print(f"Stopped: {written:,} samples written to {path}"
+          + (f"; {printable(session.lost_on_close)}" if session.lost_on_close else ""), file=sys.stderr)
     return 0
 
 

@@ -38,7 +38,7 @@ from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.processes import ProcessesPage
-from desktop.ui.recording import Recording, stalled_since
+from desktop.ui.recording import Recording
 from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
@@ -345,19 +345,7 @@ class RigscopeApp(QObject):
 
     def update_recording_status(self, now_s: float | None = None) -> None:
         """Recording / reading (who writes) / not recording (why), plus a write problem if any."""
-        now_s = time.time() if now_s is None else now_s
-        rec = self.recording
-        text, tip = rec.label, rec.detail
-        if rec.mode != "recording":
-            text = f"{rec.label}: {rec.detail}"
-        else:
-            status = getattr(rec.writer, "status", None)
-            if status is not None and (status.last_error or status.disk_full):
-                text = f"Recording problem: {status.last_error or 'disk full'}"
-            elif status is not None and (stalled := stalled_since(status, rec.started_s, now_s)) is not None:
-                # "Recording" only while samples land: waiting ones that no commit took are said.
-                text = (f"Recording problem: nothing written since {time.strftime('%H:%M:%S', time.localtime(stalled))}"
-                        f" ({status.rows_pending:,} samples waiting)")
+        text, tip = self.recording.status_text(time.time() if now_s is None else now_s)
         if text != self._recording_text:  # set only on change: a label relayout per tick is waste
             self._recording_text = text
             self.window.set_recording(text, tip)

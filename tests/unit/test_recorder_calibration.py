@@ -70,7 +70,7 @@ def test_a_stress_run_saved_while_recording_recalibrates_the_estimate(tmp_path: 
 
 def test_rigscope_record_recalibrates_on_the_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from desktop import cli
-    from desktop.cli import record
+    from desktop.sessions import recording
 
     db = tmp_path / "h.sqlite"
     seen: dict[str, Any] = {}
@@ -95,7 +95,7 @@ def test_rigscope_record_recalibrates_on_the_period(tmp_path: Path, monkeypatch:
             seen["uuid"] = info.uuid
             return self.ticks
 
-    monkeypatch.setattr(record, "Recorder", FastRecorder)
+    monkeypatch.setattr(recording, "Recorder", FastRecorder)  # the session runs the command's recorder
     assert cli.main(["record", "--simulate", "rtx4090-laptop", "--db", str(db)]) == 0
     assert seen["calibration"] == load_calibrations(db)[seen["uuid"]]
     assert seen["calibration"].source == "stress run"

@@ -1,0 +1,253 @@
+"""Recording: the sample stream into the history, one writer at a time, for `rigscope record` and the window alike.
+
+``RecordingSession`` owns the whole sequence: the history writer under the single-writer lock (or, in
+the window, reading when another process holds it, or nothing when the database cannot be opened), the
+snapshots with the events they imply (the laptop's power envelope, the GPUs' limits), the rollups and
+retention with the retention the settings say, the window's own events, whether samples land (stalled
+or not), and the close with what could not be written. ``RecordingSession.open`` is the window's start
+(desktop/ui/launch.py hands it to the window, whose sampler thread calls ``submit`` and whose timers ask
+``status_text``); ``RecordingSession.headless`` and ``record`` are `rigscope record`'s (desktop/cli/record.py
+prints what they report).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
+from desktop.config import RetentionSettings
+from desktop.recorder import Recorder, SampleSink
+from desktop.telemetry.model import Snapshot
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["recording", "reading", "off"]
+
+#: Samples waiting longer than this without a commit mean the writer is stuck (it commits every 5 s).
+STALL_AFTER_S = 20.0
+
+
+@dataclass
+class SettingsMaintenance:
+    """The writer's periodic rollups and retention, with the retention the Settings page applied last.
+
+    ``retention`` is replaced on the GUI thread and read on the writer thread: one reference, so
+    each pass sees either the old settings or the new ones, never a mix."""
+
+    run: Callable[..., None]
+    retention: RetentionSettings
+    #: The busy threshold (Settings → Advisor) the rollups count busy seconds with.
+    busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT
+
+    def __call__(self, store: Any, now_s: float) -> None:
+        self.run(store, self.retention, now_s, busy_util_pct=self.busy_util_pct)
+
+
+def stalled_since(status: Any, started_s: float, now_s: float) -> float | None:
+    """Since when samples wait without being committed (None while they land): from the writer's status."""
+    if not status.rows_pending:
+        return None
+    since = status.last_commit_s if status.last_commit_s is not None else started_s
+    return since if now_s - since > STALL_AFTER_S else None
+
+
+@dataclass
+class RecordingSession:
+    """One recording: a writer (when recording), a store to read, and why it is the one or the other."""
+
+    mode: Mode
+    detail: str
+    writer: Any | None = None
+    store: Any | None = None
+    events: list[tuple[float, str, str]] = field(default_factory=list)
+    #: The rollups and retention the writer runs, with the retention in force (None when not recording).
+    maintenance: SettingsMaintenance | None = None
+    #: When recording began (the wall clock), for ``stalled_since``.
+    started_s: float = field(default_factory=time.time)
+    #: The snapshots' way into the writer, with the envelope and limits events they imply.
+    sink: SampleSink | None = None
+    #: After ``close``: the writer's last status (None: there was no writer) and what it could not write.
+    final_status: Any | None = field(default=None, init=False)
+    lost_on_close: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.sink is None and self.writer is not None:
+            self.sink = SampleSink(self.writer)
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None,
+             busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> RecordingSession:
+        """The window's recording: a HistoryWriter (it takes the single-writer lock), or reading, or nothing.
+
+        ``retention`` (default: the defaults) is what the writer's rollup and retention passes keep
+        until ``set_retention`` says otherwise; the writer runs them on its own thread and schedule."""
+        try:
+            from desktop.history.lock import DatabaseBusy, describe_holder
+            from desktop.history.store import HistoryStore
+            from desktop.history.writer import HistoryWriter
+        except ImportError as exc:
+            return cls("off", f"history storage is not available ({exc})")
+        writer: Any | None = None
+        busy: str | None = None
+        maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
+        if record and db_path.exists():
+            # `rigscope demo`'s database (meta demo=1) holds a simulated week: live samples of this machine
+            # would mix into it (--db demo.sqlite did). It is shown, never written.
+            try:
+                peek = HistoryStore.open(db_path, readonly=True)
+            except Exception as exc:  # unreadable: the writer below says why, or reads nothing
+                log.warning("cannot read %s: %s", db_path, exc)
+            else:
+                if peek.is_demo:
+                    return cls("reading", f"{db_path} is a demo database (rigscope demo): this window shows it "
+                               "and records nothing into it", store=peek)
+                peek.close()
+        if record:
+            candidate = HistoryWriter(db_path, maintain=maintenance)
+            try:
+                candidate.start()
+                writer = candidate
+            except DatabaseBusy as exc:
+                busy = describe_holder(exc.holder)
+            except Exception as exc:  # disk full, read-only folder, a broken file: the live view still works
+                return cls("off", f"cannot record to {db_path}: {exc}")
+        store: Any | None = None
+        try:
+            if db_path.exists():
+                store = HistoryStore.open(db_path, readonly=True)
+        except Exception as exc:  # the live view works without history fill
+            log.warning("cannot read history from %s: %s", db_path, exc)
+        if writer is not None:
+            return cls("recording", f"writing to {db_path}", writer=writer, store=store, maintenance=maintenance)
+        if busy is not None:
+            if store is None:
+                return cls("off", f"the database is written by {busy} and cannot be read here")
+            return cls("reading", f"the database is written by {busy}; this window reads it", store=store)
+        return cls("reading" if store else "off", "recording switched off", store=store)
+
+    @classmethod
+    def headless(cls, db_path: Path, sampler: Any, *, retention: RetentionSettings | None = None,
+                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> RecordingSession:
+        """`rigscope record`'s recording: the writer or an error (``DatabaseBusy``: another process writes it).
+
+        The sampler gets each GPU's stress-run calibration first, read before the writer holds its
+        connection (a second descriptor opened and closed after it would drop the process's locks).
+        The rollups and retention are ``record``'s to schedule, on its own clock."""
+        from desktop.history.calibration import load_calibrations
+        from desktop.history.store import HistoryStore
+        from desktop.history.writer import HistoryWriter
+
+        sampler.effective_load.calibrate_all(load_calibrations(db_path))  # each GPU's own stress run, where one is
+        writer = HistoryWriter(db_path, maintenance_period_s=None)
+        try:
+            writer.start()
+        except BaseException:
+            writer.close()
+            raise
+        maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
+        return cls("recording", f"writing to {db_path}", writer=writer, maintenance=maintenance)
+
+    # --- while it records ------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        return {"recording": "Recording", "reading": "Reading history (not recording)",
+                "off": "Not recording"}[self.mode]
+
+    @property
+    def recovered_from(self) -> Path | None:
+        """Where a damaged database was moved when the writer started a fresh one (None: it was not)."""
+        found = getattr(self.writer, "recovered_from", None)
+        return found if isinstance(found, Path) else None
+
+    def submit(self, snap: Snapshot) -> None:
+        """Called on the sampler thread for every snapshot."""
+        if self.sink is not None:
+            self.sink.submit(snap)
+
+    def set_retention(self, retention: RetentionSettings, busy_util_pct: float | None = None) -> None:
+        """Settings applied a retention (and busy threshold): the writer's next rollup and retention pass uses it."""
+        if self.maintenance is not None:
+            self.maintenance.retention = retention
+            if busy_util_pct is not None:
+                self.maintenance.busy_util_pct = busy_util_pct
+
+    def add_event(self, time_s: float, kind: str, message: str, gpu_uuid: str | None = None) -> None:
+        """Record an alert or state change; kept in memory too, for the window's own list."""
+        self.events.append((time_s, kind, message))
+        if self.writer is None:
+            return
+        try:
+            self.writer.add_event(time_s, kind, gpu_uuid, message)
+        except Exception as exc:  # recording an event must never break alerting
+            log.warning("could not record event %s: %s", kind, exc)
+
+    def status_text(self, now_s: float) -> tuple[str, str]:
+        """What the status bar says (recording, reading and who writes, off and why, or the write problem),
+        and its tooltip."""
+        text, tip = self.label, self.detail
+        if self.mode != "recording":
+            return f"{self.label}: {self.detail}", tip
+        status = getattr(self.writer, "status", None)
+        if status is not None and (status.last_error or status.disk_full):
+            text = f"Recording problem: {status.last_error or 'disk full'}"
+        elif status is not None and (stalled := stalled_since(status, self.started_s, now_s)) is not None:
+            # "Recording" only while samples land: waiting ones that no commit took are said.
+            text = (f"Recording problem: nothing written since {time.strftime('%H:%M:%S', time.localtime(stalled))}"
+                    f" ({status.rows_pending:,} samples waiting)")
+        return text, tip
+
+    def record(self, sampler: Any, stop: threading.Event, *, interval_s: float, exporter: Any | None = None,
+               report: Callable[[str], None] = log.warning,
+               max_ticks: int | None = None, clock: Callable[[], float] = time.time) -> int:
+        """Sample into the writer every ``interval_s`` until ``stop`` is set (or ``max_ticks`` samples), feeding
+        ``exporter``; rollups and retention every few minutes and once more at the end (a short run still gets
+        its complete minutes). ``report`` is told when writing fails and when it works again. The samples taken."""
+        maintenance = self.maintenance
+        if self.writer is None or self.sink is None or maintenance is None:
+            raise RuntimeError(f"not recording: {self.detail}")
+        # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
+        recorder = Recorder(sampler, self.writer, interval_s=interval_s, retention=maintenance.retention,
+                            exporter=exporter, report=report, calibrate=sampler.effective_load.calibrate_all,
+                            busy_util_pct=maintenance.busy_util_pct, clock=clock, sink=self.sink)
+        ticks = recorder.run(stop, max_ticks=max_ticks)
+        recorder.wait_maintenance()
+        final = self.writer.call(lambda store: maintenance(store, clock()))
+        try:
+            final.result(timeout=60)
+        except Exception as exc:
+            log.warning("history maintenance at exit failed: %s", exc)
+        return ticks
+
+    # --- the end ---------------------------------------------------------------------------
+
+    def close(self, *, say_loss: bool = True) -> None:
+        """Flush and close the writer, then the reading store; a loss at exit is logged with its times (unless
+        ``say_loss`` is False: the caller says it, as `rigscope record` does in its last line)."""
+        for thing, method in ((self.writer, "close"), (self.store, "close")):
+            if thing is not None and hasattr(thing, method):
+                try:
+                    getattr(thing, method)()
+                except Exception as exc:
+                    log.warning("closing %s failed: %s", type(thing).__name__, exc)
+        status = getattr(self.writer, "status", None)
+        if status is not None:
+            self.final_status = status
+            log.info("history: %d of %d samples written (%d dropped)", status.rows_written, status.rows_submitted,
+                     status.rows_dropped)
+        lost = getattr(self.writer, "lost_on_close", None)
+        if isinstance(lost, str):
+            self.lost_on_close = lost
+        if lost and say_loss:  # the window is gone by now: the terminal (or the journal) is where it can be said
+            log.error("%s", lost)
+        self.writer = self.store = None
+        self.sink = None
+
