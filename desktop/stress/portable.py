@@ -35,7 +35,7 @@ from advisor.safetext import printable
 from advisor.verdict_model import Verdict
 from desktop import __version__
 from desktop.errors import UserError
-from desktop.jobs.model import JobRecord
+from desktop.history.job_model import JobRecord  # the history's own type: stress never imports jobs
 from desktop.stress.records import gpu_identity
 from desktop.stress.run_model import RunResult
 from desktop.telemetry.model import GpuInfo
