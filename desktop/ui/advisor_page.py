@@ -33,9 +33,9 @@ from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
 from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
-from desktop.ui.plot_column import TimeAxis
 from desktop.ui.text import code_as_text, plain_tooltip
 from desktop.ui.theme import DARK, Theme
+from desktop.ui.widgets.plot_column import TimeAxis
 
 SNOOZE_DAYS = 7.0
 _CHART_LABELS = {"temperature_c": "°C", "vram_used_mib": "VRAM (MiB)", "utilization_gpu_pct": "GPU %",

@@ -26,8 +26,8 @@ from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-from desktop.ui.compare_dialog import CompareDialog
 from desktop.ui.theme import DARK, LIGHT, apply_theme
+from desktop.ui.widgets.compare_dialog import CompareDialog
 
 SIZE = (1280, 900)
 #: (profile, precision, machine name, price per hour) of each simulated run.

@@ -27,12 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import Snapshot
-from desktop.ui.cards import HostStrip
 from desktop.ui.dashboard_history import RING_SPAN_S, HistoryFill, HistoryQuery
 from desktop.ui.dashboard_panel import GpuPanel
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.simulated_bar import SimulatedBar
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.cards import HostStrip
+from desktop.ui.widgets.simulated_bar import SimulatedBar
 
 WINDOWS_S: dict[str, float] = {"1 min": 60.0, "10 min": 600.0, "1 h": 3600.0, "24 h": 86400.0, "7 d": 7 * 86400.0}
 DEFAULT_WINDOW = "10 min"

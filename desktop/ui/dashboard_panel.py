@@ -12,11 +12,11 @@ import numpy as np
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading
-from desktop.ui.cards import GpuCard
-from desktop.ui.charts import FloatArray, TimePlot
-from desktop.ui.plot_column import PlotColumn
-from desktop.ui.ring_buffer import RingBuffer
 from desktop.ui.theme import REASON_COLOURS, Theme
+from desktop.ui.widgets.cards import GpuCard
+from desktop.ui.widgets.charts import FloatArray, TimePlot
+from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.ring_buffer import RingBuffer
 
 _EMPTY: FloatArray = np.empty(0, dtype=np.float64)
 #: The shown range runs ahead of the newest sample by this share of the window, so the time

@@ -40,10 +40,10 @@ from desktop.jobs.card import (
 from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses, chart_bins, charts_note
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
-from desktop.ui.charts import LEFT_AXIS_WIDTH_PX
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.plot_column import PlotColumn
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.charts import LEFT_AXIS_WIDTH_PX
+from desktop.ui.widgets.plot_column import PlotColumn
 
 #: The empty state (static rich text: nothing from outside goes in it).
 EMPTY_TEXT = ("<p style='font-size: 13pt'><b>No jobs recorded yet.</b></p>"

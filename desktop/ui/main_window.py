@@ -38,7 +38,7 @@ from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
 
 if TYPE_CHECKING:
-    from desktop.ui.compare_dialog import CompareDialog
+    from desktop.ui.widgets.compare_dialog import CompareDialog
 
 SIDEBAR_WIDTH_PX = 150
 
@@ -231,7 +231,7 @@ class MainWindow(QMainWindow):
         self._shortcut("Ctrl+Q", self.quit_requested.emit)
         self._shortcut("Ctrl+W", self.close)
         self._shortcut("F11", self.toggle_fullscreen)
-        # issue 15: the Compare dialog (desktop/ui/compare_dialog.py), Ctrl+K or the status-bar button.
+        # issue 15: the Compare dialog (desktop/ui/widgets/compare_dialog.py), Ctrl+K or the status-bar button.
         self.compare_button = QPushButton("Compare runs…")
         self.compare_button.setFlat(True)
         self.compare_button.setToolTip("Compare run records from different machines side by side (Ctrl+K)")
@@ -356,7 +356,7 @@ class MainWindow(QMainWindow):
     # --- window behaviour -----------------------------------------------------------
     def open_compare(self) -> None:
         """Show the Compare dialog (one, kept while the window lives, with the files last picked)."""
-        from desktop.ui.compare_dialog import CompareDialog
+        from desktop.ui.widgets.compare_dialog import CompareDialog
 
         if self.compare_dialog is None:
             self.compare_dialog = CompareDialog(self.theme, self)

@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
 
 from desktop.telemetry.model import GpuProcess, Snapshot
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.plot_column import PlotColumn
 from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.plot_column import PlotColumn
 
 #: Model columns (tests and sorting use these indices); the header shows them in ``VISUAL_ORDER``.
 COLUMNS = ("PID", "Name", "User", "GPU", "VRAM (MiB)", "CPU (%)", "Running for",

@@ -1,7 +1,7 @@
 """Static charts rendered offscreen to PNG with pyqtgraph's exporter, for reports and the advisor pages.
 
 Small and self-contained on purpose (reports must work without the window); the live
-charts in ``desktop/ui/charts.py`` could later share the styling. Every function returns
+charts in ``desktop/ui/widgets/charts.py`` could later share the styling. Every function returns
 PNG bytes and needs a Qt application object (``ensure_app``), not a display. Each takes a
 ``ChartStyle``: ``PAPER`` (the default, for exported reports) or ``chart_style(theme)`` for
 charts shown in the window.
@@ -26,8 +26,8 @@ from PySide6.QtWidgets import QApplication
 
 from advisor.safetext import neutralise_bidi
 from advisor.summary import WEEKDAYS
-from desktop.ui.plot_column import TimeAxis
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.plot_column import TimeAxis
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -46,12 +46,12 @@ from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.plot_column import PlotColumn
-from desktop.ui.ring_buffer import RingBuffer
-from desktop.ui.stress_runs import RunsTable
-from desktop.ui.stress_verdict_card import VerdictCard
 from desktop.ui.stress_work import FinishedRun, StressWorker, finish_run, list_runs
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.ring_buffer import RingBuffer
+from desktop.ui.widgets.stress_runs import RunsTable
+from desktop.ui.widgets.stress_verdict_card import VerdictCard
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from desktop.config import AlertSettings
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot, SourceInfo
 from desktop.ui.alerts import AlertMonitor
-from desktop.ui.cards import GpuCard
 from desktop.ui.theme import DARK
 from desktop.ui.tray import tooltip_for
+from desktop.ui.widgets.cards import GpuCard
 
 INFO = GpuInfo(index=0, uuid="GPU-laptop", name="NVIDIA GeForce RTX 4070 Laptop GPU", vram_total_mib=8188.0)
 SOURCE = SourceInfo("nvml", "NVML")

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from desktop.ui.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
-from desktop.ui.plot_column import PlotColumn
-from desktop.ui.ring_buffer import RingBuffer
 from desktop.ui.theme import DARK, LIGHT
+from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.ring_buffer import RingBuffer
 
 
 @given(capacity=st.integers(1, 20), n=st.integers(0, 60))

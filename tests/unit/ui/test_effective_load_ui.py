@@ -8,9 +8,9 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample
-from desktop.ui.cards import reading_texts
 from desktop.ui.dashboard_panel import EFFECTIVE_LOAD_LABEL, GpuPanel
 from desktop.ui.theme import DARK, LIGHT
+from desktop.ui.widgets.cards import reading_texts
 
 INFO = GpuInfo(index=0, uuid="GPU-0", name="NVIDIA GeForce RTX 4090 Laptop GPU", power_limit_enforced_w=150.0,
                sm_clock_max_mhz=2040.0, vram_total_mib=16376.0)

@@ -8,9 +8,9 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.model import DeviceState, GpmActivity, GpuInfo, GpuReading, GpuSample
-from desktop.ui.cards import reading_texts
 from desktop.ui.dashboard_panel import EFFECTIVE_LOAD_LABEL, MEASURED_LOAD_LABEL, GpuPanel
 from desktop.ui.theme import DARK, LIGHT, Theme
+from desktop.ui.widgets.cards import reading_texts
 
 H100 = GpuInfo(index=0, uuid="GPU-h100", name="NVIDIA H100 80GB HBM3", power_limit_enforced_w=700.0,
                sm_clock_max_mhz=1980.0, vram_total_mib=81559.0, gpm_supported=True)

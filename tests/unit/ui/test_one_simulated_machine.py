@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QMessageBox
 
 from desktop.history.store import HistoryStore
 from desktop.telemetry.simulated import WORKLOADS
-from desktop.ui.simulated_bar import IDLE_TEXT
 from desktop.ui.theme import apply_theme, resolve
+from desktop.ui.widgets.simulated_bar import IDLE_TEXT
 
 T0 = 1_790_000_000.0
 

@@ -6,8 +6,8 @@ from pytestqt.qtbot import QtBot
 
 from advisor.verdict import Verdict
 from desktop.ui.stress_page import StressPage
-from desktop.ui.stress_verdict_card import VerdictCard
 from desktop.ui.theme import LIGHT, resolve
+from desktop.ui.widgets.stress_verdict_card import VerdictCard
 from tests.unit.ui.test_stress_page import sim_runners
 
 

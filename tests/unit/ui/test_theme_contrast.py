@@ -12,9 +12,9 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QCheckBox, QStyle, QStyleOptionButton
 from pytestqt.qtbot import QtBot
 
-from desktop.ui.charts import BAND_PX
-from desktop.ui.plot_column import PlotColumn
 from desktop.ui.theme import DARK, GRAPHIC_CONTRAST, LIGHT, TEXT_CONTRAST, Theme, apply_theme, contrast_ratio
+from desktop.ui.widgets.charts import BAND_PX
+from desktop.ui.widgets.plot_column import PlotColumn
 
 THEMES = (DARK, LIGHT)
 TEXT_ROLES = ("text", "muted", "accent", "ok", "warn", "bad")

@@ -17,9 +17,9 @@ from advisor.safetext import printable
 from advisor.verdict import Verdict
 from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.telemetry.model import GpuInfo
-from desktop.ui.stress_runs import NO_RUN_TITLE, last_run_card
 from desktop.ui.text import code_as_text
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.stress_runs import NO_RUN_TITLE, last_run_card
 
 #: The card's title for each verdict status (an unknown status is shown as it is).
 TITLES: dict[str, str] = {

@@ -7,7 +7,7 @@
     time >= ``start_s``; ``times(start_s=None)`` the matching time view. ``version`` grows on
     every append, so a painter can skip a frame in which nothing changed.
 
-No Qt here: the plots in ``desktop/ui/charts.py`` draw from these views, the Stress page keeps
+No Qt here: the plots in ``desktop/ui/widgets/charts.py`` draw from these views, the Stress page keeps
 its run in one.
 """
 

@@ -1,8 +1,8 @@
 """Reusable live time-series plots: pyqtgraph curves drawn from numpy views, with a hover readout.
 
 The pieces (the dashboard, the stress page and the reports reuse them): ``RingBuffer``
-(``desktop/ui/ring_buffer.py``) keeps the live numbers; ``PlotColumn``
-(``desktop/ui/plot_column.py``) stacks plots over one time axis with one crosshair; and here:
+(``desktop/ui/widgets/ring_buffer.py``) keeps the live numbers; ``PlotColumn``
+(``desktop/ui/widgets/plot_column.py``) stacks plots over one time axis with one crosshair; and here:
 
 ``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1, style=...)`` adds a
     persistent curve (created once, fed by ``setData``; the series of one plot differ in line

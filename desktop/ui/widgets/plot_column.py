@@ -3,7 +3,7 @@
 ``PlotColumn(theme)`` -- a ``pg.GraphicsLayoutWidget`` holding plots stacked vertically
     with linked x axes (wall time, local, via ``DateAxisItem``) and one hover crosshair
     across all of them. ``add_plot(key, title, unit, y_range=None, height=None)`` returns a
-    ``TimePlot`` (``desktop/ui/charts.py``); ``plot(key)`` finds it again; ``set_x_range(start_s,
+    ``TimePlot`` (``desktop/ui/widgets/charts.py``); ``plot(key)`` finds it again; ``set_x_range(start_s,
     end_s)`` moves the shared time window; ``apply_theme(theme)`` recolours; signal
     ``hovered(float)`` gives the time under the mouse (NaN when it leaves).
 """
@@ -16,8 +16,8 @@ import pyqtgraph as pg
 from pyqtgraph.graphicsItems import DateAxisItem as date_axis
 from PySide6.QtCore import QEvent, QPointF, Signal
 
-from desktop.ui.charts import TimePlot
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.charts import TimePlot
 
 #: Days over a week or two: each day tick names its weekday ("Mon 25"), a month tick its month too
 #: ("Tue 01 Dec"); pyqtgraph's own level reads "25 26 … Dec".
