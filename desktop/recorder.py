@@ -21,7 +21,6 @@ from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.effective_load import Calibration
 from desktop.config import RetentionSettings
 from desktop.history.calibration import stress_calibrations
-from desktop.history.rollup import maintain
 from desktop.history.writer import HistoryWriter
 from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.limits import LimitsWatch
@@ -116,7 +115,7 @@ class Recorder:
         if due and (self._maintenance is None or self._maintenance.done()):
             self._maintained_at = now
             self._maintenance = self.writer.call(
-                lambda store: maintain(store, self.retention, now, busy_util_pct=self.busy_util_pct))
+                lambda store: store.maintain(self.retention, now, busy_util_pct=self.busy_util_pct))
             self._maintenance.add_done_callback(_log_failure)
         if self.calibrate is not None:
             self._recalibrate(now)

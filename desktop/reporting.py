@@ -2,7 +2,7 @@
 
 The advisor supplies the numbers (``advisor.summary``, ``desktop.advice``); this module picks
 the week (ISO weeks in local time, DST included), builds the ``ReportData`` every format
-renders, and writes the JSON and CSV; ``desktop.ui.reports`` draws the charts and renders
+renders, and writes the JSON and CSV; ``desktop.ui.report.reports`` draws the charts and renders
 HTML and PDF from the same data. ``HistorySource`` reads the history for the Advisor, Costs
 and History pages (on their worker threads). A GPU is a card, not a slot: series, charts and
 labels are keyed on its uuid, so a card swapped in slot 0 mid-week gets its own charts and a
@@ -131,9 +131,8 @@ def who_used(frame: HistoryFrame, rows: ProcessUsageRows | None, settings: confi
 
 def load_usage_rows(store: Any, frame: HistoryFrame) -> ProcessUsageRows:
     """The stored process samples of the frame's range, for ``build_report(usage_rows=...)``."""
-    from desktop.history.usage_query import process_usage_rows
-
-    return process_usage_rows(store, frame.start_s, frame.end_s)
+    rows: ProcessUsageRows = store.process_usage_rows(frame.start_s, frame.end_s)
+    return rows
 
 
 def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:

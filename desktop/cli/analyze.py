@@ -123,8 +123,7 @@ def _number(value: object) -> float | None:
 
 
 def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
-    from desktop.history.query import QUERYABLE
-    from desktop.history.store import HistoryStore
+    from desktop.history.store import QUERYABLE, HistoryStore
 
     path = db_path(args)
     if not path.exists():

@@ -42,13 +42,13 @@ def check_db_arg(args: argparse.Namespace) -> None:
         raise UserError(f"{printable(path)} is a folder, not a database file; give a file name inside it, "
                         f"e.g. --db {printable(path / 'history.sqlite')}")
     if getattr(args, "command", None) in OPENS_HISTORY:  # before the command opens it: nothing else has it open
-        from desktop.history.jobs import close_orphaned_jobs_at
+        from desktop.history.store import HistoryStore
 
-        close_orphaned_jobs_at(db_path(args), getattr(args, "now_s", None) or time.time())
+        HistoryStore.close_orphaned_jobs_at(db_path(args), getattr(args, "now_s", None) or time.time())
 
 
 #: Commands that open the history: at their start a job whose `rigscope run` died is closed at its last
-#: heartbeat (``desktop.history.jobs.close_orphaned_jobs``), so no card reads it as still running.
+#: heartbeat (``HistoryStore.close_orphaned_jobs``), so no card reads it as still running.
 OPENS_HISTORY = frozenset({"gui", "record", "import", "export", "serve", "stress", "analyze", "advise", "report",
                            "run", "jobs", "usage"})
 

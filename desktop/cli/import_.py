@@ -30,7 +30,6 @@ def main(args: argparse.Namespace) -> int:
     from desktop.history.dbfile import is_sqlite_file
     from desktop.history.importer import import_result
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
-    from desktop.history.rollup import run_rollups
     from desktop.history.store import HistoryStore
 
     path = db_path(args)
@@ -71,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
                     continue
                 imported = import_result(store, result, machine=machine)
                 reports.append(_import_report(file, result, imported, machine))
-            run_rollups(store, args.now_s)
+            store.run_rollups(args.now_s)
     except sqlite3.Error as exc:
         reason = _environment_problem(exc)
         if reason is None:

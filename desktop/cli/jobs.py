@@ -35,11 +35,9 @@ def main(args: argparse.Namespace) -> int:
     if args.job_id is not None:
         raise UserError(f"`rigscope jobs` lists every job; to see job {args.job_id}: "
                         f"rigscope jobs show {args.job_id}")
-    from desktop.history import jobs as job_store
-
     store = open_history(db_path(args))
     try:
-        records = sorted(job_store.jobs(store), key=lambda r: (r.started_s, r.job_id), reverse=True)
+        records = sorted(store.jobs(), key=lambda r: (r.started_s, r.job_id), reverse=True)
     finally:
         store.close()
     if args.json:
@@ -52,15 +50,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from desktop.history import jobs as job_store
-
     settings, _problems = load_settings()
     store = open_history(db_path(args))
     try:
-        record = job_store.job(store, args.job_id)
+        record = store.job(args.job_id)
         if record is None:
             raise UserError(f"no job {args.job_id} in {printable(store.path)}; `rigscope jobs` lists the recorded ones")
-        series = job_store.job_series(store, args.job_id)
+        series = store.job_series(args.job_id)
         card = card_of(store, record, series, settings.costs, now_s=args.now_s, offers=load_cloud_offers(),
                        specs=load_gpu_specs())
         card = with_envelope_note(card, store, record, args.now_s)  # the laptop's power envelope over the job

@@ -16,14 +16,13 @@ _HEADER = {"user": "user", "command": "command", "container": "container"}
 
 
 def main(args: argparse.Namespace) -> int:
-    from desktop.history.usage_query import gpu_energy, process_usage_rows
     from desktop.reporting import unknown_notes
 
     start_s, end_s = time_range(args, DEFAULT_SPAN_S)
     settings, _problems = load_settings()
     with open_history(db_path(args)) as store:
-        rows = process_usage_rows(store, start_s, end_s)
-        table = account_usage(rows, gpu_energy(store, start_s, end_s), args.by, start_s=start_s, end_s=end_s,
+        rows = store.process_usage_rows(start_s, end_s)
+        table = account_usage(rows, store.gpu_energy(start_s, end_s), args.by, start_s=start_s, end_s=end_s,
                               price_per_kwh=settings.costs.electricity_price_per_kwh, currency=settings.costs.currency)
     if args.json:
         print(json.dumps(table.to_dict(), indent=2, ensure_ascii=False))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -32,9 +32,12 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
+from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.frame import Event, StressResult
+from advisor.usage import GpuEnergy, ProcessUsageRows
+from desktop.config import RetentionSettings
 from desktop.errors import UserError
-from desktop.history import codec, rollup, schema, stress_runs
+from desktop.history import bulk, codec, jobs, packing, rollup, schema, stress_runs, usage_query
 from desktop.history.dbfile import (
     NotOurDatabase,
     Transaction,
@@ -45,7 +48,8 @@ from desktop.history.dbfile import (
     may_move_aside,
     move_aside,
 )
-from desktop.history.query import QueryResult, Resolution, run_query
+from desktop.history.job_model import GuardEvent, JobRecord, JobSeries
+from desktop.history.query import QUERYABLE, QueryResult, Resolution, process_history, run_query
 from desktop.paths import ensure_private_dir
 from desktop.telemetry.model import (
     THROTTLE_REASONS,
@@ -53,10 +57,11 @@ from desktop.telemetry.model import (
     DeviceState,
     GpuInfo,
     GpuProcess,
+    HostSample,
     Snapshot,
 )
 
-__all__ = ["HistoryStore", "QueryResult"]
+__all__ = ["QUERYABLE", "HistoryStore", "QueryResult", "Resolution"]
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +343,7 @@ class HistoryStore:
 
     def write_snapshots_in_transaction(self, snapshots: Sequence[Snapshot]) -> None:
         """``write_snapshots`` for a caller that already opened a transaction."""
-        gpu_rows: list[tuple[Any, ...]] = []
+        gpu_rows = packing.SampleRows(self.conn)
         host_rows: list[tuple[Any, ...]] = []
         proc_rows: list[tuple[Any, ...]] = []
         seen: dict[int, float] = {}
@@ -350,7 +355,7 @@ class HistoryStore:
                 seen[gid] = snap.time_s
                 self._track_state(reading.info.uuid, snap.time_s, reading.state, reading.state_detail)
                 if reading.state is DeviceState.OK and reading.sample is not None:
-                    gpu_rows.append(codec.gpu_row(gid, snap.time_s, reading.sample))
+                    gpu_rows.add(gid, snap.time_s, reading.sample)
                     self._track_throttle(reading.info.uuid, snap.time_s, reading.sample.clock_event_reasons)
             if snap.host is not None:
                 host_rows.append(codec.host_row(snap.time_s, snap.host))
@@ -362,7 +367,7 @@ class HistoryStore:
                         continue
                     proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
                                                        self.process_string_ids(proc)))
-        self.conn.executemany(codec.INSERT_GPU, gpu_rows)
+        gpu_rows.write()
         self.conn.executemany(codec.INSERT_HOST, host_rows)
         self.conn.executemany(codec.INSERT_PROC, proc_rows)
         for gid, last in seen.items():
@@ -436,6 +441,91 @@ class HistoryStore:
     def add_stress_points(self, run_id: int, time_s: npt.ArrayLike, columns: dict[str, npt.ArrayLike]) -> None:
         """A stress run's series (throughput, clocks, temperature, ...), replacing any stored before."""
         stress_runs.add_points(self, run_id, time_s, columns)
+
+    def process_history(self, start_s: float, end_s: float, pid: int | None = None) -> list[tuple[float, GpuProcess]]:
+        """The stored process samples in [start_s, end_s) (of one ``pid`` when given) as (time_s, GpuProcess)."""
+        return process_history(self, start_s, end_s, pid)
+
+    def process_usage_rows(self, start_s: float, end_s: float) -> ProcessUsageRows:
+        """Every process sample in [start_s, end_s) with its GPU's figures, for the usage accounting."""
+        return usage_query.process_usage_rows(self, start_s, end_s)
+
+    def gpu_energy(self, start_s: float, end_s: float) -> list[GpuEnergy]:
+        """Each GPU's energy used and busy time over [start_s, end_s)."""
+        return usage_query.gpu_energy(self, start_s, end_s)
+
+    # --- jobs (`rigscope run`) -----------------------------------------------------------
+
+    def add_job(self, record: JobRecord) -> int:
+        """Store a job (running or finished) with its events; returns its new job_id (``record.job_id`` is ignored)."""
+        return jobs.add_job(self, record)
+
+    def update_job(self, record: JobRecord) -> None:
+        """Store what ``record`` says now (its end, PIDs, GPUs, card); its events are added by ``add_job_event``."""
+        jobs.update_job(self, record)
+
+    def heartbeat(self, record: JobRecord, now_s: float) -> None:
+        """Say that ``record``'s `rigscope run` is alive at ``now_s`` (a job taken for lost runs again)."""
+        jobs.heartbeat(self, record, now_s)
+
+    def add_job_event(self, job_id: int, event: GuardEvent, gpu_uuid: str | None = None, detail: str = "") -> None:
+        """One guard event of a job, also on the history's timeline (``job_pause``/``job_resume``)."""
+        jobs.add_job_event(self, job_id, event, gpu_uuid, detail)
+
+    def set_job_series(self, job_id: int, series: JobSeries) -> None:
+        """The job's throughput series, replacing any stored before."""
+        jobs.set_job_series(self, job_id, series)
+
+    def job_series(self, job_id: int) -> JobSeries:
+        """The job's throughput series; empty when it reported none."""
+        return jobs.job_series(self, job_id)
+
+    def jobs(self, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
+        """Stored jobs, newest first; optionally those that started in [start_s, end_s)."""
+        return jobs.jobs(self, start_s, end_s)
+
+    def job(self, job_id: int) -> JobRecord | None:
+        """One job with its events; None when there is no such job."""
+        return jobs.job(self, job_id)
+
+    def close_orphaned_jobs(self, now_s: float, *,
+                            alive: Callable[[JobRecord, float], bool] | None = None) -> list[JobRecord]:
+        """Close every job still "running" whose `rigscope run` is gone, at its last heartbeat; returns them."""
+        if alive is None:
+            return jobs.close_orphaned_jobs(self.conn, now_s)
+        return jobs.close_orphaned_jobs(self.conn, now_s, alive=alive)
+
+    @staticmethod
+    def close_orphaned_jobs_at(path: Path, now_s: float) -> list[JobRecord]:
+        """``close_orphaned_jobs`` on the database at ``path`` for a command about to open it: never creates,
+        migrates or fails (what is wrong with the file is said by the command that opens it)."""
+        return jobs.close_orphaned_jobs_at(path, now_s)
+
+    # --- bulk writes, rollups, retention ---------------------------------------------------
+
+    def write_gpu_columns(self, info: GpuInfo, time_s: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike]) -> int:
+        """A GPU's samples as columns (an import, the demo): returns the rows newly stored."""
+        return bulk.write_gpu_columns(self, info, time_s, columns)
+
+    def write_host_samples(self, samples: Sequence[tuple[float, HostSample]]) -> None:
+        bulk.write_host_samples(self, samples)
+
+    def write_process_samples(self, samples: Sequence[tuple[float, str, GpuProcess]]) -> None:
+        bulk.write_process_samples(self, samples)
+
+    def run_rollups(self, now_s: float, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
+        """Bring the minute and hour tables up to the last complete minute / hour before ``now_s`` (the minutes'
+        busy seconds count above ``busy_util_pct``, ``[advisor] busy_util_pct``)."""
+        rollup.run_rollups(self, now_s, busy_util_pct=busy_util_pct)
+
+    def apply_retention(self, retention: RetentionSettings, now_s: float) -> dict[str, int]:
+        """Delete rows older than the retention allows (never raw rows not yet rolled up); rows deleted per table."""
+        return rollup.apply_retention(self, retention, now_s)
+
+    def maintain(self, retention: RetentionSettings, now_s: float, *,
+                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> None:
+        """What the recorder runs periodically: rollups first, then retention."""
+        rollup.maintain(self, retention, now_s, busy_util_pct=busy_util_pct)
 
     def time_range(self) -> tuple[float, float] | None:
         """(first, last) sample time over raw and rolled-up GPU data, or None when empty."""

@@ -18,7 +18,6 @@ import numpy as np
 
 from advisor.frame import GpuSeries
 from desktop.config import CostSettings
-from desktop.history import jobs as job_store
 from desktop.history.demo import DemoSummary, write_demo
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import build_card, job_frame
@@ -100,10 +99,10 @@ def add_demo_jobs(path: Path, profiles: list[GpuProfile], *, seed: int = 0, star
             if not gpus:
                 continue
             series = tqdm_series(gpus[0], begin, finish, rate)
-            job_id = job_store.add_job(store, record)
+            job_id = store.add_job(record)
             stored = replace(record, job_id=job_id)
             card = build_card(stored, series, frame, costs, offers=offers, specs=specs, now_s=finish)
-            job_store.update_job(store, replace(stored, card=card.as_dict()))
-            job_store.set_job_series(store, job_id, series)
+            store.update_job(replace(stored, card=card.as_dict()))
+            store.set_job_series(job_id, series)
             written += 1
     return written

@@ -95,29 +95,27 @@ class JobsHistory:
     def jobs(self) -> list[JobRecord]:
         """Every recorded job, newest first; none when there is no history (or no job in it) yet."""
         from desktop.errors import UserError
-        from desktop.history import jobs as job_store
 
         try:
             store = self._open()
         except UserError:
             return []
         try:
-            return sorted(job_store.jobs(store), key=lambda r: (r.started_s, r.job_id), reverse=True)
+            return sorted(store.jobs(), key=lambda r: (r.started_s, r.job_id), reverse=True)
         finally:
             store.close()
 
     def detail(self, job_id: int, bins: int = CHART_BINS) -> JobDetail:
         """The job's card and telemetry, a long job's as means over ``bins`` stretches (``chart_bins``)."""
         from desktop.advice import load_cloud_offers, load_gpu_specs
-        from desktop.history import jobs as job_store
 
         now_s = self.clock()
         store = self._open()
         try:
-            record = job_store.job(store, job_id)
+            record = store.job(job_id)
             if record is None:
                 raise LookupError(f"job {job_id} is not in the history any more")
-            series = job_store.job_series(store, job_id)
+            series = store.job_series(job_id)
             frame = job_frame(store, record, now_s)
             card = card_of(store, record, series, self.costs, now_s=now_s, offers=load_cloud_offers(),
                            specs=load_gpu_specs(), frame=frame)

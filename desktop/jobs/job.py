@@ -28,7 +28,7 @@ from advisor.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, thr
 from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.errors import UserError
-from desktop.history import jobs as job_store
+from desktop.history.job_owner import HEARTBEAT_S, this_process
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
@@ -221,7 +221,7 @@ class JobRun:
             # Inherited by every process the job starts, daemons too: how one that left the session is found.
             self._marker = f"{PROGRESS_ENV}={self.progress_path}".encode("utf-8", "surrogateescape")
         started = self.clock()
-        self.record = replace(self.record, started_s=started, owner=job_store.this_process(), last_seen_s=started)
+        self.record = replace(self.record, started_s=started, owner=this_process(), last_seen_s=started)
         self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
                               stdout_fd=self._fds[0], stderr_fd=self._fds[1])
         self.pids[self.job.pid] = None
@@ -238,7 +238,7 @@ class JobRun:
             self.say(f"the history cannot take the job ({self.history.problem}): the job runs and its card is "
                      "printed, but it is not stored")
             return  # no job row (its id would name nothing `rigscope jobs` can show): the samples, for the card
-        job_id = self._store(lambda store: job_store.add_job(store, self.record))
+        job_id = self._store(lambda store: store.add_job(self.record))
         if job_id:
             self.record = replace(self.record, job_id=job_id)
 
@@ -409,7 +409,7 @@ class JobRun:
             detail = f"job {self.record.job_id} ({self.record.name}): {action} at {at}, guard " \
                      f"{self.guard.settings.limit_c:g} °C"
             uuid = self.infos[index].uuid if index in self.infos else None
-            self._store(lambda store: job_store.add_job_event(store, self.record.job_id, event, uuid, detail))
+            self._store(lambda store: store.add_job_event(self.record.job_id, event, uuid, detail))
 
     def _set_sim_load(self, running: bool) -> None:
         backend = self.sampler.gpu
@@ -513,24 +513,24 @@ class JobRun:
         record = self.record
 
         def write(store: HistoryStore) -> None:
-            job_store.update_job(store, record)
-            job_store.set_job_series(store, record.job_id, series)
+            store.update_job(record)
+            store.set_job_series(record.job_id, series)
 
         self._store(write)
 
     def _heartbeat(self, now: float) -> None:
-        """Every ``job_store.HEARTBEAT_S`` the job's row says this rigscope lives: if it dies, the next command
-        that opens the history closes the job at the last heartbeat (``job_store.close_orphaned_jobs``)."""
+        """Every ``HEARTBEAT_S`` the job's row says this rigscope lives: if it dies, the next command
+        that opens the history closes the job at the last heartbeat (``HistoryStore.close_orphaned_jobs``)."""
         seen = self.record.last_seen_s
         # On our own writer's thread a heartbeat is one UPDATE: each second; beside the recorder it opens a
         # connection: every HEARTBEAT_S.
         own = self.history is not None and self.history.writer is not None
-        period = max(1.0, self.interval_s) if own else job_store.HEARTBEAT_S
+        period = max(1.0, self.interval_s) if own else HEARTBEAT_S
         if not self.record.job_id or (seen is not None and now - seen < period):
             return
         self.record = replace(self.record, last_seen_s=now)
         record = self.record
-        self._store(lambda store: job_store.heartbeat(store, record, now))
+        self._store(lambda store: store.heartbeat(record, now))
 
     def _store(self, fn: Callable[[HistoryStore], T]) -> T | None:
         """Write to the history; a failure is said once and the job goes on without it."""

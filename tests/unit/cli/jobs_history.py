@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from advisor.frame import StressResult
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
 from desktop.telemetry.model import GpuInfo, GpuSample
@@ -68,6 +67,6 @@ def write_job_history(path: Path, *, job: JobRecord | None = None, stress_tflops
                 workload="gemm", dtype="bf16", unit="TFLOP/s", peak_throughput=70.0,
                 sustained_throughput=stress_tflops, throttled=False, errors=0, driver_version="560.35",
                 summary="Held its speed.", device="cuda:0"), '{"status": "completed"}')
-        job_id = job_store.add_job(store, job or record())
-        job_store.set_job_series(store, job_id, series())
+        job_id = store.add_job(job or record())
+        store.set_job_series(job_id, series())
     return job_id

@@ -11,8 +11,6 @@ import pytest
 from desktop import cli
 from desktop.cli.common import iso_local
 from desktop.config import RetentionSettings
-from desktop.history import bulk
-from desktop.history.rollup import apply_retention, run_rollups
 from desktop.history.store import HistoryStore
 from tests.unit.history.helpers import FULL_INFO, snapshot
 
@@ -46,9 +44,9 @@ def test_a_range_whose_raw_samples_were_pruned_says_retention(tmp_path: Path,
     now = T0 + 20 * DAY
     with HistoryStore.open(db) as store:
         t = T0 + np.arange(0, 20 * DAY, 60.0)
-        bulk.write_gpu_columns(store, FULL_INFO, t, {"power_w": np.full(len(t), 80.0)})
-        run_rollups(store, now)
-        apply_retention(store, RetentionSettings(raw_days=3, minute_days=30, hour_days=0), now)
+        store.write_gpu_columns(FULL_INFO, t, {"power_w": np.full(len(t), 80.0)})
+        store.run_rollups(now)
+        store.apply_retention(RetentionSettings(raw_days=3, minute_days=30, hour_days=0), now)
     first_day = ["--from", iso_local(T0), "--to", iso_local(T0 + DAY)]
     assert cli.main(["export", "--db", str(db), *first_day]) == 0
     err = capsys.readouterr().err

@@ -12,7 +12,6 @@ from advisor.job_card import JobCard
 from desktop import cli
 from desktop.advice import load_cloud_offers, load_gpu_specs
 from desktop.config import CostSettings
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import build_card, card_of, card_rows, format_card, job_frame, pause_spans
 from desktop.jobs.model import GuardEvent
@@ -23,9 +22,9 @@ COSTS = CostSettings(electricity_price_per_kwh=0.30, currency="EUR")
 
 def _card(db: Path, job_id: int) -> JobCard:
     with HistoryStore.open(db, readonly=True) as store:
-        stored = job_store.job(store, job_id)
+        stored = store.job(job_id)
         assert stored is not None
-        return card_of(store, stored, job_store.job_series(store, job_id), COSTS, now_s=END + 60.0,
+        return card_of(store, stored, store.job_series(job_id), COSTS, now_s=END + 60.0,
                        offers=load_cloud_offers(), specs=load_gpu_specs())
 
 
@@ -60,11 +59,11 @@ def test_a_stored_card_is_shown_as_stored_and_a_running_job_is_judged_to_now(tmp
     card = _card(db, job_id)
     marked = dataclasses.replace(card, verdict="stored verdict")
     with HistoryStore.open(db) as store:
-        job_store.update_job(store, record(job_id=job_id, card=marked.as_dict()))
+        store.update_job(record(job_id=job_id, card=marked.as_dict()))
     assert _card(db, job_id).verdict == "stored verdict"
     running_id = write_job_history(db, job=record(ended_s=None, exit_code=None, paused_s=0.0, events=()))
     with HistoryStore.open(db, readonly=True) as store:
-        running = job_store.job(store, running_id)
+        running = store.job(running_id)
         assert running is not None
         frame = job_frame(store, running, T0 + 100.0)
         live = build_card(running, series(), frame, COSTS, now_s=T0 + 100.0)
@@ -99,7 +98,7 @@ def test_jobs_lists_newest_first_and_as_json(tmp_path: Path, capsys: pytest.Capt
     first = write_job_history(db)
     second = write_job_history(db, job=record(name="later.py", started_s=START + 1.0))
     with HistoryStore.open(db) as store:
-        job_store.update_job(store, record(job_id=first, card=_card(db, first).as_dict()))
+        store.update_job(record(job_id=first, card=_card(db, first).as_dict()))
     assert cli.main(["jobs", "--db", str(db)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:4] == ["ID", "started", "duration", "status"]

@@ -10,7 +10,6 @@ import pytest
 
 from desktop import cli
 from desktop.history.store import HistoryStore
-from desktop.history.usage_query import process_usage_rows
 from desktop.telemetry.model import GpuProcess
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot
 
@@ -41,7 +40,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def test_stored_rows_carry_sm_share_command_and_container(history: Path) -> None:
     with HistoryStore.open(history, readonly=True) as store:
-        rows = process_usage_rows(store, T0, T0 + 600.0)
+        rows = store.process_usage_rows(T0, T0 + 600.0)
     assert len(rows) == 240 and set(rows.sm_util_pct.tolist()) == {60.0, 20.0}
     assert {rows.labels[i] for i in rows.container.tolist() if i >= 0} == {"docker:trainer (3f2a9c1b4e5d)"}
     assert (rows.duration_s == 5.0).all()

@@ -12,7 +12,6 @@ import pytest
 from advisor.job_card import JobCard
 from desktop import cli
 from desktop.config import CostSettings
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import job_frame, job_gpus
 from desktop.jobs.detail import JobsHistory
@@ -53,7 +52,7 @@ def test_rigscope_demo_writes_the_weeks_jobs_and_rigscope_jobs_lists_them(
 
 def test_the_demo_jobs_cards_agree_with_the_samples_they_were_built_from(demo_db: Path) -> None:
     with HistoryStore.open(demo_db, readonly=True) as store:
-        for record in job_store.jobs(store):
+        for record in store.jobs():
             assert record.card is not None
             card = JobCard.from_dict(record.card)
             frame = job_frame(store, record, NOW_S)
@@ -78,7 +77,7 @@ def test_the_demo_jobs_cards_agree_with_the_samples_they_were_built_from(demo_db
 def test_the_demo_process_samples_never_hold_more_vram_than_the_gpu(demo_db: Path) -> None:
     with HistoryStore.open(demo_db, readonly=True) as store:
         total = {info.uuid: info.vram_total_mib for info in store.gpus()}
-        frame = job_frame(store, job_store.jobs(store)[0], NOW_S)
+        frame = job_frame(store, store.jobs()[0], NOW_S)
     assert frame.processes is not None
     procs = frame.processes
     for index in set(procs.gpu_index.tolist()):

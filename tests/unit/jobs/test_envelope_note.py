@@ -58,8 +58,6 @@ def test_the_card_rigscope_run_prints_and_stores_has_the_note(tmp_path: Path) ->
     import subprocess
     import sys
 
-    from desktop.history import jobs as job_store
-
     repo = Path(__file__).resolve().parents[3]
     db = tmp_path / "h.db"
     done = subprocess.run([sys.executable, "-m", "desktop", "run", "--simulate", "--interval", "0.2", "--db", str(db),
@@ -69,5 +67,5 @@ def test_the_card_rigscope_run_prints_and_stores_has_the_note(tmp_path: Path) ->
     line = "Power limit: capped at 150 W of 175 W: firmware mode Balanced (the whole job)"
     assert line in done.stderr.decode()
     with HistoryStore.open(db, readonly=True) as store:
-        (record,) = job_store.jobs(store)
+        (record,) = store.jobs()
     assert record.card is not None and line in record.card["notes"]

@@ -13,7 +13,6 @@ import psutil
 import pytest
 
 from advisor.guard import GuardSettings
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 from desktop.jobs.job import JobHistory, JobRun
 from desktop.telemetry.sampler import Sampler
@@ -95,7 +94,7 @@ def test_the_guard_pauses_and_resumes_the_simulated_gpu_with_hysteresis(tmp_path
     assert run.record.pids[0] == run.job.pid if run.job else False
     assert run.record.gpu_indices == (0,)
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        stored = job_store.job(store, run.record.job_id)
+        stored = store.job(run.record.job_id)
         timeline = store.events(0, clock.now_s + 1, kinds=["job_pause", "job_resume"])
         gpu_samples = store.conn.execute("SELECT COUNT(*) FROM gpu_samples").fetchone()[0]
     assert stored is not None and stored.exit_code == 143

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from desktop.cli import main
-from desktop.history import jobs as job_store
+from desktop.history import job_owner
 from desktop.history.job_model import JobOwner, JobRecord
 from desktop.history.store import HistoryStore
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot
@@ -83,7 +83,7 @@ def test_a_hostile_job_name_is_stored_as_it_is_and_the_job_runs(tmp_path: Path) 
     assert code == 3 and "could not write" not in err and "Traceback" not in err, err
     assert "train\\xff" in err  # the card shows the byte escaped
     with HistoryStore.open(db, readonly=True) as store:
-        (job,) = job_store.jobs(store)
+        (job,) = store.jobs()
     assert job.name == "train\udcff" and job.exit_code == 3 and job.card is not None
     assert json.loads(record.read_text())["workload"] == "train\\xff"
 
@@ -102,7 +102,7 @@ def test_a_killed_rigscope_s_job_is_closed_by_the_next_command(tmp_path: Path,
             return False
         try:
             with HistoryStore.open(db, readonly=True) as store:
-                return bool(job_store.jobs(store))
+                return bool(store.jobs())
         except Exception:  # the file is being created
             return False
 
@@ -117,7 +117,7 @@ def test_a_killed_rigscope_s_job_is_closed_by_the_next_command(tmp_path: Path,
     finally:
         proc.kill()
     with HistoryStore.open(db, readonly=True) as store:
-        (job,) = job_store.jobs(store)
+        (job,) = store.jobs()
     try:
         assert job.ended_s is None  # rigscope died: nobody closed it
         assert main(["jobs", "--db", str(db), "--json"]) == 0
@@ -140,8 +140,8 @@ T0 = 1_790_000_040.0
 def _dead_owner() -> JobOwner:
     """A real process of this machine that has exited: its pid and start time, as a dead rigscope leaves them."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    ticks = job_store.process_start_ticks(child.pid)
-    owner = dataclasses.replace(job_store.this_process(), pid=child.pid, start_ticks=ticks)
+    ticks = job_owner.process_start_ticks(child.pid)
+    owner = dataclasses.replace(job_owner.this_process(), pid=child.pid, start_ticks=ticks)
     child.kill()
     child.wait()
     return owner
@@ -154,10 +154,10 @@ def test_a_lost_job_ends_at_its_last_heartbeat_with_its_own_energy(tmp_path: Pat
     sample = dataclasses.replace(FULL_SAMPLE, power_w=200.0, energy_mj=None)
     with HistoryStore.open(db) as store:
         store.write_snapshots([snapshot(T0 + i, sample=sample) for i in range(0, 2460)])  # 41 min at 200 W
-        job_id = job_store.add_job(store, JobRecord(job_id=0, name="train", argv=("python", "train.py"),
+        job_id = store.add_job(JobRecord(job_id=0, name="train", argv=("python", "train.py"),
                                                     started_s=T0 + 10, owner=_dead_owner(), last_seen_s=T0 + 18))
-        live_id = job_store.add_job(store, JobRecord(job_id=0, name="live", argv=("x",), started_s=T0 + 20,
-                                                     owner=job_store.this_process(), last_seen_s=T0 + 20))
+        live_id = store.add_job(JobRecord(job_id=0, name="live", argv=("x",), started_s=T0 + 20,
+                                                     owner=job_owner.this_process(), last_seen_s=T0 + 20))
     now_s = T0 + 2460
     assert main(["jobs", "show", str(job_id), "--db", str(db), "--json"], now_s=now_s) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -171,30 +171,30 @@ def test_a_lost_job_ends_at_its_last_heartbeat_with_its_own_energy(tmp_path: Pat
     assert f"8 s (ended without rigscope: last seen {last_seen})" in text, text
     assert "still running" not in text
     with HistoryStore.open(db, readonly=True) as store:
-        live = job_store.job(store, live_id)
+        live = store.job(live_id)
     assert live is not None and live.ended_s is None and not live.lost  # this process lives: left running
 
 
 def test_another_machine_s_job_is_lost_only_when_its_heartbeat_is_stale() -> None:
     other = JobOwner(host="another-box", pid=1, boot_id="x", start_ticks=1)
     record = JobRecord(job_id=1, name="j", argv=("j",), started_s=T0, owner=other, last_seen_s=T0 + 100)
-    assert job_store.owner_alive(record, T0 + 100 + job_store.STALE_AFTER_S - 1)
-    assert not job_store.owner_alive(record, T0 + 100 + job_store.STALE_AFTER_S + 1)
+    assert job_owner.owner_alive(record, T0 + 100 + job_owner.STALE_AFTER_S - 1)
+    assert not job_owner.owner_alive(record, T0 + 100 + job_owner.STALE_AFTER_S + 1)
     legacy = JobRecord(job_id=2, name="j", argv=("j",), started_s=T0)  # stored before owners were
-    assert job_store.owner_alive(legacy, T0 + 60) and not job_store.owner_alive(legacy, T0 + 3600)
+    assert job_owner.owner_alive(legacy, T0 + 60) and not job_owner.owner_alive(legacy, T0 + 3600)
 
 
 def test_a_heartbeat_reopens_a_job_taken_for_lost(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     with HistoryStore.open(db) as store:
-        job_id = job_store.add_job(store, JobRecord(job_id=0, name="j", argv=("j",), started_s=T0,
+        job_id = store.add_job(JobRecord(job_id=0, name="j", argv=("j",), started_s=T0,
                                                     owner=_dead_owner(), last_seen_s=T0 + 5))
-        (closed,) = job_store.close_orphaned_jobs(store.conn, T0 + 10)
+        (closed,) = store.close_orphaned_jobs(T0 + 10)
         assert closed.lost and closed.ended_s == T0 + 5
-        job_store.heartbeat(store, dataclasses.replace(closed, ended_s=None, owner=job_store.this_process()), T0 + 20)
-        again = job_store.job(store, job_id)
+        store.heartbeat(dataclasses.replace(closed, ended_s=None, owner=job_owner.this_process()), T0 + 20)
+        again = store.job(job_id)
         assert again is not None and again.ended_s is None and not again.lost and again.last_seen_s == T0 + 20
-        assert job_store.close_orphaned_jobs(store.conn, T0 + 30) == []  # its owner (this process) lives
+        assert store.close_orphaned_jobs(T0 + 30) == []  # its owner (this process) lives
 
 
 @pytest.mark.parametrize("newer", [False, True], ids=["beside the recorder", "recorder of a newer schema"])
@@ -214,5 +214,5 @@ def test_beside_a_writer_the_job_is_stored_or_said_once(tmp_path: Path, newer: b
     assert json.loads(record.read_text())["kind"] == "job"
     if not newer:
         with HistoryStore.open(db, readonly=True) as store:
-            (job,) = job_store.jobs(store)
+            (job,) = store.jobs()
         assert job.exit_code == 3 and not job.lost and job.last_seen_s is not None

@@ -17,7 +17,6 @@ import pytest
 
 from desktop.cli import build_parser
 from desktop.cli.common import attach_relative_times
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and process groups")
@@ -56,7 +55,7 @@ def test_rigscope_exits_with_the_jobs_code(code: str, expected: int, tmp_path: P
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == expected, err.decode()
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        (record,) = job_store.jobs(store)
+        (record,) = store.jobs()
     assert record.exit_code == expected and record.ended_s is not None and record.card is not None
     assert record.argv == (sys.executable, "-c", code)
 
@@ -78,8 +77,8 @@ def test_output_passes_through_byte_for_byte_and_rates_and_protocol_are_read(tmp
     assert out == bytes(range(256)) * 64 + b"--from -7d\n"
     assert err.startswith(b"\r0/6 [00:00<00:03, 12.5it/s]\r1/6")
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        (record,) = job_store.jobs(store)
-        series = job_store.job_series(store, record.job_id)
+        (record,) = store.jobs()
+        series = store.job_series(record.job_id)
     assert record.name == "bytes"
     assert record.throughput_unit == "samples/s"  # the protocol wins over the bar
     assert series.time_s.size > 3
@@ -186,7 +185,7 @@ def test_bad_progress_lines_never_crash_the_run_they_are_skipped_and_counted(tmp
     assert b"Traceback" not in err and out == b"done\n"
     assert b"2 lines in RIGSCOPE_PROGRESS" in err
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        (record,) = job_store.jobs(store)
+        (record,) = store.jobs()
     assert record.card is not None and record.throughput_unit == "tok/s"
 
 
@@ -284,7 +283,7 @@ def test_with_stderr_closed_the_card_never_goes_into_the_jobs_stdout(tmp_path: P
     assert proc.returncode == 0
     assert proc.stdout == b"only this\n"
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        (record,) = job_store.jobs(store)
+        (record,) = store.jobs()
     assert record.card is not None
 
 
@@ -319,5 +318,5 @@ def test_a_daemonised_worker_is_named_on_the_card_as_not_under_the_guard(tmp_pat
     assert f"pid {daemon} (python" in text and "left the job's session" in text
     assert "not under the guard: 1 process of the job left its session" in text
     with HistoryStore.open(tmp_path / "h.db", readonly=True) as store:
-        (record,) = job_store.jobs(store)
+        (record,) = store.jobs()
     assert record.card is not None and any("not under the guard" in n for n in record.card["notes"])

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from desktop.history import jobs as job_store
 from desktop.history.schema import SCHEMA_VERSION, migrate
 from desktop.history.store import HistoryStore
 from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
@@ -23,19 +22,19 @@ def _record() -> JobRecord:
 def test_a_job_is_stored_at_start_updated_at_end_and_read_back(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with HistoryStore.open(db) as store:
-        job_id = job_store.add_job(store, _record())
-        job_store.add_job_event(store, job_id, GuardEvent(1010.0, "pause", 83.5, 0), "GPU-a")
-        job_store.add_job_event(store, job_id, GuardEvent(1030.0, "resume", 78.0, 0), "GPU-a")
-        running = job_store.job(store, job_id)
+        job_id = store.add_job(_record())
+        store.add_job_event(job_id, GuardEvent(1010.0, "pause", 83.5, 0), "GPU-a")
+        store.add_job_event(job_id, GuardEvent(1030.0, "resume", 78.0, 0), "GPU-a")
+        running = store.job(job_id)
         assert running is not None and running.ended_s is None and running.exit_code is None
         final = replace(running, ended_s=1100.0, exit_code=143, pids=(11, 12), gpu_uuids=("GPU-a",),
                         gpu_indices=(0,), throughput_unit="it/s", paused_s=20.0, card={"verdict": "fine"})
-        job_store.update_job(store, final)
-        job_store.set_job_series(store, job_id, JobSeries(np.array([1000.0, 1001.0]), np.array([np.nan, 9.5])))
+        store.update_job(final)
+        store.set_job_series(job_id, JobSeries(np.array([1000.0, 1001.0]), np.array([np.nan, 9.5])))
     with HistoryStore.open(db, readonly=True) as store:
-        got = job_store.job(store, job_id)
-        listed = job_store.jobs(store)
-        series = job_store.job_series(store, job_id)
+        got = store.job(job_id)
+        listed = store.jobs()
+        series = store.job_series(job_id)
         timeline = store.events(0, 2000, kinds=["job_pause", "job_resume"])
     assert got == final
     assert got.duration_s == 100.0
@@ -49,13 +48,13 @@ def test_a_job_is_stored_at_start_updated_at_end_and_read_back(tmp_path: Path) -
 def test_jobs_are_listed_newest_first_and_by_start_range(tmp_path: Path) -> None:
     with HistoryStore.open(tmp_path / "h.db") as store:
         for start in (100.0, 300.0, 200.0):
-            job_store.add_job(store, replace(_record(), started_s=start))
-        assert [r.started_s for r in job_store.jobs(store)] == [300.0, 200.0, 100.0]
-        assert [r.started_s for r in job_store.jobs(store, 150.0, 300.0)] == [200.0]
-        assert job_store.job(store, 999) is None
-        assert job_store.job_series(store, 1).time_s.size == 0
+            store.add_job(replace(_record(), started_s=start))
+        assert [r.started_s for r in store.jobs()] == [300.0, 200.0, 100.0]
+        assert [r.started_s for r in store.jobs(150.0, 300.0)] == [200.0]
+        assert store.job(999) is None
+        assert store.job_series(1).time_s.size == 0
         with pytest.raises(KeyError):
-            job_store.update_job(store, replace(_record(), job_id=999))
+            store.update_job(replace(_record(), job_id=999))
 
 
 def test_a_version_6_file_gains_the_job_tables(tmp_path: Path) -> None:
@@ -65,4 +64,4 @@ def test_a_version_6_file_gains_the_job_tables(tmp_path: Path) -> None:
     conn.close()
     with HistoryStore.open(path) as store:
         assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION
-        assert job_store.add_job(store, _record()) == 1
+        assert store.add_job(_record()) == 1
