@@ -6,6 +6,9 @@ them. Everything rigscope says goes to standard error, prefixed ``rigscope run:`
 output passes through untouched. The card (duration, GPU busy share, VRAM, throttling, energy,
 cost) is printed on standard error at the end and stored with the job in the history. ``-o`` also
 writes the portable run record (`rigscope compare`), with ``--price-per-hour`` the machine's price.
+
+The sequence (history, sampler, guard, the wrapped job, the card, the record) is desktop/sessions/job.py's
+``JobSession``; this command reads the options, prints what it says and forwards signals to the job.
 """
 
 from __future__ import annotations
@@ -15,20 +18,16 @@ import math
 import os
 import signal
 import sys
-import tempfile
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from advisor.safetext import printable
-from desktop import config
 from desktop.cli.common import check_interval, check_output, db_path, load_settings, open_backend
 from desktop.errors import UserError
-from desktop.jobs.guard import GuardSettings, check_guard_c
-from desktop.jobs.job import JobHistory, JobRun
+from desktop.jobs.job import JobRun
 from desktop.jobs.wrap import FORWARDED
-from desktop.telemetry.sampler import Sampler, open_host_backend
+from desktop.sessions.job import JobSession
 
 
 def _say(message: str) -> None:
@@ -42,30 +41,6 @@ def _command(args: argparse.Namespace) -> list[str]:
     if not argv:
         raise UserError("what should it run? Put the command after `--`: rigscope run -- python train.py")
     return argv
-
-
-def _guard(args: argparse.Namespace, settings: config.Settings, sampler: Sampler) -> GuardSettings | None:
-    if args.guard_c is None:
-        return None
-    devices = sampler.gpu.devices()
-    watched = [d for d in devices if args.gpu is None or d.index == args.gpu]
-    jobs = settings.jobs
-    check_guard_c(args.guard_c, watched, _temperatures(sampler, {d.index for d in watched}),
-                  resume_offset_c=jobs.guard_resume_offset_c)
-    return GuardSettings(args.guard_c, resume_offset_c=jobs.guard_resume_offset_c, min_pause_s=jobs.guard_min_pause_s,
-                         min_run_s=jobs.guard_min_run_s)
-
-
-def _temperatures(sampler: Sampler, indices: set[int]) -> dict[int, float]:
-    """The watched GPUs' temperatures now (those that can be read), for the guard's check before the job starts."""
-    import time
-
-    try:
-        readings = sampler.gpu.sample(time.time())
-    except Exception:  # a GPU that cannot be read now: the guard's other checks still hold
-        return {}
-    return {r.info.index: float(r.sample.temperature_c) for r in readings
-            if r.info.index in indices and r.sample is not None and r.sample.temperature_c is not None}
 
 
 def _own_std_streams() -> None:
@@ -108,49 +83,19 @@ def main(args: argparse.Namespace) -> int:
     if output is not None:
         check_output(output, "job.json")
     price = _price(args)
-    backend = open_backend(args.simulate)
-    try:
-        if args.gpu is not None and args.gpu not in {d.index for d in backend.devices()}:
-            known = ", ".join(str(d.index) for d in backend.devices()) or "none"
-            raise UserError(f"--gpu {args.gpu}: there is no such GPU here (GPUs: {known})")
-        if backend.source.simulated and args.simulate is None:
-            _say(f"no NVIDIA GPU here ({backend.source.fallback_reason}); watching the simulated GPU")
-        history = JobHistory(db_path(args))
-        history.open()
-        if history.other_writer:
-            _say("the recorder writes the history: its samples are the job's telemetry")
-        host = open_host_backend() if history.writer is not None else None
-        sampler = Sampler(backend, host, process_period_s=max(interval_s, settings.sampling.process_interval_s))
-        guard = _guard(args, settings, sampler)
-    except BaseException:
-        backend.close()
-        raise
-    fd, progress_name = tempfile.mkstemp(prefix="rigscope-progress-", suffix=".jsonl")
-    os.close(fd)
-    progress = Path(progress_name)
-    run = JobRun(argv, sampler, name=args.name, history=history, gpu_index=args.gpu, guard=guard,
-                 interval_s=interval_s, process_period_s=settings.sampling.process_interval_s,
-                 progress_path=progress, say=_say)
-    previous: dict[int, Any] = {}
-    try:
-        try:
-            run.start()
-        except OSError as exc:  # not found, not executable: said like a shell says it
-            raise UserError(f"cannot run {printable(argv[0])!r}: {exc.strerror or exc}") from None
-        previous = _forward_signals(run)
-        code = run.run()
-        _restore(previous)
-        previous = {}
-        _conclude(run, settings, history, output, price)
-        return code
-    finally:
-        _restore(previous)
-        history.close()
-        sampler.close()
-        progress.unlink(missing_ok=True)
+    session = JobSession(argv, open_backend(args.simulate), db_path(args), settings, name=args.name,
+                         gpu_index=args.gpu, guard_c=args.guard_c, interval_s=interval_s, output=output,
+                         price_per_hour=price, chose_simulated=args.simulate is not None, say=_say, show_card=_show)
+    return session.run(on_started=_forward_signals)
 
 
-def _forward_signals(run: JobRun) -> dict[int, Any]:
+def _show(card: str) -> None:
+    print(card, file=sys.stderr, flush=True)
+
+
+def _forward_signals(run: JobRun) -> Callable[[], None]:
+    """While the job runs, SIGINT, SIGTERM and SIGHUP go to it, and Ctrl+Z stops it with rigscope; what is
+    returned puts rigscope's handlers back."""
     def handler(signum: int, frame: FrameType | None) -> None:
         run.forward(signum)
 
@@ -161,7 +106,7 @@ def _forward_signals(run: JobRun) -> dict[int, Any]:
             _suspend_with_job(run, tstp, suspend)
 
         previous[tstp] = signal.signal(tstp, suspend)
-    return previous
+    return lambda: _restore(previous)
 
 
 def _suspend_with_job(run: JobRun, tstp: int, handler: Any) -> None:
@@ -191,86 +136,3 @@ def _price(args: argparse.Namespace) -> float | None:
     if not args.output:
         raise UserError("--price-per-hour goes into the run record: add -o FILE")
     return price
-
-
-def _conclude(run: JobRun, settings: config.Settings, history: JobHistory, output: Path | None,
-              price_per_hour: float | None = None) -> None:
-    """The verdict, the card (printed, stored with the job) and the run record for -o."""
-    series, _unit = run.series()
-    verdict = run.verdict()
-    sentence = str(verdict.get("sentence", "")) if verdict else None
-    throttled = verdict.get("throttled") if verdict else None
-    card_dict: dict[str, Any] | None = None
-    try:
-        history.flush()
-        card = _card(run, settings, history, series, sentence,
-                     throttled=throttled if isinstance(throttled, bool) else None)
-        note = run.guard_note()
-        if note is not None:
-            card = replace(card, notes=(*card.notes, note))
-        card_dict = card.as_dict()
-        from desktop.jobs.card import format_card
-
-        print(("\n" if run.line_open[2] else "") + format_card(card), file=sys.stderr, flush=True)
-    except Exception as exc:  # the job is done: a card that cannot be made is said, not fatal
-        _say(f"no job card ({' '.join(str(exc).split()) or type(exc).__name__})")
-        if sentence:
-            _say(sentence)
-    run.record = replace(run.record, card=card_dict)
-    run.store_end(series)
-    if output is not None:
-        _write_output(run, output, card_dict, price_per_hour, settings.costs.currency)
-
-
-def _card(run: JobRun, settings: config.Settings, history: JobHistory, series: Any, verdict: str | None, *,
-          throttled: bool | None = None) -> Any:
-    """The job's one card: what it prints, stores (`rigscope jobs show`, the Jobs page) and writes with -o.
-
-    From the history's samples over the job; where the history has none of the job's GPU (the recorder
-    writes it and watches another GPU), from the samples the run took itself."""
-    from desktop.advice import load_cloud_offers, load_gpu_specs
-    from desktop.history.store import HistoryStore
-    from desktop.jobs.card import build_card, job_frame, job_gpus
-    from desktop.jobs.envelope_note import with_envelope_note
-    from desktop.jobs.trace_frame import has_samples, trace_frame
-
-    now = run.record.ended_s or run.clock()
-
-    def make(store: HistoryStore) -> Any:
-        frame = job_frame(store, run.record, now)
-        if not has_samples(job_gpus(run.record, frame), run.record.started_s, now):
-            arrays = {index: run.trace.arrays(index) for index in run.trace.columns}
-            time_s = next(iter(arrays.values()))[0] if arrays else None
-            if time_s is not None:
-                own = trace_frame(run.infos, time_s, {i: cols for i, (_t, cols) in arrays.items()},
-                                  start_s=frame.start_s, end_s=frame.end_s)
-                frame = replace(frame, gpus=own.gpus, processes=None)  # the history's processes are another GPU's
-        card = build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
-                          specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
-                          thresholds=settings.advisor)
-        if run.record.source == "simulated":
-            card = replace(card, notes=(*card.notes, SIMULATED_LOAD_NOTE))
-        return with_envelope_note(card, store, run.record, now)  # the laptop's power envelope over the job
-
-    return history.do(make)
-
-
-#: On the simulated GPU the job is the load: it runs the GPU at full load while it runs, whatever it does (a
-#: `sleep 8` read 100 % busy and "1 s at 13x" in the cloud), so its GPU figures describe the simulation.
-SIMULATED_LOAD_NOTE = ("Simulated GPU: it ran at full load while the job ran, whatever the job did; the GPU busy "
-                       "share, throttling and cloud times describe the simulation, not the job.")
-
-
-def _write_output(run: JobRun, output: Path, card: dict[str, Any] | None, price_per_hour: float | None = None,
-                  currency: str | None = None) -> None:
-    from desktop.stress.portable import record_from_job, write_record
-
-    index = run.primary_gpu()
-    time_s, columns = run.trace.arrays(index) if index is not None else (None, None)
-    try:
-        record = record_from_job(run.record, card, time_s=time_s, columns=columns,
-                                 gpu=run.infos.get(index) if index is not None else None,
-                                 price_per_hour=price_per_hour, currency=currency, pauses=run.pauses)
-        write_record(output, record)
-    except (OSError, ValueError) as exc:
-        _say(f"could not write {printable(output)}: {exc}")

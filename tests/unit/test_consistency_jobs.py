@@ -15,7 +15,6 @@ the power the job drew while it ran is at >= 95 % of the limit. A failure names 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import re
@@ -84,7 +83,7 @@ class Rendered:
 
 
 def _run_guarded_job(folder: Path) -> tuple[Path, int, str, Path]:
-    from desktop.cli.run import _conclude
+    from desktop.sessions.job import conclude
 
     clock = FastClock()
     db, output, stop = folder / "history.sqlite", folder / "job.json", folder / "stop"
@@ -118,8 +117,8 @@ def _run_guarded_job(folder: Path) -> tuple[Path, int, str, Path]:
         while not (progress.exists() and progress.stat().st_size > 0) and time.monotonic() < deadline:
             time.sleep(0.01)
         run.run()
-        with contextlib.redirect_stderr(stderr):
-            _conclude(run, config.Settings(), history, output)
+        conclude(run, config.Settings(), history, output, show_card=lambda card: print(card, file=stderr),
+                 say=lambda message: print(f"rigscope run: {message}", file=stderr))
     finally:
         history.close()
         sampler.close()

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from desktop import config
-from desktop.cli.run import SIMULATED_LOAD_NOTE, _card
 from desktop.jobs.job import JobHistory, _Trace
 from desktop.jobs.model import JobRecord, JobSeries
+from desktop.sessions.job import SIMULATED_LOAD_NOTE, job_card
 from desktop.telemetry.model import GpuInfo, GpuSample
 from tests.unit.history.helpers import snapshot
 
@@ -33,7 +33,7 @@ def test_a_history_without_the_jobs_gpu_gives_the_card_from_the_runs_own_samples
                        exit_code=0, gpu_uuids=(INFO.uuid,), gpu_indices=(0,), source="simulated")
     run = SimpleNamespace(record=record, clock=lambda: T0 + 60.0, trace=trace, infos={0: INFO})
     try:
-        card = _card(run, config.Settings(), history, JobSeries(), "Held its speed.", throttled=False)  # type: ignore[arg-type]
+        card = job_card(run, config.Settings(), history, JobSeries(), "Held its speed.", throttled=False)  # type: ignore[arg-type]
     finally:
         history.close()
     assert len(card.gpus) == 1 and not any("No GPU samples" in n for n in card.notes)
