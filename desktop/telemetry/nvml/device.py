@@ -46,6 +46,8 @@ class NvmlDevice:
     util_window_end_us: int = 0
     util_period_us: int | None = None
     last_field_stamp_us: int = 0
+    #: The field ids of the last field-values request and its ctypes array, reused while the ids stay the same.
+    field_request: tuple[tuple[int, ...], Any] | None = None
     #: Process polls so far, and the utilization of each pid listed at the last one that asked (None: n/a).
     process_polls: int = 0
     util_last: dict[int, Any] | None = None

@@ -392,6 +392,36 @@ class NvmlGateway:
         function: Callable[..., int] = self._nvml._nvmlGetFunctionPointer(symbol)
         return function
 
+    def c_call(self, memory: CallMemory, key: str, symbol: str, *args: Any) -> Any:
+        """The driver's C function ``symbol(*args)``, its out-parameters filled in place: True, or MISSING with
+        its error sorted as a binding call's (``NvmlLost`` for a fatal one); None where no C symbol can be had
+        (a binding without ``_nvmlGetFunctionPointer``): the caller uses the binding's wrapper instead.
+
+        For the per-tick calls whose wrapper rebuilds what the caller can keep (the field-values request);
+        the binding caches the function pointer.
+        """
+        if self.skips(memory, key):
+            return MISSING
+        if not callable(getattr(self._nvml, "_nvmlGetFunctionPointer", None)) or self._error_type is _NoSuchError:
+            return None
+        try:
+            fn = self.c_function(symbol)
+        except self._error_type as exc:
+            if error_code(exc) != FUNCTION_NOT_FOUND:
+                return self._failure(memory, key, symbol, str(exc) or type(exc).__name__, exc)
+            return None  # this driver lacks the C symbol: the wrapper decides (and remembers) what it means
+        try:
+            ret = int(fn(*args))
+        except Exception as exc:  # a ctypes fault in the call itself: contained like a binding fault
+            return self._failure(memory, key, symbol, f"{type(exc).__name__}: {exc}", exc)
+        if ret != 0:
+            error = self.error(ret)
+            return self._failure(memory, key, symbol, str(error) or type(error).__name__, error)
+        memory.answered += 1
+        if memory.failed.pop(key, None) is not None:
+            log.info("%s: %s answers again", memory.label, symbol)
+        return True
+
     def error(self, code: int) -> BaseException:
         """The binding's own NVMLError for a C function's return ``code`` (for ``guarded`` to sort)."""
         return self._error_type(code)

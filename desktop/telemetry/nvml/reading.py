@@ -8,6 +8,7 @@ slower one still. A newer call that is missing falls back to its older stand-in.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -37,6 +38,14 @@ log = logging.getLogger(__name__)
 #: GPU on the link it should be", and its two calls would otherwise cost more than the fan.
 LINK_EVERY_SLOW: Final = 4
 _COUNTER_32_BIT: Final = 2.0**32
+
+
+class _Value(ctypes.Union):
+    """``nvmlValue_t``: the member the entry's ``valueType`` names holds the value."""
+
+    _fields_ = [("dVal", ctypes.c_double), ("uiVal", ctypes.c_uint), ("ulVal", ctypes.c_ulong),
+                ("ullVal", ctypes.c_ulonglong), ("sllVal", ctypes.c_longlong), ("siVal", ctypes.c_int),
+                ("usVal", ctypes.c_ushort)]
 
 
 def _counter_delta(now: float, before: float) -> float | None:
@@ -80,6 +89,37 @@ def _unsupported_fields(dev: NvmlDevice) -> set[int]:
     return {int(key[6:]) for key in dev.calls.unsupported if key.startswith("field:") and key[6:].isdigit()}
 
 
+class FieldValue(ctypes.Structure):
+    """``nvmlFieldValue_t`` as nvml.h lays it out (the binding's struct converts every attribute it reads)."""
+
+    _fields_ = [("fieldId", ctypes.c_uint32), ("scopeId", ctypes.c_uint32), ("timestamp", ctypes.c_int64),
+                ("latencyUsec", ctypes.c_int64), ("valueType", ctypes.c_uint), ("nvmlReturn", ctypes.c_uint),
+                ("value", _Value)]
+
+
+def _request(dev: NvmlDevice, wanted: list[int]) -> Any:
+    """The field-values request array for ``wanted``, built once and kept while the ids stay the same."""
+    ids = tuple(wanted)
+    kept = dev.field_request
+    if kept is not None and kept[0] == ids:
+        return kept[1]
+    array = (FieldValue * len(ids))()
+    for entry, fid in zip(array, ids, strict=True):
+        entry.fieldId = fid
+    dev.field_request = (ids, array)
+    return array
+
+
+def _ask_fields(gateway: NvmlGateway, dev: NvmlDevice, wanted: list[int]) -> Any:
+    """One ``nvmlDeviceGetFieldValues`` for ``wanted``: through the C symbol into the kept array, else the wrapper."""
+    array = _request(dev, wanted)
+    answered = gateway.c_call(dev.calls, "fields", "nvmlDeviceGetFieldValues", dev.handle,
+                              ctypes.c_int32(len(wanted)), ctypes.byref(array))
+    if answered is None:
+        return _asker(gateway, dev)("fields", "nvmlDeviceGetFieldValues", wanted)
+    return array if answered is True else MISSING
+
+
 def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[float, float | None]]:
     """Ask the batch call for every field this GPU still answers: {field id: (value, timestamp_s)}."""
     unsupported = _unsupported_fields(dev)
@@ -87,7 +127,7 @@ def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[floa
               if not gateway.skips(dev.calls, f"field:{f}")]
     if not wanted:
         return {}
-    values = _asker(gateway, dev)("fields", "nvmlDeviceGetFieldValues", wanted)
+    values = _ask_fields(gateway, dev, wanted)
     if values is MISSING:
         if dev.calls.is_unsupported("fields"):
             if ALL_COUNTER_FIELD_IDS.intersection(wanted):

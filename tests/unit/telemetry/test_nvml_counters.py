@@ -27,6 +27,14 @@ def _asked_fields(fake: FakeNvml) -> list[list[int]]:
         return real(handle, field_ids)
 
     fake.module.nvmlDeviceGetFieldValues = spy
+    # The backend makes the batch call through the C symbol with a request array it keeps: spied there too.
+    lookup: Callable[[str], Any] = fake.module._nvmlGetFunctionPointer
+
+    def c_spy(handle: Any, count: Any, ref: Any) -> Any:
+        asked.append([int(ref._obj[i].fieldId) for i in range(count.value)])
+        return lookup("nvmlDeviceGetFieldValues")(handle, count, ref)
+
+    fake.module._nvmlGetFunctionPointer = lambda name: c_spy if name == "nvmlDeviceGetFieldValues" else lookup(name)
     return asked
 
 
