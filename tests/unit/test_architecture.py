@@ -7,6 +7,10 @@ included: a circle through a type-only import still ties two modules into one.
 
 from __future__ import annotations
 
+import ast
+import tomllib
+from pathlib import Path
+
 import grimp
 
 PACKAGES = ("desktop", "advisor")
@@ -74,3 +78,54 @@ def test_the_circle_finder_finds_a_circle() -> None:
     graph.add_import(importer="desktop.c", imported="desktop.a")
     graph.add_import(importer="desktop.a", imported="advisor.x")
     assert import_circles(graph) == [["desktop.a", "desktop.b", "desktop.c"]]
+
+
+# --- one history API (issue 23 item 3) ---------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def protected_history_modules() -> list[str]:
+    """The history's private table modules, as import-linter's "protected" contract lists them."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"]
+                   if c["type"] == "protected" and c["allowed_importers"] == ["desktop.history"]]
+    return list(contract["protected_modules"])
+
+
+def private_imports(source: str, private: list[str]) -> list[str]:
+    """The private history modules ``source`` imports (``import a.b``, ``from a import b``, ``from a.b import c``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found += [n for n in names if any(n == m or n.startswith(m + ".") for m in private)]
+    return found
+
+
+def test_outside_the_history_package_nobody_imports_its_table_modules() -> None:
+    """lint-imports checks desktop/ and advisor/; tools/ and the tests of other packages are read here (the
+    history's own tests, tests/unit/history, may test its parts). They call HistoryStore's methods."""
+    private = protected_history_modules()
+    assert "desktop.history.jobs" in private and "desktop.history.rollup" in private
+    own_tests = ROOT / "tests" / "unit" / "history"
+    offenders = {}
+    for file in [*(ROOT / "tools").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        if own_tests in file.parents or file.parent.name == "bench":  # the benchmarks time the parts themselves
+            continue
+        if hits := private_imports(file.read_text(encoding="utf-8"), private):
+            offenders[str(file.relative_to(ROOT))] = hits
+    assert offenders == {}
+
+
+def test_the_private_import_finder_finds_each_form() -> None:
+    """The check above can fail: every import form of a private module is found, a public one is not."""
+    private = ["desktop.history.jobs", "desktop.history.rollup"]
+    source = ("from desktop.history import jobs as job_store\nimport desktop.history.rollup\n"
+              "from desktop.history.rollup import maintain\nfrom desktop.history.store import HistoryStore\n"
+              "from desktop.history import job_owner\n")
+    assert private_imports(source, private) == ["desktop.history.jobs", "desktop.history.rollup",
+                                                "desktop.history.rollup"]

@@ -27,13 +27,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from desktop.jobs.guard import GuardSettings
 
 from desktop import cli, config
-from desktop.history import jobs as job_store
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import card_rows, job_frame, job_gpus, pause_spans
 from desktop.jobs.detail import JobsHistory
-from desktop.jobs.guard import GuardSettings
 from desktop.jobs.job import JobHistory, JobRun
 from desktop.stress.portable import read_record
 from desktop.telemetry.sampler import Sampler
@@ -215,9 +214,9 @@ def check(rendered: Rendered, page_rows: list[tuple[str, str]]) -> None:
 
     # Busy time within the running time within the span; the guard's pauses are out of both.
     with HistoryStore.open(rendered.db, readonly=True) as store:
-        stored = job_store.job(store, rendered.job_id)
+        stored = store.job(rendered.job_id)
         assert stored is not None
-        series = job_store.job_series(store, rendered.job_id)
+        series = store.job_series(rendered.job_id)
         frame = job_frame(store, stored, START_S + 3600)
     pauses = pause_spans(stored, card["ended_s"])
     paused_s = sum(b - a for a, b in pauses)

@@ -13,7 +13,6 @@ import re
 import numpy as np
 import pytest
 
-from desktop.history import bulk, rollup
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import ClockEventReason
 from desktop.telemetry.simulated import parse_profile_list, profile_info
@@ -41,10 +40,8 @@ def write_week(path, time_s: np.ndarray, mask: np.ndarray) -> None:
     with HistoryStore.open(path) as store:
         cols = {"utilization_gpu_pct": np.full(time_s.size, 95.0), "clock_event_reasons": mask,
                 "power_w": np.full(time_s.size, 120.0)}
-        bulk.write_gpu_columns(store, info, time_s, cols)
-        gid = store.gpu_id(info.uuid)
-        rollup.roll_arrays(store, gid, time_s, cols)
-        store.set_meta("rollup_minute_until", repr(math.floor(float(time_s[-1]) / 60) * 60.0))
+        store.write_gpu_columns(info, time_s, cols)
+        store.run_rollups(math.floor(float(time_s[-1]) / 60) * 60.0 + 60.0)
 
 
 def test_lane_shares_are_each_causes_seconds_over_the_bucket():
