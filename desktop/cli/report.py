@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
         elif fmt == "csv":
             text = to_csv(data)
         else:  # the charts and the HTML/PDF rendering are Qt's: imported only for these formats
-            from desktop.ui.reports import render_charts, to_html, write_pdf
+            from desktop.ui.report.reports import render_charts, to_html, write_pdf
 
             pngs = render_charts(data)
             if fmt == "html":

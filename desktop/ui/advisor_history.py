@@ -135,7 +135,7 @@ class HistoryPage(PageWidget):
         self.next_button.setEnabled(self.week_combo.currentIndex() > 0)
 
     def _paint_view(self) -> None:
-        from desktop.ui.report_html import report_colours
+        from desktop.ui.report.report_html import report_colours
 
         colours = report_colours(self.theme)
         self.view.setStyleSheet(f"QTextBrowser {{ background: {colours.page}; color: {colours.text}; }}")
@@ -163,9 +163,9 @@ class HistoryPage(PageWidget):
 
     def _render(self) -> None:
         """Draw the charts and the HTML of the shown week in the page's theme."""
-        from desktop.ui.report_charts import chart_style
-        from desktop.ui.report_html import render_html, report_colours
-        from desktop.ui.reports import render_charts
+        from desktop.ui.report.report_charts import chart_style
+        from desktop.ui.report.report_html import render_html, report_colours
+        from desktop.ui.report.reports import render_charts
 
         assert self.data is not None
         self.pngs = render_charts(self.data, chart_style(self.theme))
@@ -182,7 +182,7 @@ class HistoryPage(PageWidget):
         if not self.theme.dark:
             return self.pngs
         if self._paper_pngs is None:
-            from desktop.ui.reports import render_charts
+            from desktop.ui.report.reports import render_charts
 
             assert self.data is not None
             self._paper_pngs = render_charts(self.data)
@@ -191,7 +191,7 @@ class HistoryPage(PageWidget):
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
         from desktop.reporting import to_csv, to_json, write_report_text
-        from desktop.ui.reports import to_html, write_pdf
+        from desktop.ui.report.reports import to_html, write_pdf
 
         if self.data is None:
             return

@@ -105,7 +105,7 @@ def collect(store: HistoryStore, qapp: Any) -> Figures:
     label, frame, previous, notes = load_week(store, "2026-W47", UTC, NOW_S)
     data = build_report(frame, previous, settings, UTC, label, now_s=NOW_S, notes=notes)
     report = json.loads(to_json(data))
-    from desktop.ui.report_html import render_html
+    from desktop.ui.report.report_html import render_html
 
     html = render_html(data, lambda key: key)
     advisor = compute_advice(load_recent_frame(store, 7.0, NOW_S), settings)

@@ -121,7 +121,7 @@ def _history(tmp_path: Path, procs_at: Callable[[int], tuple[GpuProcess, ...]]) 
 
 
 def _report_html(db: Path) -> str:
-    from desktop.ui.report_html import render_html
+    from desktop.ui.report.report_html import render_html
 
     with HistoryStore.open(db, readonly=True) as store:
         label, frame, previous, notes = load_week(store, "2026-W39", UTC, T0 + 7 * 86400)

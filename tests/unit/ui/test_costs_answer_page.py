@@ -51,7 +51,7 @@ def test_costs_and_history_show_one_answer_and_one_break_even(qtbot, frame, pric
     advice = compute_advice(frame, settings)
     page = _costs_page(qtbot, advice, settings.costs)
     report = build_report(frame, None, settings, UTC, "2026-W47", now_s=frame.end_s)
-    from desktop.ui.report_html import render_html
+    from desktop.ui.report.report_html import render_html
 
     html = render_html(report, lambda key: key)
     comparison = report.advice.costs[0]

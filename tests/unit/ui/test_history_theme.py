@@ -11,8 +11,8 @@ from PySide6.QtGui import QColor, QImage
 from desktop import config
 from desktop.reporting import ReportData, build_report
 from desktop.ui.advisor_history import HistoryPage
-from desktop.ui.report_charts import PAPER as PAPER_CHARTS
-from desktop.ui.report_html import PAPER
+from desktop.ui.report.report_charts import PAPER as PAPER_CHARTS
+from desktop.ui.report.report_html import PAPER
 from desktop.ui.theme import DARK, LIGHT
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 

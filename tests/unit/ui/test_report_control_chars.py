@@ -14,7 +14,7 @@ from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.reporting import ReportData, build_report, load_usage_rows, load_week, to_csv, to_json
 from desktop.telemetry.model import GpuProcess
-from desktop.ui.report_html import render_html
+from desktop.ui.report.report_html import render_html
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot
 
 T0 = 1_790_000_040.0  # Mon 2026-09-21 14:14:00 UTC, ISO week 2026-W39

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from advisor.rules.base import Evidence, Recommendation
-from desktop.ui.report_html import code_spans, e
+from desktop.ui.report.report_html import code_spans, e
 
 
 def test_code_marks_become_code_and_stay_escaped() -> None:
@@ -15,7 +15,7 @@ def test_code_marks_become_code_and_stay_escaped() -> None:
 
 
 def test_the_recommendations_section_shows_no_rule_id_and_no_backticks() -> None:
-    from desktop.ui import report_html
+    from desktop.ui.report import report_html
 
     rec = Recommendation(rule_id="thermal_throttling", severity="warning", title="GPU 0 throttled",
                          evidence=(Evidence("Time throttled", 12.0, "%"),),

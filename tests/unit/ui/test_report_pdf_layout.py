@@ -10,8 +10,8 @@ from PySide6.QtGui import QTextBlock, QTextCursor, QTextDocument, QTextFrame, QT
 
 from desktop import config
 from desktop.reporting import ReportData, build_report
-from desktop.ui import reports
-from desktop.ui.report_charts import ensure_app
+from desktop.ui.report import reports
+from desktop.ui.report.report_charts import ensure_app
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 
 #: A4 at 96 dpi less 15 mm margins, as the PDF writer gives it.

@@ -10,8 +10,8 @@ import numpy as np
 
 from desktop import config
 from desktop.reporting import build_report, to_csv, to_json
-from desktop.ui.report_charts import readable_scale
-from desktop.ui.report_html import render_html
+from desktop.ui.report.report_charts import readable_scale
+from desktop.ui.report.report_html import render_html
 from tests.unit.advisor.crafted import busy_mask, frame, gpu
 
 UTC = ZoneInfo("UTC")
@@ -26,7 +26,7 @@ def test_minutes_of_busy_time_are_drawn_in_minutes_and_big_energies_in_kwh() -> 
 def test_the_bar_chart_axis_never_rescales_its_unit(qapp) -> None:
     import pyqtgraph as pg
 
-    from desktop.ui import report_charts as rc
+    from desktop.ui.report import report_charts as rc
 
     seen: list[bool] = []
     original = rc._style

@@ -71,7 +71,7 @@ def test_who_tables_split_the_shared_half_hour_by_sm_share(report: ReportData) -
 
 
 def test_the_html_report_shows_who_used_the_gpu_and_its_chart(report: ReportData) -> None:
-    from desktop.ui.reports import render_charts, to_html
+    from desktop.ui.report.reports import render_charts, to_html
 
     pngs = render_charts(report)
     assert pngs[chart_key("who", 0)].startswith(b"\x89PNG")
@@ -94,7 +94,7 @@ def test_json_and_csv_carry_the_who_tables(report: ReportData) -> None:
 
 
 def test_a_week_without_process_rows_has_no_who_section(report: ReportData) -> None:
-    from desktop.ui.reports import render_charts, to_html
+    from desktop.ui.report.reports import render_charts, to_html
 
     bare = dataclasses.replace(report, who=(), chart_captions={k: v for k, v in report.chart_captions.items()
                                                                if not k.startswith("who")})

@@ -15,7 +15,7 @@ import pytest
 
 from desktop import cli, config
 from desktop.reporting import ReportData, build_report, to_csv, to_json, week_bounds
-from desktop.ui.reports import render_charts, to_html, write_pdf
+from desktop.ui.report.reports import render_charts, to_html, write_pdf
 from tests.integration.tools import require_tool
 from tests.unit.advisor.demo_db import stored_demo_week
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 
 from advisor.summary import WEEKDAYS
 from desktop.reporting import ReportData, chart_key, write_beside
-from desktop.ui.report_html import data_uri, render_html
+from desktop.ui.report.report_html import data_uri, render_html
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QTextBlock, QTextDocument
 
-    from desktop.ui.report_charts import ChartStyle
+    from desktop.ui.report.report_charts import ChartStyle
 
 
 def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str, bytes]:
     """Every chart of the report as PNG bytes (needs a QApplication, not a display); ``style``: the
     window's theme for the History page (``report_charts.chart_style``), paper by default."""
-    from desktop.ui import report_charts as rc
+    from desktop.ui.report import report_charts as rc
 
     rc.ensure_app()
     style = style or rc.PAPER
