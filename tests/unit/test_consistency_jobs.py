@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from desktop.jobs.guard import GuardSettings
 
+from advisor.guard import GuardSettings
 from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import card_rows, job_frame, job_gpus, pause_spans
