@@ -34,10 +34,10 @@ from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.background import Loader
-from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.processes import ProcessesPage
+from desktop.ui.pages.dashboard import DashboardPage
+from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.recording import Recording
 from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
@@ -47,8 +47,8 @@ from desktop.ui.worker import SamplerThread
 if TYPE_CHECKING:
     from desktop.reporting import HistorySource
     from desktop.stress.run_model import Clock
-    from desktop.ui.advisor_history import HistoryPage
-    from desktop.ui.settings_page import SettingsPage
+    from desktop.ui.pages.advisor_history import HistoryPage
+    from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.stress_page import StressPage
 
 log = logging.getLogger(__name__)
@@ -202,7 +202,7 @@ class RigscopeApp(QObject):
     def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
         """The Stress page's "Compare modes": the simulated laptop's modes, or msi-ec / platform_profile's."""
         from desktop.stress.per_mode import ModeSwitch, SimulatedModes, SysfsModes
-        from desktop.ui.stress_modes import ModeCompare
+        from desktop.ui.pages.stress_modes import ModeCompare
 
         switch: ModeSwitch
         if isinstance(gpu, SimulatedBackend):
@@ -215,13 +215,13 @@ class RigscopeApp(QObject):
             self.mode_compare = ModeCompare(page, switch)
 
     def _build_advisor_page(self) -> PageWidget:
-        from desktop.ui.advisor_page import AdviceState, AdvisorPage
+        from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
 
         state = AdviceState(config_dir() / "advisor-state.json")
         return AdvisorPage(self.history_source.advice, state, self.theme)
 
     def _build_costs_page(self) -> PageWidget:
-        from desktop.ui.costs_page import CostsPage
+        from desktop.ui.pages.costs_page import CostsPage
 
         page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
         page.costs_changed.connect(self.save_costs)
@@ -229,17 +229,17 @@ class RigscopeApp(QObject):
 
     def _build_jobs_page(self) -> PageWidget:
         from desktop.jobs.detail import JobsHistory
-        from desktop.ui.jobs_page import JobsPage
+        from desktop.ui.pages.jobs_page import JobsPage
 
         return JobsPage(JobsHistory(self.db_path, lambda: self.settings.costs), self.theme)
 
     def _build_history_page(self) -> HistoryPage:
-        from desktop.ui.advisor_history import HistoryPage
+        from desktop.ui.pages.advisor_history import HistoryPage
 
         return HistoryPage(self.history_source.weeks, self.history_source.report)
 
     def _build_settings_page(self) -> SettingsPage:
-        from desktop.ui.settings_page import SettingsPage
+        from desktop.ui.pages.settings_page import SettingsPage
 
         page = SettingsPage(self.settings, self.theme, path=self.settings_path, service=self._service)
         page.applied.connect(self.apply_settings)

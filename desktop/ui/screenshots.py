@@ -59,7 +59,7 @@ def _select_first_process(app: RigscopeApp) -> None:
 
 def _select_starved_job(app: RigscopeApp) -> None:
     """The Jobs page on the demo week's data-loader-starved run (the README's caption), once its list is read."""
-    from desktop.ui.jobs_page import JobsPage
+    from desktop.ui.pages.jobs_page import JobsPage
 
     page = app.window.page("jobs")
     assert isinstance(page, JobsPage)

@@ -15,8 +15,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from desktop.telemetry.simulated import SimulatedMachine
 from desktop.ui.background import Loader
-from desktop.ui.dashboard import DashboardPage
 from desktop.ui.main_window import MainWindow
+from desktop.ui.pages.dashboard import DashboardPage
 
 
 class SimulatedActions(QObject):

@@ -195,7 +195,7 @@ class StressPage(PageWidget):
         self._style_controls()
 
     def add_control(self, widget: QWidget) -> None:
-        """Another control before the start button (the "Compare modes" menu: desktop/ui/stress_modes.py)."""
+        """Another control before the start button (the "Compare modes" menu: desktop/ui/pages/stress_modes.py)."""
         self._controls.insertWidget(self._controls.indexOf(self.one_click), widget)
 
     @property

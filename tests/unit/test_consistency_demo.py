@@ -35,7 +35,7 @@ from desktop import cli, config
 from desktop.advice import compute_advice, load_recent_frame
 from desktop.history.store import HistoryStore
 from desktop.reporting import build_report, load_week, to_json
-from desktop.ui.dashboard_panel import LANE_REASONS, LANE_SHARE_COLUMNS, lane_bucket_widths, lane_shares
+from desktop.ui.pages.dashboard_panel import LANE_REASONS, LANE_SHARE_COLUMNS, lane_bucket_widths, lane_shares
 from tests.unit.advisor.demo_db import DEMO_WEEK_END_S, stored_demo_week
 
 NOW_S = DEMO_WEEK_END_S + 3600.0
@@ -63,7 +63,7 @@ def _settings() -> config.Settings:
 
 
 def _costs_page_rows(advice: Any, settings: config.Settings) -> tuple[dict[str, str], str]:
-    from desktop.ui.costs_page import CostsPage
+    from desktop.ui.pages.costs_page import CostsPage
 
     page = CostsPage(lambda: advice, settings.costs)
     page.set_advice(advice)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from desktop.ui.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
+from desktop.ui.pages.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
 from desktop.ui.theme import DARK, LIGHT
 from desktop.ui.widgets.plot_column import PlotColumn
 from desktop.ui.widgets.ring_buffer import RingBuffer

@@ -20,8 +20,8 @@ from desktop import config
 from desktop.advice import Advice, compute_advice
 from desktop.config import CostSettings
 from desktop.reporting import build_report
-from desktop.ui.advisor_history import HistoryPage
-from desktop.ui.costs_page import NO_PRICE_FIELD, CostsPage
+from desktop.ui.pages.advisor_history import HistoryPage
+from desktop.ui.pages.costs_page import NO_PRICE_FIELD, CostsPage
 from tests.unit.advisor.demo_frame import demo_week_frame
 
 UTC = ZoneInfo("UTC")

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QAbstractSpinBox
 from desktop import config
 from desktop.advice import Advice, compute_advice
 from desktop.config import CostSettings
-from desktop.ui.costs_page import CostsPage
+from desktop.ui.pages.costs_page import CostsPage
 from desktop.ui.theme import DARK, LIGHT, Theme
 from tests.unit.advisor.demo_frame import TWO_GPUS, demo_week_frame
 

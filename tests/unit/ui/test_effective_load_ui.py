@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample
-from desktop.ui.dashboard_panel import EFFECTIVE_LOAD_LABEL, GpuPanel
+from desktop.ui.pages.dashboard_panel import EFFECTIVE_LOAD_LABEL, GpuPanel
 from desktop.ui.theme import DARK, LIGHT
 from desktop.ui.widgets.cards import reading_texts
 

@@ -16,7 +16,7 @@ import pytest
 
 from desktop.telemetry.model import GpuProcess
 from desktop.telemetry.sampler import end_process
-from desktop.ui.processes import ProcessesPage
+from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.theme import LIGHT
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")

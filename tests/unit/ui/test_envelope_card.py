@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
-from desktop.ui.dashboard import DashboardPage
+from desktop.ui.pages.dashboard import DashboardPage
 from desktop.ui.theme import DARK
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml
 

@@ -8,7 +8,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.model import DeviceState, GpmActivity, GpuInfo, GpuReading, GpuSample
-from desktop.ui.dashboard_panel import EFFECTIVE_LOAD_LABEL, MEASURED_LOAD_LABEL, GpuPanel
+from desktop.ui.pages.dashboard_panel import EFFECTIVE_LOAD_LABEL, MEASURED_LOAD_LABEL, GpuPanel
 from desktop.ui.theme import DARK, LIGHT, Theme
 from desktop.ui.widgets.cards import reading_texts
 

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QImage
 
 from desktop import config
 from desktop.reporting import ReportData, build_report
-from desktop.ui.advisor_history import HistoryPage
+from desktop.ui.pages.advisor_history import HistoryPage
 from desktop.ui.report.report_charts import PAPER as PAPER_CHARTS
 from desktop.ui.report.report_html import PAPER
 from desktop.ui.theme import DARK, LIGHT

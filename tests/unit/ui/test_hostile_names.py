@@ -10,7 +10,7 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
 
 from desktop.telemetry.model import GpuProcess, Snapshot
-from desktop.ui.processes import ProcessesPage
+from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.text import plain_tooltip
 
 #: Another user can give a process this name with prctl(PR_SET_NAME) (15 bytes there; argv is longer).

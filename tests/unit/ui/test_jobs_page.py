@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QTableWidget
 
 from desktop.config import CostSettings
 from desktop.jobs.detail import MIN_CHART_BINS, JobsHistory, binned, chart_bins
-from desktop.ui.jobs_page import JobsPage
+from desktop.ui.pages.jobs_page import JobsPage
 from desktop.ui.theme import DARK, LIGHT
 from tests.unit.cli.jobs_history import END, PAUSE, START, record, write_job_history
 

@@ -16,7 +16,7 @@ import pytest
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import ClockEventReason
 from desktop.telemetry.simulated import parse_profile_list, profile_info
-from desktop.ui.dashboard_panel import LANE_REASONS, lane_share_drawing, lane_shares
+from desktop.ui.pages.dashboard_panel import LANE_REASONS, lane_share_drawing, lane_shares
 from desktop.ui.recording import Recording
 from tests.unit.ui.conftest import FakeClock
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView
 
 from desktop.telemetry.model import GpuProcess
-from desktop.ui.processes import COLUMNS, ProcessesPage, format_duration
+from desktop.ui.pages.processes import COLUMNS, ProcessesPage, format_duration
 from desktop.ui.theme import LIGHT
 
 PROCS = [

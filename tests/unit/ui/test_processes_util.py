@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from desktop.telemetry.model import GpuProcess
-from desktop.ui.processes import COLUMNS, ProcessesPage, UtilizationHistory
+from desktop.ui.pages.processes import COLUMNS, ProcessesPage, UtilizationHistory
 from desktop.ui.theme import DARK, LIGHT
 
 T0 = 1_790_000_000.0

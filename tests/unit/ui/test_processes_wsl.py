@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from desktop.telemetry.model import Snapshot, SourceInfo
 from desktop.telemetry.nvml.backend import WSL_PROCESSES_NOTE
-from desktop.ui.processes import EMPTY_TEXT, ProcessesPage
+from desktop.ui.pages.processes import EMPTY_TEXT, ProcessesPage
 from desktop.ui.theme import LIGHT
 
 

@@ -104,7 +104,7 @@ def test_a_week_without_process_rows_has_no_who_section(report: ReportData) -> N
 
 def test_the_history_page_shows_who_used_the_gpu_from_the_database(qtbot: QtBot, history: Path) -> None:
     from desktop.reporting import HistorySource
-    from desktop.ui.advisor_history import HistoryPage
+    from desktop.ui.pages.advisor_history import HistoryPage
 
     source = HistorySource(history, _settings())
     page = HistoryPage(source.weeks, source.report)

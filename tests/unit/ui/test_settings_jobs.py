@@ -10,7 +10,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop import config
 from desktop.config import Settings
-from desktop.ui.settings_page import SettingsPage
+from desktop.ui.pages.settings_page import SettingsPage
 from desktop.ui.theme import LIGHT
 
 GUARD_KEYS = ("jobs.guard_resume_offset_c", "jobs.guard_min_pause_s", "jobs.guard_min_run_s")

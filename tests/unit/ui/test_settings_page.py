@@ -6,7 +6,7 @@ import threading
 
 from desktop import config
 from desktop.config import Settings
-from desktop.ui.settings_page import SettingsPage
+from desktop.ui.pages.settings_page import SettingsPage
 from desktop.ui.theme import LIGHT
 from tests.unit.ui.conftest import gui_stays_responsive
 

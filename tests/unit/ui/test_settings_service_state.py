@@ -12,7 +12,7 @@ import pytest
 
 from desktop import config, service
 from desktop.config import Settings
-from desktop.ui.settings_page import SettingsPage
+from desktop.ui.pages.settings_page import SettingsPage
 from desktop.ui.theme import LIGHT
 
 KEY = "startup.start_at_login"

@@ -42,7 +42,7 @@ def _compare_page(qtbot: QtBot, asked: list[str] | None = None, switch: object =
     from desktop.stress.run_model import SimClock
     from desktop.stress.runner import runner_factory
     from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-    from desktop.ui.stress_modes import ModeCompare
+    from desktop.ui.pages.stress_modes import ModeCompare
 
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
     make = runner_factory(backend.view, clock=SimClock(real_s_per_s=0.002))
@@ -100,7 +100,7 @@ def test_compare_modes_asks_where_it_may_not_switch(qtbot: QtBot) -> None:
 def test_compare_modes_cancelled_when_the_user_declines(qtbot: QtBot) -> None:
     from desktop.stress.per_mode import SimulatedModes
     from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-    from desktop.ui.stress_modes import ModeCompare
+    from desktop.ui.pages.stress_modes import ModeCompare
 
     class Refuses(SimulatedModes):
         def set(self, mode: str) -> bool:

@@ -12,9 +12,9 @@ from desktop import config
 from desktop.advice import Advice, compute_advice, span_text
 from desktop.config import CostSettings
 from desktop.reporting import build_report
-from desktop.ui.advisor_history import HistoryPage
-from desktop.ui.advisor_page import AdviceState, AdvisorPage
-from desktop.ui.costs_page import CostsPage
+from desktop.ui.pages.advisor_history import HistoryPage
+from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
+from desktop.ui.pages.costs_page import CostsPage
 from desktop.ui.recording import open_recording
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, demo_week_frame
 

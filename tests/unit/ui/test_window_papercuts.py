@@ -10,9 +10,9 @@ from desktop import config
 from desktop.advice import Advice, compute_advice, load_cloud_offers, load_gpu_specs, usage_of
 from desktop.config import CostSettings, Settings
 from desktop.telemetry.simulated.profiles import parse_profile_list, profile_info
-from desktop.ui.costs_page import CostsPage
-from desktop.ui.dashboard_history import history_note
-from desktop.ui.settings_page import SettingsPage
+from desktop.ui.pages.costs_page import CostsPage
+from desktop.ui.pages.dashboard_history import history_note
+from desktop.ui.pages.settings_page import SettingsPage
 from desktop.ui.theme import DARK, LIGHT
 from desktop.ui.widgets.cards import GpuCard, driver_text
 from tests.unit.advisor.demo_frame import TWO_GPUS, demo_week_frame

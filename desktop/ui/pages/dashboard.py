@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import Snapshot
-from desktop.ui.dashboard_history import RING_SPAN_S, HistoryFill, HistoryQuery
-from desktop.ui.dashboard_panel import GpuPanel
 from desktop.ui.pages.base import PageWidget
+from desktop.ui.pages.dashboard_history import RING_SPAN_S, HistoryFill, HistoryQuery
+from desktop.ui.pages.dashboard_panel import GpuPanel
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.cards import HostStrip
 from desktop.ui.widgets.simulated_bar import SimulatedBar

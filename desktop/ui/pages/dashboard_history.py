@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QLabel
 
 from desktop.ui.background import Loader
-from desktop.ui.dashboard_panel import LANE_SHARE_COLUMNS, RING_COLUMNS, GpuPanel
+from desktop.ui.pages.dashboard_panel import LANE_SHARE_COLUMNS, RING_COLUMNS, GpuPanel
 from desktop.ui.widgets.charts import FloatArray
 
 log = logging.getLogger(__name__)

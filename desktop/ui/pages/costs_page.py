@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from advisor.costs import CostComparison, CostInputs, break_even_curve, break_even_text, compare, cost_answer
 from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, span_text, usage_of
 from desktop.config import CostSettings
-from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
+from desktop.ui.pages.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.theme import DARK, Theme
 
 #: What the page says while the purchase price is 0 (not set).

@@ -32,7 +32,7 @@ from advisor.rules import Recommendation
 from advisor.wording import count_text
 from desktop.advice import Advice, span_text
 from desktop.paths import config_dir
-from desktop.ui.advice_page import AdvicePage, AdviceSource, plain_label
+from desktop.ui.pages.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.text import code_as_text, plain_tooltip
 from desktop.ui.theme import DARK, Theme
 from desktop.ui.widgets.plot_column import TimeAxis
