@@ -173,8 +173,13 @@ def running_processes(gateway: NvmlGateway, memory: CallMemory, key: str, func: 
 def device_processes(gateway: NvmlGateway, dev: NvmlDevice) -> list[GpuProcess]:
     """The compute and graphics processes on ``dev``, one entry per pid, with their utilization where known."""
     merged: dict[int, GpuProcess] = {}
+    compute_listed: list[RunningProcess] | None = None
     for kind, key, func in _PROCESS_CALLS:
+        if key == "procs_mps" and compute_listed == []:
+            continue  # no MPS server holds a context (it is in the compute list), so no client: the call is saved
         found = running_processes(gateway, dev.calls, key, func, dev.handle)
+        if key == "procs_compute":
+            compute_listed = found
         if found is None:
             continue
         for entry in found:

@@ -2,8 +2,8 @@
 
 Per tick and GPU six calls: one ``nvmlDeviceGetFieldValues`` batch (power, energy, PCIe byte
 and clock-event counters) plus utilization, memory, temperature, SM clock and clock-event
-reasons. The memory clock, fan and P-state are refreshed on a slower period, the PCIe link on a
-slower one still. A newer call that is missing falls back to its older stand-in.
+reasons. The fan and P-state are refreshed on a slower period, the memory clock there too when the
+P-state moved (it sets the memory clock), and with the PCIe link on a slower period still. A newer call that is missing falls back to its older stand-in.
 """
 
 from __future__ import annotations
@@ -231,10 +231,13 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
 def _read_slow(gateway: NvmlGateway, dev: NvmlDevice, *, has_pcie_counters: bool) -> None:
     ask = _asker(gateway, dev)
     slow = dev.slow
-    slow["mem_clock"] = as_number(ask("mem_clock", "nvmlDeviceGetClockInfo", gateway.const("NVML_CLOCK_MEM", 2)))
-    slow["fan"] = as_number(ask("fan", "nvmlDeviceGetFanSpeed"))
+    before = slow.get("pstate", MISSING)
     pstate = as_int(ask("pstate", "nvmlDeviceGetPerformanceState"))
     slow["pstate"] = pstate if pstate is not None and 0 <= pstate <= 15 else None  # 32 = unknown
+    # The memory clock is set by the P-state: asked when that moved (or is unknown), else with the link.
+    if slow["pstate"] is None or slow["pstate"] != before or dev.slow_count % LINK_EVERY_SLOW == 0:
+        slow["mem_clock"] = as_number(ask("mem_clock", "nvmlDeviceGetClockInfo", gateway.const("NVML_CLOCK_MEM", 2)))
+    slow["fan"] = as_number(ask("fan", "nvmlDeviceGetFanSpeed"))
     if dev.slow_count % LINK_EVERY_SLOW == 0:
         slow["pcie_gen"] = as_int(ask("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"))
         slow["pcie_width"] = as_int(ask("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"))

@@ -166,17 +166,26 @@ def test_calls_per_tick(fake: FakeNvml, backend: NvmlBackend) -> None:
     fake.reset_counts()
     for t in range(2, 12):
         _tick(fake, backend, float(t))
-    # ten ticks at 1 s, slow metrics every 5 s: twice (mem clock, fan (GPU 0 only), pstate)
-    assert fake.total_calls() == 10 * 12 + 2 * (3 + 2)
+    # ten ticks at 1 s, slow metrics every 5 s: twice (pstate, fan (GPU 0 only)); the P-state did not move,
+    # so the memory clock it sets is not asked again
+    assert fake.total_calls() == 10 * 12 + 2 * (2 + 1)
     fake.reset_counts()
     for t in range(12, 17):
         _tick(fake, backend, float(t))
-    # ...and on every 4th slow refresh the PCIe link too (priming read, then t=15)
+    # ...and on every 4th slow refresh the PCIe link and the memory clock too (priming read, then t=15)
     assert fake.calls["nvmlDeviceGetCurrPcieLinkGeneration"] == fake.calls["nvmlDeviceGetCurrPcieLinkWidth"] == 2
     assert fake.total_calls() == 5 * 12 + (3 + 2) + 2 * 2
     fake.reset_counts()
     backend.processes()
-    assert fake.total_calls() == 3 * 2  # compute + graphics + MPS clients per GPU
+    # compute + graphics per GPU; no compute process, so no MPS server and no client to ask for
+    assert fake.total_calls() == 2 * 2
+    assert fake.calls["nvmlDeviceGetMPSComputeRunningProcesses"] == 0
+    fake.gpus[0].processes = [FakeProcess(4242)]
+    fake.reset_counts()
+    backend.processes()
+    # GPU 0 lists a compute process: its MPS clients are asked too, and (1) its per-process utilization
+    assert fake.total_calls() == 3 + 2 + 1
+    assert fake.calls_by_gpu["nvmlDeviceGetMPSComputeRunningProcesses", 0] == 1
 
 
 def test_lost_gpu_keeps_others_sampling_and_recovers(fake: FakeNvml, backend: NvmlBackend) -> None:
