@@ -82,10 +82,12 @@ test: $(TEST_STAMP) sysdeps lint
 bench: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q tests/bench -p no:randomly --benchmark-enable -s
 
-# The window's pages from the running app on the demo week, and the Stress page during and
-# after a simulated one-click Sustained test (its pytest-qt test, on an accelerated clock).
+# The window's pages from the running app on the demo week (tools/screenshots.py), the Compare
+# dialog on two simulated runs (tools/compare_shot.py), and the Stress page during and after a
+# simulated one-click Sustained test (its pytest-qt test, on an accelerated clock).
 screenshots: $(TEST_STAMP)
-	$(BIN)/python -m desktop.ui.screenshots resources/screenshots
+	$(BIN)/python -m tools.screenshots resources/screenshots
+	$(BIN)/python -m tools.compare_shot resources/screenshots
 	RIGSCOPE_SCREENSHOTS=resources/screenshots $(BIN)/python -m pytest -q \
 	  tests/unit/ui/test_stress_page.py -k one_click_sustained
 

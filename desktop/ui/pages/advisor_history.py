@@ -2,7 +2,7 @@
 
 The week's data comes from ``desktop.reporting`` (``HistorySource.report``, on a worker thread);
 this page draws the charts and shows the report's HTML. Its screenshot comes from the running
-app: `make screenshots` (desktop/ui/screenshots.py).
+app: `make screenshots` (tools/screenshots.py).
 
 The summary follows the window's theme (charts and page colours, redrawn on a theme switch);
 exported files stay on paper colours (dark on white), as they are printed and opened elsewhere.

@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QTableWidgetItem
 
 from advisor.portable import Environment, PortableRecord, Spread
 from desktop.stress.portable import write_record
-from desktop.ui.compare_shot import simulated_record
 from desktop.ui.theme import DARK, LIGHT
 from desktop.ui.widgets.compare_dialog import CompareDialog
+from tools.compare_shot import simulated_record
 
 
 def _laptop() -> PortableRecord:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from desktop.telemetry.scenarios import WeekScenario, week_start
 from desktop.telemetry.simulated import parse_profile_list
-from desktop.ui import screenshots
+from tools import screenshots
 
 
 def test_the_screenshots_processes_hold_no_more_than_the_gpu_reports_used() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QImage
 
-from desktop.ui import screenshots
+from tools import screenshots
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Screenshots of the running app for the README: `python -m desktop.ui.screenshots resources/screenshots`.
+"""Screenshots of the running app for the README: `python -m tools.screenshots resources/screenshots`.
 
 Starts the real app objects offscreen on the simulated laptop GPU running the demo week's
 Monday training job, writes a day of demo history into a temporary database (so the 1 h

@@ -1,4 +1,4 @@
-"""The Compare dialog's screenshot for the README: `python -m desktop.ui.compare_shot resources/screenshots`.
+"""The Compare dialog's screenshot for the README: `python -m tools.compare_shot resources/screenshots`.
 
 Two simulated 10-minute GEMM runs on an injected clock (milliseconds of real time): the RTX
 4090 Laptop in bf16 and an RTX 4090 desktop in fp16, each written as a portable record (the
@@ -76,7 +76,7 @@ def grab(app: QApplication, paths: Sequence[Path], out: Path, theme_name: str = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m desktop.ui.compare_shot")
+    parser = argparse.ArgumentParser(prog="python -m tools.compare_shot")
     parser.add_argument("folder", type=Path, help="where compare-dark.png and compare-light.png go")
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
