@@ -14,7 +14,7 @@ import sys
 def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("desktop.ui.recording").setLevel(logging.INFO)
+    logging.getLogger("desktop.sessions.recording").setLevel(logging.INFO)  # its "history: N of M written"
     from desktop.cli import main as cli_main
 
     return cli_main(["gui", "--simulate", "--db", sys.argv[1]])
