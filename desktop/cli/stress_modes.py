@@ -12,17 +12,18 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from advisor.mode_compare import mode_sentences
 from advisor.run_compare import compare
 from advisor.safetext import printable
-from advisor.verdict_model import Verdict
-from desktop.cli.common import ProgressBar, db_path
+from desktop.cli.common import ProgressBar
 from desktop.cli.compare import text_report
 from desktop.errors import UserError
+from desktop.sessions.stress import StressSession, own_runner, save_safely, stress_config
 from desktop.stress.per_mode import ModeRun, ModeSwitch, SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
-from desktop.stress.run_model import Progress, RealClock, RunResult, StressConfig
+from desktop.stress.run_model import Progress, RealClock
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
@@ -33,8 +34,6 @@ QUICK_MINUTES = 2.0
 COOL_MARGIN_C = 3.0
 COOL_LIMIT_S = 180.0
 
-Save = Callable[[Any, RunResult, Verdict], tuple[int | None, str | None]]
-BuildRunner = Callable[[argparse.Namespace, str, Any], StressRunner]
 ProgressLine = Callable[[ProgressBar], Callable[[Progress], None]]
 
 
@@ -46,13 +45,26 @@ def _ask(prompt: str) -> None:
     sys.stdin.readline()
 
 
-def run(args: argparse.Namespace, device: str, *, build_runner: BuildRunner, progress_line: ProgressLine,
-        save: Save) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`rigscope stress`'s options for the run per firmware mode."""
+    parser.add_argument("--per-mode", nargs="?", const="", default=None, metavar="MODES",
+                        help="run the test once in each firmware mode (comma-separated, e.g. turbo,comfort; "
+                             "default: every mode the machine has) and compare them; --minutes defaults to 2")
+    parser.add_argument("--switch-modes", action="store_true",
+                        help="with --per-mode: let Rigscope switch msi-ec / platform_profile itself (needs root); "
+                             "otherwise you are asked to switch")
+
+
+def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
+    """The runs of ``session``'s request, one per mode, under the device lock the caller holds."""
+    device = session.device.name
     if device == "cpu":
         raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")
     if getattr(args, "output", None) or getattr(args, "baseline", None):
         raise UserError("--per-mode does not write -o records or check --baseline: run those one mode at a time")
     minutes = args.minutes if args.minutes is not None else QUICK_MINUTES
+    # Each mode's run: the session's request and checks, at the Quick test's length unless --minutes says.
+    config = stress_config(replace(session.request, duration_s=minutes * 60.0), session.device, session.settings)
     requested = [m.strip() for m in (args.per_mode or "").split(",") if m.strip()]
     bar_holder: list[ProgressBar] = []
     say: Callable[[str], None] = (lambda _text: None) if args.json else (
@@ -69,8 +81,7 @@ def run(args: argparse.Namespace, device: str, *, build_runner: BuildRunner, pro
         backend = SimulatedBackend(parse_profile_list(None))
         switch = SimulatedModes(backend.machine)
 
-        def make_runner(_mode: str) -> StressRunner:
-            config = StressConfig(device="sim", duration_s=minutes * 60.0, guard_c=args.guard_c)
+        def make_runner(_mode: str) -> StressRunner:  # each run a reader of the one simulated laptop
             return StressRunner(config, Sampler(backend.view()), on_progress=new_bar())
 
         def temperature() -> float | None:
@@ -80,10 +91,11 @@ def run(args: argparse.Namespace, device: str, *, build_runner: BuildRunner, pro
     else:
         switch = SysfsModes(allow_write=bool(args.switch_modes))
         watcher = open_gpu_backend()
-        timed = argparse.Namespace(**{**vars(args), "minutes": minutes})
 
         def make_runner(_mode: str) -> StressRunner:
-            return build_runner(timed, device, new_bar())
+            runner = own_runner(config)
+            runner.on_progress = new_bar()
+            return runner
 
         def temperature() -> float | None:
             readings = watcher.sample(RealClock().now())
@@ -103,8 +115,8 @@ def run(args: argparse.Namespace, device: str, *, build_runner: BuildRunner, pro
         for bar in bar_holder:
             bar.close()
         closing()
-    path = db_path(args)
-    saved = [save(path, r.result, r.verdict) for r in runs]
+    path = session.request.db_path
+    saved = [save_safely(path, r.result, r.verdict) for r in runs]
     sentences = mode_sentences([r.figures() for r in runs])
     comparison = compare([r.record for r in runs])
     if args.json:

@@ -10,9 +10,7 @@ refused second writer can say who holds it.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import re
 import socket
 import sys
 import time
@@ -22,11 +20,8 @@ from typing import IO, Any, Self
 
 from advisor.safetext import printable
 from desktop.errors import UserError
-from desktop.history.dbfile import check_target
-from desktop.paths import data_dir, ensure_private_dir
-from desktop.telemetry.model import GpuInfo
-
-log = logging.getLogger(__name__)
+from desktop.history.dbfile import resolve_db
+from desktop.paths import ensure_private_dir
 
 #: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
 _WIN_LOCK_OFFSET = 1 << 20
@@ -125,8 +120,9 @@ def _release(handle: IO[bytes]) -> None:
         handle.close()
 
 
-class _FileLock:
-    """An OS file lock held while the object is: acquire/release or ``with``; it dies with its process."""
+class FileLock:
+    """An OS file lock held while the object is: acquire/release or ``with``; it dies with its process
+    (the writer lock here; the stress device locks in desktop/sessions/gpu_locks.py)."""
 
     def __init__(self, lock_path: Path) -> None:
         self.lock_path = lock_path
@@ -166,75 +162,20 @@ class _FileLock:
         self.release()
 
 
-class WriterLock(_FileLock):
+class WriterLock(FileLock):
     """Exclusive right to write ``db_path``; ``acquire`` raises DatabaseBusy naming the holder."""
 
     def __init__(self, db_path: Path) -> None:
         # Named after the file, not the name given: a symlink (or a symlinked folder) to the same
-        # database must meet the same lock, or two recorders would both write it.
-        self.db_path = Path(os.path.realpath(db_path))
-        super().__init__(self.db_path.with_name(self.db_path.name + ".lock"))
+        # database must meet the same lock, or two recorders would both write it. ``acquire`` resolves
+        # and checks a plain path (``dbfile.resolve_db``); one resolve_db made is taken as it is.
+        self.db_path = db_path
+        super().__init__(db_path.with_name(db_path.name + ".lock"))
 
     def _check(self) -> None:
-        check_target(self.db_path)  # no lock file beside a folder, a text file or another program's database
+        # No lock file beside a folder, a text file or another program's database.
+        self.db_path = resolve_db(self.db_path)
+        self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
 
     def _busy(self) -> UserError:
         return DatabaseBusy(self.db_path, read_holder(self.lock_path))
-
-
-class DeviceBusy(UserError):
-    """Another stress test runs on this device; ``holder`` is what it wrote about itself."""
-
-    def __init__(self, device: str, holder: dict[str, Any] | None) -> None:
-        self.device = device
-        self.holder = holder or {}
-        super().__init__(f"a stress test is already running on {device} in {describe_holder(self.holder)}; "
-                         "wait for it to finish (or stop it) first: two runs on one device would measure "
-                         "each other")
-
-
-class DeviceLock(_FileLock):
-    """One stress test per device at a time: an OS file lock ``stress-<device>.lock`` in the data folder.
-
-    Keyed by the device as given (``cuda:0``, ``cpu``, ``sim``): it is taken before the workload
-    starts, when which NVML GPU ``cuda:N`` is cannot be known yet. Once it is, ``gpu_lock`` takes a
-    second one keyed by the GPU's UUID, so two shells whose ``CUDA_VISIBLE_DEVICES`` make different
-    ``cuda:N`` of one GPU are told apart. Like the writer lock it dies with its process.
-    """
-
-    def __init__(self, device: str, folder: Path | None = None, *, label: str | None = None) -> None:
-        self.device = label or device
-        key = re.sub(r"[^A-Za-z0-9_.-]", "-", device) or "device"
-        super().__init__((folder if folder is not None else data_dir()) / f"stress-{key}.lock")
-
-    def _busy(self) -> UserError:
-        return DeviceBusy(self.device, read_holder(self.lock_path))
-
-
-def gpu_lock(uuid: str, name: str, folder: Path | None = None) -> DeviceLock:
-    """The stress lock of one NVML GPU, by its UUID (named in a refusal by the GPU's name)."""
-    return DeviceLock(f"gpu-{uuid}", folder, label=f"{name} ({uuid})")
-
-
-class GpuClaims:
-    """The GPU locks a stress run takes once it knows its NVML GPU (``StressRunner.claim``), for the CLI and
-    the window alike; ``release`` lets them go when the run ends. A lock another run holds is DeviceBusy;
-    one that cannot be made (an unwritable data folder) is skipped, as the device lock is."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder
-        self.held: list[DeviceLock] = []
-
-    def claim(self, info: GpuInfo) -> None:
-        lock = gpu_lock(info.uuid, info.name, self.folder)
-        try:
-            lock.acquire()
-        except OSError as exc:
-            log.info("cannot create the GPU lock %s (%s): the run goes on without it", lock.lock_path, exc)
-            return
-        self.held.append(lock)
-
-    def release(self) -> None:
-        held, self.held = self.held, []
-        for lock in held:
-            lock.release()

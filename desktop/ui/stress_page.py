@@ -4,7 +4,8 @@ The runner runs on a worker QThread (it blocks); its progress callback crosses t
 by a queued signal. The torch work happens in the runner's child process: nothing here
 imports torch or the workloads. The history database is read and written off the GUI thread
 too (``background.Loader``): the table of earlier runs, and judging a finished run against
-them and storing it (``stress_work.finish_run``). Dependencies come in explicitly:
+them and storing it (the stress session's ``finish_run``). Start builds a ``StressSession``
+(desktop/sessions/stress.py) from the controls; it owns the run's sequence. Dependencies come in explicitly:
 ``make_runner(config)`` builds a ``StressRunner`` (the app gives it the sampler and clock; tests
 an accelerated simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
 
@@ -39,6 +40,16 @@ from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
 from advisor.verdict import Verdict
 from advisor.verdict_text import format_duration
+from desktop.errors import UserError
+from desktop.sessions.stress import (
+    FinishedRun,
+    StressRequest,
+    StressSession,
+    finish_run,
+    list_runs,
+    resolve_device,
+    stress_config,
+)
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.report import run_html
 from desktop.stress.run_model import Progress, RunResult, StressConfig
@@ -46,7 +57,7 @@ from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.stress_work import FinishedRun, StressWorker, finish_run, list_runs
+from desktop.ui.stress_work import StressWorker
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.plot_column import PlotColumn
 from desktop.ui.widgets.ring_buffer import RingBuffer
@@ -238,15 +249,18 @@ class StressPage(PageWidget):
             return int(data)
         return self.gpus[0][0] if self.gpus else 0
 
-    def selected_config(self, duration_s: float | None = None) -> StressConfig:
-        preset = self._preset()[1]
+    def selected_request(self, duration_s: float | None = None) -> StressRequest:
+        """What the controls ask for; the session resolves the device and the GPU index from it, once."""
         precision = self.precision.currentText()
-        gpu_index = self.selected_gpu()
-        # CUDA takes the chosen GPU by number; the runner then watches the NVML GPU the child names.
-        device = f"cuda:{gpu_index}" if self.device.startswith("cuda") and len(self.gpus) > 1 else self.device
-        return StressConfig(workload=self.workload.currentText(), device=device,
-                            dtype=None if precision == "default" else precision,
-                            duration_s=duration_s if duration_s is not None else preset, gpu_index=gpu_index)
+        return StressRequest(workload=self.workload.currentText(), device=self.device, gpu_index=self.selected_gpu(),
+                             dtype=None if precision == "default" else precision,
+                             duration_s=duration_s if duration_s is not None else self._preset()[1],
+                             db_path=self.db_path)
+
+    def selected_config(self, duration_s: float | None = None) -> StressConfig:
+        """The config the session runs for the controls' request."""
+        request = self.selected_request(duration_s)
+        return stress_config(request, resolve_device(request.device, request.gpu_index))
 
     def start_sustained(self) -> None:
         """The one-click test from elsewhere (the tray): Sustained 10 min with the chosen workload and precision."""
@@ -256,16 +270,18 @@ class StressPage(PageWidget):
     def start(self) -> None:
         if self.running:
             return
-        config = self.selected_config()
+        # The window's simulated GPU is its own machine, which no other process loads: no device lock on it.
+        session = StressSession(self.selected_request(), make_runner=self.make_runner, lock_simulated=False)
         try:
-            runner = self.make_runner(config)
-        except ValueError as exc:
+            config = session.config
+            session.prepare()
+        except (UserError, ValueError) as exc:  # a request the device cannot run, or no backend to run it on
             self.verdict_card.show_message("Cannot start", str(exc))
             return
         self._buffer.clear()
         self.result = self.verdict = None
         self.run_id = None
-        self.worker = StressWorker(runner, self)
+        self.worker = StressWorker(session, self)
         self.worker.progress.connect(self._on_progress)
         self.worker.started_on.connect(self._on_started)
         self.worker.done.connect(self._on_done)

@@ -9,7 +9,7 @@ import dataclasses
 import io
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -20,7 +20,8 @@ from desktop import cli, config
 from desktop.advice import Advice, advice_json, compute_advice
 from desktop.cli import advise, sample, stress
 from desktop.cli.common import ProgressBar
-from desktop.stress.run_model import Progress
+from desktop.sessions.stress import StressRequest, StressSession
+from desktop.stress.run_model import Progress, StressConfig
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
 from tests.unit.advisor.demo_db import DEMO_WEEK_END_S, stored_demo_week
@@ -170,17 +171,28 @@ def test_stress_progress_without_a_terminal_is_one_line_per_minute(monkeypatch: 
     class Stop(Exception):
         pass
 
-    def build_runner(_args: object, _device: object, on_progress: object) -> object:
-        assert callable(on_progress)
-        for second in range(0, 150, 10):  # 2.5 minutes of a 10-minute run
-            clock.now = 1000.0 + second
-            on_progress(Progress(elapsed_s=second, duration_s=600.0, throughput=100.0, unit="TFLOP/s",
-                                 temperature_c=70.0))
-        raise Stop
+    class Runner:
+        """Reports 2.5 minutes of a 10-minute run through the session's progress callback, then stops."""
 
-    monkeypatch.setattr(stress, "build_runner", build_runner)
+        config = StressConfig(device="sim", duration_s=600.0)
+        on_progress: Callable[[Progress], None] | None = None
+        on_start: object = None
+        claim: object = None
+
+        def run(self) -> object:
+            assert callable(self.on_progress)
+            for second in range(0, 150, 10):
+                clock.now = 1000.0 + second
+                self.on_progress(Progress(elapsed_s=second, duration_s=600.0, throughput=100.0, unit="TFLOP/s",
+                                          temperature_c=70.0))
+            raise Stop
+
+        def cancel(self) -> None:
+            pass
+
+    session = StressSession(StressRequest(device="sim"), make_runner=lambda _config: Runner())  # type: ignore[arg-type,return-value]
     with pytest.raises(Stop):
-        stress._run(argparse.Namespace(), "sim", None)
+        stress._run(argparse.Namespace(), session)
     assert created and created[0].line_every_s == stress.PROGRESS_LINE_EVERY_S == 60.0
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2, lines

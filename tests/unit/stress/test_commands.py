@@ -11,8 +11,8 @@ import pytest
 
 from advisor.log_verdict import verdicts_for_log
 from desktop.cli import main
-from desktop.cli.stress import resolve_device
 from desktop.history.store import HistoryStore
+from desktop.sessions.stress import resolve_device
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 
 
@@ -54,7 +54,8 @@ def test_usage_mistakes_exit_2_with_a_message(capsys: pytest.CaptureFixture[str]
 
 
 def test_default_device_without_nvidia_is_the_simulator_said_out_loud() -> None:
-    device, note = resolve_device(None)
+    resolved = resolve_device(None)
+    device, note = resolved.name, resolved.note
     # This machine has no NVIDIA driver; on one with a GPU the default is cuda:0 and no note.
     if device == "sim":
         assert note is not None and "simulated GPU" in note

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from desktop.cli import main
-from desktop.history.lock import DeviceBusy, DeviceLock, read_holder
+from desktop.history.lock import read_holder
 from desktop.history.store import HistoryStore
+from desktop.sessions.gpu_locks import DeviceBusy, DeviceLock
 
 #: The exit code of a run whose verdict was printed but could not be saved (README.md).
 NOT_SAVED = 6

@@ -3,7 +3,8 @@ was started in the window or in a terminal (a second would measure the first's l
 
 from __future__ import annotations
 
-from desktop.history.lock import DeviceLock
+from desktop.sessions.gpu_locks import DeviceLock
+from desktop.sessions.stress import StressSession
 from desktop.stress.run_model import StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.ui.stress_work import StressWorker
@@ -11,7 +12,7 @@ from desktop.ui.stress_work import StressWorker
 
 def _worker(device: str) -> tuple[StressWorker, list[str], list[object]]:
     runner = StressRunner(StressConfig(workload="gemm", device=device, duration_s=1.0, size=64, threads=1))
-    worker = StressWorker(runner)
+    worker = StressWorker(StressSession.for_runner(runner, lock_simulated=False))
     refused: list[str] = []
     done: list[object] = []
     worker.refused.connect(refused.append)
@@ -59,7 +60,7 @@ def test_the_window_holds_the_device_while_its_test_runs_and_lets_go_after(qtbot
 
 
 def test_the_window_refuses_a_gpu_a_terminal_loads_under_another_cuda_number(qtbot) -> None:
-    from desktop.history.lock import gpu_lock
+    from desktop.sessions.gpu_locks import gpu_lock
     from desktop.telemetry.sampler import Sampler
     from tests.unit.stress.test_device_mapping import FakeCudaRunner, two_gpus
 
@@ -70,7 +71,7 @@ def test_the_window_refuses_a_gpu_a_terminal_loads_under_another_cuda_number(qtb
         runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
                                 config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
                                 sampler=Sampler(backend), owns_sampler=True)
-        worker = StressWorker(runner)
+        worker = StressWorker(StressSession.for_runner(runner, lock_simulated=False))
         refused: list[str] = []
         worker.refused.connect(refused.append)
         worker.start()

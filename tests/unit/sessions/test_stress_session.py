@@ -1,0 +1,191 @@
+"""The stress session on its own: the whole sequence (device, checks, locks, runner, earlier runs, verdict,
+history, exit code) driven with the simulated GPU on an injected clock and plain callbacks, no Qt, no CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop.errors import UserError
+from desktop.history.store import HistoryStore
+from desktop.sessions import stress as session_module
+from desktop.sessions.gpu_locks import DeviceBusy, DeviceLock, gpu_lock
+from desktop.sessions.stress import (
+    EXIT_NOT_SAVED,
+    StressDevice,
+    StressRequest,
+    StressSession,
+    resolve_device,
+)
+from desktop.stress.run_model import Progress, SimClock, StressConfig
+from desktop.stress.runner import StressRunner, runner_factory
+from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.sampler import Sampler, open_gpu_backend
+from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+from tests.unit.stress.test_device_mapping import FakeCudaRunner, two_gpus
+
+
+def _sim_runners(profiles: str = "rtx4090-laptop", seen: list[StressConfig] | None = None) -> Any:
+    """The window's factory over a simulated machine, on one clock that jumps (a 10-minute test in under a second;
+    a later run starts later)."""
+    make = runner_factory(lambda: SimulatedBackend(parse_profile_list(profiles), ManualLoad(), seed=5),
+                          clock=SimClock(real_s_per_s=0.0))
+
+    def build(config: StressConfig) -> StressRunner:
+        if seen is not None:
+            seen.append(config)
+        return make(config)
+
+    return build
+
+
+class Heard:
+    """Every callback the session calls, in order."""
+
+    def __init__(self) -> None:
+        self.phases: list[str] = []
+        self.progress: list[Progress] = []
+        self.started: list[tuple[GpuInfo | None, float | None]] = []
+        self.warnings: list[str] = []
+
+    def callbacks(self) -> dict[str, Any]:
+        return {"on_phase": self.phases.append, "on_progress": self.progress.append,
+                "on_start": lambda info, guard: self.started.append((info, guard)),
+                "on_warning": self.warnings.append}
+
+
+def test_a_sustained_run_is_judged_saved_and_the_next_compared_with_it(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    heard = Heard()
+    runners = _sim_runners()
+    session = StressSession(StressRequest(device="sim", duration_s=600.0, db_path=db), make_runner=runners,
+                            lock_folder=tmp_path, **heard.callbacks())
+    first = session.run()
+    assert heard.phases == ["running", "judging", "saving", "done"]
+    assert heard.progress and heard.progress[-1].elapsed_s >= 600.0 and heard.warnings == []
+    (info, guard_c), = heard.started
+    assert info is not None and info.index == 0 and guard_c == 90.0  # the laptop's 87 °C slowdown + 3
+    assert first.verdict.throttled and first.verdict.cause_family == "thermal" and first.exit_code == 1
+    assert first.run_id is not None and first.save_error is None and first.earlier == []
+    with HistoryStore.open(db, readonly=True) as store:
+        assert [r.run_id for r in store.stress_runs()] == [first.run_id]
+    second = StressSession(StressRequest(device="sim", duration_s=600.0, db_path=db), make_runner=runners,
+                           lock_folder=tmp_path).run()
+    assert [r.run_id for r in second.earlier] == [first.run_id]
+    assert "baseline" in second.verdict.comparison and second.run_id == first.run_id + 1
+
+
+def test_the_device_and_gpu_index_are_resolved_once_and_reach_the_runner_as_one_value(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[int] = []
+    def counting_open() -> Any:
+        opened.append(1)
+        return open_gpu_backend()
+
+    monkeypatch.setattr(session_module, "open_gpu_backend", counting_open)
+    seen: list[StressConfig] = []
+    session = StressSession(StressRequest(gpu_index=1, duration_s=30.0), make_runner=_sim_runners(
+        "rtx4090-laptop,rtx4090", seen), lock_folder=tmp_path)
+    # No NVIDIA GPU here: the default device is the simulated one, said once, with the GPU picked.
+    assert session.device == StressDevice("sim", 1, session.device.note) and session.device.note
+    outcome = session.run()
+    assert len(opened) == 1  # asked once, when the session was made; never again on the way to the runner
+    (config,) = seen
+    assert (config.device, config.gpu_index) == ("sim", 1)
+    assert outcome.result.gpu is not None and outcome.result.gpu.index == 1 and "Laptop" not in outcome.result.gpu.name
+    # CUDA: the picked GPU is the child's device (the runner asks CUDA for the PCI bus order).
+    cuda = StressSession(StressRequest(device="cuda:0", gpu_index=1))
+    assert cuda.device == StressDevice("cuda:1", 1) and cuda.config.device == "cuda:1"
+    assert "cuda:1" in StressRunner(cuda.config).child_command()
+    assert resolve_device("cuda:2") == StressDevice("cuda:2", 2) and resolve_device("cuda") == StressDevice("cuda:0", 0)
+
+
+def test_the_session_holds_the_device_while_it_runs_and_refuses_a_busy_one(tmp_path: Path) -> None:
+    during: list[bool] = []
+
+    def probe(_progress: Progress) -> None:
+        if not during:
+            other = DeviceLock("sim", tmp_path)
+            with pytest.raises(DeviceBusy):
+                other.acquire()
+            during.append(True)
+
+    session = StressSession(StressRequest(device="sim", duration_s=10.0), make_runner=_sim_runners(),
+                            lock_folder=tmp_path, on_progress=probe)
+    session.run()
+    assert during == [True]
+    with DeviceLock("sim", tmp_path):  # released at the end
+        built: list[StressConfig] = []
+        busy = StressSession(StressRequest(device="sim", duration_s=10.0), make_runner=_sim_runners(seen=built),
+                             lock_folder=tmp_path)
+        with pytest.raises(DeviceBusy, match="already running on sim"):
+            busy.run()
+        assert built == []  # refused before any runner (or backend) was made
+        # The window's simulated GPU is its own machine: no lock is taken on it there.
+        StressSession(StressRequest(device="sim", duration_s=10.0), make_runner=_sim_runners(),
+                      lock_folder=tmp_path, lock_simulated=False).run()
+
+
+def test_a_gpu_another_run_holds_under_another_cuda_number_is_refused(tmp_path: Path) -> None:
+    backend, gpus = two_gpus()
+    held = gpu_lock(gpus[1].uuid, gpus[1].name, tmp_path)
+    held.acquire()
+    try:
+        def fake_child(config: StressConfig) -> StressRunner:
+            return FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
+                                  config=StressConfig(device=config.device, duration_s=30.0, interval_s=0.05),
+                                  sampler=Sampler(backend), owns_sampler=True)
+
+        session = StressSession(StressRequest(device="cuda:0", duration_s=30.0), make_runner=fake_child,
+                                lock_folder=tmp_path)
+        with pytest.raises(DeviceBusy, match="NVIDIA GeForce RTX 4090"):
+            session.run()
+    finally:
+        held.release()
+    with DeviceLock("cuda:0", tmp_path):  # the device lock went with the refused run
+        pass
+
+
+def test_a_history_that_cannot_be_read_or_written_keeps_the_verdict_and_says_why(tmp_path: Path) -> None:
+    heard = Heard()
+    folder = tmp_path / "not-a-database"
+    folder.mkdir()
+    outcome = StressSession(StressRequest(device="sim", duration_s=600.0, db_path=folder),
+                            make_runner=_sim_runners(), lock_folder=tmp_path, **heard.callbacks()).run()
+    assert outcome.verdict.throttled and outcome.run_id is None and outcome.earlier == []
+    assert outcome.save_error and outcome.exit_code == EXIT_NOT_SAVED
+    assert len(heard.warnings) == 1 and heard.warnings[0].startswith(f"cannot read earlier runs from {folder}: ")
+
+
+def test_no_history_no_save_and_a_cancel_is_an_aborted_run(tmp_path: Path) -> None:
+    session: StressSession
+
+    def cancel_soon(progress: Progress) -> None:
+        if progress.elapsed_s >= 20.0:
+            session.cancel()
+
+    session = StressSession(StressRequest(device="sim", duration_s=600.0), make_runner=_sim_runners(),
+                            lock_folder=tmp_path, on_progress=cancel_soon)
+    outcome = session.run()
+    assert outcome.result.status == "cancelled" and outcome.verdict.status == "aborted" and outcome.exit_code == 4
+    assert outcome.run_id is None and outcome.save_error is None and outcome.earlier == []
+
+
+@pytest.mark.parametrize(("request_", "message"), [
+    (StressRequest(device="sim", duration_s=-60.0), "positive number"),
+    (StressRequest(device="sim", duration_s=1441 * 60.0), "beyond a day"),
+    (StressRequest(device="sim", guard_c=20.0), "below room temperature"),
+    (StressRequest(device="cpu", dtype="tf32"), "tf32 is a GPU precision"),
+    (StressRequest(device="sim", workload="train"), "GEMM throughput only"),
+])
+def test_a_request_the_device_cannot_run_is_refused_before_any_runner(tmp_path: Path, request_: StressRequest,
+                                                                      message: str) -> None:
+    built: list[StressConfig] = []
+    session = StressSession(request_, make_runner=_sim_runners(seen=built), lock_folder=tmp_path)
+    with pytest.raises(UserError, match=message):
+        session.run()
+    assert built == []
+    with pytest.raises(UserError, match="unknown device"):
+        StressSession(StressRequest(device="tpu"))
