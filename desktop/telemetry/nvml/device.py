@@ -39,6 +39,8 @@ class NvmlDevice:
     pcie_prev: tuple[float, float, float] | None = None
     #: The clock-event time counters: which field ids to ask and believe (set with the driver version at open).
     counters: CounterTracker = field(default_factory=CounterTracker)
+    #: (CallMemory.changes, counter ids rejected) when the dropped counter ids were last filed as unsupported.
+    counters_dropped: tuple[int, int] | None = None
     #: Newest per-process utilization sample seen (driver CPU time, µs): the next poll asks for newer ones.
     util_seen_us: int = 0
     #: Where the last utilization window ended (driver CPU µs), the driver's sample period once seen, and
@@ -48,6 +50,8 @@ class NvmlDevice:
     last_field_stamp_us: int = 0
     #: The field ids of the last field-values request and its ctypes array, reused while the ids stay the same.
     field_request: tuple[tuple[int, ...], Any] | None = None
+    #: The field ids asked, and the (CallMemory.changes, counters rejected) they were worked out at.
+    wanted_fields: tuple[tuple[int, int], list[int]] | None = None
     #: Process polls so far, and the utilization of each pid listed at the last one that asked (None: n/a).
     process_polls: int = 0
     util_last: dict[int, Any] | None = None

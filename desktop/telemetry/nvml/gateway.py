@@ -136,6 +136,8 @@ class CallMemory:
     #: Queries answered, and errors met, in the current read: a read where all failed is a lost GPU.
     answered: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Bumped whenever ``unsupported`` changes, so what is derived from it can be kept until then.
+    changes: int = 0
 
     def begin_read(self) -> None:
         self.answered, self.errors = 0, []
@@ -147,7 +149,10 @@ class CallMemory:
         return key in self.unsupported
 
     def mark_unsupported(self, *keys: str) -> None:
+        before = len(self.unsupported)
         self.unsupported.update(keys)
+        if len(self.unsupported) != before:
+            self.changes += 1
 
     def forget_unsupported(self, key: str | None = None) -> None:
         """Ask ``key`` (every key when None) again."""
@@ -155,6 +160,7 @@ class CallMemory:
             self.unsupported.clear()
         else:
             self.unsupported.discard(key)
+        self.changes += 1
 
     def failure(self, key: str) -> str | None:
         """The message of the last failure of ``key`` while it is remembered."""
@@ -289,7 +295,7 @@ class NvmlGateway:
             memory.failed.pop(key, None)
             return True
         if code in MISSING_CODES:
-            memory.unsupported.add(key)
+            memory.mark_unsupported(key)
         elif code in LOST_CODES:
             raise NvmlLost(f"field {field_id} answered NVML error {code}")
         elif code not in TRANSIENT_CODES:
@@ -346,7 +352,7 @@ class NvmlGateway:
             self._note_unknown(func, None, key)
         if code in MISSING_CODES:
             if memory is not None:
-                memory.unsupported.add(key)
+                memory.mark_unsupported(key)
             return MISSING
         if code in TRANSIENT_CODES:
             return MISSING
@@ -366,7 +372,7 @@ class NvmlGateway:
 
     def _note_unknown(self, func: str, memory: CallMemory | None, key: str) -> None:
         if memory is not None:
-            memory.unsupported.add(key)
+            memory.mark_unsupported(key)
         if func not in self._unknown_functions:
             self._unknown_functions.add(func)
             # INFO, not WARNING: most have an older stand-in, and `doctor` lists the rest.

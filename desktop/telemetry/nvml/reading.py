@@ -3,7 +3,9 @@
 Per tick and GPU six calls: one ``nvmlDeviceGetFieldValues`` batch (power, energy, PCIe byte
 and clock-event counters) plus utilization, memory, temperature, SM clock and clock-event
 reasons. The fan and P-state are refreshed on a slower period, the memory clock there too when the
-P-state moved (it sets the memory clock), and with the PCIe link on a slower period still. A newer call that is missing falls back to its older stand-in.
+P-state moved (it sets the memory clock), and with the PCIe link on a slower period still. A newer
+call that is missing falls back to its older stand-in. The batch goes through the driver's C symbol
+into a request array kept per GPU, so a tick builds no ctypes array and no id list of its own.
 """
 
 from __future__ import annotations
@@ -120,11 +122,25 @@ def _ask_fields(gateway: NvmlGateway, dev: NvmlDevice, wanted: list[int]) -> Any
     return array if answered is True else MISSING
 
 
-def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[float, float | None]]:
-    """Ask the batch call for every field this GPU still answers: {field id: (value, timestamp_s)}."""
+def _wanted_fields(gateway: NvmlGateway, dev: NvmlDevice) -> list[int]:
+    """The field ids to ask this tick: kept while nothing was learnt (no id newly NotSupported, rejected as
+    a counter, or resting after a failure), since working it out again costs more than the call's setup."""
+    calls = dev.calls
+    key = (calls.changes, len(dev.counters.rejected))
+    resting = any(k.startswith("field:") for k in calls.failed) if calls.failed else False
+    kept = dev.wanted_fields
+    if kept is not None and kept[0] == key and not resting:
+        return kept[1]
     unsupported = _unsupported_fields(dev)
     wanted = [f for f in (*(f for f in TICK_FIELDS if f not in unsupported), *dev.counters.fields(unsupported))
-              if not gateway.skips(dev.calls, f"field:{f}")]
+              if not gateway.skips(calls, f"field:{f}")]
+    dev.wanted_fields = None if resting else (key, wanted)
+    return wanted
+
+
+def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[float, float | None]]:
+    """Ask the batch call for every field this GPU still answers: {field id: (value, timestamp_s)}."""
+    wanted = _wanted_fields(gateway, dev)
     if not wanted:
         return {}
     values = _ask_fields(gateway, dev, wanted)
@@ -139,8 +155,11 @@ def _field_values(gateway: NvmlGateway, dev: NvmlDevice) -> dict[int, tuple[floa
             dev.calls.mark_unsupported(*(f"field:{f}" for f in (*TICK_FIELDS, *ALL_COUNTER_FIELD_IDS)))
         return {}
     out: dict[int, tuple[float, float | None]] = {}
+    calls = dev.calls
     for requested, entry in zip(wanted, values, strict=False):
-        if not gateway.field_answered(dev.calls, requested, int(getattr(entry, "nvmlReturn", 999))):
+        code = int(getattr(entry, "nvmlReturn", 999))
+        # An answer clears a remembered failure; with none remembered there is nothing to file.
+        if (code != 0 or calls.failed) and not gateway.field_answered(calls, requested, code):
             continue
         value = field_number(entry)
         if value is not None:
@@ -274,7 +293,11 @@ def _clock_event_seconds(dev: NvmlDevice, fields: dict[int, tuple[float, float |
     learns what the GPU answers), after a counter reset, and while no field answered is believed
     (nvml/counters.py). A field found to be no time counter is remembered as NotSupported.
     """
-    counted = dev.counters.update(fields, reasons, now_s)
-    dropped = dev.counters.rejected | (ALL_COUNTER_FIELD_IDS - dev.counters.candidate_ids)
-    dev.calls.mark_unsupported(*(f"field:{f}" for f in dropped))
+    counters = dev.counters
+    counted = counters.update(fields, reasons, now_s)
+    # Filed again only when something changed (an id rejected, or what was unsupported forgotten), not every tick.
+    if (dev.calls.changes, len(counters.rejected)) != dev.counters_dropped:
+        dropped = counters.rejected | (ALL_COUNTER_FIELD_IDS - counters.candidate_ids)
+        dev.calls.mark_unsupported(*(f"field:{f}" for f in dropped))
+        dev.counters_dropped = (dev.calls.changes, len(counters.rejected))
     return counted

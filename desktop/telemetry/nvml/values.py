@@ -88,10 +88,13 @@ def as_text(value: Any) -> str | None:
     return None
 
 
+#: nvmlValueType_t -> the nvmlValue_t member that holds the value.
+_VALUE_MEMBERS: Final = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
 def field_number(entry: Any) -> float | None:
     """Decode a c_nvmlFieldValue_t by its valueType."""
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
-        int(getattr(entry, "valueType", -1)))
+    member = _VALUE_MEMBERS.get(int(getattr(entry, "valueType", -1)))
     if member is None:
         return None
     return as_number(getattr(entry.value, member, None))
