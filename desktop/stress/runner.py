@@ -10,9 +10,9 @@ For the simulated GPU there is no child: the runner sets the simulator's load an
 throughput from its clock model, which also lets tests run a ten-minute test on an injected
 clock in milliseconds. In the window that is the window's own simulated machine (a second
 reader of it, ``SimulatedBackend.view``), so the Dashboard, the alerts and the Processes page
-see the test's load, heat and process. No Qt here: progress goes to a plain callback, which the CLI and the
-GUI worker both use. What a run is (its config, clocks, progress and result) lives in
-desktop.stress.run_model.
+see the test's load, heat and process. No Qt here: progress goes to a plain callback, which the stress session
+(desktop/sessions/stress.py) passes on to the CLI and the GUI worker. What a run is (its config, clocks,
+progress and result) lives in desktop.stress.run_model.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class StressRunner:
         self.on_child_started = on_child_started
         #: Called once with the GPU under test and the guard temperature (for chart limit lines).
         self.on_start = on_start
-        #: Called with the NVML GPU as soon as it is known, before the samples are watched: the caller
+        #: Called with the NVML GPU as soon as it is known, before the samples are watched: the session
         #: takes its per-GPU lock there (raising DeviceBusy refuses the run and ends the child).
         self.claim: Callable[[GpuInfo], None] | None = None
         self._cancel = threading.Event()
