@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from desktop.stress.run_model import Clock
     from desktop.ui.pages.advisor_history import HistoryPage
     from desktop.ui.pages.settings_page import SettingsPage
-    from desktop.ui.stress_page import StressPage
+    from desktop.ui.pages.stress_page import StressPage
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class RigscopeApp(QObject):
         show on the Dashboard, the Processes page and in the alerts too.
         """
         from desktop.stress.runner import runner_factory
-        from desktop.ui.stress_page import StressPage
+        from desktop.ui.pages.stress_page import StressPage
 
         gpu = self.sampler.gpu
         open_backend: Callable[[], GpuBackend]

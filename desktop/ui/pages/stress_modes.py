@@ -21,7 +21,7 @@ from advisor.safetext import printable
 from advisor.verdict import Verdict
 from desktop.stress.per_mode import ModeRun, ModeSwitch, mode_name
 from desktop.stress.portable import record_from_stress
-from desktop.ui.stress_page import StressPage
+from desktop.ui.pages.stress_page import StressPage
 
 #: The Quick preset's place among the page's presets ("Quick 2 min").
 QUICK_PRESET = 0

@@ -123,6 +123,6 @@ def test_a_few_seconds_are_too_short_to_judge() -> None:
 
 def test_the_sustained_preset_is_the_baseline_length() -> None:
     from advisor.baseline import SUSTAINED_S
-    from desktop.ui.stress_page import PRESETS
+    from desktop.ui.pages.stress_page import PRESETS
 
     assert dict(PRESETS)["Sustained 10 min"] == SUSTAINED_S

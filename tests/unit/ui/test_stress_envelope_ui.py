@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytestqt.qtbot import QtBot
 
 from advisor.verdict import Verdict
-from desktop.ui.stress_page import StressPage
+from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import LIGHT, resolve
 from desktop.ui.widgets.stress_verdict_card import VerdictCard
 from tests.unit.ui.test_stress_page import sim_runners

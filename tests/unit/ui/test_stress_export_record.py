@@ -15,7 +15,7 @@ from desktop.stress.portable import read_record, record_from_stress
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import RunResult, StressConfig
 from desktop.telemetry.model import GpuInfo
-from desktop.ui.stress_page import StressPage
+from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve
 
 T0 = 1_795_000_000.0

@@ -18,7 +18,7 @@ from desktop.stress.portable import read_record
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-from desktop.ui.stress_page import StressPage
+from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve
 from tests.unit.ui.conftest import gui_stays_responsive
 

@@ -14,7 +14,7 @@ from advisor.frame import StressResult
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-from desktop.ui.stress_page import MIN_SPANS, StressPage
+from desktop.ui.pages.stress_page import MIN_SPANS, StressPage
 from desktop.ui.theme import resolve
 from desktop.ui.widgets.stress_runs import NO_RUN_TITLE, run_cells
 

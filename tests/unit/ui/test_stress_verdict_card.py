@@ -10,7 +10,7 @@ from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
 from advisor.verdict import Verdict
-from desktop.ui.stress_page import StressPage
+from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import DARK, LIGHT
 from desktop.ui.widgets.stress_runs import NO_RUN_TITLE
 from desktop.ui.widgets.stress_verdict_card import NO_RUN_TEXT, VerdictCard
