@@ -52,8 +52,10 @@ def test_the_headless_session_records_the_samples_and_runs_the_retention_in_forc
     assert passes and passes[-1] == (RetentionSettings(raw_days=9), 25.0)
     assert session.final_status is not None and session.final_status.rows_written == 4
     assert session.lost_on_close is None and session.writer is None and not said
-    with HistoryStore.open(db, readonly=True) as store:
-        assert store.counts()["gpu_samples"] == 4
+    with HistoryStore.open(db, readonly=True) as store:  # the four samples as the history reads them back
+        (gpu,) = store.gpus()
+        rows = store.query(gpu.uuid, ["utilization_gpu_pct"], T0, T0 + 60, resolution="raw")
+        assert len(rows) == 4 and list(rows.time_s) == [T0 + 1, T0 + 2, T0 + 3, T0 + 4]
 
 
 def test_one_writer_at_a_time_the_window_reads_beside_the_recorder(tmp_path: Path) -> None:
