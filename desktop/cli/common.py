@@ -27,20 +27,25 @@ if TYPE_CHECKING:
 
 
 def db_path(args: argparse.Namespace, demo: bool = False) -> Path:
-    """``--db`` with ``~`` expanded, else the default database (the demo one for ``demo``)."""
-    given = getattr(args, "db", None)
-    if given:
-        return Path(given).expanduser()
-    return demo_db_path() if demo else default_db_path()
+    """``--db``, else the default database (the demo one for ``demo``), as ``dbfile.resolve_db`` makes it:
+    ``~`` expanded, symlinks resolved, checked. The result is what the lock, store and writer take as it is:
+    it is resolved once per command (the first call keeps the result in ``args``)."""
+    from desktop.history.dbfile import resolve_db
+
+    resolved: dict[bool, Path] = getattr(args, "_db_paths", {})
+    if demo not in resolved:
+        given = getattr(args, "db", None)
+        args._db_paths = {**resolved, demo: resolve_db(given or (demo_db_path() if demo else default_db_path()))}
+    path: Path = args._db_paths[demo]
+    return path
 
 
 def check_db_arg(args: argparse.Namespace) -> None:
-    """Refuse a folder given as ``--db`` before a command starts (a stress run would otherwise run
-    for minutes and only then fail to save, and `service install` would write a unit that fails)."""
-    given = getattr(args, "db", None)
-    if given and (path := Path(given).expanduser()).is_dir():
-        raise UserError(f"{printable(path)} is a folder, not a database file; give a file name inside it, "
-                        f"e.g. --db {printable(path / 'history.sqlite')}")
+    """Refuse a ``--db`` that cannot be a history database (a folder, another program's file) before a command
+    starts: a stress run would otherwise run for minutes and only then fail to save, and `service install`
+    would write a unit that fails."""
+    if getattr(args, "db", None):
+        db_path(args)
     if getattr(args, "command", None) in OPENS_HISTORY:  # before the command opens it: nothing else has it open
         from desktop.history.store import HistoryStore
 

@@ -27,6 +27,7 @@ _SKIPS_SHOWN = 20
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.history.dberrors import environment_problem
     from desktop.history.dbfile import is_sqlite_file
     from desktop.history.importer import import_result
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
@@ -72,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
                 reports.append(_import_report(file, result, imported, machine))
             store.run_rollups(args.now_s)
     except sqlite3.Error as exc:
-        reason = _environment_problem(exc)
+        reason = environment_problem(exc)
         if reason is None:
             raise  # a bug, not the environment: the traceback is wanted
         raise UserError(f"cannot import into {printable(path)}: {reason}{_KEPT}") from exc
@@ -88,16 +89,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 _KEPT = "; rows already written are kept, and running the import again adds only the rest"
-
-
-def _environment_problem(exc: sqlite3.Error) -> str | None:
-    """The user's words for a database error the environment caused; None for a bug."""
-    from desktop.history import codec
-
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    if name.startswith("SQLITE_FULL") or "database or disk is full" in str(exc).lower():
-        return "the disk is full (or the database reached its size limit)"
-    return codec.environment_problem(exc)
 
 
 def _import_report(file: Path, result: ImportResult, imported: int, machine: str | None) -> dict[str, Any]:

@@ -163,37 +163,6 @@ def int_column(values: npt.ArrayLike, scale: int) -> list[int | None]:
     return obj.tolist()  # type: ignore[no-any-return]
 
 
-def is_corruption(exc: sqlite3.DatabaseError) -> bool:
-    """SQLITE_CORRUPT / SQLITE_NOTADB: the file itself is damaged (not busy, not read-only)."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return True
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return name.startswith("SQLITE_FULL") or "database or disk is full" in str(exc).lower()
-
-
-def environment_problem(exc: BaseException) -> str | None:
-    """A user-facing sentence when ``exc`` is the environment's fault (read-only, permissions)."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    text = str(exc).lower()
-    if name.startswith("SQLITE_READONLY") or "readonly database" in text or "read-only" in text:
-        return "the history database is read-only (a read-only file system or missing write permission)"
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM")) or "unable to open" in text:
-        return "the history database cannot be opened (check the folder exists and is writable)"
-    if isinstance(exc, PermissionError):
-        return f"no permission to write the history database ({exc})"
-    if isinstance(exc, sqlite3.DatabaseError) and is_corruption(exc):
-        return "the history database file is damaged; restart to move it aside and start a fresh one"
-    if name.startswith("SQLITE_IOERR") or "disk i/o error" in text:
-        return "a disk I/O error while writing the history database"
-    return None
-
-
 #: Stands for NULL on the way out of SQLite (history tables hold integers, never this).
 _NULL = 1e308
 

@@ -23,14 +23,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
+from advisor.safetext import printable
 from desktop.errors import UserError
 from desktop.history import schema
 
@@ -109,6 +111,41 @@ def open_here(path: Path) -> bool:
     return any(_is_live(c) for c in conns)
 
 
+if sys.platform == "win32":
+    from pathlib import WindowsPath as _SystemPath
+else:
+    from pathlib import PosixPath as _SystemPath
+
+
+class DbPath(_SystemPath):
+    """A history database's path as ``resolve_db`` made it: absolute, ``~`` expanded, symlinks resolved
+    (a symlink and the file it names are one database: one writer lock, one ``-wal``), and checked
+    (``check_target``). The writer lock, the store, the writer and the orphaned-job pass take it as it
+    is; a plain ``Path`` they are given goes through ``resolve_db`` first. It is a ``Path`` everywhere
+    else; a path made from it (its ``.lock``, ``-wal``, parent) is a plain ``Path``, never "checked"."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _from_parsed_parts(cls, drv: str, root: str, parts: list[str]) -> Any:  # Python 3.11's derived paths
+        return _SystemPath._from_parsed_parts.__func__(_SystemPath, drv, root, parts)  # type: ignore[attr-defined]
+
+    def with_segments(self, *segments: Any) -> Any:  # Python 3.12 and later: the same, by its public hook
+        return _SystemPath(*segments)
+
+
+def resolve_db(value: str | os.PathLike[str]) -> DbPath:
+    """The one place the user's database path (``--db``, the settings, a test's file) becomes the path every
+    opener uses: ``~`` expanded, symlinks resolved, then refused if it cannot be a history database
+    (``check_target``: a folder, a device, a file that is not SQLite, another program's database).
+    A ``DbPath`` is returned as it is: it was resolved and checked when it was made."""
+    if isinstance(value, DbPath):
+        return value
+    path = DbPath(os.path.realpath(Path(value).expanduser()))
+    check_target(path)
+    return path
+
+
 class NotOurDatabase(UserError):
     """``path`` exists and is not a Rigscope history database: nothing may write, migrate or move it."""
 
@@ -126,8 +163,8 @@ def check_target(path: Path) -> None:
     except OSError:
         return  # missing (created later) or unreadable (opening says why)
     if stat.S_ISDIR(info.st_mode):
-        raise UserError(f"{path} is a folder, not a database file; give a file name inside it, "
-                        f"e.g. --db {path / 'history.sqlite'}")
+        raise UserError(f"{printable(path)} is a folder, not a database file; give a file name inside it, "
+                        f"e.g. --db {printable(path / 'history.sqlite')}")
     if not stat.S_ISREG(info.st_mode):
         raise NotOurDatabase(path, "it is not a regular file")
     kind = header_kind(path)
@@ -141,7 +178,7 @@ def _tables_say(path: Path) -> bool | None:
     if not _header_is_sane(_read_header(path) or b""):
         return None
     try:
-        conn = connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
         try:
             names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -267,7 +304,7 @@ def check_writable(path: Path) -> None:
 def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
     """An autocommit connection in WAL mode at the latest schema; ``verify`` runs a quick_check first.
 
-    Raises sqlite3.DatabaseError for a damaged file (``codec.is_corruption`` tells which),
+    Raises sqlite3.DatabaseError for a damaged file (``dberrors.is_corruption`` tells which),
     NotOurDatabase for another program's database and UserError for a read-only one."""
     check_writable(path)
     conn = connect(str(path))

@@ -231,13 +231,17 @@ def close_orphaned_jobs_at(path: Path, now_s: float) -> list[JobRecord]:
     """``close_orphaned_jobs`` on the database at ``path``, for a command about to open it (nothing else of this
     process has it open yet). Never creates, migrates or fails: a missing, read-only, busy, foreign or newer
     file is left as it is, to the command that opens it to say what is wrong."""
+    from desktop.errors import UserError
+    from desktop.history.dbfile import connect, resolve_db
     from desktop.history.schema import SCHEMA_VERSION
 
     try:
-        if not path.is_file():
+        db = resolve_db(path)  # taken as it is when the command resolved it already
+        if not db.is_file():
             return []
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=2.0)
-    except (OSError, ValueError, sqlite3.Error):
+        # Made by dbfile.connect like every history connection, so this process knows the file is open.
+        conn = connect(f"{db.as_uri()}?mode=rw", uri=True, timeout=2.0)
+    except (OSError, ValueError, sqlite3.Error, UserError):
         return []
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])

@@ -37,16 +37,17 @@ from advisor.frame import Event, StressResult
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
 from desktop.errors import UserError
-from desktop.history import bulk, codec, jobs, rollup, schema, stress_runs, usage_query
+from desktop.history import bulk, codec, dberrors, jobs, rollup, schema, stress_runs, usage_query
 from desktop.history.dbfile import (
+    DbPath,
     NotOurDatabase,
     Transaction,
-    check_target,
     connect,
     connect_rw,
     is_own_connection,
     may_move_aside,
     move_aside,
+    resolve_db,
 )
 from desktop.history.job_model import GuardEvent, JobRecord, JobSeries
 from desktop.history.query import QUERYABLE, QueryResult, Resolution, process_history, run_query
@@ -132,10 +133,11 @@ class HistoryStore:
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, verify: bool = False) -> HistoryStore:
         """Open (creating or migrating as needed). ``verify`` also runs ``PRAGMA quick_check``
-        (about a second per 100 MB): the long-lived writer does; short writes (a stress result) need not."""
-        # A symlink and the file it names are one database: one lock, one set of -wal/-shm files.
-        path = Path(os.path.realpath(path))
-        check_target(path)  # a folder, a device, a text file or another program's database: refused
+        (about a second per 100 MB): the long-lived writer does; short writes (a stress result) need not.
+
+        ``path`` is taken as it is when ``resolve_db`` made it (the command line and the writer do), else
+        resolved and checked there first: a folder, a device, a text file or another program's database is refused."""
+        path = resolve_db(path)
         if readonly:
             return cls._open_readonly(path)
         try:
@@ -150,7 +152,7 @@ class HistoryStore:
         try:
             conn = connect_rw(path, verify)
         except sqlite3.DatabaseError as exc:
-            if not codec.is_corruption(exc):
+            if not dberrors.is_corruption(exc):
                 raise cls._as_user_error(path, exc) from exc
             if not may_move_aside(path):  # only a damaged *Rigscope* database is ours to move
                 raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's"
@@ -161,18 +163,18 @@ class HistoryStore:
         return cls(conn, path, readonly=False, recovered_from=recovered)
 
     @classmethod
-    def _open_readonly(cls, path: Path) -> HistoryStore:
+    def _open_readonly(cls, path: DbPath) -> HistoryStore:
         if not path.exists():
             raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
         conn: sqlite3.Connection | None = None
         try:
-            conn = connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            conn = connect(f"{path.as_uri()}?mode=ro", uri=True)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             own = is_own_connection(conn)
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
-            if codec.is_corruption(exc) and not may_move_aside(path):
+            if dberrors.is_corruption(exc) and not may_move_aside(path):
                 raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's") from exc
             raise cls._as_user_error(path, exc) from exc
         if own is False:
@@ -188,10 +190,10 @@ class HistoryStore:
 
     @staticmethod
     def _as_user_error(path: Path, exc: sqlite3.DatabaseError) -> UserError:
-        if codec.is_corruption(exc):
+        if dberrors.is_corruption(exc):
             return UserError(f"the history database {path} is damaged ({exc}); open it once for writing "
                              "(`rigscope record`) to move it aside and start a fresh one")
-        reason = codec.environment_problem(exc) or str(exc)
+        reason = dberrors.environment_problem(exc) or str(exc)
         return UserError(f"cannot open the history database {path}: {reason}")
 
     @property

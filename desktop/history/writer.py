@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from desktop.history import codec
-from desktop.history.dbfile import file_id
+from desktop.history import dberrors
+from desktop.history.dbfile import file_id, resolve_db
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
 
@@ -81,7 +81,7 @@ class HistoryWriter:
         """``maintain``: rollups and retention, run every ``maintenance_period_s`` on the writer thread
         (None, or a period of None: never; the owner schedules them itself, as the recorder does on its
         own clock); ``clock`` is the "now" handed to it (tests pass a fixed one)."""
-        self.store_path = Path(store_path)
+        self.store_path = store_path if isinstance(store_path, Path) else Path(store_path)  # a DbPath stays one
         self._clock = clock
         self.maintenance_period_s = maintenance_period_s if maintain is not None else None
         #: The owner's rollups and retention (None: the writer runs none).
@@ -119,7 +119,10 @@ class HistoryWriter:
         """Take the lock (DatabaseBusy if another process writes), open the store, start the thread."""
         if self._thread is not None:
             return
+        # The path resolved and checked once (dbfile.resolve_db): the lock and the store take it as it is.
+        self.store_path = resolve_db(self.store_path)
         if self._lock is not None:
+            self._lock = WriterLock(self.store_path)
             self._lock.acquire()
         try:
             self._store = HistoryStore.open(self.store_path, verify=True)
@@ -345,7 +348,7 @@ class HistoryWriter:
 
     def _note_failure(self, exc: BaseException) -> bool:
         """Record an environment failure (True: retry later) or say it is a bug (False)."""
-        if codec.is_disk_full(exc):
+        if dberrors.is_disk_full(exc):
             message = f"the disk holding {self.store_path} is full; keeping samples in memory until space returns"
             with self._cond:
                 first = not self._disk_full
@@ -354,7 +357,7 @@ class HistoryWriter:
             if first:
                 log.info("history: %s", message)
             return True
-        reason = codec.environment_problem(exc)
+        reason = dberrors.environment_problem(exc)
         if reason is None:
             with self._cond:
                 self._last_error = f"history write failed: {exc}"

@@ -8,7 +8,6 @@ waits up to its busy timeout rather than failing).
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 from dataclasses import replace
@@ -23,6 +22,7 @@ from advisor.frame import StressResult
 from advisor.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from advisor.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 from desktop.errors import UserError
+from desktop.history.dberrors import problem
 from desktop.stress.cpu_noise import judge_within_noise
 from desktop.stress.devices import cpu_model_name
 from desktop.stress.run_model import RunResult
@@ -112,11 +112,10 @@ def save_run(db_path: Path, result: RunResult, verdict: Verdict) -> int:
 def save_failure_reason(exc: BaseException) -> str:
     """Why ``save_run`` failed, in one line: a read-only database and a full disk said plainly."""
     text = one_line(str(exc)) or type(exc).__name__
-    lowered = text.lower()
-    code = getattr(exc, "errno", None)
-    if "readonly" in lowered or "read-only" in lowered or code == errno.EROFS:
+    found = problem(exc)  # the history's one classifier of what the environment did
+    if found == "read_only":
         return f"the database is read-only ({text})"
-    if "disk is full" in lowered or "no space left" in lowered or code == errno.ENOSPC:
+    if found == "disk_full":
         return f"the disk is full ({text})"
     return text if isinstance(exc, UserError) else f"{type(exc).__name__}: {text}"
 
