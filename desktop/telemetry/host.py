@@ -26,6 +26,9 @@ from desktop.telemetry.container_state import RuntimeStateFiles, posix_home
 from desktop.telemetry.model import GpuProcess, HostSample
 
 _MIB = 1024.0 * 1024.0
+#: Linux's memory counters: psutil.swap_memory reads SwapTotal/SwapFree here, then all of /proc/vmstat for
+#: the swap-in/out counters a host sample does not use (two thirds of a host sample's CPU).
+MEMINFO = Path("/proc/meminfo")
 _CPU_TEMP_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz")
 #: Where /proc/PID/cgroup is read (Linux only: elsewhere no process runs in a cgroup we can name).
 PROC_ROOT: Path | None = Path("/proc") if sys.platform.startswith("linux") else None
@@ -71,6 +74,25 @@ def read_attribution(handle: psutil.Process, proc_root: Path | None, state_looku
     return Attribution(command, container)
 
 
+def swap_bytes(meminfo: Path = MEMINFO) -> tuple[int, int]:
+    """Swap (total, used) in bytes as psutil.swap_memory gives them on Linux (used = SwapTotal - SwapFree of
+    ``meminfo``), without its /proc/vmstat pass; psutil's own answer where the file has no such lines."""
+    total = free = None
+    try:
+        with meminfo.open("rb") as lines:
+            for line in lines:
+                if line.startswith(b"SwapTotal:"):
+                    total = int(line.split()[1]) * 1024
+                elif line.startswith(b"SwapFree:"):
+                    free = int(line.split()[1]) * 1024
+                if total is not None and free is not None:
+                    return total, total - free
+    except (OSError, ValueError, IndexError):
+        pass
+    swap = psutil.swap_memory()
+    return int(swap.total), int(swap.used)
+
+
 class PsutilHost:
     """The HostBackend over psutil."""
 
@@ -94,7 +116,7 @@ class PsutilHost:
 
     def sample(self) -> HostSample:
         vm = psutil.virtual_memory()
-        sw = psutil.swap_memory()
+        swap_total, swap_used = swap_bytes()
         try:
             freq = psutil.cpu_freq()
             freq_mhz: float | None = float(freq.current) if freq else None
@@ -111,8 +133,8 @@ class PsutilHost:
             cpu_freq_mhz=freq_mhz,
             ram_used_mib=(vm.total - vm.available) / _MIB,
             ram_total_mib=vm.total / _MIB,
-            swap_used_mib=sw.used / _MIB,
-            swap_total_mib=sw.total / _MIB,
+            swap_used_mib=swap_used / _MIB,
+            swap_total_mib=swap_total / _MIB,
             load_1m=load[0],
             load_5m=load[1],
             load_15m=load[2],

@@ -6,12 +6,14 @@ import contextlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import ClassVar
 
+import psutil
 import pytest
 
 from desktop.telemetry import host as host_module
-from desktop.telemetry.host import PsutilHost, end_process
+from desktop.telemetry.host import PsutilHost, end_process, swap_bytes
 from desktop.telemetry.model import GpuProcess
 
 
@@ -88,3 +90,15 @@ def test_a_pid_on_several_gpus_gets_its_cpu_figure_on_every_entry(monkeypatch: p
     assert [p.cpu_pct for p in second] == [250.0, 250.0]
     assert [p.gpu_index for p in second] == [0, 1] and all(p.name == "train.py" for p in second)
     assert _FakeProcess.calls[4242] == 2  # one psutil reading per pid and tick, not one per entry
+
+
+def test_swap_is_read_from_meminfo_as_psutil_reads_it(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_bytes(b"MemTotal:       32768000 kB\nSwapCached:            0 kB\n"
+                        b"SwapTotal:       8388604 kB\nSwapFree:        6291452 kB\n")
+    assert swap_bytes(meminfo) == (8388604 * 1024, (8388604 - 6291452) * 1024)
+    swap = psutil.swap_memory()
+    assert swap_bytes(tmp_path / "missing") == (swap.total, swap.used)  # no file: psutil's own answer
+    if Path("/proc/meminfo").exists():  # Linux: the same numbers psutil gives (its source is this file)
+        total, used = swap_bytes()
+        assert total == swap.total and abs(used - swap.used) <= 64 * 1024**2
