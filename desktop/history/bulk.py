@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from desktop.history import codec
+from desktop.history import codec, packing
 from desktop.history.rollup import note_written
 from desktop.history.schema import GPU_SCALES
 from desktop.history.store_api import StoreApi
@@ -31,41 +31,17 @@ def write_gpu_columns(store: StoreApi, info: GpuInfo, time_s: npt.ArrayLike,
     if n == 0:
         return 0
     scaled = {m: np.asarray(columns[m], dtype=np.float64) * GPU_SCALES[m] for m in GPU_METRIC_NAMES if m in columns}
-    # A column with no value at all is left out of the INSERT (NULL); only partly missing ones
-    # need the slower per-value None.
-    names = [m for m, v in scaled.items() if not np.isnan(v).all()]
-    sql = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(names)}) "
-           f"VALUES ({', '.join('?' * (2 + len(names)))})")
     inserted = 0
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
         with store.transaction():
             gid = store.ensure_gpu(info, float(times[lo]))
-            rows = _rows(gid, times[lo:hi], [scaled[m][lo:hi] for m in names])
-            before = store.conn.total_changes
-            store.conn.executemany(sql, rows)
-            inserted += store.conn.total_changes - before
+            inserted += packing.write_bulk(store.conn, gid, times[lo:hi], {m: v[lo:hi] for m, v in scaled.items()})
             store.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?), "
                                "first_seen_s = min(coalesce(first_seen_s, ?), ?) WHERE id = ?",
                                (float(times[hi - 1]), float(times[lo]), float(times[lo]), gid))
             note_written(store, float(times[lo:hi].min()))
     return inserted
-
-
-def _rows(gpu_id: int, time_s: np.ndarray, scaled: list[np.ndarray]) -> list[list[int | None]]:
-    """Rows of Python ints for executemany, built in bulk by numpy (None where a value is missing)."""
-    matrix = np.empty((len(time_s), 2 + len(scaled)), dtype=np.float64)
-    matrix[:, 0] = gpu_id
-    matrix[:, 1] = np.rint(time_s * 1000.0)
-    for i, values in enumerate(scaled):
-        matrix[:, 2 + i] = np.rint(values)
-    missing = ~(np.abs(matrix) < 2.0**62)  # NaN, or nothing an int64 column can hold
-    ints = np.where(missing, 0.0, matrix).astype(np.int64)
-    if not missing.any():
-        return ints.tolist()  # type: ignore[no-any-return]
-    objects = ints.astype(object)
-    objects[missing] = None
-    return objects.tolist()  # type: ignore[no-any-return]
 
 
 def write_host_samples(store: StoreApi, samples: Sequence[tuple[float, HostSample]]) -> None:

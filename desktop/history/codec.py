@@ -23,10 +23,8 @@ FloatArray = npt.NDArray[np.float64]
 #: Beyond this a scaled value does not fit SQLite's 64-bit integers: it is garbage, stored as missing.
 _INT_LIMIT = 2.0**62
 PROCESS_KINDS: tuple[str, ...] = ("compute", "graphics", "mixed")
-_GPU_SCALE_LIST = [GPU_SCALES[m] for m in GPU_METRIC_NAMES]
 _HOST_FIELDS = tuple(HOST_SCALES)
 # attrgetter, not dataclasses.astuple: astuple deep-copies every field (20x slower per sample).
-_GPU_VALUES = operator.attrgetter(*GPU_METRIC_NAMES)
 _HOST_VALUES = operator.attrgetter(*_HOST_FIELDS)
 _HOST_SCALE_LIST = [HOST_SCALES[f] for f in _HOST_FIELDS]
 
@@ -65,17 +63,6 @@ def scaled(value: float | int | bool | None, scale: int) -> int | None:
         return None
     number = float(value) * scale
     return round(number) if -_INT_LIMIT < number < _INT_LIMIT else None
-
-
-def gpu_row(gpu_id: int, time_s: float, sample: GpuSample) -> tuple[int | None, ...]:
-    row: list[int | None] = [gpu_id, round(time_s * 1000.0)]
-    for value, scale in zip(_GPU_VALUES(sample), _GPU_SCALE_LIST, strict=True):
-        if value is None:
-            row.append(None)
-        else:
-            number = value * scale
-            row.append(round(number) if -_INT_LIMIT < number < _INT_LIMIT else None)
-    return tuple(row)
 
 
 def gpu_sample_from_row(row: Sequence[Any]) -> GpuSample:
@@ -119,9 +106,8 @@ def host_sample_from_row(row: Sequence[Any]) -> HostSample:
 
 HOST_COLUMNS = ", ".join((*_HOST_FIELDS, "cpu_per_core"))
 
-#: The INSERTs the rows above are made for (a row already stored at the same key is kept).
-INSERT_GPU = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, {', '.join(GPU_SCALES)}) "
-              f"VALUES ({', '.join('?' * (2 + len(GPU_SCALES)))})")
+#: The INSERTs the rows above are made for (a row already stored at the same key is kept; the GPU
+#: samples' are in ``packing``).
 INSERT_HOST = (f"INSERT OR IGNORE INTO host_samples (ts, {HOST_COLUMNS}) "
                f"VALUES ({', '.join('?' * (2 + len(HOST_SCALES)))})")
 INSERT_PROC = ("INSERT OR IGNORE INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib, kind, cpu_pct, "

@@ -18,8 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.wording import plural_word
-from desktop.history import blocks, codec, rollup_math
-from desktop.history.codec import fetch_columns
+from desktop.history import blocks, codec, packing, rollup_math
 from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuProcess, ProcessKind
 
@@ -60,10 +59,9 @@ def read_raw(store: StoreApi, gpu_id: int, start_s: float, end_s: float,
              metrics: Sequence[str] = GPU_METRIC_NAMES) -> tuple[FloatArray, dict[str, FloatArray]]:
     """Raw ``metrics`` of one GPU in [start_s, end_s), unscaled; the other metrics come back all-NaN."""
     wanted = [m for m in GPU_METRIC_NAMES if m in metrics]
-    arr = fetch_columns(store.conn, ["ts", *wanted], "gpu_samples WHERE gpu = ? AND ts >= ? AND ts < ?",
-                        (gpu_id, codec.to_ms(start_s), codec.to_ms(end_s)), "ts", not_null=("ts",))
-    time_s = arr[:, 0] / 1000.0
-    out = {m: arr[:, i + 1] / GPU_SCALES[m] for i, m in enumerate(wanted)}
+    ts, stored = packing.read_columns(store.conn, gpu_id, codec.to_ms(start_s), codec.to_ms(end_s), wanted)
+    time_s = ts / 1000.0
+    out = {m: stored[m] / GPU_SCALES[m] for m in wanted}
     missing = np.full(len(time_s), np.nan)
     return time_s, {m: out.get(m, missing) for m in GPU_METRIC_NAMES}
 

@@ -196,6 +196,8 @@ def apply_retention(store: StoreApi, retention: RetentionSettings, now_s: float)
             ms = codec.to_ms(raw_cut)
             deleted["gpu_samples"] = sum(
                 store.conn.execute("DELETE FROM gpu_samples WHERE gpu = ? AND ts < ?", (g, ms)).rowcount for g in gids)
+            for g in gids:  # the counted seconds of those samples (schema v10's side rows)
+                store.conn.execute("DELETE FROM gpu_counters WHERE gpu = ? AND ts < ?", (g, ms))
             deleted["host_samples"] = store.conn.execute("DELETE FROM host_samples WHERE ts < ?", (ms,)).rowcount
             deleted["process_samples"] = store.conn.execute("DELETE FROM process_samples WHERE ts < ?",
                                                             (ms,)).rowcount

@@ -37,7 +37,7 @@ from advisor.frame import Event, StressResult
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
 from desktop.errors import UserError
-from desktop.history import bulk, codec, dberrors, jobs, rollup, schema, stress_runs, usage_query
+from desktop.history import bulk, codec, dberrors, jobs, packing, rollup, schema, stress_runs, usage_query
 from desktop.history.dbfile import (
     DbPath,
     NotOurDatabase,
@@ -345,7 +345,7 @@ class HistoryStore:
 
     def write_snapshots_in_transaction(self, snapshots: Sequence[Snapshot]) -> None:
         """``write_snapshots`` for a caller that already opened a transaction."""
-        gpu_rows: list[tuple[Any, ...]] = []
+        gpu_rows = packing.SampleRows(self.conn)
         host_rows: list[tuple[Any, ...]] = []
         proc_rows: list[tuple[Any, ...]] = []
         seen: dict[int, float] = {}
@@ -357,7 +357,7 @@ class HistoryStore:
                 seen[gid] = snap.time_s
                 self._track_state(reading.info.uuid, snap.time_s, reading.state, reading.state_detail)
                 if reading.state is DeviceState.OK and reading.sample is not None:
-                    gpu_rows.append(codec.gpu_row(gid, snap.time_s, reading.sample))
+                    gpu_rows.add(gid, snap.time_s, reading.sample)
                     self._track_throttle(reading.info.uuid, snap.time_s, reading.sample.clock_event_reasons)
             if snap.host is not None:
                 host_rows.append(codec.host_row(snap.time_s, snap.host))
@@ -369,7 +369,7 @@ class HistoryStore:
                         continue
                     proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
                                                        self.process_string_ids(proc)))
-        self.conn.executemany(codec.INSERT_GPU, gpu_rows)
+        gpu_rows.write()
         self.conn.executemany(codec.INSERT_HOST, host_rows)
         self.conn.executemany(codec.INSERT_PROC, proc_rows)
         for gid, last in seen.items():

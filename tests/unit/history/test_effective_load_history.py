@@ -15,7 +15,7 @@ from desktop.history.calibration import load_calibrations, stress_calibrations
 from desktop.history.frames import load_frame
 from desktop.history.rollup import run_rollups
 from desktop.history.store import HistoryStore
-from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo
+from desktop.telemetry.model import GpuInfo
 from tests.unit.history.helpers import FULL_INFO, FULL_SAMPLE, snapshot
 from tests.unit.history.test_migrations import _old_file
 
@@ -33,7 +33,8 @@ def test_v9_appends_effective_load_and_old_rows_keep_null(tmp_path: Path) -> Non
                  "VALUES (20000, 'gpu_minute', 1, 0, 'ts', x'00')")
     conn.close()
     with HistoryStore.open(path) as store:
-        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", *GPU_METRIC_NAMES]
+        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", "pack", "counters",
+                                                                                         *schema.ROW_METRICS]
         for table in ("gpu_minute", "gpu_hour"):
             columns = [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")]
             assert columns == ["gpu", "ts", *schema.rollup_columns()] and columns[-1] == "effective_load_pct"

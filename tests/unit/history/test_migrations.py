@@ -11,7 +11,6 @@ import pytest
 from desktop.errors import UserError
 from desktop.history import schema
 from desktop.history.store import HistoryStore
-from desktop.telemetry.model import GPU_METRIC_NAMES
 from tests.unit.history.helpers import FULL_INFO, snapshot
 
 T0 = 1_790_000_000.0
@@ -89,9 +88,11 @@ def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -
     conn.execute("INSERT INTO meta (key, value) VALUES ('blocks_until', '1728000000.0')")
     conn.close()
     with HistoryStore.open(path) as store:
-        # Appended in registry order: a file of any age has the same column order as a new one.
-        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts",
-                                                                                         *GPU_METRIC_NAMES]
+        # A file of any age ends in the same layout as a new one (v10 moved the counters to a side table).
+        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", "pack", "counters",
+                                                                                         *schema.ROW_METRICS]
+        assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_counters)")] == ["gpu", "ts",
+                                                                                          *schema.COUNTER_METRICS]
         for table in ("gpu_minute", "gpu_hour"):
             assert [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")] == ["gpu", "ts",
                                                                                       *schema.rollup_columns()]

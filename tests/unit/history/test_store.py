@@ -14,7 +14,7 @@ import pytest
 
 from advisor.frame import StressResult
 from desktop.errors import UserError
-from desktop.history import bulk, codec
+from desktop.history import bulk, codec, packing
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState
 from tests.unit.history.helpers import (
@@ -40,9 +40,11 @@ def store(tmp_path: Path):
 
 def _samples(store: HistoryStore, uuid: str):
     gid = store.gpu_id(uuid)
-    rows = store.conn.execute(f"SELECT ts, {', '.join(GPU_METRIC_NAMES)} FROM gpu_samples WHERE gpu = ? ORDER BY ts",
-                              (gid,)).fetchall()
-    return [(row[0] / 1000.0, codec.gpu_sample_from_row(row[1:])) for row in rows]
+    assert gid is not None
+    ts, stored = packing.read_columns(store.conn, gid, -2**62, 2**62, GPU_METRIC_NAMES)
+    return [(float(t) / 1000.0, codec.gpu_sample_from_row([None if np.isnan(v := stored[m][i]) else int(v)
+                                                           for m in GPU_METRIC_NAMES]))
+            for i, t in enumerate(ts)]
 
 
 def test_every_field_round_trips_including_none(store: HistoryStore) -> None:

@@ -62,7 +62,7 @@ def test_full_disk_keeps_sampling_buffers_bounded_and_resumes(tmp_path: Path,
         assert writer.flush()
         # SQLite's max_page_count makes this connection's disk "full" a few pages from now.
         pages = writer.call(lambda s: s.conn.execute("PRAGMA page_count").fetchone()[0]).result()
-        writer.call(lambda s: s.conn.execute(f"PRAGMA max_page_count = {pages + 2}")).result()
+        writer.call(lambda s: s.conn.execute(f"PRAGMA max_page_count = {pages + 1}")).result()
         with caplog.at_level(logging.INFO, logger="desktop.history.writer"):
             for i in range(1, 1001):
                 writer.submit(snapshot(T0 + i))  # never blocks, whatever the disk does

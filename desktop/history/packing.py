@@ -1,0 +1,262 @@
+"""The GPU sample layout of schema v10: rows, packs and counted seconds, written and read back.
+
+A ``gpu_samples`` row holds the metrics that move (``schema.ROW_METRICS``), ``pack``, the id of its
+``gpu_packs`` row: the combination of the rarely-changing ones (``schema.PACK_COLUMNS``; a week at 1 Hz
+has a few dozen), and ``counters``, the four clock-event counters (ms) in 16-bit fields, or -1 when one
+does not fit and they are in ``gpu_counters``. The pack's ``counted`` bits say which counters were read:
+the others read missing. Every value comes back as it was stored before v10.
+
+Writes keep the rule of the old single-table INSERT OR IGNORE: a sample already stored at the same GPU
+and millisecond is kept whole, its counted seconds included (the side row goes in only where no sample
+row is stored yet, and before it; a repeated key within one batch keeps its first sample).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop.history.codec import FloatArray, fetch_columns
+from desktop.history.schema import (
+    COUNTER_BITS,
+    COUNTER_MAX,
+    COUNTER_METRICS,
+    GPU_SCALES,
+    PACK_COLUMNS,
+    PACKED_METRICS,
+    ROW_METRICS,
+)
+from desktop.telemetry.model import GpuSample
+
+Pack = tuple[int | None, ...]
+
+_INT_LIMIT = 2.0**62
+_ROW_SCALES = [GPU_SCALES[m] for m in ROW_METRICS]
+_PACK_SCALES = [GPU_SCALES[m] for m in PACKED_METRICS]
+_COUNTER_SCALES = [GPU_SCALES[m] for m in COUNTER_METRICS]
+
+#: The sample row of a snapshot (``gpu``, ``ts``, ``pack``, ``counters``, then ``ROW_METRICS``).
+INSERT_ROW: Final = (f"INSERT OR IGNORE INTO gpu_samples (gpu, ts, pack, counters, {', '.join(ROW_METRICS)}) "
+                     f"VALUES ({', '.join('?' * (4 + len(ROW_METRICS)))})")
+#: The counted seconds of a sample whose counters do not fit its row, only where no sample row is stored
+#: at that key yet (and before it: INSERT OR IGNORE keeps the stored sample whole).
+INSERT_COUNTERS: Final = (f"INSERT OR IGNORE INTO gpu_counters (gpu, ts, {', '.join(COUNTER_METRICS)}) "
+                          f"SELECT ?1, ?2, {', '.join(f'?{i + 3}' for i in range(len(COUNTER_METRICS)))} "
+                          "WHERE NOT EXISTS (SELECT 1 FROM gpu_samples WHERE gpu = ?1 AND ts = ?2)")
+
+
+def _scaled(value: float | int | None, scale: int) -> int | None:
+    if value is None:
+        return None
+    number = value * scale
+    return round(number) if -_INT_LIMIT < number < _INT_LIMIT else None
+
+
+class Packs:
+    """The ``gpu_packs`` table as a dict, read at the start of each write (so a rolled-back pack, or
+    one another connection added, is never assumed); new combinations are inserted as they come."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.ids: dict[Pack, int] = {tuple(row[1:]): int(row[0]) for row in conn.execute(
+            f"SELECT id, {', '.join(PACK_COLUMNS)} FROM gpu_packs ORDER BY id DESC")}
+
+    def id(self, pack: Pack) -> int:
+        found = self.ids.get(pack)
+        if found is None:
+            cur = self.conn.execute(f"INSERT INTO gpu_packs ({', '.join(PACK_COLUMNS)}) "
+                                    f"VALUES ({', '.join('?' * len(PACK_COLUMNS))})", pack)
+            found = self.ids[pack] = int(cur.lastrowid or 0)
+        return found
+
+
+class SampleRows:
+    """The GPU samples of one write (the recorder's snapshots), collected then written in one go."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.packs = Packs(conn)
+        self.rows: list[tuple[int | None, ...]] = []
+        self.counters: list[tuple[int | None, ...]] = []
+        self._keys: set[tuple[int, int]] = set()
+
+    def add(self, gpu_id: int, time_s: float, s: GpuSample) -> None:
+        ts = round(time_s * 1000.0)
+        key = (gpu_id, ts)
+        if key in self._keys:
+            return  # INSERT OR IGNORE keeps the first; so must the side row
+        self._keys.add(key)
+        used = _scaled(s.vram_used_mib, 10)
+        free = _scaled(s.vram_free_mib, 10)
+        counts = [_scaled(v, k) for v, k in zip((s.clock_event_sw_power_cap_s, s.clock_event_sw_thermal_s,
+                                                 s.clock_event_hw_thermal_s, s.clock_event_hw_power_brake_s),
+                                                _COUNTER_SCALES, strict=True)]
+        counted = sum(1 << i for i, v in enumerate(counts) if v is not None)
+        pack = (None if free is None else free + (used or 0), _scaled(s.mem_clock_mhz, 1),
+                _scaled(s.clock_event_reasons, 1), _scaled(s.pcie_gen, 1), _scaled(s.pcie_width, 1),
+                _scaled(s.pstate, 1), counted)
+        if all(v is None or 0 <= v <= COUNTER_MAX for v in counts):
+            packed = sum((v or 0) << (COUNTER_BITS * i) for i, v in enumerate(counts))
+        else:
+            packed = -1
+            self.counters.append((gpu_id, ts, *counts))
+        self.rows.append((gpu_id, ts, self.packs.id(pack), packed, _scaled(s.utilization_gpu_pct, 10),
+                          _scaled(s.utilization_mem_pct, 10), used, _scaled(s.temperature_c, 10),
+                          _scaled(s.power_w, 10), _scaled(s.energy_mj, 1), _scaled(s.sm_clock_mhz, 1),
+                          _scaled(s.fan_pct, 1), _scaled(s.pcie_rx_kib_s, 1), _scaled(s.pcie_tx_kib_s, 1),
+                          _scaled(s.effective_load_pct, 10)))
+
+    def write(self) -> None:
+        if self.counters:
+            self.conn.executemany(INSERT_COUNTERS, self.counters)
+        self.conn.executemany(INSERT_ROW, self.rows)
+
+
+assert ROW_METRICS == ("utilization_gpu_pct", "utilization_mem_pct", "vram_used_mib", "temperature_c", "power_w",
+                       "energy_mj", "sm_clock_mhz", "fan_pct", "pcie_rx_kib_s", "pcie_tx_kib_s",
+                       "effective_load_pct"), "SampleRows.add lists the row metrics by hand"
+
+
+# --- bulk (numpy columns) ------------------------------------------------------------------------
+
+
+def _as_list(ints: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_]) -> list[int | None]:
+    if not missing.any():
+        return ints.tolist()  # type: ignore[no-any-return]
+    objects = ints.astype(object)
+    objects[missing] = None
+    return objects.tolist()  # type: ignore[no-any-return]
+
+
+def _pack_ids(packs: Packs, matrix: npt.NDArray[np.int64], missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """The pack id of each column of ``matrix`` (PACK_COLUMNS x rows): a lookup only where a row differs from
+    the one before it (runs of the same pack are the rule)."""
+    n = matrix.shape[1]
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = (matrix[:, 1:] != matrix[:, :-1]).any(axis=0) | (missing[:, 1:] != missing[:, :-1]).any(axis=0)
+    first = np.flatnonzero(starts)
+    ids = np.empty(len(first), dtype=np.int64)
+    for k, (row, gone) in enumerate(zip(matrix[:, first].T.tolist(), missing[:, first].T.tolist(), strict=True)):
+        ids[k] = packs.id(tuple(None if g else v for v, g in zip(row, gone, strict=True)))
+    out: npt.NDArray[np.int64] = ids[np.cumsum(starts) - 1]
+    return out
+
+
+_ALL: Final = (*ROW_METRICS, *PACKED_METRICS, *COUNTER_METRICS)
+
+
+def bulk_rows(packs: Packs, gpu_id: int, time_s: FloatArray,
+              columns: dict[str, FloatArray]) -> tuple[str, Iterable[Sequence[Any]], list[tuple[int | None, ...]]]:
+    """(INSERT, its rows, side counter rows) for one GPU's scaled float columns (NaN = missing, absent = all
+    missing).
+
+    Every column is rounded and checked in one numpy pass over a matrix; the rows are then built a column
+    at a time (numpy to Python ints) and zipped; a column with one value in every row (the GPU id, mostly
+    the pack and the counters) is written into the statement instead of bound per row."""
+    n = len(time_s)
+    ts = np.rint(time_s * 1000.0).astype(np.int64)
+    keep: npt.NDArray[np.bool_] | None = None
+    if n > 1 and not (ts[1:] > ts[:-1]).all():  # out of order or repeated: the first of each key wins
+        keep = np.zeros(n, dtype=bool)
+        keep[np.unique(ts, return_index=True)[1]] = True
+    at = {m: i for i, m in enumerate(_ALL)}
+    matrix = np.full((len(_ALL), n), np.nan)
+    for m in _ALL:
+        if m in columns:
+            matrix[at[m]] = columns[m]
+    np.rint(matrix, out=matrix)
+    gone = ~(np.abs(matrix) < _INT_LIMIT)  # NaN, or nothing SQLite's integers hold
+    all_gone = gone.all(axis=1)
+    some_gone = gone.any(axis=1)
+    if some_gone.any():
+        matrix[gone] = 0.0
+    ints = matrix.astype(np.int64)
+
+    used, used_gone = ints[at["vram_used_mib"]], gone[at["vram_used_mib"]]
+    pack_ints = np.empty((len(PACK_COLUMNS), n), dtype=np.int64)
+    pack_gone = np.zeros((len(PACK_COLUMNS), n), dtype=bool)
+    pack_ints[0] = ints[at["vram_free_mib"]] + np.where(used_gone, 0, used)
+    pack_gone[0] = gone[at["vram_free_mib"]]
+    for k, m in enumerate(PACKED_METRICS[1:], start=1):
+        pack_ints[k], pack_gone[k] = ints[at[m]], gone[at[m]]
+    counter_at = [at[m] for m in COUNTER_METRICS]
+    counts, counts_gone = ints[counter_at], gone[counter_at]
+    pack_ints[-1] = ((~counts_gone).astype(np.int64) << np.arange(len(COUNTER_METRICS))[:, None]).sum(axis=0)
+    ids = _pack_ids(packs, pack_ints, pack_gone)
+
+    fits = (counts_gone | ((counts >= 0) & (counts <= COUNTER_MAX))).all(axis=0)
+    packed = (np.where(counts_gone, 0, counts & 0xFFFF) << (COUNTER_BITS * np.arange(len(COUNTER_METRICS))[:, None])
+              ).sum(axis=0)
+    packed[~fits] = -1
+    side = ~fits if keep is None else ~fits & keep
+    counter_rows: list[tuple[int | None, ...]] = []
+    if side.any():
+        where = np.flatnonzero(side)
+        counter_rows = list(zip([gpu_id] * len(where), ts[where].tolist(),
+                                *(_as_list(counts[i, where], counts_gone[i, where]) for i in range(len(counter_at))),
+                                strict=True))
+
+    names = ["gpu", "ts", "pack", "counters"]
+    fixed: dict[str, int] = {"gpu": gpu_id}
+    bound: list[list[int | None]] = [ts.tolist()]
+    for name, column in (("pack", ids), ("counters", packed)):
+        if n and (column == column[0]).all():
+            fixed[name] = int(column[0])
+        else:
+            bound.append(column.tolist())
+    for m in ROW_METRICS:
+        i = at[m]
+        if all_gone[i]:
+            continue  # all missing: left out of the INSERT (NULL)
+        names.append(m)
+        bound.append(_as_list(ints[i], gone[i]) if some_gone[i] else ints[i].tolist())
+    values_sql = ", ".join(str(fixed[c]) if c in fixed else "?" for c in names)
+    sql = f"INSERT OR IGNORE INTO gpu_samples ({', '.join(names)}) VALUES ({values_sql})"
+    return sql, zip(*bound, strict=True), counter_rows
+
+
+def write_bulk(conn: sqlite3.Connection, gpu_id: int, time_s: FloatArray, columns: dict[str, FloatArray]) -> int:
+    """Insert one GPU's scaled columns (one transaction is the caller's); returns the sample rows inserted."""
+    sql, rows, counter_rows = bulk_rows(Packs(conn), gpu_id, time_s, columns)
+    if counter_rows:
+        conn.executemany(INSERT_COUNTERS, counter_rows)
+    before = conn.total_changes
+    conn.executemany(sql, rows)
+    return conn.total_changes - before
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+def read_columns(conn: sqlite3.Connection, gpu_id: int, lo_ms: int, hi_ms: int,
+                 metrics: Sequence[str]) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """(ts in ms, the stored integers of ``metrics`` as floats, NaN = missing) of one GPU in [lo_ms, hi_ms)."""
+    exprs: list[str] = []
+    packed = False
+    counted = False
+    for m in metrics:
+        if m in ROW_METRICS:
+            exprs.append(f"s.{m}")
+        elif m == "vram_free_mib":
+            exprs.append("p.vram_rest - coalesce(s.vram_used_mib, 0)")
+            packed = True
+        elif m in PACKED_METRICS:
+            exprs.append(f"p.{m}")
+            packed = True
+        else:
+            i = COUNTER_METRICS.index(m)
+            exprs.append(f"CASE WHEN s.counters < 0 THEN c.{m} WHEN p.counted & {1 << i} "
+                         f"THEN (s.counters >> {COUNTER_BITS * i}) & {COUNTER_MAX} END")
+            packed = counted = True
+    source = "gpu_samples s"
+    if packed:
+        source += " JOIN gpu_packs p ON p.id = s.pack"
+    if counted:
+        source += " LEFT JOIN gpu_counters c ON c.gpu = s.gpu AND c.ts = s.ts"
+    arr = fetch_columns(conn, ["s.ts", *exprs], f"{source} WHERE s.gpu = ? AND s.ts >= ? AND s.ts < ?",
+                        (gpu_id, lo_ms, hi_ms), "s.ts", not_null=("s.ts",))
+    return arr[:, 0], {m: arr[:, i + 1] for i, m in enumerate(metrics)}
