@@ -2,8 +2,10 @@
 
 On the simulated laptop Rigscope switches the (simulated) msi-ec mode itself; on a real laptop it
 writes msi-ec's ``shift_mode`` or ACPI ``platform_profile`` only with ``--switch-modes`` and where the
-file is writable (root), otherwise it asks the user to switch and reads the mode back. Each run is
-saved to the history as any stress run; the table is `rigscope compare`'s, one column per mode.
+file is writable (root), otherwise it asks the user to switch and reads the mode back. Each run is the
+stress session's (``StressSession.run_next``): the device lock held across the runs, each run's GPU lock,
+its verdict against the earlier runs and its save to the history, as any stress run. What is left here is
+the printing: the table is `rigscope compare`'s, one column per mode.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from advisor.safetext import printable
 from desktop.cli.common import ProgressBar
 from desktop.cli.compare import text_report
 from desktop.errors import UserError
-from desktop.sessions.stress import StressSession, own_runner, save_safely, stress_config
+from desktop.sessions.stress import StressOutcome, StressSession
 from desktop.stress.per_mode import ModeRun, ModeSwitch, SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
-from desktop.stress.run_model import Progress, RealClock
+from desktop.stress.run_model import Progress, RealClock, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
@@ -56,15 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
-    """The runs of ``session``'s request, one per mode, under the device lock the caller holds."""
+    """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
     device = session.device.name
     if device == "cpu":
         raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")
     if getattr(args, "output", None) or getattr(args, "baseline", None):
         raise UserError("--per-mode does not write -o records or check --baseline: run those one mode at a time")
     minutes = args.minutes if args.minutes is not None else QUICK_MINUTES
-    # Each mode's run: the session's request and checks, at the Quick test's length unless --minutes says.
-    config = stress_config(replace(session.request, duration_s=minutes * 60.0), session.device, session.settings)
+    # Each mode's run: the session's request at the Quick test's length unless --minutes says, checked now
+    # (a request the device cannot run is refused before the first mode is switched).
+    session.request = replace(session.request, duration_s=minutes * 60.0)
+    _ = session.config  # the session's checks (UserError)
     requested = [m.strip() for m in (args.per_mode or "").split(",") if m.strip()]
     bar_holder: list[ProgressBar] = []
     say: Callable[[str], None] = (lambda _text: None) if args.json else (
@@ -81,8 +85,9 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
         backend = SimulatedBackend(parse_profile_list(None))
         switch = SimulatedModes(backend.machine)
 
-        def make_runner(_mode: str) -> StressRunner:  # each run a reader of the one simulated laptop
-            return StressRunner(config, Sampler(backend.view()), on_progress=new_bar())
+        def make_runner(config: StressConfig) -> StressRunner:  # each run a reader of the one simulated laptop
+            return StressRunner(config, Sampler(backend.view()))
+        session.make_runner = make_runner
 
         def temperature() -> float | None:
             sample = backend.sample(RealClock().now())[0].sample
@@ -90,18 +95,17 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
         closing: Callable[[], None] = backend.close
     else:
         switch = SysfsModes(allow_write=bool(args.switch_modes))
-        watcher = open_gpu_backend()
-
-        def make_runner(_mode: str) -> StressRunner:
-            runner = own_runner(config)
-            runner.on_progress = new_bar()
-            return runner
+        watcher = open_gpu_backend()  # each run's runner is the session's own (own_runner: NVML of its own)
 
         def temperature() -> float | None:
             readings = watcher.sample(RealClock().now())
             sample = readings[0].sample if readings else None
             return sample.temperature_c if sample is not None else None
         closing = watcher.close
+
+    def run_one(_mode: str) -> StressOutcome:
+        session.on_progress = new_bar()
+        return session.run_next()
     try:
         try:
             modes = choose_modes(requested, switch.available())
@@ -110,13 +114,13 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
         start = temperature()
         cool = (lambda: wait_cool(temperature, start + COOL_MARGIN_C, RealClock(), limit_s=COOL_LIMIT_S)
                 ) if start is not None else None
-        runs = run_modes(modes, switch, make_runner, ask=_ask, cool_down=cool, say=say)
+        runs = run_modes(modes, switch, run_one, ask=_ask, cool_down=cool, say=say)
     finally:
         for bar in bar_holder:
             bar.close()
         closing()
     path = session.request.db_path
-    saved = [save_safely(path, r.result, r.verdict) for r in runs]
+    saved = [(r.run_id, r.save_error) for r in runs]
     sentences = mode_sentences([r.figures() for r in runs])
     comparison = compare([r.record for r in runs])
     if args.json:

@@ -6,8 +6,9 @@ request, builds the runner, holds the device lock and the per-GPU locks (``gpu_l
 test runs, reads the earlier runs on the same GPU, judges the run against them, stores it in the
 history and gives the outcome with its exit code. Progress goes to plain callbacks (``on_progress``,
 ``on_start``, ``on_phase``, ``on_warning``); no Qt here. The command line prints what they say
-(desktop/cli/stress.py) and the window turns them into signals (desktop/ui/stress_work.py), which
-runs the test (``run_test``) on a QThread and the judging (``finish_run``) on a worker of its own.
+(desktop/cli/stress.py; ``--per-mode`` runs ``run_next`` once per firmware mode, desktop/cli/stress_modes.py)
+and the window turns them into signals (desktop/ui/stress_work.py), which runs the test (``run_test``) on a
+QThread and the judging (``finish_run``) on a worker of its own.
 """
 
 from __future__ import annotations
@@ -252,7 +253,8 @@ def finish_run(db_path: Path | None, result: RunResult) -> FinishedRun:
 
 class StressSession:
     """One stress test: ``prepare`` (device, checks, runner), ``run_test`` (locks and the test; it blocks),
-    ``finish`` (earlier runs, verdict, history, exit code); ``run`` does all three. ``cancel`` is thread-safe.
+    ``finish`` (earlier runs, verdict, history, exit code); ``run`` does all three, ``run_next`` all three again
+    on a new runner (one per firmware mode). ``cancel`` is thread-safe.
 
     ``make_runner`` builds the runner for the checked config (default: ``own_runner``; the window passes
     its own, on a reader of its machine). ``lock_simulated``: take the device lock on the simulated GPU
@@ -376,4 +378,11 @@ class StressSession:
             self.prepare()
             result = self.run_test()
         return self.finish(result)
+
+    def run_next(self) -> StressOutcome:
+        """One more whole test of this request on a new runner from ``make_runner``: its own GPU locks, judged
+        against the earlier runs (the one before it too) and stored as any. `rigscope stress --per-mode` runs
+        one per firmware mode this way, inside the device lock it holds across them (``device_lock``)."""
+        self.runner = None
+        return self.run()
 

@@ -4,8 +4,10 @@ Each mode is set before its run: by Rigscope where it may (the simulated laptop 
 laptop's msi-ec ``shift_mode`` or ACPI ``platform_profile`` only when the user allowed it and the
 file is writable), otherwise the user is asked to switch and the mode read back labels the run.
 Between runs the GPU cools to near its first start temperature (at most ``cooldown_s``), so a later
-mode does not start hot. The runs become portable records (advisor/portable.py) compared as any
-others, plus one sentence per neighbouring pair (advisor/mode_compare.py).
+mode does not start hot. Each run is the stress session's (``run_test``: its locks, its judging
+against the earlier runs, its saving; desktop/sessions/stress.py); here it becomes a portable record
+(advisor/portable.py) compared as any other, plus one sentence per neighbouring pair
+(advisor/mode_compare.py).
 """
 
 from __future__ import annotations
@@ -22,26 +24,43 @@ from advisor.mode_compare import ModeFigures
 from advisor.portable import PortableRecord
 from advisor.verdict_model import Verdict
 from desktop.stress.portable import record_from_stress
-from desktop.stress.records import judge_run
 from desktop.stress.run_model import Clock, RunResult
-from desktop.stress.runner import StressRunner
 from desktop.telemetry.envelope import MSI_EC, EnvelopeReader
 from desktop.telemetry.simulated import SimulatedMachine
 
 
 @dataclass(frozen=True)
 class ModeRun:
-    """One mode's run: which mode it was (raw value and display name), the run, its verdict and record."""
+    """One mode's run: which mode it was (raw value and display name), the run, its verdict and record,
+    and where the history stored it (``run_id`` None: not stored; ``save_error`` says why, when it failed)."""
 
     mode: str
     name: str
     result: RunResult
     verdict: Verdict
     record: PortableRecord
+    run_id: int | None = None
+    save_error: str | None = None
 
     def figures(self) -> ModeFigures:
         r = self.record
         return ModeFigures(self.name, r.throughput, r.unit, r.power_w.p50, r.temperature_c.p50, r.sm_clock_mhz.p50)
+
+
+class JudgedRun(Protocol):
+    """One test as the stress session gives it back (``StressOutcome``): run, verdict, and where it was stored."""
+
+    @property
+    def result(self) -> RunResult: ...
+
+    @property
+    def verdict(self) -> Verdict: ...
+
+    @property
+    def run_id(self) -> int | None: ...
+
+    @property
+    def save_error(self) -> str | None: ...
 
 
 class ModeSwitch(Protocol):
@@ -131,11 +150,11 @@ def choose_modes(requested: Sequence[str], available: Sequence[str]) -> list[str
     return list(dict.fromkeys(modes))
 
 
-def run_modes(modes: Sequence[str], switch: ModeSwitch, make_runner: Callable[[str], StressRunner], *,
+def run_modes(modes: Sequence[str], switch: ModeSwitch, run_test: Callable[[str], JudgedRun], *,
               ask: Callable[[str], None], cool_down: Callable[[], object] | None = None,
-              say: Callable[[str], None] = lambda _text: None, machine: str | None = None,
-              judge: Callable[[RunResult], Verdict] = judge_run) -> list[ModeRun]:
-    """Run once per mode: switch (or ask), run, judge, record. The runner of each run comes from ``make_runner``."""
+              say: Callable[[str], None] = lambda _text: None, machine: str | None = None) -> list[ModeRun]:
+    """Run once per mode: switch (or ask), cool down, run, record. ``run_test(mode)`` runs, judges and stores
+    one test (the stress session's ``run_next``); this loop only sets the mode before each and labels it."""
     runs: list[ModeRun] = []
     for position, mode in enumerate(modes):
         name = mode_name(switch.kind, mode)
@@ -149,10 +168,10 @@ def run_modes(modes: Sequence[str], switch: ModeSwitch, make_runner: Callable[[s
             say("cooling down before the next mode…")
             cool_down()
         say(f"running {name}…")
-        result = make_runner(actual).run()
-        verdict = judge(result)
+        judged = run_test(actual)
+        result, verdict = judged.result, judged.verdict
         record = record_from_stress(result, verdict, machine=f"{machine} · {name}" if machine else name)
-        runs.append(ModeRun(actual, name, result, verdict, record))
+        runs.append(ModeRun(actual, name, result, verdict, record, judged.run_id, judged.save_error))
         if result.aborted:
             break  # cancelled or guarded: the next mode would not be a fair comparison
     return runs

@@ -189,3 +189,54 @@ def test_a_request_the_device_cannot_run_is_refused_before_any_runner(tmp_path: 
     assert built == []
     with pytest.raises(UserError, match="unknown device"):
         StressSession(StressRequest(device="tpu"))
+
+
+def test_run_next_is_a_whole_test_again_on_a_new_runner_with_its_own_gpu_lock(tmp_path: Path) -> None:
+    """`rigscope stress --per-mode`'s entry: each run a new runner, the GPU's lock held while it runs (and let go
+    after it), the earlier runs read (the one before it too) and the run stored."""
+    _backend, gpus = two_gpus()
+    built: list[StressRunner] = []
+    held_during: dict[int, bool] = {}
+
+    def fake_child(config: StressConfig) -> StressRunner:
+        backend, _gpus = two_gpus()
+        runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 0.5,
+                                config=StressConfig(device=config.device, duration_s=0.5, interval_s=0.05),
+                                sampler=Sampler(backend), owns_sampler=True)
+        built.append(runner)
+        return runner
+
+    def probe(_progress: Progress) -> None:  # is this GPU's lock held while the run goes on?
+        other = gpu_lock(gpus[1].uuid, gpus[1].name, tmp_path)
+        try:
+            other.acquire()
+        except DeviceBusy:
+            held_during[len(built)] = True
+        else:
+            other.release()
+
+    db = tmp_path / "history.sqlite"
+    session = StressSession(StressRequest(device="cuda:0", duration_s=30.0, db_path=db), make_runner=fake_child,
+                            lock_folder=tmp_path, on_progress=probe)
+    with session.device_lock():
+        first = session.run_next()
+        second = session.run_next()
+    assert len(built) == 2 and built[0] is not built[1] and first.result is not second.result
+    assert held_during == {1: True, 2: True}
+    with gpu_lock(gpus[1].uuid, gpus[1].name, tmp_path), DeviceLock("cuda:0", tmp_path):
+        pass  # both let go
+    assert first.result.status == second.result.status == "completed"
+    assert first.run_id is not None and second.run_id == first.run_id + 1
+    assert first.earlier == [] and [r.run_id for r in second.earlier] == [first.run_id]
+
+
+def test_run_next_compares_each_run_with_the_one_before(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    seen: list[StressConfig] = []
+    session = StressSession(StressRequest(device="sim", duration_s=600.0, db_path=db),
+                            make_runner=_sim_runners(seen=seen), lock_folder=tmp_path)
+    first = session.run_next()
+    second = session.run_next()
+    assert len(seen) == 2
+    assert first.verdict.comparison in ("", None) and "baseline" in second.verdict.comparison
+    assert second.run_id is not None and first.run_id is not None and second.run_id == first.run_id + 1

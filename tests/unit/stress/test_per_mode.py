@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.mode_compare import ModeFigures, mode_sentences, pair_sentence
+from desktop.sessions.stress import StressRequest, StressSession
 from desktop.stress.per_mode import SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner
@@ -32,16 +33,19 @@ def test_pair_sentence_as_the_issue_writes_it() -> None:
     ]
 
 
-def test_per_mode_on_the_simulated_laptop() -> None:
+def test_per_mode_on_the_simulated_laptop(tmp_path: Path) -> None:
     clock = SimClock()
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=3)
     switch = SimulatedModes(backend.machine)
     modes = choose_modes(["turbo", "comfort", "eco"], switch.available())
     asked: list[str] = []
 
-    def runner(_mode: str) -> StressRunner:
-        return StressRunner(StressConfig(device="sim", duration_s=120.0), Sampler(backend.view(), clock=clock.now),
-                            clock=clock)
+    def runner(config: StressConfig) -> StressRunner:
+        return StressRunner(config, Sampler(backend.view(), clock=clock.now), clock=clock)
+
+    # Each mode's run is the stress session's (locks, judging, saving), as `rigscope stress --per-mode` runs it.
+    session = StressSession(StressRequest(device="sim", duration_s=120.0, db_path=tmp_path / "h.sqlite"),
+                            make_runner=runner, lock_folder=tmp_path)
 
     def read_temp() -> float | None:
         sample = backend.sample(clock.now())[0].sample
@@ -49,13 +53,15 @@ def test_per_mode_on_the_simulated_laptop() -> None:
 
     start = read_temp()
     assert start is not None
-    runs = run_modes(modes, switch, runner, ask=asked.append,
+    runs = run_modes(modes, switch, lambda _mode: session.run_next(), ask=asked.append,
                      cool_down=lambda: wait_cool(read_temp, start + 3.0, clock, limit_s=600.0))
     assert asked == []  # the simulated laptop switches itself
     assert [r.name for r in runs] == ["Extreme Performance", "Balanced", "Eco"]
     limits = [r.record.environment.power_limit_w for r in runs]
     assert limits == [175.0, 150.0, 80.0]
     assert [r.result.extra["firmware_mode"] for r in runs] == ["turbo", "comfort", "eco"]
+    ids = [r.run_id for r in runs]  # each stored by the session as it ended
+    assert None not in ids and ids == sorted(ids) and len(set(ids)) == 3 and {r.save_error for r in runs} == {None}
     turbo, comfort, eco = (r.figures() for r in runs)
     assert turbo.throughput and comfort.throughput and eco.throughput
     assert turbo.throughput > comfort.throughput > eco.throughput
