@@ -5,8 +5,8 @@ above imports it as ``desktop.jobs.model``. Shared by the wrapper (desktop/jobs/
 the store, the job card (desktop/jobs/card.py), `rigscope jobs` and the window's Jobs page.
 Telemetry over the job's span is not copied here: it is in the history's GPU samples (written by
 the recorder, or by `rigscope run` itself when it holds the writer lock), read back by time range
-and GPU. ``JobSeries``, the job's throughput over time, is made by the pure ``advisor.progress`` (and
-re-exported here).
+and GPU. ``JobSeries``, the job's throughput over time, is the pure ``advisor.progress``'s: import it
+from there (one import path for one type).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.guard import GuardAction
-from advisor.progress import FloatArray, JobSeries
 
-__all__ = ["FloatArray", "GuardEvent", "GuardEventKind", "JobOwner", "JobRecord", "JobSeries"]
+__all__ = ["GuardEvent", "GuardEventKind", "JobOwner", "JobRecord"]
 
 #: What the guard did to the job (advisor.guard decides it).
 GuardEventKind = GuardAction

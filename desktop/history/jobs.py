@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from advisor.progress import JobSeries
 from advisor.safetext import printable
 from desktop.history.codec import db_text, text_from_db
-from desktop.history.job_model import GuardEvent, JobOwner, JobRecord, JobSeries
+from desktop.history.job_model import GuardEvent, JobOwner, JobRecord
 from desktop.history.job_owner import owner_alive
 
 if TYPE_CHECKING:

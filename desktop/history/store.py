@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.frame import Event, StressResult
+from advisor.progress import JobSeries
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
 from desktop.errors import UserError
@@ -49,7 +50,7 @@ from desktop.history.dbfile import (
     move_aside,
     resolve_db,
 )
-from desktop.history.job_model import GuardEvent, JobRecord, JobSeries
+from desktop.history.job_model import GuardEvent, JobRecord
 from desktop.history.query import QUERYABLE, QueryResult, Resolution, process_history, run_query
 from desktop.paths import ensure_private_dir
 from desktop.telemetry.model import (

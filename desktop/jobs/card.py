@@ -18,6 +18,7 @@ from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
 from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
+from advisor.progress import JobSeries
 from advisor.safetext import printable
 from advisor.thresholds import Thresholds
 from advisor.verdict import MIN_SUSTAINED_S, RunTrace, judge
@@ -26,7 +27,7 @@ from advisor.verdict_text import format_duration
 from desktop.config import CostSettings
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
 from desktop.history.store import HistoryStore
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.model import JobRecord
 
 #: A frame for a job should reach this far past its end: raw counters hold the time since the
 #: sample before, so the last interval of the job is counted in the first sample after it.

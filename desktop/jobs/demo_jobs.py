@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from advisor.frame import GpuSeries
+from advisor.progress import JobSeries
 from desktop.config import CostSettings
 from desktop.history.demo import DemoSummary, write_demo
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import build_card, job_frame
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.model import JobRecord
 from desktop.telemetry.scenarios import WEEK_S, Episode, WeekScenario, week_start
 from desktop.telemetry.simulated import GpuProfile
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from advisor.frame import FloatArray
 from advisor.job_card import JobCard
+from advisor.progress import JobSeries
 from desktop.config import CostSettings
 from desktop.jobs.card import (
     card_of,
@@ -25,7 +26,7 @@ from desktop.jobs.card import (
     pause_spans,
 )
 from desktop.jobs.envelope_note import with_envelope_note
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.model import JobRecord
 
 CHARTS: tuple[tuple[str, str, str], ...] = (
     ("throughput", "Throughput", "items/s"), ("utilization_gpu_pct", "GPU utilization", "%"),

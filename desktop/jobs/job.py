@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from advisor.guard import GuardSettings, ThermalGuard
-from advisor.progress import PROGRESS_ENV, OutputProgress, ProtocolProgress, throughput_series
+from advisor.progress import PROGRESS_ENV, JobSeries, OutputProgress, ProtocolProgress, throughput_series
 from advisor.safetext import printable
 from advisor.wording import count_text
 from desktop.errors import UserError
@@ -33,7 +33,7 @@ from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
 from desktop.jobs.card import judge_job
-from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
+from desktop.jobs.model import GuardEvent, JobRecord
 from desktop.jobs.wrap import Watchdog, WrappedJob
 from desktop.telemetry import owned
 from desktop.telemetry.envelope import EnvelopeWatch

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from advisor.frame import StressResult
+from advisor.progress import JobSeries
 from desktop.history.store import HistoryStore
-from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
+from desktop.jobs.model import GuardEvent, JobRecord
 from desktop.telemetry.model import GpuInfo, GpuSample
 from tests.unit.history.helpers import snapshot
 

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from advisor.progress import JobSeries
 from desktop import config
 from desktop.jobs.job import JobHistory, _Trace
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.model import JobRecord
 from desktop.sessions.job import SIMULATED_LOAD_NOTE, job_card
 from desktop.telemetry.model import GpuInfo, GpuSample
 from tests.unit.history.helpers import snapshot

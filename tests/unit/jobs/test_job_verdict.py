@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.progress import JobSeries
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import job_frame, job_verdict
-from desktop.jobs.model import JobRecord, JobSeries
+from desktop.jobs.model import JobRecord
 from desktop.telemetry.model import GpuInfo, GpuSample
 from tests.unit.history.helpers import snapshot
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor.progress import JobSeries
 from desktop.history.schema import SCHEMA_VERSION, migrate
 from desktop.history.store import HistoryStore
-from desktop.jobs.model import GuardEvent, JobRecord, JobSeries
+from desktop.jobs.model import GuardEvent, JobRecord
 
 
 def _record() -> JobRecord:
