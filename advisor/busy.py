@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
+# Defined beside the settings it is the default of, which must load without numpy (`rigscope --help`).
+from advisor.thresholds import DEFAULT_BUSY_UTIL_PCT as DEFAULT_BUSY_UTIL_PCT  # noqa: PLC0414 (re-exported)
 
-#: The default of ``[advisor] busy_util_pct``: above this utilization (%) a second can be busy.
-DEFAULT_BUSY_UTIL_PCT = 10.0
+FloatArray = npt.NDArray[np.float64]
 
 
 def utilization_busy(utilization_pct: npt.ArrayLike, *, threshold_pct: float = DEFAULT_BUSY_UTIL_PCT) -> FloatArray:

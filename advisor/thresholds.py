@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.busy import DEFAULT_BUSY_UTIL_PCT
+#: The default of ``[advisor] busy_util_pct``: above this utilization (%) a second can be busy
+#: (advisor/busy.py, which re-exports it).
+DEFAULT_BUSY_UTIL_PCT = 10.0
 
 
 @dataclass(frozen=True)
