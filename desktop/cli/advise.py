@@ -5,17 +5,29 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from advisor.costs import break_even_text, cost_answer
-from advisor.profile import KIND_LABELS, KINDS
 from advisor.safetext import printable
 from advisor.wording import count_text
-from desktop.advice import Advice, advice_json, compute_advice, load_recent_frame, open_history
-from desktop.cli.common import db_path, load_settings
+from desktop.cli.common import add_db, add_json, db_path, load_settings
 from desktop.errors import UserError
+
+if TYPE_CHECKING:
+    from desktop.advice import Advice
+
+HELP = "recommendations from your logged history"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--days", type=float, default=7.0, help="how much history to look at (default 7)")
+    add_db(parser)
+    add_json(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.advice import advice_json, compute_advice, load_recent_frame, open_history
+
     if args.days <= 0:
         raise UserError("--days must be positive")
     settings, _problems = load_settings()
@@ -47,6 +59,8 @@ def format_advice(advice: Advice) -> str:
     """The advice for a terminal. Process and GPU names are quoted in it, and another user names a
     process: every line goes through ``printable`` (no escape sequence, no bidi override, no
     line break smuggled in a name), so the lines are built without newlines of their own."""
+    from advisor.profile import KIND_LABELS, KINDS
+
     frame = advice.frame
     lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
              f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({count_text(len(frame.gpus), 'GPU')})"

@@ -6,20 +6,27 @@ import argparse
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from advisor.causes import CAUSE_COUNTER_FIELDS
-from advisor.frame import GpuMeta
-from advisor.log_verdict import RunVerdict, verdicts_for_log
 from advisor.safetext import printable
-from advisor.verdict import LOAD_UTIL_PCT
-from advisor.verdict_text import format_duration
 from advisor.wording import count_text
-from desktop.advice import gpu_meta_for, verdict_advice
-from desktop.cli.common import db_path, iso_local, time_range
+from desktop.cli.common import add_db, add_json, add_range, db_path, iso_local, time_range
 from desktop.errors import UserError
+
+if TYPE_CHECKING:
+    from advisor.frame import GpuMeta
+    from advisor.log_verdict import RunVerdict
+
+HELP = "throttle verdict for an nvidia-smi log or a stored time range"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", metavar="FILE", help="nvidia-smi CSV log (omit to use --from/--to)")
+    add_range(parser, "1 h ago")
+    parser.add_argument("--gpu", type=int, default=None, metavar="INDEX",
+                        help="judge only this GPU (its index in the history, or its place in the log)")
+    add_db(parser)
+    add_json(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -34,12 +41,17 @@ def main(args: argparse.Namespace) -> int:
     return 1 if any(run.verdict.throttled for _label, _meta, runs in results for run in runs) else 0
 
 
-_NO_LOAD = (f"No load in the log (GPU utilization never at or above {LOAD_UTIL_PCT:.0f} % for a few samples); "
+def _no_load() -> str:
+    from advisor.verdict import LOAD_UTIL_PCT
+
+    return (f"No load in the log (GPU utilization never at or above {LOAD_UTIL_PCT:.0f} % for a few samples); "
             "nothing to judge.")
 
 
 def _advice_lines(run: RunVerdict, meta: GpuMeta) -> list[str]:
     """A throttled run's action at once, with the evidence it rests on (the rules' texts; issue 24)."""
+    from desktop.advice import verdict_advice
+
     advice = verdict_advice(run.verdict, meta)
     if advice is None:
         return []
@@ -48,8 +60,10 @@ def _advice_lines(run: RunVerdict, meta: GpuMeta) -> list[str]:
 
 def _run_lines(label: str, runs: list[RunVerdict], meta: GpuMeta) -> list[str]:
     """One line per run: "GPU 0 NVIDIA H800, run 2 of 3 (10:07:00, 4 min): Held its speed ..."."""
+    from advisor.verdict_text import format_duration
+
     if not runs:
-        return [f"{label}: {_NO_LOAD}"]
+        return [f"{label}: {_no_load()}"]
     if len(runs) == 1:
         return [f"{label}: {runs[0].verdict.sentence}", *_advice_lines(runs[0], meta)]
     starts = [datetime.fromtimestamp(run.start_s) for run in runs]
@@ -64,9 +78,11 @@ def _run_lines(label: str, runs: list[RunVerdict], meta: GpuMeta) -> list[str]:
 
 
 def _run_json(label: str, run: RunVerdict | None, meta: GpuMeta) -> dict[str, Any]:
+    from desktop.advice import verdict_advice
+
     if run is None:
         return {"gpu": label, "run": None, "runs": 0, "status": "no_load", "throttled": False,
-                "sentence": _NO_LOAD}
+                "sentence": _no_load()}
     advice = verdict_advice(run.verdict, meta)
     return {"gpu": label, "run": run.run, "runs": run.runs, "start_s": run.start_s, "end_s": run.end_s,
             **run.verdict.as_dict(), "action": advice.action if advice else None,
@@ -74,6 +90,11 @@ def _run_json(label: str, run: RunVerdict | None, meta: GpuMeta) -> dict[str, An
 
 
 def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
+    import numpy as np
+
+    from advisor.log_verdict import verdicts_for_log
+    from desktop.advice import gpu_meta_for
+
     if not path.exists():
         raise UserError(f"no such file: {printable(path)}")
     if path.is_dir():
@@ -119,10 +140,15 @@ def _log_gpu_label(key: str, info: dict[str, Any], *, several: bool) -> str:
 
 
 def _number(value: object) -> float | None:
+    import numpy as np
+
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
 def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
+    from advisor.causes import CAUSE_COUNTER_FIELDS
+    from advisor.log_verdict import verdicts_for_log
+    from desktop.advice import gpu_meta_for
     from desktop.history.store import QUERYABLE, HistoryStore
 
     path = db_path(args)

@@ -206,6 +206,48 @@ def start_prometheus(listen: str) -> ExporterHandle:
     return handle
 
 
+# --- options several commands take (each command's ``add_arguments`` calls them) -------------
+
+DB_HELP = "history database (default: the one in your data folder)"
+DEFAULT_LISTEN = "127.0.0.1:9835"
+
+
+def add_db(parser: argparse.ArgumentParser, help_text: str = DB_HELP) -> None:
+    """``--db PATH``: every command that reads or writes history takes it (``help_text`` says what for)."""
+    parser.add_argument("--db", metavar="PATH", help=help_text)
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    """``--json``: every command that prints results takes it."""
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def add_simulate(parser: argparse.ArgumentParser) -> None:
+    """``--simulate[=PROFILES]``: the simulated GPU instead of NVML (``open_backend``)."""
+    parser.add_argument("--simulate", nargs="?", const="", default=None, metavar="PROFILES",
+                        help="use the simulated GPU (optionally profiles, e.g. rtx4090-laptop,rtx4090)")
+
+
+def add_interval(parser: argparse.ArgumentParser, default: float | None = None) -> None:
+    """``--interval S`` in the range Settings allows (``config.INTERVAL_RANGE_S``); None: the Settings' interval."""
+    shown = f"{default:g}" if default is not None else "the sampling interval in Settings"
+    low, high = config.INTERVAL_RANGE_S
+    parser.add_argument("--interval", type=interval_arg, default=default, metavar="S",
+                        help=f"seconds between samples, {low:g} to {high:g} (default: {shown})")
+
+
+def add_listen(parser: argparse.ArgumentParser) -> None:
+    """``--listen ADDR:PORT`` of the Prometheus endpoint."""
+    parser.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
+                        help=f"Prometheus listen address (default {DEFAULT_LISTEN}; 0.0.0.0:PORT for every interface)")
+
+
+def add_range(parser: argparse.ArgumentParser, default_from: str) -> None:
+    """``--from TIME --to TIME`` in the one grammar (``parse_time``); read them with ``time_range``."""
+    parser.add_argument("--from", dest="from_", metavar="TIME", help=f"start: {TIME_HELP}; default: {default_from}")
+    parser.add_argument("--to", metavar="TIME", help="end, in the same forms; default: now")
+
+
 # --- the terminal ---------------------------------------------------------------------------
 
 

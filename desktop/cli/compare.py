@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from advisor.compare_text import flagged_sentence, rows
-from advisor.run_compare import Comparison, compare
 from advisor.safetext import printable
-from desktop.cli.common import text_table
+from desktop.cli.common import add_json, text_table
 from desktop.errors import UserError
-from desktop.stress.portable import read_records
+
+if TYPE_CHECKING:
+    from advisor.run_compare import Comparison
 
 #: Marks a flagged difference in the text table.
 FLAG = "!"
@@ -24,6 +25,8 @@ FLAG = "!"
 
 def text_report(comparison: Comparison, names: list[str]) -> str:
     """The table (one column per record, a "!" before flagged differences), then the notes."""
+    from advisor.compare_text import flagged_sentence, rows
+
     header = ("", *(f"{chr(ord('A') + i)}: {r.label}" if i < 26 else r.label
                     for i, r in enumerate(comparison.records)))
     files = ("file", *names)
@@ -42,7 +45,19 @@ def text_report(comparison: Comparison, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+HELP = "compare run records (from `stress -o` / `run -o`) side by side, across machines"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="two or more record files; the first is the reference the ratios are against")
+    add_json(parser)
+
+
 def main(args: argparse.Namespace) -> int:
+    from advisor.run_compare import compare
+    from desktop.stress.portable import read_records
+
     paths = [Path(name) for name in args.files]
     if len(paths) < 2:
         raise UserError("compare needs two or more record files "

@@ -6,12 +6,26 @@ import argparse
 import json
 
 from advisor.wording import count_text, duration_text
-from desktop.cli.common import db_path
+from desktop.cli.common import add_db, add_json, db_path
 from desktop.errors import UserError
 
 #: The history `demo` writes: at least a quarter hour, at most a year.
 DAYS_MIN = 0.01
 DAYS_MAX = 366.0
+
+
+HELP = "write a simulated week into a separate demo database"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--days", type=float, default=7.0,
+                        help="how many days of history to simulate, 0.01 to 366 (default 7)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same history")
+    parser.add_argument("--gpus", default="rtx4090-laptop", metavar="PROFILES",
+                        help="simulated GPU profiles, comma-separated (default rtx4090-laptop)")
+    add_db(parser, "the demo database to write (default: demo-history.sqlite in your data folder, beside but never "
+                   "in the real history; a file that holds real history is refused)")
+    add_json(parser)
 
 
 def main(args: argparse.Namespace) -> int:

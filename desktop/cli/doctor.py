@@ -7,12 +7,20 @@ import json
 from typing import Any
 
 from advisor.safetext import printable
-from desktop.cli.common import open_backend, text_table
-from desktop.telemetry.doctor import collect
+from desktop.cli.common import add_json, add_simulate, open_backend, text_table
 from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME
+
+HELP = "check the driver, GPUs and supported metrics"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    add_simulate(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.telemetry.doctor import collect
+
     backend = open_backend(args.simulate)
     try:
         report = collect(backend, simulate_requested=args.simulate is not None)

@@ -13,13 +13,41 @@ from pathlib import Path
 from typing import Any
 
 from advisor.safetext import printable
-from desktop.cli.common import STDOUT, check_output, db_path, drop_stdout, iso_local, time_range
+from desktop.cli.common import (
+    STDOUT,
+    add_db,
+    add_interval,
+    add_listen,
+    add_range,
+    add_simulate,
+    check_output,
+    db_path,
+    drop_stdout,
+    iso_local,
+    time_range,
+)
 from desktop.errors import UserError
-from desktop.history.dbfile import is_sqlite_file
 from desktop.history.export import raw_time_range, write_export
+
+HELP = "export samples as CSV/JSON lines, or serve Prometheus metrics with --prometheus"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_range(parser, "24 h ago")
+    parser.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="output format (default csv)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write here instead of standard output (- is standard output too)")
+    parser.add_argument("--prometheus", action="store_true",
+                        help="serve live metrics for Prometheus instead (the same as `rigscope serve`)")
+    add_listen(parser)
+    add_interval(parser)
+    add_simulate(parser)
+    add_db(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.history.dbfile import is_sqlite_file
+
     if getattr(args, "prometheus", False):
         from desktop.cli import serve
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from desktop.cli.common import db_path, load_settings, open_backend
+from desktop.cli.common import add_db, add_simulate, db_path, load_settings, open_backend
 from desktop.errors import UserError
-from desktop.telemetry.sampler import Sampler, open_host_backend
+
+HELP = "open the window (the default)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_simulate(parser)
+    add_db(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.telemetry.sampler import Sampler, open_host_backend
     from desktop.ui import platform_check
 
     # Qt aborts the process when its platform plugin cannot load; say what to install instead.

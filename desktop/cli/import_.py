@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.safetext import printable
 from advisor.wording import count_text
-from desktop.cli.common import ProgressBar, db_path
+from desktop.cli.common import ProgressBar, add_db, add_json, db_path
 from desktop.errors import UserError
 
 if TYPE_CHECKING:
@@ -26,7 +25,21 @@ _PROGRESS_MIN_BYTES = 4 << 20
 _SKIPS_SHOWN = 20
 
 
+HELP = "import nvidia-smi CSV logs into the history"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="nvidia-smi --query-gpu=... --format=csv logs")
+    parser.add_argument("--machine", metavar="NAME",
+                        help="for logs without uuid or pci.bus_id: the machine they come from (default: each "
+                             "file's name)")
+    add_db(parser)
+    add_json(parser)
+
+
 def main(args: argparse.Namespace) -> int:
+    import sqlite3
+
     from desktop.history.dberrors import environment_problem
     from desktop.history.dbfile import is_sqlite_file
     from desktop.history.importer import import_result

@@ -6,23 +6,34 @@ import argparse
 import dataclasses
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.job_card import JobCard
 from advisor.safetext import printable
-from desktop.advice import json_safe, load_cloud_offers, load_gpu_specs, open_history
-from desktop.cli.common import db_path, load_settings, text_table
+from desktop.cli.common import add_db, add_json, db_path, load_settings, text_table
 from desktop.errors import UserError
-from desktop.jobs.card import card_of, duration_text, energy_text, format_card, job_status, money_text
-from desktop.jobs.envelope_note import with_envelope_note
-from desktop.jobs.model import JobRecord
+
+if TYPE_CHECKING:
+    from advisor.job_card import JobCard
+    from desktop.jobs.model import JobRecord
 
 #: What `rigscope jobs` says when the history holds no job yet.
 NO_JOBS = ("No jobs recorded yet. Run one under Rigscope to get its card here: "
            "rigscope run -- python train.py")
 
+HELP = "list the jobs recorded by `rigscope run`, or show one job's card"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", default="list", metavar="list|show",
+                        help="list (the default): every job, newest first; show ID (or just ID): that job's card")
+    parser.add_argument("job_id", nargs="?", type=int, metavar="ID", help="the job to show (an ID from the list)")
+    add_db(parser)
+    add_json(parser)
+
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.advice import open_history
+
     if args.action.isdigit() and args.job_id is None:  # `rigscope jobs 7` is `rigscope jobs show 7`
         args.action, args.job_id = "show", int(args.action)
     if args.action not in ("list", "show"):
@@ -50,6 +61,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from desktop.advice import load_cloud_offers, load_gpu_specs, open_history
+    from desktop.jobs.card import card_of, format_card
+    from desktop.jobs.envelope_note import with_envelope_note
+
     settings, _problems = load_settings()
     store = open_history(db_path(args))
     try:
@@ -71,12 +86,16 @@ def _show(args: argparse.Namespace) -> int:
 
 def record_json(record: JobRecord) -> dict[str, Any]:
     """The job as JSON: its record (command, times, GPUs, the guard's events) and its stored card (or null)."""
+    from desktop.advice import json_safe
+
     data: dict[str, Any] = json_safe(dataclasses.asdict(record))
     data["duration_s"] = record.duration_s
     return data
 
 
 def _stored_card(record: JobRecord) -> JobCard | None:
+    from advisor.job_card import JobCard
+
     if record.card is None:
         return None
     try:
@@ -87,6 +106,8 @@ def _stored_card(record: JobRecord) -> JobCard | None:
 
 def format_list(records: list[JobRecord]) -> str:
     """One line per job: when, how long, what, how it ended, and the card's headline figures."""
+    from desktop.jobs.card import duration_text, energy_text, job_status, money_text
+
     rows: list[tuple[str, ...]] = [("ID", "started", "duration", "status", "GPU", "busy", "energy", "cost",
                                     "paused", "name")]
     for record in records:

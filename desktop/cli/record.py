@@ -16,12 +16,33 @@ from types import FrameType
 from typing import Any
 
 from advisor.safetext import printable
-from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
-from desktop.sessions.recording import RecordingSession
-from desktop.telemetry.sampler import Sampler, open_host_backend
+from desktop.cli.common import (
+    add_db,
+    add_interval,
+    add_listen,
+    add_simulate,
+    check_interval,
+    db_path,
+    load_settings,
+    open_backend,
+    start_prometheus,
+)
+
+HELP = "record telemetry to the history database (headless)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_interval(parser)
+    add_simulate(parser)
+    add_db(parser)
+    parser.add_argument("--prometheus", action="store_true", help="also serve Prometheus metrics")
+    add_listen(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.sessions.recording import RecordingSession
+    from desktop.telemetry.sampler import Sampler, open_host_backend
+
     settings, _problems = load_settings()
     interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
     check_interval(interval_s)

@@ -12,18 +12,8 @@ import sys
 from pathlib import Path
 
 from advisor.safetext import printable
-from desktop.advice import open_history
-from desktop.cli.common import STDOUT, check_output, db_path, load_settings
+from desktop.cli.common import STDOUT, add_db, check_output, db_path, load_settings
 from desktop.errors import UserError
-from desktop.reporting import (
-    SystemLocalTime,
-    build_report,
-    load_usage_rows,
-    load_week,
-    to_csv,
-    to_json,
-    write_report_text,
-)
 
 FORMATS = ("html", "pdf", "json", "csv")
 #: A file name's extension -> the format it means.
@@ -45,7 +35,30 @@ def report_format(output: str, given: str | None) -> str:
     return given or implied or "html"
 
 
+HELP = "write the weekly summary as HTML, PDF, JSON or CSV"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last full week)")
+    parser.add_argument("--format", choices=("html", "pdf", "json", "csv"), default=None,
+                        help="output format (default: from the file's extension, else html)")
+    parser.add_argument("-o", "--output", metavar="FILE", required=True,
+                        help="the file to write (week.pdf, week.html, week.json, week.csv); - for standard output")
+    add_db(parser)
+
+
 def main(args: argparse.Namespace) -> int:
+    from desktop.advice import open_history
+    from desktop.reporting import (
+        SystemLocalTime,
+        build_report,
+        load_usage_rows,
+        load_week,
+        to_csv,
+        to_json,
+        write_report_text,
+    )
+
     fmt = report_format(args.output, args.format)
     to_stdout = args.output == STDOUT
     output = Path(args.output).expanduser()

@@ -21,13 +21,23 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desktop.cli.common import check_interval, check_output, db_path, load_settings, open_backend
+from desktop.cli.common import (
+    add_db,
+    add_interval,
+    add_simulate,
+    check_interval,
+    check_output,
+    db_path,
+    load_settings,
+    open_backend,
+)
 from desktop.errors import UserError
-from desktop.jobs.job import JobRun
 from desktop.jobs.wrap import FORWARDED
-from desktop.sessions.job import JobSession
+
+if TYPE_CHECKING:
+    from desktop.jobs.job import JobRun
 
 
 def _say(message: str) -> None:
@@ -72,7 +82,32 @@ def _terminal_or_nothing() -> Any:
         return open(os.devnull, "w")
 
 
+HELP = ("run your own job (`rigscope run -- python train.py`): its throughput, throttling, energy and cost, "
+        "with an optional thermal guard that pauses it")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", type=int, default=None, metavar="N",
+                        help="the GPU the job runs on (default: the GPUs its processes use, from NVML)")
+    parser.add_argument("--name", default=None, metavar="NAME",
+                        help="what to call the job (default: the script's name)")
+    parser.add_argument("--guard-c", type=float, default=None, metavar="T",
+                        help="keep the GPU at or below T °C by pausing the job (it continues 5 °C lower: setting "
+                             "jobs.guard_resume_offset_c)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="also write the job's run record (JSON) here")
+    parser.add_argument("--price-per-hour", type=float, default=None, metavar="X",
+                        help="with -o: what an hour of this machine costs (in Settings' currency): the record then "
+                             "has cost per work")
+    add_interval(parser)
+    add_simulate(parser)
+    add_db(parser)
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                        help="the command to run, after `--`; its exit code is rigscope's")
+
+
 def main(args: argparse.Namespace) -> int:
+    from desktop.sessions.job import JobSession
+
     if os.name == "posix":
         _own_std_streams()
     argv = _command(args)

@@ -13,11 +13,9 @@ from datetime import datetime
 from typing import Final
 
 from advisor.safetext import printable
-from desktop.cli.common import check_interval, open_backend, text_table
+from desktop.cli.common import add_interval, add_json, add_simulate, check_interval, open_backend, text_table
 from desktop.errors import UserError
-from desktop.telemetry.doctor import slowdown_headroom_c
 from desktop.telemetry.envelope import explain_gpu
-from desktop.telemetry.live import snapshot_json
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import (
     METRICS,
@@ -29,7 +27,6 @@ from desktop.telemetry.model import (
     Snapshot,
     format_value,
 )
-from desktop.telemetry.sampler import Sampler, open_host_backend
 
 _CLEAR = "\x1b[H\x1b[2J"
 
@@ -56,6 +53,12 @@ def _num(value: float | None, digits: int = 0) -> str:
     return _MISSING if value is None else f"{value:.{digits}f}"  # no thousands commas: columns split on blanks
 
 
+def _headroom_c(r: GpuReading, s: GpuSample | None) -> float | None:
+    from desktop.telemetry.doctor import slowdown_headroom_c  # beside the sampler, which costs numpy
+
+    return slowdown_headroom_c(r.info, s)
+
+
 #: The one-line form's numeric columns, right-aligned: name, unit, width, the cell of one GPU. The
 #: time and GPU index come before them; the reasons after, left-aligned and as wide as they need.
 _Column = tuple[str, str, int, Callable[[GpuReading, GpuSample], str]]
@@ -64,7 +67,7 @@ _COLUMNS: Final[tuple[_Column, ...]] = (
     ("mem", "%", 4, lambda r, s: _num(s.utilization_mem_pct)),
     ("vram", "MiB", 7, lambda r, s: _num(s.vram_used_mib)),
     ("temp", "°C", 4, lambda r, s: _num(s.temperature_c)),
-    ("toslow", "°C", 6, lambda r, s: _num(slowdown_headroom_c(r.info, s))),  # headroom to slowdown
+    ("toslow", "°C", 6, lambda r, s: _num(_headroom_c(r, s))),  # headroom to slowdown
     ("power", "W", 6, lambda r, s: _num(s.power_w, 1)),
     ("limit", "W", 5, lambda r, s: _num(r.info.power_limit_enforced_w)),
     ("sm", "MHz", 5, lambda r, s: _num(s.sm_clock_mhz)),
@@ -125,7 +128,24 @@ class LinePrinter:
         return out
 
 
+HELP = "print live readings: one line per GPU per sample, the full block, or JSON lines"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    parser.add_argument("--detail", action="store_true",
+                        help="every metric, the host and the GPU processes as a block per sample (redrawn in a "
+                             "terminal)")
+    add_simulate(parser)
+    add_interval(parser, 1.0)
+    parser.add_argument("--count", type=int, default=0, metavar="N",
+                        help="stop after N samples (default: run until Ctrl+C)")
+
+
 def main(args: argparse.Namespace) -> int:
+    from desktop.telemetry.live import snapshot_json
+    from desktop.telemetry.sampler import Sampler, open_host_backend
+
     count = int(args.count or 0)
     interval_s = float(args.interval if args.interval is not None else 1.0)
     if count < 0:
@@ -193,7 +213,7 @@ def render(snapshot: Snapshot, *, with_reason: bool = True) -> str:
     for metric in METRICS:
         rows.append((metric.label, *(_cell(metric, r.sample) for r in snapshot.gpus)))
         if metric.name == "temperature_c":
-            headroom = (slowdown_headroom_c(r.info, r.sample) for r in snapshot.gpus)
+            headroom = (_headroom_c(r, r.sample) for r in snapshot.gpus)
             rows.append(("to slowdown", *(f"{h:.0f} °C" if h is not None else "n/a" for h in headroom)))
     lines.append(text_table(rows))
     # Why each GPU's power limit is where it is (the laptop's envelope: AC, firmware mode, nvidia-powerd).

@@ -5,12 +5,32 @@ from __future__ import annotations
 import argparse
 import threading
 
-from desktop.cli.common import check_interval, db_path, load_settings, open_backend, start_prometheus
-from desktop.exporter import run_loop
-from desktop.telemetry.sampler import Sampler
+from desktop.cli.common import (
+    add_db,
+    add_interval,
+    add_listen,
+    add_simulate,
+    check_interval,
+    db_path,
+    load_settings,
+    open_backend,
+    start_prometheus,
+)
+
+HELP = "serve live GPU metrics for Prometheus (dcgm-exporter names) until Ctrl+C"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_listen(parser)
+    add_interval(parser)
+    add_simulate(parser)
+    add_db(parser, "history database the last stress verdict is read from (default: the one in your data folder)")
 
 
 def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    from desktop.exporter import run_loop
+    from desktop.telemetry.sampler import Sampler
+
     interval_s = args.interval if args.interval is not None else load_settings()[0].sampling.interval_s
     check_interval(interval_s)
     backend = open_backend(args.simulate)

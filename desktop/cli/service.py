@@ -8,9 +8,17 @@ import subprocess
 from dataclasses import asdict
 
 from desktop import service
-from desktop.cli.common import db_path
+from desktop.cli.common import add_db, add_json, db_path
 from desktop.paths import default_db_path
 from desktop.service import ServiceStatus
+
+HELP = "install the recorder to start at login (systemd user unit / logon task)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("install", "uninstall", "status"), help="what to do")
+    add_db(parser, "install: the history database the recorder writes (default: the one in your data folder)")
+    add_json(parser)
 
 
 def main(args: argparse.Namespace) -> int:

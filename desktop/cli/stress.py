@@ -16,16 +16,16 @@ import signal
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.safetext import printable
-from advisor.verdict_model import Verdict
-from advisor.verdict_text import format_duration
 from desktop.cli import stress_gate, stress_modes
 from desktop.cli.common import ProgressBar, add_db, add_json, db_path, load_settings
-from desktop.sessions.stress import EXIT_NOT_SAVED, StressRequest, StressSession
-from desktop.stress.records import gpu_identity
-from desktop.stress.run_model import Progress, RunResult
+
+if TYPE_CHECKING:
+    from advisor.verdict_model import Verdict
+    from desktop.sessions.stress import StressRequest, StressSession
+    from desktop.stress.run_model import Progress, RunResult
 
 #: Without a terminal, a stress run writes one progress line this often.
 PROGRESS_LINE_EVERY_S = 60.0
@@ -35,6 +35,8 @@ _STOP_SIGNALS = (signal.SIGINT,) if sys.platform == "win32" else (signal.SIGINT,
 
 def request_from(args: argparse.Namespace) -> StressRequest:
     """The command's options as the session's request (--minutes in seconds; the database path)."""
+    from desktop.sessions.stress import StressRequest
+
     minutes = getattr(args, "minutes", None)
     return StressRequest(workload=getattr(args, "workload", "gemm"), device=getattr(args, "device", None),
                          dtype=getattr(args, "dtype", None), duration_s=minutes * 60.0 if minutes is not None else None,
@@ -47,6 +49,8 @@ def _say(text: str) -> None:
 
 def _progress_line(bar: ProgressBar) -> Callable[[Progress], None]:
     """The runner's progress as the bar: time left, live throughput, temperature and clock."""
+    from advisor.verdict_text import format_duration
+
     def show(p: Progress) -> None:
         parts = [f"{format_duration(p.remaining_s)} left"]
         if p.phase == "starting":
@@ -83,6 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from desktop.sessions.stress import StressSession
+
     settings, _problems = load_settings()
     session = StressSession(request_from(args), settings=settings.stress, on_warning=_say)
     note = session.device.note
@@ -97,6 +103,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, session: StressSession) -> int:
     # On a terminal a redrawn bar; without one (a log, a CI job) one plain line per minute.
+    from desktop.sessions.stress import EXIT_NOT_SAVED
+
     bar = ProgressBar(1.0, width=24, line_every_s=PROGRESS_LINE_EVERY_S)
     options = stress_gate.prepare(args)  # -o, --baseline: a mistake is exit 2 before the run, not after
     session.on_progress = _progress_line(bar)
@@ -133,6 +141,9 @@ def _cancel_handler(session: StressSession) -> Any:
 
 
 def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str:
+    from advisor.verdict_text import format_duration
+    from desktop.stress.records import gpu_identity
+
     _uuid, name, _driver = gpu_identity(result)
     lines = [f"{result.config.workload} ({result.dtype or 'default'}) on {name} [{result.config.device}], "
              f"{format_duration(result.ended_s - result.started_s)}", verdict.sentence]
@@ -152,6 +163,8 @@ def _text_report(result: RunResult, verdict: Verdict, run_id: int | None) -> str
 
 def _json_report(result: RunResult, verdict: Verdict, run_id: int | None, code: int,
                  note: str | None, *, save_error: str | None = None) -> dict[str, Any]:
+    from desktop.stress.records import gpu_identity
+
     uuid, name, driver = gpu_identity(result)
     return {"exit_code": code, "run_id": run_id, "saved": run_id is not None, "save_error": save_error,
             "status": result.status, "message": result.message,

@@ -13,15 +13,16 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from advisor.compare_text import number
-from advisor.portable import PortableRecord, finite_json
 from advisor.safetext import printable
-from advisor.verdict_model import Verdict
 from desktop.cli.common import check_output, load_settings
 from desktop.errors import UserError
-from desktop.stress.portable import read_record, record_from_stress, write_record
-from desktop.stress.run_model import RunResult
+
+if TYPE_CHECKING:
+    from advisor.portable import PortableRecord
+    from advisor.verdict_model import Verdict
+    from desktop.stress.run_model import RunResult
 
 #: Exit code of a run whose throughput fell more than --max-drop below the baseline's.
 EXIT_BELOW_BASELINE = 5
@@ -46,6 +47,8 @@ class Gate:
 
     @property
     def sentence(self) -> str:
+        from advisor.compare_text import number
+
         allowed = f"allowed {self.max_drop_pct:g} %"
         base = f"the baseline's {number(self.baseline, self.unit)}"
         if self.throughput is None or self.drop_pct is None:
@@ -56,6 +59,8 @@ class Gate:
 
     def as_dict(self) -> dict[str, object]:
         """The gate in `--json`: every number finite (JSON has no Infinity)."""
+        from advisor.portable import finite_json
+
         data: dict[str, object] = finite_json({
             "throughput": self.throughput, "baseline": self.baseline, "unit": self.unit, "drop_pct": self.drop_pct,
             "max_drop_pct": self.max_drop_pct, "passed": not self.failed, "sentence": self.sentence})
@@ -85,8 +90,24 @@ class RecordOptions:
         return self.output is not None or self.baseline is not None
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`rigscope stress`'s options for the portable record and the gate."""
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="also write the run as a portable record (JSON) for `rigscope compare` or --baseline")
+    parser.add_argument("--price-per-hour", type=float, default=None, metavar="X",
+                        help="what an hour of this machine costs (in Settings' currency): the record then has cost "
+                             "per work")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="a record from an earlier `stress -o`: exit 5 when throughput falls more than "
+                             "--max-drop below it")
+    parser.add_argument("--max-drop", type=float, default=None, metavar="PCT",
+                        help="with --baseline: the drop allowed, in %% (default 5)")
+
+
 def prepare(args: argparse.Namespace) -> RecordOptions:
     """Check -o, --price-per-hour, --baseline and --max-drop before the run (UserError: exit 2)."""
+    from desktop.stress.portable import read_record
+
     output = getattr(args, "output", None)
     price = getattr(args, "price_per_hour", None)
     baseline_path = getattr(args, "baseline", None)
@@ -135,6 +156,8 @@ class Outcome:
 
 def finish(options: RecordOptions, result: RunResult, verdict: Verdict) -> Outcome:
     """Build the record, write it to -o, and judge it against the baseline."""
+    from desktop.stress.portable import record_from_stress, write_record
+
     record = record_from_stress(result, verdict, price_per_hour=options.price_per_hour, currency=options.currency)
     write_error = None
     if options.output is not None:

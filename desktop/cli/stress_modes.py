@@ -15,20 +15,18 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.mode_compare import mode_sentences
-from advisor.run_compare import compare
 from advisor.safetext import printable
 from desktop.cli.common import ProgressBar
 from desktop.cli.compare import text_report
 from desktop.errors import UserError
-from desktop.sessions.stress import StressOutcome, StressSession
-from desktop.stress.per_mode import ModeRun, ModeSwitch, SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
-from desktop.stress.run_model import Progress, RealClock, StressConfig
-from desktop.stress.runner import StressRunner
-from desktop.telemetry.sampler import Sampler, open_gpu_backend
-from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+if TYPE_CHECKING:
+    from desktop.sessions.stress import StressOutcome, StressSession
+    from desktop.stress.per_mode import ModeRun, ModeSwitch
+    from desktop.stress.run_model import Progress, StressConfig
 
 #: The Quick test's length (the Stress page's "Quick 2 min").
 QUICK_MINUTES = 2.0
@@ -36,7 +34,7 @@ QUICK_MINUTES = 2.0
 COOL_MARGIN_C = 3.0
 COOL_LIMIT_S = 180.0
 
-ProgressLine = Callable[[ProgressBar], Callable[[Progress], None]]
+ProgressLine = Callable[[ProgressBar], Callable[["Progress"], None]]  # Progress: imported when run
 
 
 def _ask(prompt: str) -> None:
@@ -59,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
     """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
+    from advisor.run_compare import compare
+    from desktop.stress.per_mode import SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
+    from desktop.stress.run_model import RealClock
+    from desktop.stress.runner import StressRunner
+    from desktop.telemetry.sampler import Sampler, open_gpu_backend
+    from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
     device = session.device.name
     if device == "cpu":
         raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")

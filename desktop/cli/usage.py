@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from advisor.safetext import printable
-from advisor.usage import NO_KEY, UsageTable, account_usage, fmt_cost, fmt_energy, fmt_gpu_hours
-from desktop.advice import open_history
-from desktop.cli.common import db_path, iso_local, load_settings, text_table, time_range
+from desktop.cli.common import add_db, add_json, add_range, db_path, iso_local, load_settings, text_table, time_range
+
+if TYPE_CHECKING:
+    from advisor.usage import UsageTable
 
 #: The default period: the last week.
 DEFAULT_SPAN_S = 7 * 86400.0
 _HEADER = {"user": "user", "command": "command", "container": "container"}
 
 
+HELP = "GPU-hours, energy and cost per user, command or container over a period"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_range(parser, "7 days ago")
+    parser.add_argument("--by", choices=("user", "command", "container"), default="user",
+                        help="what to total by (default user)")
+    add_db(parser)
+    add_json(parser)
+
+
 def main(args: argparse.Namespace) -> int:
+    from advisor.usage import account_usage
+    from desktop.advice import open_history
     from desktop.reporting import unknown_notes
 
     start_s, end_s = time_range(args, DEFAULT_SPAN_S)
@@ -33,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
 
 def format_usage(table: UsageTable, unknown: tuple[str, ...] = ()) -> str:
     """The table for a terminal (every cell through ``printable``: another user names a command)."""
+    from advisor.usage import NO_KEY, fmt_cost, fmt_energy, fmt_gpu_hours
+
     head = f"GPU usage by {table.by}, {iso_local(table.start_s)} .. {iso_local(table.end_s)}"
     if not table.lines:
         return (f"{head}\n  no GPU processes recorded in this period"

@@ -307,10 +307,10 @@ def test_the_check_names_the_page_and_both_figures_when_one_renderer_is_off(
                                                  r"150 W"):
             check(rendered, rows)
     # `rigscope jobs show` printing the card of a renderer that leaves the pauses in the energy's place.
-    from desktop.cli import jobs as jobs_cli
+    from desktop.jobs import card as job_card  # `rigscope jobs show` imports its renderer when it runs
 
-    real = jobs_cli.format_card
-    monkeypatch.setattr(jobs_cli, "format_card",
+    real = job_card.format_card
+    monkeypatch.setattr(job_card, "format_card",
                         lambda c: real(type(c)(**{**c.__dict__, "energy_wh": c.energy_wh * 2})))
     with pytest.raises(AssertionError, match=r"jobs show: energy = .*but record: energy_j / 3600"):
         check(_render(guarded_job, capsys), rows)
