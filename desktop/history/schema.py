@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from advisor.clock_events import SINGLE_REASONS
 from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GPU_METRIC_NAMES
@@ -108,11 +108,37 @@ def _run(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(statement)
 
 
+def _utils(conn: sqlite3.Connection) -> Any:
+    """``conn`` as a ``sqlite_utils.Database``, for the steps it says best: plain tables, ``add_column``,
+    ``create_index``. It runs each statement on ``conn`` inside the step's transaction (nothing it does
+    commits), and leaves the connection's settings alone. A WITHOUT ROWID table, a UNIQUE column and a
+    foreign key ON DELETE CASCADE are beyond its ``create_table``: those stay SQL. Imported here, on the
+    rare open that migrates: it costs ~0.2 s, which no ordinary open (or the window's start) should pay."""
+    import sqlite_utils
+
+    return sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+
+
+def _add_columns(conn: sqlite3.Connection, tables: tuple[str, ...], columns: tuple[str, ...]) -> None:
+    """Integer ``columns`` appended to each of ``tables`` (old rows keep NULL)."""
+    db = _utils(conn)
+    for table in tables:
+        for column in columns:
+            db[table].add_column(column, int)
+
+
+#: What a step that appends metric columns does after: the day blocks hold copies without the new
+#: columns, and a block that lacks a column asked for is read from its rows; dropped, so that the next
+#: rollup packs every day again, with them.
+_DROP_DAY_BLOCKS = "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
+
+
 def _v1(conn: sqlite3.Connection) -> None:
     gpu_cols = ", ".join(f"{m} INTEGER" for m in _V1_GPU_METRICS)
     host_cols = ", ".join(f"{m} INTEGER" for m in HOST_SCALES)
+    db = _utils(conn)
+    db.create_table("meta", {"key": str, "value": str}, pk="key", not_null={"value"})
     _run(conn, f"""
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE gpus (
             id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, idx INTEGER NOT NULL, name TEXT NOT NULL,
             info_json TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'ok', throttle_mask INTEGER NOT NULL DEFAULT 0,
@@ -121,10 +147,10 @@ def _v1(conn: sqlite3.Connection) -> None:
         CREATE TABLE gpu_samples (gpu INTEGER NOT NULL, ts INTEGER NOT NULL, {gpu_cols},
             PRIMARY KEY (gpu, ts)) WITHOUT ROWID;
         CREATE TABLE host_samples (ts INTEGER PRIMARY KEY, {host_cols}, cpu_per_core BLOB) WITHOUT ROWID;
-        CREATE TABLE events (id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, gpu_uuid TEXT,
-            detail TEXT NOT NULL DEFAULT '');
-        CREATE INDEX events_ts ON events (ts);
     """)
+    db.create_table("events", {"id": int, "ts": float, "kind": str, "gpu_uuid": str, "detail": str}, pk="id",
+                    not_null={"ts", "kind", "detail"}, defaults={"detail": ""})
+    db["events"].create_index(["ts"], index_name="events_ts")
 
 
 def _v2(conn: sqlite3.Connection) -> None:
@@ -137,13 +163,15 @@ def _v2(conn: sqlite3.Connection) -> None:
 
 
 def _v3(conn: sqlite3.Connection) -> None:
+    db = _utils(conn)
+    columns = {"run_id": int, "started_s": float, "ended_s": float, "gpu_uuid": str, "gpu_name": str,
+               "workload": str, "dtype": str, "unit": str, "peak_throughput": float, "sustained_throughput": float,
+               "throttled": int, "errors": int, "driver_version": str, "summary": str, "device": str,
+               "extra_json": str}
+    db.create_table("stress_runs", columns, pk="run_id",
+                    not_null=set(columns) - {"run_id", "driver_version"}, defaults={"device": "", "extra_json": ""})
+    db["stress_runs"].create_index(["started_s"], index_name="stress_runs_started")
     _run(conn, """
-        CREATE TABLE stress_runs (run_id INTEGER PRIMARY KEY, started_s REAL NOT NULL, ended_s REAL NOT NULL,
-            gpu_uuid TEXT NOT NULL, gpu_name TEXT NOT NULL, workload TEXT NOT NULL, dtype TEXT NOT NULL,
-            unit TEXT NOT NULL, peak_throughput REAL NOT NULL, sustained_throughput REAL NOT NULL,
-            throttled INTEGER NOT NULL, errors INTEGER NOT NULL, driver_version TEXT, summary TEXT NOT NULL,
-            device TEXT NOT NULL DEFAULT '', extra_json TEXT NOT NULL DEFAULT '');
-        CREATE INDEX stress_runs_started ON stress_runs (started_s);
         -- One row per run and column: the whole float64 series as a blob (runs are short).
         CREATE TABLE stress_series (run_id INTEGER NOT NULL REFERENCES stress_runs(run_id) ON DELETE CASCADE,
             name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, name)) WITHOUT ROWID;
@@ -165,40 +193,37 @@ def _v4(conn: sqlite3.Connection) -> None:
 def _v5(conn: sqlite3.Connection) -> None:
     # Whole UTC days of a table packed into one compressed blob (desktop/history/blocks.py): a copy
     # of rows that stay in their tables, so reading a week decodes a few blobs instead of 100,000 rows.
-    _run(conn, """
-        CREATE TABLE day_blocks (day INTEGER NOT NULL, source TEXT NOT NULL, gpu INTEGER NOT NULL,
-            rows INTEGER NOT NULL, columns TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (day, source, gpu));
-    """)
+    columns = {"day": int, "source": str, "gpu": int, "rows": int, "columns": str, "data": bytes}
+    _utils(conn).create_table("day_blocks", columns, pk=("day", "source", "gpu"), not_null=set(columns))
 
 
 def _v6(conn: sqlite3.Connection) -> None:
     # NVML's time under each clock-event cause: appended to the raw and rollup tables (old rows
-    # keep NULL there: nobody counted then). The day blocks hold copies without these columns, and
-    # a block that lacks a column asked for is read from its rows: drop them all, so that the
-    # next rollup packs every day again, with the new columns.
-    script = ""
-    for table in ("gpu_samples", "gpu_minute", "gpu_hour"):
-        script += "".join(f"ALTER TABLE {table} ADD COLUMN {m} INTEGER;\n" for m in COUNTER_METRICS)
-    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
-    _run(conn, script)
+    # keep NULL there: nobody counted then); the day blocks are packed again with them.
+    _add_columns(conn, ("gpu_samples", "gpu_minute", "gpu_hour"), COUNTER_METRICS)
+    _run(conn, _DROP_DAY_BLOCKS)
 
 
 def _v7(conn: sqlite3.Connection) -> None:
     # Jobs run under `rigscope run` (issue 15, desktop/history/jobs.py): one row per job (lists as JSON),
     # its throughput series as float64 blobs (like stress_series), and the guard's pauses and resumes.
+    db = _utils(conn)
+    columns = {"job_id": int, "name": str, "argv_json": str, "started_s": float, "ended_s": float, "exit_code": int,
+               "pids_json": str, "gpu_uuids_json": str, "gpu_indices_json": str, "throughput_unit": str,
+               "guard_c": float, "paused_s": float, "source": str, "card_json": str, "extra_json": str}
+    db.create_table("jobs", columns, pk="job_id",
+                    not_null={"name", "argv_json", "started_s", "pids_json", "gpu_uuids_json", "gpu_indices_json",
+                              "paused_s", "source", "extra_json"},
+                    defaults={"pids_json": "[]", "gpu_uuids_json": "[]", "gpu_indices_json": "[]", "paused_s": 0,
+                              "source": "nvml", "extra_json": ""})
+    db["jobs"].create_index(["started_s"], index_name="jobs_started")
     _run(conn, """
-        CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, name TEXT NOT NULL, argv_json TEXT NOT NULL,
-            started_s REAL NOT NULL, ended_s REAL, exit_code INTEGER, pids_json TEXT NOT NULL DEFAULT '[]',
-            gpu_uuids_json TEXT NOT NULL DEFAULT '[]', gpu_indices_json TEXT NOT NULL DEFAULT '[]',
-            throughput_unit TEXT, guard_c REAL, paused_s REAL NOT NULL DEFAULT 0,
-            source TEXT NOT NULL DEFAULT 'nvml', card_json TEXT, extra_json TEXT NOT NULL DEFAULT '');
-        CREATE INDEX jobs_started ON jobs (started_s);
         CREATE TABLE job_series (job_id INTEGER NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
             name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (job_id, name)) WITHOUT ROWID;
         CREATE TABLE job_events (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(job_id)
             ON DELETE CASCADE, ts REAL NOT NULL, kind TEXT NOT NULL, temperature_c REAL, gpu_index INTEGER);
-        CREATE INDEX job_events_job ON job_events (job_id, ts);
     """)
+    db["job_events"].create_index(["job_id", "ts"], index_name="job_events_job")
 
 
 #: Per-process utilization (0.1 %) and attribution (``strings`` ids) that schema v8 appended to process_samples.
@@ -209,19 +234,15 @@ PROCESS_V8_COLUMNS: Final[tuple[str, ...]] = ("sm_util_pct", "mem_util_pct", "en
 def _v8(conn: sqlite3.Connection) -> None:
     # Per-process utilization and attribution (issue 16): columns on process_samples; older rows keep
     # NULL (n/a: nobody asked then). The day blocks hold copies without them: dropped, as in _v6.
-    script = "".join(f"ALTER TABLE process_samples ADD COLUMN {c} INTEGER;\n" for c in PROCESS_V8_COLUMNS)
-    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
-    _run(conn, script)
+    _add_columns(conn, ("process_samples",), PROCESS_V8_COLUMNS)
+    _run(conn, _DROP_DAY_BLOCKS)
 
 
 def _v9(conn: sqlite3.Connection) -> None:
     # Effective load (issue 16): appended to the raw and rollup tables; older rows keep NULL
     # (nobody estimated then). The day blocks hold copies without the column: dropped, as in _v6.
-    script = ""
-    for table in ("gpu_samples", "gpu_minute", "gpu_hour"):
-        script += "".join(f"ALTER TABLE {table} ADD COLUMN {m} INTEGER;\n" for m in _V9_GPU_METRICS)
-    script += "DELETE FROM day_blocks; DELETE FROM meta WHERE key = 'blocks_until';"
-    _run(conn, script)
+    _add_columns(conn, ("gpu_samples", "gpu_minute", "gpu_hour"), _V9_GPU_METRICS)
+    _run(conn, _DROP_DAY_BLOCKS)
 
 
 #: Schema v10 (issue 27): the rarely-changing GPU columns of a sample live in ``gpu_packs``, one row per

@@ -101,7 +101,8 @@ def private_imports(source: str, private: list[str]) -> list[str]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            private_module = any(node.module == m or node.module.startswith(m + ".") for m in private)
+            names = [node.module] if private_module else [f"{node.module}.{alias.name}" for alias in node.names]
         found += [n for n in names if any(n == m or n.startswith(m + ".") for m in private)]
     return found
 
