@@ -146,7 +146,15 @@ def _pack_ids(packs: Packs, matrix: npt.NDArray[np.int64], missing: npt.NDArray[
     return out
 
 
-_ALL: Final = (*ROW_METRICS, *PACKED_METRICS, *COUNTER_METRICS)
+def _ints(values: FloatArray | None, n: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], bool]:
+    """Rounded int64 values, where they are missing (NaN, or beyond what SQLite holds), and whether any is."""
+    if values is None:
+        return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool), True
+    rounded = np.rint(values)
+    missing = ~(np.abs(rounded) < _INT_LIMIT)
+    if missing.any():
+        return np.where(missing, 0.0, rounded).astype(np.int64), missing, True
+    return rounded.astype(np.int64), missing, False
 
 
 def bulk_rows(packs: Packs, gpu_id: int, time_s: FloatArray,
@@ -154,51 +162,42 @@ def bulk_rows(packs: Packs, gpu_id: int, time_s: FloatArray,
     """(INSERT, its rows, side counter rows) for one GPU's scaled float columns (NaN = missing, absent = all
     missing).
 
-    Every column is rounded and checked in one numpy pass over a matrix; the rows are then built a column
-    at a time (numpy to Python ints) and zipped; a column with one value in every row (the GPU id, mostly
-    the pack and the counters) is written into the statement instead of bound per row."""
+    The rows are built a column at a time (numpy to Python ints) and zipped; a column with one value in
+    every row (the GPU id, mostly the pack and the counters) is written into the statement instead of
+    bound per row."""
     n = len(time_s)
     ts = np.rint(time_s * 1000.0).astype(np.int64)
     keep: npt.NDArray[np.bool_] | None = None
     if n > 1 and not (ts[1:] > ts[:-1]).all():  # out of order or repeated: the first of each key wins
         keep = np.zeros(n, dtype=bool)
         keep[np.unique(ts, return_index=True)[1]] = True
-    at = {m: i for i, m in enumerate(_ALL)}
-    matrix = np.full((len(_ALL), n), np.nan)
-    for m in _ALL:
-        if m in columns:
-            matrix[at[m]] = columns[m]
-    np.rint(matrix, out=matrix)
-    gone = ~(np.abs(matrix) < _INT_LIMIT)  # NaN, or nothing SQLite's integers hold
-    all_gone = gone.all(axis=1)
-    some_gone = gone.any(axis=1)
-    if some_gone.any():
-        matrix[gone] = 0.0
-    ints = matrix.astype(np.int64)
-
-    used, used_gone = ints[at["vram_used_mib"]], gone[at["vram_used_mib"]]
+    row = {m: _ints(columns.get(m), n) for m in ROW_METRICS}
+    used, used_gone, _ = row["vram_used_mib"]
+    free, free_gone, _ = _ints(columns.get("vram_free_mib"), n)
     pack_ints = np.empty((len(PACK_COLUMNS), n), dtype=np.int64)
     pack_gone = np.zeros((len(PACK_COLUMNS), n), dtype=bool)
-    pack_ints[0] = ints[at["vram_free_mib"]] + np.where(used_gone, 0, used)
-    pack_gone[0] = gone[at["vram_free_mib"]]
+    pack_ints[0] = free + np.where(used_gone, 0, used)
+    pack_gone[0] = free_gone
     for k, m in enumerate(PACKED_METRICS[1:], start=1):
-        pack_ints[k], pack_gone[k] = ints[at[m]], gone[at[m]]
-    counter_at = [at[m] for m in COUNTER_METRICS]
-    counts, counts_gone = ints[counter_at], gone[counter_at]
-    pack_ints[-1] = ((~counts_gone).astype(np.int64) << np.arange(len(COUNTER_METRICS))[:, None]).sum(axis=0)
+        pack_ints[k], pack_gone[k], _ = _ints(columns.get(m), n)
+    counts = [_ints(columns.get(m), n) for m in COUNTER_METRICS]
+    counted = np.zeros(n, dtype=np.int64)
+    fits = np.ones(n, dtype=bool)
+    packed = np.zeros(n, dtype=np.int64)
+    for i, (values, gone, _) in enumerate(counts):
+        counted |= (~gone).astype(np.int64) << i
+        if not gone.all():
+            fits &= gone | ((values >= 0) & (values <= COUNTER_MAX))
+            packed |= (values & 0xFFFF) << (COUNTER_BITS * i)  # a missing value is 0 here
+    pack_ints[-1] = counted
     ids = _pack_ids(packs, pack_ints, pack_gone)
-
-    fits = (counts_gone | ((counts >= 0) & (counts <= COUNTER_MAX))).all(axis=0)
-    packed = (np.where(counts_gone, 0, counts & 0xFFFF) << (COUNTER_BITS * np.arange(len(COUNTER_METRICS))[:, None])
-              ).sum(axis=0)
     packed[~fits] = -1
     side = ~fits if keep is None else ~fits & keep
     counter_rows: list[tuple[int | None, ...]] = []
     if side.any():
         where = np.flatnonzero(side)
         counter_rows = list(zip([gpu_id] * len(where), ts[where].tolist(),
-                                *(_as_list(counts[i, where], counts_gone[i, where]) for i in range(len(counter_at))),
-                                strict=True))
+                                *(_as_list(v[where], g[where]) for v, g, _ in counts), strict=True))
 
     names = ["gpu", "ts", "pack", "counters"]
     fixed: dict[str, int] = {"gpu": gpu_id}
@@ -209,11 +208,11 @@ def bulk_rows(packs: Packs, gpu_id: int, time_s: FloatArray,
         else:
             bound.append(column.tolist())
     for m in ROW_METRICS:
-        i = at[m]
-        if all_gone[i]:
+        ints, gone, some_gone = row[m]
+        if some_gone and gone.all():
             continue  # all missing: left out of the INSERT (NULL)
         names.append(m)
-        bound.append(_as_list(ints[i], gone[i]) if some_gone[i] else ints[i].tolist())
+        bound.append(_as_list(ints, gone) if some_gone else ints.tolist())
     values_sql = ", ".join(str(fixed[c]) if c in fixed else "?" for c in names)
     sql = f"INSERT OR IGNORE INTO gpu_samples ({', '.join(names)}) VALUES ({values_sql})"
     return sql, zip(*bound, strict=True), counter_rows
