@@ -68,9 +68,13 @@ class _Recorder:
                 {k: np.asarray(v, dtype=np.float64) for k, v in self.columns.items()})
 
 
-def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: float = 5.0,
-                   guard_absolute_c: float = 0.0, clock: Clock | None = None) -> Callable[[StressConfig], StressRunner]:
+def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: float | None = None,
+                   guard_absolute_c: float | None = None,
+                   clock: Clock | None = None) -> Callable[[StressConfig], StressRunner]:
     """What the GUI passes to its Stress page: each run gets its own backend and sampler.
+
+    The config is the stress session's, settings included; ``guard_offset_c``/``guard_absolute_c``
+    (None: the config's own) override its guard, for tests that drive a runner without a session.
 
     Its own backend, not the app's: a run closes it when it ends (its NVML session), and its
     throttle counters and process polls are its own. On the simulated GPU, ``open_backend``
@@ -79,7 +83,10 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
     """
 
     def make(config: StressConfig) -> StressRunner:
-        config = replace(config, guard_offset_c=guard_offset_c, guard_absolute_c=guard_absolute_c)
+        if guard_offset_c is not None:
+            config = replace(config, guard_offset_c=guard_offset_c)
+        if guard_absolute_c is not None:
+            config = replace(config, guard_absolute_c=guard_absolute_c)
         if config.device == "cpu":
             return StressRunner(config, None, clock=clock)
         # The run owns this backend: it closes it (its NVML session) when it ends, however it ends.

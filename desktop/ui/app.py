@@ -186,12 +186,12 @@ class RigscopeApp(QObject):
         else:
             device = "cuda:0"
             open_backend = open_gpu_backend
-        stress = self.settings.stress
-        make_runner = runner_factory(open_backend, guard_offset_c=stress.guard_offset_c,
-                                     guard_absolute_c=stress.guard_temperature_c, clock=self.stress_clock)
+        # The runner on the window's backend and clock; the guard settings go into the session's config.
+        make_runner = runner_factory(open_backend, clock=self.stress_clock)
         # The picker shows when there are several GPUs (the backend's static list, read once here).
         gpus = [(info.index, info.name) for info in gpu.devices()]
-        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus)
+        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus,
+                          settings=self.settings.stress)
         self._add_mode_compare(page, gpu)
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
         if device != "sim" and importlib.util.find_spec("torch") is None:

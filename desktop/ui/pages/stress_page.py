@@ -6,8 +6,9 @@ imports torch or the workloads. The history database is read and written off the
 too (``background.Loader``): the table of earlier runs, and judging a finished run against
 them and storing it (the stress session's ``finish_run``). Start builds a ``StressSession``
 (desktop/sessions/stress.py) from the controls; it owns the run's sequence. Dependencies come in explicitly:
-``make_runner(config)`` builds a ``StressRunner`` (the app gives it the sampler and clock; tests
-an accelerated simulated clock) and ``db_path`` is where runs are saved and earlier runs come from.
+``make_runner(config)`` builds a ``StressRunner`` for the session's checked config (the app gives it
+the sampler and clock; tests an accelerated simulated clock), ``settings`` are the stress settings the
+session puts in that config (the guard), and ``db_path`` is where runs are saved and earlier runs come from.
 
 One button starts the test, with the preset shown selected beside it (Ctrl+Enter; Escape
 cancels). Before the first run of the session the chart area explains itself instead of
@@ -40,6 +41,7 @@ from advisor.baseline import SUSTAINED_S
 from advisor.frame import StressResult
 from advisor.verdict import Verdict
 from advisor.verdict_text import format_duration
+from desktop.config import StressSettings
 from desktop.errors import UserError
 from desktop.sessions.stress import (
     FinishedRun,
@@ -90,8 +92,10 @@ class StressPage(PageWidget):
                  db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
                  read_runs: Callable[[Path | None], list[StressResult]] = list_runs,
                  judge_and_store: Callable[[Path | None, RunResult], FinishedRun] = finish_run,
-                 gpus: Sequence[tuple[int, str]] = ()) -> None:
+                 gpus: Sequence[tuple[int, str]] = (), settings: StressSettings | None = None) -> None:
         super().__init__(parent)
+        #: Settings' [stress] section: the session's guard offset and absolute guard temperature (None: defaults).
+        self.settings = settings
         #: The GPUs to choose from (NVML index, name); the picker shows only with more than one.
         self.gpus = tuple(gpus)
         self.theme = theme
@@ -260,7 +264,7 @@ class StressPage(PageWidget):
     def selected_config(self, duration_s: float | None = None) -> StressConfig:
         """The config the session runs for the controls' request."""
         request = self.selected_request(duration_s)
-        return stress_config(request, resolve_device(request.device, request.gpu_index))
+        return stress_config(request, resolve_device(request.device, request.gpu_index), self.settings)
 
     def start_sustained(self) -> None:
         """The one-click test from elsewhere (the tray): Sustained 10 min with the chosen workload and precision."""
@@ -271,7 +275,8 @@ class StressPage(PageWidget):
         if self.running:
             return
         # The window's simulated GPU is its own machine, which no other process loads: no device lock on it.
-        session = StressSession(self.selected_request(), make_runner=self.make_runner, lock_simulated=False)
+        session = StressSession(self.selected_request(), make_runner=self.make_runner, settings=self.settings,
+                                lock_simulated=False)
         try:
             config = session.config
             session.prepare()
