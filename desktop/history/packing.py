@@ -146,11 +146,18 @@ def _pack_ids(packs: Packs, matrix: npt.NDArray[np.int64], missing: npt.NDArray[
     return out
 
 
+#: A read-only "nothing missing" mask shared by the columns that have every value (the common case).
+_NONE_MISSING = np.zeros(65_536, dtype=bool)
+_NONE_MISSING.flags.writeable = False
+
+
 def _ints(values: FloatArray | None, n: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], bool]:
     """Rounded int64 values, where they are missing (NaN, or beyond what SQLite holds), and whether any is."""
     if values is None:
         return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool), True
     rounded = np.rint(values)
+    if n and rounded.min() > -_INT_LIMIT and rounded.max() < _INT_LIMIT:  # NaN fails both: the slow path
+        return rounded.astype(np.int64), _NONE_MISSING[:n] if n <= len(_NONE_MISSING) else np.zeros(n, bool), False
     missing = ~(np.abs(rounded) < _INT_LIMIT)
     if missing.any():
         return np.where(missing, 0.0, rounded).astype(np.int64), missing, True
