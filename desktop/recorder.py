@@ -15,17 +15,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.effective_load import Calibration
 from desktop.config import RetentionSettings
-from desktop.history.calibration import stress_calibrations
-from desktop.history.writer import HistoryWriter
 from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.limits import LimitsWatch
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
+
+if TYPE_CHECKING:  # the window imports this before its first paint; the history layer comes with the writer
+    from desktop.history.writer import HistoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,8 @@ class Recorder:
         if self._calibrated_at is None:
             self._calibrated_at = now  # the caller loaded them before the first step
         elif now - self._calibrated_at >= self.calibration_period_s and self._calibration is None:
+            from desktop.history.calibration import stress_calibrations
+
             self._calibrated_at = now
             self._calibration = self.writer.call(stress_calibrations)
 

@@ -101,16 +101,32 @@ def limit_text(label: str, value: float, unit: str) -> str:
 
 
 class _Series:
-    __slots__ = ("colour", "downsample", "history", "label", "live", "style")
+    __slots__ = ("colour", "downsample", "history", "history_fill", "label", "live", "style", "width")
 
-    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, history: pg.PlotDataItem,
-                 downsample: bool = True, *, style: str = "solid") -> None:
+    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, downsample: bool = True, *,
+                 style: str = "solid", width: float = 1.0, history_fill: float | None = None) -> None:
         self.downsample = downsample
         self.label = label
         self.colour = colour
         self.style = style
+        self.width = width
+        self.history_fill = history_fill
         self.live = live
-        self.history = history
+        #: The curve of the part read from history: made when the first history points come (most
+        #: plots never get any), so a window's cold start builds half the curves.
+        self.history: pg.PlotDataItem | None = None
+
+    def history_curve(self) -> pg.PlotDataItem:
+        """A new curve for the history part: the live one's look (or a filled area), drawn just under it."""
+        fill = self.history_fill
+        curve = _curve(self.colour, 1.0 if fill is not None else self.width, self.style)
+        if fill is not None:
+            curve.setFillLevel(fill)
+            curve.setBrush(pg.mkBrush(self.colour))
+        # Under its own live curve, as when both were added in order (history first): made later, it
+        # would otherwise be drawn over it.
+        curve.setZValue(self.live.zValue() - 0.5)
+        return curve
 
 
 def _curve(colour: str, width: float, style: str = "solid") -> pg.PlotDataItem:
@@ -193,16 +209,12 @@ class TimePlot:
         down to that y under a 1 px edge (a lane row drawn as each bucket's share), the live one keeps its pen."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         style = style or SERIES_STYLES[len(self._series) % len(SERIES_STYLES)]
-        live, history = _curve(colour, width, style), _curve(colour, 1.0 if history_fill is not None else width, style)
-        if history_fill is not None:
-            history.setFillLevel(history_fill)
-            history.setBrush(pg.mkBrush(colour))
+        live = _curve(colour, width, style)
         if below:
             live.setZValue(-1)
-            history.setZValue(-1)
-        self.item.addItem(history)
         self.item.addItem(live)
-        self._series[key] = _Series(label, colour, live, history, downsample, style=style)
+        self._series[key] = _Series(label, colour, live, downsample, style=style, width=width,
+                                    history_fill=history_fill)
 
     def relabel(self, title: str, labels: dict[str, str]) -> None:
         """A new title and series labels (an estimate that the GPU turned out to measure)."""
@@ -318,7 +330,14 @@ class TimePlot:
     def set_history(self, key: str, time_s: FloatArray, values: FloatArray,
                     drawn: tuple[FloatArray, FloatArray] | None = None) -> None:
         self._history[key] = (time_s, values)
-        self._feed(self._series[key], self._series[key].history, *(drawn or (time_s, values)))
+        series = self._series[key]
+        if series.history is None:
+            if time_s.size == 0:
+                self._fit_y()
+                return  # no history yet, and none to draw: no curve
+            series.history = series.history_curve()
+            self.item.addItem(series.history)
+        self._feed(series, series.history, *(drawn or (time_s, values)))
         self._fit_y()
 
     def _feed(self, series: _Series, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
