@@ -38,7 +38,6 @@ from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.pages.dashboard import DashboardPage
 from desktop.ui.pages.processes import ProcessesPage
-from desktop.ui.recording import Recording
 from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from desktop.ui.pages.advisor_history import HistoryPage
     from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.pages.stress_page import StressPage
+    from desktop.ui.recording import Recording
 
 log = logging.getLogger(__name__)
 

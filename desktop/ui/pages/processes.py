@@ -35,6 +35,7 @@ from desktop.telemetry.model import GpuProcess, Snapshot
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.text import plain, plain_message_box, plain_tooltip
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.charts import TimePlot
 from desktop.ui.widgets.plot_column import PlotColumn
 
 #: Model columns (tests and sorting use these indices); the header shows them in ``VISUAL_ORDER``.
@@ -221,10 +222,10 @@ class ProcessesPage(PageWidget):
         top.addWidget(self.end_button)
 
         self.chart_title = plain(QLabel(""))
-        self.chart = PlotColumn(theme)
-        self.util_plot = self.chart.add_plot("util", "SM and memory", "%", y_range=(0.0, 100.0), height=150)
-        self.util_plot.add_series("sm", "SM %")
-        self.util_plot.add_series("mem", "Memory %")
+        #: The chart, built when a selected process first has points to show (``chart``): the window's
+        #: first frame does not wait for a plot on a page nobody opened yet.
+        self._chart: PlotColumn | None = None
+        self._util_plot: TimePlot | None = None
         self.legend = QLabel("")  # our own words and theme colours only: rich text is safe here
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self._set_legend(theme)
@@ -234,7 +235,6 @@ class ProcessesPage(PageWidget):
         self.chart_box.setFixedHeight(160)
         self.chart_stack = QStackedLayout(self.chart_box)
         self.chart_stack.addWidget(self.chart_note)
-        self.chart_stack.addWidget(self.chart)
 
         self.empty = QLabel(EMPTY_TEXT)
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
@@ -285,6 +285,24 @@ class ProcessesPage(PageWidget):
                     self.table.selectRow(self.proxy.mapFromSource(self.model.index(row, 0)).row())
                     break
         self._selection_changed()
+
+    @property
+    def chart(self) -> PlotColumn:
+        """The selected process's chart (built on first use, in the chart box's stack)."""
+        if self._chart is None:
+            self._chart = PlotColumn(self.theme)
+            self._util_plot = self._chart.add_plot("util", "SM and memory", "%", y_range=(0.0, 100.0), height=150)
+            self._util_plot.add_series("sm", "SM %")
+            self._util_plot.add_series("mem", "Memory %")
+            self.chart_stack.addWidget(self._chart)
+        return self._chart
+
+    @property
+    def util_plot(self) -> TimePlot:
+        if self._util_plot is None:
+            _ = self.chart  # builds it
+        assert self._util_plot is not None
+        return self._util_plot
 
     def selected(self) -> GpuProcess | None:
         rows = self.table.selectionModel().selectedRows()
@@ -360,5 +378,6 @@ class ProcessesPage(PageWidget):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
-        self.chart.apply_theme(theme)
+        if self._chart is not None:  # built with the theme of its time
+            self._chart.apply_theme(theme)
         self._set_legend(theme)
