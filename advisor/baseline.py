@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from advisor.frame import StressResult
+if TYPE_CHECKING:  # the frame costs numpy; the lengths here are read by `rigscope stress`'s options
+    from advisor.frame import StressResult
 
 #: The baseline is the best of this many most recent usable runs.
 BASELINE_RUNS = 10
+#: The Quick test's length (the Stress page's "Quick 2 min" preset, `rigscope stress --per-mode`'s runs).
+QUICK_S = 120.0
 #: The Sustained test's length (the Stress page's "Sustained 10 min" preset): a baseline ran at least this long.
 SUSTAINED_S = 600.0
 #: How the verdict sentence of a run that ended still heating up begins (``advisor.verdict_text``).

@@ -42,8 +42,15 @@ from advisor.safetext import printable
 GuardAction = Literal["pause", "resume"]
 #: Where a stress test's guard came from: ``--guard-c``, the configured absolute guard, the GPU's own limits.
 GuardSource = Literal["explicit", "setting", "default"]
-#: A guard below this is below room temperature: the job would never run.
+#: A guard below this is below room temperature: the job would never run, a stress test would stop at once.
 MIN_GUARD_C = 30.0
+#: The stress test's default guard is this far above the GPU's slowdown temperature (``[stress] guard_offset_c``).
+DEFAULT_GUARD_OFFSET_C = 5.0
+#: The job's guard lets it run again this far below the limit (``[jobs] guard_resume_offset_c``).
+DEFAULT_RESUME_OFFSET_C = 5.0
+#: A job's pause lasts at least this long, and it runs at least this long after a resume (``[jobs]``).
+DEFAULT_MIN_PAUSE_S = 20.0
+DEFAULT_MIN_RUN_S = 20.0
 
 
 class GuardedGpu(Protocol):
@@ -117,7 +124,7 @@ def check_guard(info: GuardedGpu | None, guard_c: float | None) -> None:
             f"use a guard below {info.temp_shutdown_c - SHUTDOWN_MARGIN_C:g} °C or leave it to the default")
 
 
-def guard_temperature(info: GuardedGpu | None, guard_c: float | None, offset_c: float = 5.0,
+def guard_temperature(info: GuardedGpu | None, guard_c: float | None, offset_c: float = DEFAULT_GUARD_OFFSET_C,
                       absolute_c: float = 0.0) -> float | None:
     """The guard: an explicit value (checked against shutdown), else the configured absolute one, else
     slowdown + offset; a default never above ``guard_ceiling``."""
@@ -246,9 +253,9 @@ class RunWatch:
 @dataclass(frozen=True, slots=True)
 class GuardSettings:
     limit_c: float
-    resume_offset_c: float = 5.0
-    min_pause_s: float = 20.0
-    min_run_s: float = 20.0
+    resume_offset_c: float = DEFAULT_RESUME_OFFSET_C
+    min_pause_s: float = DEFAULT_MIN_PAUSE_S
+    min_run_s: float = DEFAULT_MIN_RUN_S
     #: How far past the limit the minimum run may let the temperature go before the job is stopped anyway.
     max_overshoot_c: float = 3.0
 
@@ -304,7 +311,7 @@ class ThermalGuard:
 
 
 def check_guard_c(guard_c: float, gpus: Sequence[GuardedGpu], temperatures_c: Mapping[int, float] | None = None,
-                  resume_offset_c: float = 5.0) -> None:
+                  resume_offset_c: float = DEFAULT_RESUME_OFFSET_C) -> None:
     """Refuse a guard below room temperature, at or above a GPU's shutdown temperature, or at or below a GPU's
     temperature now (``temperatures_c``, by GPU index) + the resume offset: the job would be paused at its first
     sample and never continued, its resume point being below where the GPU already is (as `rigscope stress`,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
+from advisor.guard import DEFAULT_GUARD_OFFSET_C, DEFAULT_MIN_PAUSE_S, DEFAULT_MIN_RUN_S, DEFAULT_RESUME_OFFSET_C
 from advisor.thresholds import Thresholds as AdvisorSettings
 from desktop.paths import config_file, ensure_private_dir
 
@@ -66,7 +67,7 @@ class CostSettings:
 class StressSettings:
     default_minutes: float = 10.0
     #: The guard stops a test at the GPU's slowdown temperature plus this.
-    guard_offset_c: float = 5.0
+    guard_offset_c: float = DEFAULT_GUARD_OFFSET_C
     #: An absolute guard temperature overriding the offset (0 = use the offset).
     guard_temperature_c: float = 0.0
 
@@ -76,10 +77,10 @@ class JobSettings:
     """`rigscope run`'s thermal guard (--guard-c): where it lets the job run again, and how often it may switch."""
 
     #: The job continues once the GPU is this far below the guard temperature.
-    guard_resume_offset_c: float = 5.0
+    guard_resume_offset_c: float = DEFAULT_RESUME_OFFSET_C
     #: A pause lasts at least this long, and the job runs at least this long after a resume.
-    guard_min_pause_s: float = 20.0
-    guard_min_run_s: float = 20.0
+    guard_min_pause_s: float = DEFAULT_MIN_PAUSE_S
+    guard_min_run_s: float = DEFAULT_MIN_RUN_S
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,13 @@ class Settings:
 #: ``--interval`` of ``record``, ``sample``, ``serve`` and ``export --prometheus`` all use it.
 INTERVAL_RANGE_S: tuple[float, float] = (0.1, 60.0)
 
+#: Where the Prometheus endpoint listens unless ``--listen`` says otherwise (``desktop.exporter``, the CLI's
+#: option): only this machine can reach it.
+DEFAULT_LISTEN = "127.0.0.1:9835"
+
+#: The longest stress test accepted (a day): ``--minutes`` and the Settings' default length.
+MAX_STRESS_MINUTES = 24 * 60.0
+
 #: Allowed ranges (inclusive) for numeric settings; anything else numeric must be >= 0.
 _RANGES: dict[str, tuple[float, float]] = {
     "sampling.interval_s": INTERVAL_RANGE_S,
@@ -118,7 +126,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "costs.electricity_price_per_kwh": (0.0, 10.0),
     "costs.purchase_price": (0.0, 10_000_000.0),
     "costs.amortisation_months": (1, 240),
-    "stress.default_minutes": (0.05, 24 * 60),
+    "stress.default_minutes": (0.05, MAX_STRESS_MINUTES),
     "stress.guard_offset_c": (0.0, 30.0),
     "stress.guard_temperature_c": (0.0, 120.0),
     "jobs.guard_resume_offset_c": (1.0, 30.0),

@@ -20,7 +20,7 @@ HELP = "recommendations from your logged history"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--days", type=float, default=7.0, help="how much history to look at (default 7)")
+    parser.add_argument("--days", type=float, default=7.0, help="how much history to look at (default %(default)g)")
     add_db(parser)
     add_json(parser)
 

@@ -209,7 +209,6 @@ def start_prometheus(listen: str) -> ExporterHandle:
 # --- options several commands take (each command's ``add_arguments`` calls them) -------------
 
 DB_HELP = "history database (default: the one in your data folder)"
-DEFAULT_LISTEN = "127.0.0.1:9835"
 
 
 def add_db(parser: argparse.ArgumentParser, help_text: str = DB_HELP) -> None:
@@ -238,8 +237,9 @@ def add_interval(parser: argparse.ArgumentParser, default: float | None = None) 
 
 def add_listen(parser: argparse.ArgumentParser) -> None:
     """``--listen ADDR:PORT`` of the Prometheus endpoint."""
-    parser.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
-                        help=f"Prometheus listen address (default {DEFAULT_LISTEN}; 0.0.0.0:PORT for every interface)")
+    parser.add_argument("--listen", default=config.DEFAULT_LISTEN, metavar="ADDR:PORT",
+                        help=f"Prometheus listen address (default {config.DEFAULT_LISTEN}; 0.0.0.0:PORT for every "
+                             "interface)")
 
 
 def add_range(parser: argparse.ArgumentParser, default_from: str) -> None:

@@ -19,7 +19,8 @@ HELP = "write a simulated week into a separate demo database"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=float, default=7.0,
-                        help="how many days of history to simulate, 0.01 to 366 (default 7)")
+                        help=f"how many days of history to simulate, {DAYS_MIN:g} to {DAYS_MAX:g} "
+                             "(default %(default)g)")
     parser.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same history")
     parser.add_argument("--gpus", default="rtx4090-laptop", metavar="PROFILES",
                         help="simulated GPU profiles, comma-separated (default rtx4090-laptop)")

@@ -33,6 +33,7 @@ from desktop.cli.common import (
     load_settings,
     open_backend,
 )
+from desktop.config import JobSettings
 from desktop.errors import UserError
 from desktop.jobs.wrap import FORWARDED
 
@@ -92,8 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, metavar="NAME",
                         help="what to call the job (default: the script's name)")
     parser.add_argument("--guard-c", type=float, default=None, metavar="T",
-                        help="keep the GPU at or below T °C by pausing the job (it continues 5 °C lower: setting "
-                             "jobs.guard_resume_offset_c)")
+                        help="keep the GPU at or below T °C by pausing the job (it continues "
+                             f"{JobSettings().guard_resume_offset_c:g} °C lower: setting jobs.guard_resume_offset_c)")
     parser.add_argument("-o", "--output", metavar="FILE", help="also write the job's run record (JSON) here")
     parser.add_argument("--price-per-hour", type=float, default=None, metavar="X",
                         help="with -o: what an hour of this machine costs (in Settings' currency): the record then "

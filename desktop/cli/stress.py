@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.safetext import printable
 from desktop.cli import stress_gate, stress_modes
 from desktop.cli.common import ProgressBar, add_db, add_json, db_path, load_settings
+from desktop.config import StressSettings
 
 if TYPE_CHECKING:
     from advisor.verdict_model import Verdict
@@ -73,7 +74,7 @@ HELP = "run a sustained-load test and give a throttle verdict"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=None, metavar="M",
-                        help="duration (fractions allowed; default 10)")
+                        help=f"duration (fractions allowed; default {StressSettings().default_minutes:g})")
     parser.add_argument("--workload", choices=("gemm", "bandwidth", "train", "infer"), default="gemm",
                         help="what to run (default gemm)")
     parser.add_argument("--dtype", choices=("bf16", "fp16", "tf32", "fp32"), default=None,

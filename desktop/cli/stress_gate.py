@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a record from an earlier `stress -o`: exit 5 when throughput falls more than "
                              "--max-drop below it")
     parser.add_argument("--max-drop", type=float, default=None, metavar="PCT",
-                        help="with --baseline: the drop allowed, in %% (default 5)")
+                        help=f"with --baseline: the drop allowed, in %% (default {DEFAULT_MAX_DROP_PCT:g})")
 
 
 def prepare(args: argparse.Namespace) -> RecordOptions:

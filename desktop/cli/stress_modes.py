@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from advisor.baseline import QUICK_S
 from advisor.mode_compare import mode_sentences
 from advisor.safetext import printable
 from desktop.cli.common import ProgressBar
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from desktop.stress.run_model import Progress, StressConfig
 
 #: The Quick test's length (the Stress page's "Quick 2 min").
-QUICK_MINUTES = 2.0
+QUICK_MINUTES = QUICK_S / 60.0
 #: Each run after the first starts once the GPU is back within this of the first run's start temperature.
 COOL_MARGIN_C = 3.0
 COOL_LIMIT_S = 180.0
@@ -49,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`rigscope stress`'s options for the run per firmware mode."""
     parser.add_argument("--per-mode", nargs="?", const="", default=None, metavar="MODES",
                         help="run the test once in each firmware mode (comma-separated, e.g. turbo,comfort; "
-                             "default: every mode the machine has) and compare them; --minutes defaults to 2")
+                             "default: every mode the machine has) and compare them; --minutes defaults to "
+                             f"{QUICK_MINUTES:g}")
     parser.add_argument("--switch-modes", action="store_true",
                         help="with --per-mode: let Rigscope switch msi-ec / platform_profile itself (needs root); "
                              "otherwise you are asked to switch")

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from desktop.config import DEFAULT_LISTEN
 from desktop.errors import UserError
 from desktop.exporter.collector import (
     DCGM_FIELDS,
@@ -82,8 +83,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTEN = "127.0.0.1:9835"
-
 
 def is_loopback(addr: str) -> bool:
     """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
@@ -103,7 +102,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
     else:
         host, sep, port_text = text.rpartition(":")
         if not sep or not port_text.isdigit():
-            raise UserError(f"--listen {listen!r}: expected ADDR:PORT, e.g. 127.0.0.1:9835")
+            raise UserError(f"--listen {listen!r}: expected ADDR:PORT, e.g. {DEFAULT_LISTEN}")
         host = host.strip("[]")
         if not host:
             raise UserError(f"--listen {listen!r}: give the address explicitly "

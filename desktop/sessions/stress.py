@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.frame import StressResult
+from advisor.guard import MIN_GUARD_C
 from advisor.verdict_model import Verdict
-from desktop.config import StressSettings
+from desktop.config import MAX_STRESS_MINUTES, StressSettings
 from desktop.errors import UserError
 from desktop.sessions.gpu_locks import DeviceLock, GpuClaims
 from desktop.stress.records import (
@@ -47,10 +48,6 @@ log = logging.getLogger(__name__)
 _CUDA = re.compile(r"^cuda(:\d+)?$")
 #: The run finished and its verdict was given, but the history database could not store it.
 EXIT_NOT_SAVED = 6
-#: The longest run accepted: a day.
-MAX_MINUTES = 1440.0
-#: A temperature guard below this is below room temperature: every run would stop at once.
-MIN_GUARD_C = 30.0
 #: Rows in the Stress page's table of earlier runs.
 TABLE_RUNS = 50
 
@@ -120,8 +117,8 @@ def stress_config(request: StressRequest, device: StressDevice, settings: Stress
     duration_s = request.duration_s if request.duration_s is not None else stress.default_minutes * 60.0
     if not duration_s or duration_s <= 0 or not math.isfinite(duration_s):
         raise UserError("--minutes must be a positive number (fractions allowed, e.g. 0.5)")
-    if duration_s > MAX_MINUTES * 60.0:
-        raise UserError(f"--minutes {duration_s / 60.0:g} is beyond a day: at most {MAX_MINUTES:g} minutes")
+    if duration_s > MAX_STRESS_MINUTES * 60.0:
+        raise UserError(f"--minutes {duration_s / 60.0:g} is beyond a day: at most {MAX_STRESS_MINUTES:g} minutes")
     guard_c = request.guard_c
     if guard_c is not None and not (math.isfinite(guard_c) and guard_c >= MIN_GUARD_C):
         raise UserError(f"--guard-c {guard_c:g} °C is below room temperature: the run would stop at once "

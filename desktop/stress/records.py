@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
+from advisor.thresholds import Thresholds
 from advisor.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from advisor.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 from desktop.errors import UserError
@@ -57,7 +58,8 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
     return json.dumps(extra, default=str)
 
 
-def judge_run(result: RunResult, earlier: list[StressResult] | None = None, regression_pct: float = 5.0) -> Verdict:
+def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
+              regression_pct: float = Thresholds.stress_regression_pct) -> Verdict:
     """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
     verdict = judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True)
     if result.config.device == "cpu":  # a drop inside the run's own noise band is not throttling

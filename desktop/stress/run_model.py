@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from advisor.guard import DEFAULT_GUARD_OFFSET_C
 from advisor.verdict import RunTrace
 from desktop.telemetry.model import GpuInfo
 
@@ -65,7 +66,7 @@ class StressConfig:
     gpu_index: int = 0
     guard_c: float | None = None
     #: Without ``guard_c``: an absolute guard (> 0) or the GPU's slowdown temperature plus this offset.
-    guard_offset_c: float = 5.0
+    guard_offset_c: float = DEFAULT_GUARD_OFFSET_C
     guard_absolute_c: float = 0.0
     interval_s: float = 1.0
     #: Passed to the child: GEMM N / bandwidth elements / block width (0 = sized by the child).

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from advisor.baseline import SUSTAINED_S
+from advisor.baseline import QUICK_S, SUSTAINED_S
 from advisor.frame import StressResult
 from advisor.verdict import Verdict
 from advisor.verdict_text import format_duration
@@ -68,7 +68,7 @@ from desktop.ui.widgets.stress_verdict_card import VerdictCard
 
 log = logging.getLogger(__name__)
 
-PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", 120.0), ("Sustained 10 min", SUSTAINED_S),
+PRESETS: tuple[tuple[str, float], ...] = (("Quick 2 min", QUICK_S), ("Sustained 10 min", SUSTAINED_S),
                                           ("Soak 30 min", 1800.0))
 WORKLOADS = ("gemm", "bandwidth", "train", "infer")
 PRECISIONS = ("default", "bf16", "fp16", "tf32", "fp32")
