@@ -106,8 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace) -> RecordOptions:
     """Check -o, --price-per-hour, --baseline and --max-drop before the run (UserError: exit 2)."""
-    from desktop.stress.portable import read_record
-
     output = getattr(args, "output", None)
     price = getattr(args, "price_per_hour", None)
     baseline_path = getattr(args, "baseline", None)
@@ -125,22 +123,28 @@ def prepare(args: argparse.Namespace) -> RecordOptions:
             raise UserError("--max-drop needs --baseline FILE: the record to hold the run against")
         if not (math.isfinite(max_drop) and 0 <= max_drop < 100):
             raise UserError(f"--max-drop is a percentage from 0 to below 100, not {max_drop:g}")
-    baseline = None
-    if baseline_path is not None:
-        baseline = read_record(Path(baseline_path))
-        shown = printable(baseline_path)
-        if baseline.kind != "stress" or baseline.workload != args.workload:
-            raise UserError(f"the baseline {shown} is a {baseline.kind} run of {printable(baseline.workload)}; "
-                            f"this is a {args.workload} stress run: use --workload {printable(baseline.workload)} "
-                            "or a baseline of the same workload")
-        if baseline.throughput is None or baseline.throughput <= 0:
-            raise UserError(f"the baseline {shown} has no sustained throughput to hold this run against")
-        if not baseline.unit:  # found only after the run otherwise ("measured None"): minutes for nothing
-            raise UserError(f"the baseline {shown} does not say what its throughput measures (no "
-                            '"throughput.unit"): it cannot be held against this run')
+    baseline = _read_baseline(baseline_path, args.workload) if baseline_path is not None else None
     currency = load_settings()[0].costs.currency if price is not None else None
     return RecordOptions(out_path, price, currency, baseline,
                          max_drop if max_drop is not None else DEFAULT_MAX_DROP_PCT)
+
+
+def _read_baseline(path: str, workload: str) -> PortableRecord:
+    """The ``--baseline`` record, refused now when it cannot be held against a ``workload`` stress run."""
+    from desktop.stress.portable import read_record
+
+    baseline = read_record(Path(path))
+    shown = printable(path)
+    if baseline.kind != "stress" or baseline.workload != workload:
+        raise UserError(f"the baseline {shown} is a {baseline.kind} run of {printable(baseline.workload)}; "
+                        f"this is a {workload} stress run: use --workload {printable(baseline.workload)} "
+                        "or a baseline of the same workload")
+    if baseline.throughput is None or baseline.throughput <= 0:
+        raise UserError(f"the baseline {shown} has no sustained throughput to hold this run against")
+    if not baseline.unit:  # found only after the run otherwise ("measured None"): minutes for nothing
+        raise UserError(f"the baseline {shown} does not say what its throughput measures (no "
+                        '"throughput.unit"): it cannot be held against this run')
+    return baseline
 
 
 @dataclass(frozen=True)
