@@ -77,17 +77,9 @@ def _source_text(value: Any, fallback: str = "n/a") -> str:
     return fallback if value is None else printable(str(value))
 
 
-def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
-    """The laptop power envelope: every source read, then per GPU the one line on its power limit."""
-    if env is None:
-        return []
+def _firmware_rows(env: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The firmware's mode and fans (msi-ec), or the ACPI platform profile, or that neither is there."""
     rows: list[tuple[str, ...]] = []
-    power = "n/a" if env["on_ac"] is None else "AC" if env["on_ac"] else "battery"
-    if env["battery_pct"] is not None:
-        power += f", battery {env['battery_pct']:.0f} %"
-        if env["battery_status"]:
-            power += f" ({printable(env['battery_status'])})"
-    rows.append(("power", power))
     if env["msi_shift_mode"] is not None:
         choices = ", ".join(printable(m) for m in env["msi_shift_modes"])
         rows.append(("firmware mode", f"{printable(env['firmware_mode_name'])} (msi-ec shift_mode "
@@ -102,6 +94,21 @@ def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
         rows.append(("platform_profile", f"{printable(env['platform_profile'])} (choices: {choices or 'n/a'})"))
     elif env["msi_shift_mode"] is None:
         rows.append(("firmware mode", "n/a (no msi-ec, no ACPI platform_profile)"))
+    return rows
+
+
+def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
+    """The laptop power envelope: every source read, then per GPU the one line on its power limit."""
+    if env is None:
+        return []
+    rows: list[tuple[str, ...]] = []
+    power = "n/a" if env["on_ac"] is None else "AC" if env["on_ac"] else "battery"
+    if env["battery_pct"] is not None:
+        power += f", battery {env['battery_pct']:.0f} %"
+        if env["battery_status"]:
+            power += f" ({printable(env['battery_status'])})"
+    rows.append(("power", power))
+    rows += _firmware_rows(env)
     powerd = {True: "running", False: "not running", None: "n/a (/proc does not show other processes)"}
     installed = {True: ", unit installed", False: ", not installed", None: ""}[env["powerd_installed"]]
     rows.append(("nvidia-powerd", powerd[env["powerd_running"]] + installed))
@@ -130,6 +137,54 @@ def _envelope_lines(env: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
+def _gpu_lines(gpus: list[dict[str, Any]]) -> list[str]:
+    """Per GPU: what it is and reads, the metrics it supports (and those erring now), its MIG instances."""
+    if not gpus:
+        return []
+    lines: list[str] = []
+    header = ("", *(f"GPU {g['index']}" for g in gpus))
+    rows: list[tuple[str, ...]] = [header]
+    rows.append(("name", *(g["name"] for g in gpus)))
+    rows.append(("state", *(g["state"] + (f" ({g['state_detail']})" if g["state_detail"] else "") for g in gpus)))
+    rows.append(("VRAM MiB", *(_yes_no(g["vram_total_mib"]) for g in gpus)))
+    rows.append(("laptop", *(_yes_no(g["laptop"]) for g in gpus)))
+    rows.append(("persistence mode", *(_yes_no(g["persistence_mode"]) for g in gpus)))
+    rows.append(("power limit W", *(_yes_no(g["power_limit_w"]) for g in gpus)))
+    rows.append(("limit settable", *(_yes_no(g["power_limit_settable"]) for g in gpus)))
+    rows.append(("PCI bus", *(g["pci_bus_id"] or "n/a" for g in gpus)))
+    rows.append(("temperature °C", *(_yes_no(g["temperature_c"]) for g in gpus)))
+    rows.append(("slowdown °C", *(_threshold(g, "temp_slowdown_c") for g in gpus)))
+    rows.append(("headroom to slowdown °C", *(_yes_no(g["slowdown_headroom_c"]) for g in gpus)))
+    rows.append(("max operating °C", *(_threshold(g, "temp_max_operating_c") for g in gpus)))
+    rows.append(("shutdown °C", *(_threshold(g, "temp_shutdown_c") for g in gpus)))
+    rows.append(("MIG", *(_yes_no(g["mig_enabled"]) for g in gpus)))
+    rows.append(("effective load", *(g["effective_load"] for g in gpus)))
+    lines += ["GPUs", text_table(rows), "", "Supported metrics"]
+    metric_rows: list[tuple[str, ...]] = [header]
+    for name in GPU_METRIC_NAMES:
+        metric = METRICS_BY_NAME[name]
+        label = f"{metric.label} ({metric.unit})" if metric.unit and metric.unit != "mask" else metric.label
+        # A failing sensor is "ERR!" as nvidia-smi writes it: supported, but erring now.
+        metric_rows.append((label, *("ERR!" if name in g["metric_errors"] else "yes" if g["metrics"][name]
+                                     else "no" for g in gpus)))
+    lines += [text_table(metric_rows), ""]
+    for g in gpus:
+        for name, error in g["metric_errors"].items():
+            lines.append(f"GPU {g['index']} {METRICS_BY_NAME[name].label}: {error} (asked again later)")
+        if g["mig_instances"]:
+            lines.append(f"GPU {g['index']} MIG instances")
+            mig_rows: list[tuple[str, ...]] = [("", "name", "UUID", "GI/CI", "VRAM MiB used / total", "PIDs")]
+            for m in g["mig_instances"]:
+                mig_rows.append((str(m["index"]), m["name"], m["uuid"] or "n/a",
+                                 f"{_yes_no(m['gpu_instance_id'])}/{_yes_no(m['compute_instance_id'])}",
+                                 f"{_yes_no(m['vram_used_mib'])} / {_yes_no(m['vram_total_mib'])}",
+                                 ", ".join(str(p) for p in m["pids"]) or "none"))
+            lines.append(text_table(mig_rows))
+    if any(g["metric_errors"] or g["mig_instances"] for g in gpus):
+        lines.append("")
+    return lines
+
+
 def render(report: dict[str, Any]) -> str:
     lines = ["Rigscope doctor", ""]
     fallback = report["fallback"]
@@ -147,48 +202,7 @@ def render(report: dict[str, Any]) -> str:
         lines += [f"FALLBACK: using the {fallback['uses']}", f"  why: {fallback['reason']}", ""]
     elif fallback["reason"]:
         lines += [f"WARNING: {fallback['reason']}", ""]
-    gpus = report["gpus"]
-    if gpus:
-        header = ("", *(f"GPU {g['index']}" for g in gpus))
-        rows: list[tuple[str, ...]] = [header]
-        rows.append(("name", *(g["name"] for g in gpus)))
-        rows.append(("state", *(g["state"] + (f" ({g['state_detail']})" if g["state_detail"] else "") for g in gpus)))
-        rows.append(("VRAM MiB", *(_yes_no(g["vram_total_mib"]) for g in gpus)))
-        rows.append(("laptop", *(_yes_no(g["laptop"]) for g in gpus)))
-        rows.append(("persistence mode", *(_yes_no(g["persistence_mode"]) for g in gpus)))
-        rows.append(("power limit W", *(_yes_no(g["power_limit_w"]) for g in gpus)))
-        rows.append(("limit settable", *(_yes_no(g["power_limit_settable"]) for g in gpus)))
-        rows.append(("PCI bus", *(g["pci_bus_id"] or "n/a" for g in gpus)))
-        rows.append(("temperature °C", *(_yes_no(g["temperature_c"]) for g in gpus)))
-        rows.append(("slowdown °C", *(_threshold(g, "temp_slowdown_c") for g in gpus)))
-        rows.append(("headroom to slowdown °C", *(_yes_no(g["slowdown_headroom_c"]) for g in gpus)))
-        rows.append(("max operating °C", *(_threshold(g, "temp_max_operating_c") for g in gpus)))
-        rows.append(("shutdown °C", *(_threshold(g, "temp_shutdown_c") for g in gpus)))
-        rows.append(("MIG", *(_yes_no(g["mig_enabled"]) for g in gpus)))
-        rows.append(("effective load", *(g["effective_load"] for g in gpus)))
-        lines += ["GPUs", text_table(rows), "", "Supported metrics"]
-        metric_rows: list[tuple[str, ...]] = [header]
-        for name in GPU_METRIC_NAMES:
-            metric = METRICS_BY_NAME[name]
-            label = f"{metric.label} ({metric.unit})" if metric.unit and metric.unit != "mask" else metric.label
-            # A failing sensor is "ERR!" as nvidia-smi writes it: supported, but erring now.
-            metric_rows.append((label, *("ERR!" if name in g["metric_errors"] else "yes" if g["metrics"][name]
-                                         else "no" for g in gpus)))
-        lines += [text_table(metric_rows), ""]
-        for g in gpus:
-            for name, error in g["metric_errors"].items():
-                lines.append(f"GPU {g['index']} {METRICS_BY_NAME[name].label}: {error} (asked again later)")
-            if g["mig_instances"]:
-                lines.append(f"GPU {g['index']} MIG instances")
-                mig_rows: list[tuple[str, ...]] = [("", "name", "UUID", "GI/CI", "VRAM MiB used / total", "PIDs")]
-                for m in g["mig_instances"]:
-                    mig_rows.append((str(m["index"]), m["name"], m["uuid"] or "n/a",
-                                     f"{_yes_no(m['gpu_instance_id'])}/{_yes_no(m['compute_instance_id'])}",
-                                     f"{_yes_no(m['vram_used_mib'])} / {_yes_no(m['vram_total_mib'])}",
-                                     ", ".join(str(p) for p in m["pids"]) or "none"))
-                lines.append(text_table(mig_rows))
-        if any(g["metric_errors"] or g["mig_instances"] for g in gpus):
-            lines.append("")
+    lines += _gpu_lines(report["gpus"])
     lines += _envelope_lines(report.get("power_envelope"))
     perms = report["permissions"]
     lines.append("Permissions")
