@@ -1,8 +1,10 @@
 """The dashboard page: per-GPU cards and live plots over ring buffers, filled from history beyond them.
 
 Snapshots arrive at the sampling rate (``add_snapshot``: append to the ring buffers, update
-the card text). Plots repaint on a main-thread timer at a few Hz, only while the page is
-visible, not paused, and something changed. A time window longer than the ring buffer
+the card text). A snapshot schedules one repaint of the plots (a single-shot timer, so a burst
+of snapshots paints once), only while the page is visible and not paused, and the repaint is
+skipped unless something changed; no timer ticks between snapshots (one that polls does only
+with a ``now`` clock, whose window moves without samples). A time window longer than the ring buffer
 covers is completed from the history database on a worker thread (``dashboard_history``);
 one GPU's card and plots are a ``dashboard_panel.GpuPanel``. On a simulated GPU a bar above
 the cards (``simulated_bar.SimulatedBar``) says why the graphs are flat and offers a simulated
@@ -12,6 +14,7 @@ workload and the demo week.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer
@@ -36,6 +39,8 @@ from desktop.ui.widgets.simulated_bar import SimulatedBar
 
 WINDOWS_S: dict[str, float] = {"1 min": 60.0, "10 min": 600.0, "1 h": 3600.0, "24 h": 86400.0, "7 d": 7 * 86400.0}
 DEFAULT_WINDOW = "10 min"
+#: The least time between two repaints (snapshots closer together share one); with a ``now``
+#: clock, the period of the repaint timer.
 REPAINT_INTERVAL_MS = 500
 #: How long quitting waits for a history read in flight before the store closes under it.
 SHUTDOWN_WAIT_S = 2.0
@@ -106,7 +111,13 @@ class DashboardPage(PageWidget):
 
         self.timer = QTimer(self)
         self.timer.setInterval(REPAINT_INTERVAL_MS)
+        # Without a clock of its own the window ends at the newest sample: nothing moves between
+        # snapshots, so the timer runs only when a snapshot asks (no wake-up without work).
+        self.timer.setSingleShot(now is None)
         self.timer.timeout.connect(self.repaint_plots)
+        self._shown = False
+        #: When the plots were last repainted (time.monotonic()), for the snapshot-driven timer's wait.
+        self._painted_at = -math.inf
         pause = QShortcut(QKeySequence(Qt.Key.Key_Space), self)
         pause.setContext(Qt.ShortcutContext.WindowShortcut)
         pause.activated.connect(self.pause_button.toggle)
@@ -123,6 +134,11 @@ class DashboardPage(PageWidget):
                 panel.card.update_envelope(snap.envelope)
         self.host_strip.update_host(snap.host)
         self.latest_s = snap.time_s
+        if self._shown and not self.paused and not self.timer.isActive() and self._now is None:
+            # One repaint for this snapshot (and any that come before it runs), no sooner than
+            # REPAINT_INTERVAL_MS after the last: fast sampling still repaints at most 2 times a second.
+            waited_ms = min(REPAINT_INTERVAL_MS, (time.monotonic() - self._painted_at) * 1000)
+            self.timer.start(round(REPAINT_INTERVAL_MS - waited_ms))
         if snap.source.simulated:
             self.simulated_bar.update_state(snap)
             if self.simulated_bar.isHidden():
@@ -198,6 +214,7 @@ class DashboardPage(PageWidget):
                 painted = True
         if painted:
             self.repaints += 1
+            self._painted_at = time.monotonic()
 
     @property
     def loading(self) -> bool:
@@ -211,15 +228,19 @@ class DashboardPage(PageWidget):
     # --- visibility -----------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        self.timer.start()
+        self._shown = True
+        if self._now is not None:
+            self.timer.start()
         self._force_repaint()
 
     def hideEvent(self, event: QHideEvent) -> None:
+        self._shown = False
         self.timer.stop()  # nobody looks: no repaint cost while hidden or in the tray
         super().hideEvent(event)
 
     def shutdown(self) -> None:
         """Stop repainting and let a history read in flight end (the app closes the store next)."""
+        self._shown = False
         self.timer.stop()
         self.fill.discard()
         self.fill.wait(SHUTDOWN_WAIT_S)
