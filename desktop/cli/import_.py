@@ -20,6 +20,7 @@ from desktop.errors import UserError
 
 if TYPE_CHECKING:
     from desktop.history.nvsmi_csv import ImportResult
+    from desktop.history.store import HistoryStore
 
 _PROGRESS_MIN_BYTES = 4 << 20
 _SKIPS_SHOWN = 20
@@ -41,15 +42,11 @@ def main(args: argparse.Namespace) -> int:
     import sqlite3
 
     from desktop.history.dberrors import environment_problem
-    from desktop.history.dbfile import is_sqlite_file
-    from desktop.history.importer import import_result
-    from desktop.history.nvsmi_csv import parse_nvsmi_csv
     from desktop.history.store import HistoryStore
 
     path = db_path(args)
     machine = getattr(args, "machine", None)
     reports: list[dict[str, Any]] = []
-    failed = False
     try:
         # No writer lock: the sample stream's writer (window or recorder) may run; each chunk is a
         # short transaction beside it (docs/architecture.md, "Who writes the database").
@@ -57,33 +54,7 @@ def main(args: argparse.Namespace) -> int:
             if store.recovered_from is not None:
                 print(f"note: the history database was damaged and was moved to {printable(store.recovered_from)}",
                       file=sys.stderr)
-            for name in args.files:
-                file = Path(name).expanduser()
-                if is_sqlite_file(file):  # reading the open database by a second descriptor drops its locks
-                    failed = True
-                    reports.append({"file": str(file), "error": "is an SQLite database, not an nvidia-smi log; "
-                                    "nothing imported"})
-                    continue
-                try:
-                    size = file.stat().st_size
-                    bar = ProgressBar(size, f"reading {printable(file.name)}") if size >= _PROGRESS_MIN_BYTES else None
-                    try:
-                        result = parse_nvsmi_csv(file, progress=bar.update if bar else None, now_s=args.now_s)
-                    finally:
-                        if bar:
-                            bar.close()
-                except OSError as exc:
-                    failed = True
-                    reports.append({"file": str(file), "error": f"cannot read: {exc.strerror or exc}"})
-                    continue
-                if not result.series:  # binary, /dev/zero, another CSV: no sample in it at all
-                    failed = True
-                    reasons = [reason for _, reason in result.skipped]
-                    why = next((r for r in reasons if "binary" in r), reasons[0] if reasons else "no data lines")
-                    reports.append({"file": str(file), "error": f"not an nvidia-smi log, nothing imported ({why})"})
-                    continue
-                imported = import_result(store, result, machine=machine)
-                reports.append(_import_report(file, result, imported, machine))
+            reports = [_import_file(store, Path(name).expanduser(), machine, args.now_s) for name in args.files]
             store.run_rollups(args.now_s)
     except sqlite3.Error as exc:
         reason = environment_problem(exc)
@@ -98,10 +69,37 @@ def main(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             _print_import(report)
+    failed = any("error" in report for report in reports)
     return 2 if failed else 0  # not 1: that means "throttled" for the commands that judge
 
 
 _KEPT = "; rows already written are kept, and running the import again adds only the rest"
+
+
+def _import_file(store: HistoryStore, file: Path, machine: str | None, now_s: float) -> dict[str, Any]:
+    """One log into ``store``: its report, with an ``error`` when nothing of it could be imported."""
+    from desktop.history.dbfile import is_sqlite_file
+    from desktop.history.importer import import_result
+    from desktop.history.nvsmi_csv import parse_nvsmi_csv
+
+    if is_sqlite_file(file):  # reading the open database by a second descriptor drops its locks
+        return {"file": str(file), "error": "is an SQLite database, not an nvidia-smi log; nothing imported"}
+    try:
+        size = file.stat().st_size
+        bar = ProgressBar(size, f"reading {printable(file.name)}") if size >= _PROGRESS_MIN_BYTES else None
+        try:
+            result = parse_nvsmi_csv(file, progress=bar.update if bar else None, now_s=now_s)
+        finally:
+            if bar:
+                bar.close()
+    except OSError as exc:
+        return {"file": str(file), "error": f"cannot read: {exc.strerror or exc}"}
+    if not result.series:  # binary, /dev/zero, another CSV: no sample in it at all
+        reasons = [reason for _, reason in result.skipped]
+        why = next((r for r in reasons if "binary" in r), reasons[0] if reasons else "no data lines")
+        return {"file": str(file), "error": f"not an nvidia-smi log, nothing imported ({why})"}
+    imported = import_result(store, result, machine=machine)
+    return _import_report(file, result, imported, machine)
 
 
 def _import_report(file: Path, result: ImportResult, imported: int, machine: str | None) -> dict[str, Any]:
