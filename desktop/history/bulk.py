@@ -30,7 +30,9 @@ def write_gpu_columns(store: StoreApi, info: GpuInfo, time_s: npt.ArrayLike,
     n = len(times)
     if n == 0:
         return 0
-    scaled = {m: np.asarray(columns[m], dtype=np.float64) * GPU_SCALES[m] for m in GPU_METRIC_NAMES if m in columns}
+    # A column of scale 1 goes as it is (never written to: a copy would cost a pass over it for nothing).
+    scaled = {m: np.asarray(columns[m], dtype=np.float64) * scale if (scale := GPU_SCALES[m]) != 1
+              else np.asarray(columns[m], dtype=np.float64) for m in GPU_METRIC_NAMES if m in columns}
     inserted = 0
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
