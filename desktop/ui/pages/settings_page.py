@@ -77,7 +77,7 @@ def _within(key: str) -> str:
 GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
     ("Sampling", (
         Field("sampling.interval_s", "Sampling interval", f"s ({_INTERVAL_LOW:g} to {_INTERVAL_HIGH:g})",
-              help="1 s is the sane default; faster polling can stutter games"),
+              help=f"{config.SamplingSettings().interval_s:g} s is the sane default; faster polling can stutter games"),
         Field("sampling.process_interval_s", "Process list interval", "s",
               help="the slowest driver call: poll it less often"),
     )),
