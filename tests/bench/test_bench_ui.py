@@ -9,9 +9,10 @@
   ``RIGSCOPE_BENCH_IDLE_S`` seconds (default 60) of the real Qt event loop;
 - resident memory after 10 minutes of 1 Hz data, accelerated: 600 ticks fed as fast as they
   go (with repaints and recording), then VmRSS.
-Targets (issue 4): first frame <= 1.5x baseline and < 1.0 s; repaint <= 1.25x baseline;
-idle < 2 % of a core with 1 GPU, < 5 % with 4; < 250 MB resident. Figures are printed,
-never asserted; the machine is shared, so read them as indications.
+Budgets (issue 27, tightening issue 4's): first frame <= 1.2x the bare baseline with 1 and 4
+GPUs; repaint <= 1.25x baseline; idle <= 0.5 % of a core with 1 GPU, <= 1 % with 4, at 1 Hz;
+< 250 MB resident. Each figure is printed beside its budget, never asserted (no timed test):
+the machine is shared, so compare ratios measured in the same run, and repeat.
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ def test_bench_ui() -> None:
     for gpus in (1, 4):
         app, bare = _cold("cold-app", gpus), _cold("cold-bare", gpus)
         rows.append((f"cold start to first painted dashboard, {gpus} GPU", f"{app:.2f} s", f"{bare:.2f} s",
-                     f"{app / bare:.2f}x", "<= 1.5x and < 1.0 s"))
+                     f"{app / bare:.2f}x", "<= 1.2x"))
     for gpus in (1, 4):
         r = _run("repaint", gpus)
         rows.append((f"one repaint, {gpus} GPU x 6 series x 3,600 points", f"{r['app_ms']:.1f} ms",
                      f"{r['bare_ms']:.1f} ms", f"{r['app_ms'] / r['bare_ms']:.2f}x", "<= 1.25x"))
-    for gpus, target in ((1, "< 2 %"), (4, "< 5 %")):
+    for gpus, target in ((1, "<= 0.5 %"), (4, "<= 1 %")):
         r = _run("idle", gpus, idle_s)
         assert r["ticks"] >= 1  # it really sampled
         rows.append((f"idle CPU, {gpus} GPU, 1 Hz, {float(idle_s):.0f} s ({r['ticks']:.0f} ticks, "
@@ -67,6 +68,6 @@ def test_bench_ui() -> None:
                      "-", "< 250 MB"))
     width = max(len(row[0]) for row in rows)
     print()
-    print(f"{'measure':<{width}}  {'rigscope':>18}  {'bare baseline':>13}  {'ratio':>6}  target")
+    print(f"{'measure':<{width}}  {'rigscope':>18}  {'bare baseline':>13}  {'ratio':>6}  budget")
     for name, value, base, ratio, target in rows:
         print(f"{name:<{width}}  {value:>18}  {base:>13}  {ratio:>6}  {target}")
