@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from desktop.history.schema import SCHEMA_VERSION
 from tests.unit.history.helpers import deleted_open_files
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/fd and POSIX locks")
@@ -50,6 +51,14 @@ print(n)
 """
 
 
+def _schema_version(db: Path) -> int:
+    conn = sqlite3.connect(db, timeout=10)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
@@ -68,6 +77,10 @@ def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Pa
             assert window.poll() is None, window.stderr.read() if window.stderr else ""
             time.sleep(0.2)
         assert (tmp_path / "h.sqlite-wal").exists(), "the window never started recording"
+        # The WAL appears before the first migration step commits: the reader starts on a whole schema.
+        while _schema_version(db) < SCHEMA_VERSION and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _schema_version(db) == SCHEMA_VERSION, "the window never finished creating its schema"
 
         writers = [
             ["run", "--db", str(db), "--simulate", "--", "true"],
