@@ -91,7 +91,8 @@ def main(args: argparse.Namespace) -> int:
     from desktop.sessions.stress import StressSession
 
     settings, _problems = load_settings()
-    session = StressSession(request_from(args), settings=settings.stress, on_warning=_say)
+    session = StressSession(request_from(args), settings=settings.stress, on_warning=_say,
+                            regression_pct=settings.advisor.stress_regression_pct)
     note = session.device.note
     if note and not args.json:
         print(note, file=sys.stderr)

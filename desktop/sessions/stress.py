@@ -24,6 +24,7 @@ from pathlib import Path
 
 from advisor.frame import StressResult
 from advisor.guard import MIN_GUARD_C
+from advisor.thresholds import Thresholds
 from advisor.verdict_model import Verdict
 from desktop.config import MAX_STRESS_MINUTES, StressSettings
 from desktop.errors import UserError
@@ -196,11 +197,15 @@ def save_safely(db_path: Path | None, result: RunResult, verdict: Verdict) -> tu
 
 
 def judge_and_save(db_path: Path | None, result: RunResult, *, warn: Callable[[str], None] = log.warning,
-                   phase: Callable[[str], None] = lambda _phase: None) -> StressOutcome:
-    """Judge ``result`` against the earlier runs on its GPU, store it, and say the exit code."""
+                   phase: Callable[[str], None] = lambda _phase: None,
+                   regression_pct: float = Thresholds.stress_regression_pct) -> StressOutcome:
+    """Judge ``result`` against the earlier runs on its GPU, store it, and say the exit code.
+
+    ``regression_pct``: the user's ``[advisor] stress_regression_pct``, so the verdict's "below your
+    baseline" and the advisor's stress-regression rule draw the line at the same drop."""
     phase("judging")
     earlier = read_earlier(db_path, result, warn)
-    verdict = judge_run(result, earlier)
+    verdict = judge_run(result, earlier, regression_pct)
     phase("saving")
     run_id, save_error = save_safely(db_path, result, verdict)
     code = exit_code(result, verdict)
@@ -233,9 +238,10 @@ class FinishedRun:
     save_error: str = ""
 
 
-def finish_run(db_path: Path | None, result: RunResult) -> FinishedRun:
+def finish_run(db_path: Path | None, result: RunResult,
+               regression_pct: float = Thresholds.stress_regression_pct) -> FinishedRun:
     """The session's judging and saving for the window (on a worker thread), and the table's runs after it."""
-    outcome = judge_and_save(db_path, result)
+    outcome = judge_and_save(db_path, result, regression_pct=regression_pct)
     save_error = f"Not saved to {db_path}: {outcome.save_error}" if outcome.save_error is not None else ""
     if save_error:
         log.warning("stress run not saved: %s", save_error)
@@ -260,7 +266,7 @@ class StressSession:
 
     def __init__(self, request: StressRequest, *, make_runner: RunnerFactory = own_runner,
                  settings: StressSettings | None = None, lock_simulated: bool = True,
-                 lock_folder: Path | None = None,
+                 lock_folder: Path | None = None, regression_pct: float = Thresholds.stress_regression_pct,
                  on_progress: Callable[[Progress], None] | None = None,
                  on_start: Callable[[GpuInfo | None, float | None], None] | None = None,
                  on_phase: Callable[[str], None] | None = None,
@@ -268,6 +274,8 @@ class StressSession:
         self.request = request
         self.make_runner = make_runner
         self.settings = settings
+        #: How far below its baseline a run is called slower (the advisor's threshold, from Settings).
+        self.regression_pct = regression_pct
         self.lock_simulated = lock_simulated
         self.lock_folder = lock_folder
         self.on_progress = on_progress
@@ -365,7 +373,8 @@ class StressSession:
 
     def finish(self, result: RunResult) -> StressOutcome:
         """Judge the run against the earlier ones, store it, and give the outcome with its exit code."""
-        outcome = judge_and_save(self.request.db_path, result, warn=self._warn, phase=self._phase)
+        outcome = judge_and_save(self.request.db_path, result, warn=self._warn, phase=self._phase,
+                                 regression_pct=self.regression_pct)
         self._phase("done")
         return outcome
 

@@ -175,6 +175,7 @@ class RigscopeApp(QObject):
         GPU that is another reader of the window's machine: the test's load, heat and process
         show on the Dashboard, the Processes page and in the alerts too.
         """
+        from desktop.sessions.stress import finish_run
         from desktop.stress.runner import runner_factory
         from desktop.ui.pages.stress_page import StressPage
 
@@ -190,8 +191,11 @@ class RigscopeApp(QObject):
         make_runner = runner_factory(open_backend, clock=self.stress_clock)
         # The picker shows when there are several GPUs (the backend's static list, read once here).
         gpus = [(info.index, info.name) for info in gpu.devices()]
+        # Judged with the advisor's regression threshold as it is when the run ends (Settings may change it).
         page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus,
-                          settings=self.settings.stress)
+                          settings=self.settings.stress,
+                          judge_and_store=lambda db, result: finish_run(
+                              db, result, self.settings.advisor.stress_regression_pct))
         self._add_mode_compare(page, gpu)
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
         if device != "sim" and importlib.util.find_spec("torch") is None:

@@ -3,6 +3,7 @@ history, exit code) driven with the simulated GPU on an injected clock and plain
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,23 @@ def test_a_sustained_run_is_judged_saved_and_the_next_compared_with_it(tmp_path:
                            lock_folder=tmp_path).run()
     assert [r.run_id for r in second.earlier] == [first.run_id]
     assert "baseline" in second.verdict.comparison and second.run_id == first.run_id + 1
+
+
+def test_the_users_regression_threshold_draws_the_baseline_line(tmp_path: Path) -> None:
+    """The verdict's comparison uses the advisor's stress_regression_pct, not a default of its own."""
+    db = tmp_path / "history.sqlite"
+    runners = _sim_runners()
+    request = StressRequest(device="sim", duration_s=600.0, db_path=db)
+    StressSession(request, make_runner=runners, lock_folder=tmp_path).run()
+    with HistoryStore.open(db) as store:  # the baseline run made 10 % faster: this run is 9 % below it
+        [run] = store.stress_runs()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE stress_runs SET sustained_throughput = sustained_throughput * 1.1 WHERE run_id = ?",
+                     (run.run_id,))
+    strict = StressSession(request, make_runner=runners, lock_folder=tmp_path).run()
+    assert "below your baseline" in strict.verdict.comparison, strict.verdict.comparison
+    lenient = StressSession(request, make_runner=runners, lock_folder=tmp_path, regression_pct=15.0).run()
+    assert "within" in lenient.verdict.comparison, lenient.verdict.comparison
 
 
 def test_the_device_and_gpu_index_are_resolved_once_and_reach_the_runner_as_one_value(
