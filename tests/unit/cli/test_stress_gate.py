@@ -22,7 +22,8 @@ def _record(path: Path) -> PortableRecord:
 def test_a_cpu_run_writes_its_record_and_a_faster_baseline_fails_the_gate(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db, first = str(tmp_path / "h.sqlite"), tmp_path / "first.json"
-    main(["stress", "--device", "cpu", "--workload", "infer", "--minutes", "0.05", "-o", str(first),
+    # 6 s runs: on a loaded two-core CI machine a 3 s run once measured no step at all (exit 7, no throughput to gate).
+    main(["stress", "--device", "cpu", "--workload", "infer", "--minutes", "0.1", "-o", str(first),
           "--price-per-hour", "0.5", "--db", db])
     assert f"Record written to {first}" in capsys.readouterr().out
     record = _record(first)
@@ -35,7 +36,7 @@ def test_a_cpu_run_writes_its_record_and_a_faster_baseline_fails_the_gate(
     baseline = tmp_path / "baseline.json"
     assert record.throughput is not None
     write_record(baseline, replace(record, throughput=record.throughput * 10))
-    code = main(["stress", "--device", "cpu", "--workload", "infer", "--minutes", "0.05", "--db", db,
+    code = main(["stress", "--device", "cpu", "--workload", "infer", "--minutes", "0.1", "--db", db,
                  "--baseline", str(baseline), "--max-drop", "10"])
     out, err = capsys.readouterr()
     assert code == EXIT_BELOW_BASELINE == 5
