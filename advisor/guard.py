@@ -37,6 +37,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from advisor.safetext import printable
+from advisor.thresholds import DEFAULT_GUARD_OFFSET_C as DEFAULT_GUARD_OFFSET_C  # noqa: PLC0414 (re-exported)
+from advisor.thresholds import DEFAULT_MIN_PAUSE_S as DEFAULT_MIN_PAUSE_S  # noqa: PLC0414 (re-exported)
+from advisor.thresholds import DEFAULT_MIN_RUN_S as DEFAULT_MIN_RUN_S  # noqa: PLC0414 (re-exported)
+from advisor.thresholds import DEFAULT_RESUME_OFFSET_C as DEFAULT_RESUME_OFFSET_C  # noqa: PLC0414 (re-exported)
 
 #: What the job's guard does now.
 GuardAction = Literal["pause", "resume"]
@@ -44,13 +48,6 @@ GuardAction = Literal["pause", "resume"]
 GuardSource = Literal["explicit", "setting", "default"]
 #: A guard below this is below room temperature: the job would never run, a stress test would stop at once.
 MIN_GUARD_C = 30.0
-#: The stress test's default guard is this far above the GPU's slowdown temperature (``[stress] guard_offset_c``).
-DEFAULT_GUARD_OFFSET_C = 5.0
-#: The job's guard lets it run again this far below the limit (``[jobs] guard_resume_offset_c``).
-DEFAULT_RESUME_OFFSET_C = 5.0
-#: A job's pause lasts at least this long, and it runs at least this long after a resume (``[jobs]``).
-DEFAULT_MIN_PAUSE_S = 20.0
-DEFAULT_MIN_RUN_S = 20.0
 
 
 class GuardedGpu(Protocol):

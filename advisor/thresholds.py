@@ -8,6 +8,17 @@ from dataclasses import dataclass
 #: (advisor/busy.py, which re-exports it).
 DEFAULT_BUSY_UTIL_PCT = 10.0
 
+# The temperature guards' defaults (advisor/guard.py re-exports them) live here, so that the settings
+# read them without importing the guards' logic.
+
+#: The stress test's default guard is this far above the GPU's slowdown temperature (``[stress] guard_offset_c``).
+DEFAULT_GUARD_OFFSET_C = 5.0
+#: The job's guard lets it run again this far below the limit (``[jobs] guard_resume_offset_c``).
+DEFAULT_RESUME_OFFSET_C = 5.0
+#: A job's pause lasts at least this long, and it runs at least this long after a resume (``[jobs]``).
+DEFAULT_MIN_PAUSE_S = 20.0
+DEFAULT_MIN_RUN_S = 20.0
+
 
 @dataclass(frozen=True)
 class Thresholds:

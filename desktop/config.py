@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
-from advisor.guard import DEFAULT_GUARD_OFFSET_C, DEFAULT_MIN_PAUSE_S, DEFAULT_MIN_RUN_S, DEFAULT_RESUME_OFFSET_C
+from advisor.thresholds import DEFAULT_GUARD_OFFSET_C, DEFAULT_MIN_PAUSE_S, DEFAULT_MIN_RUN_S, DEFAULT_RESUME_OFFSET_C
 from advisor.thresholds import Thresholds as AdvisorSettings
 from desktop.paths import config_file, ensure_private_dir
 
