@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from desktop.config import RetentionSettings
-from desktop.recorder import Recorder, SampleSink
 from desktop.telemetry.model import Snapshot
+
+if TYPE_CHECKING:  # imported where a writer needs them: the window's first frame does not wait for them
+    from desktop.recorder import SampleSink
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class RecordingSession:
 
     def __post_init__(self) -> None:
         if self.sink is None and self.writer is not None:
+            from desktop.recorder import SampleSink
+
             self.sink = SampleSink(self.writer)
 
     # --- opening ---------------------------------------------------------------------------
@@ -214,6 +218,8 @@ class RecordingSession:
         maintenance = self.maintenance
         if self.writer is None or self.sink is None or maintenance is None:
             raise RuntimeError(f"not recording: {self.detail}")
+        from desktop.recorder import Recorder
+
         # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
         recorder = Recorder(sampler, self.writer, interval_s=interval_s, retention=maintenance.retention,
                             exporter=exporter, report=report, calibrate=sampler.effective_load.calibrate_all,
