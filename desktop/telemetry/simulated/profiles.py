@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 
@@ -45,10 +46,16 @@ class GpuProfile:
 
 
 def load_profiles() -> dict[str, GpuProfile]:
-    """Every profile in the shipped table, by key (e.g. ``rtx4090-laptop``)."""
+    """Every profile in the shipped table, by key (e.g. ``rtx4090-laptop``); a dict of the caller's own."""
+    return dict(_shipped_profiles())
+
+
+@functools.cache
+def _shipped_profiles() -> tuple[tuple[str, GpuProfile], ...]:
+    """The shipped table, parsed once per process (the window's start asked for it twice); profiles are frozen."""
     with resource_path("gpu_profiles.toml").open("rb") as handle:
         table = tomllib.load(handle)["profiles"]
-    return {key: GpuProfile(key=key, **values) for key, values in table.items()}
+    return tuple((key, GpuProfile(key=key, **values)) for key, values in table.items())
 
 
 def parse_profile_list(spec: str | None) -> list[GpuProfile]:
