@@ -37,7 +37,6 @@ from desktop.ui.background import Loader
 from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.pages.dashboard import DashboardPage
-from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
 from desktop.ui.tray import Tray, app_icon
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from desktop.reporting import HistorySource
     from desktop.stress.run_model import Clock
     from desktop.ui.pages.advisor_history import HistoryPage
+    from desktop.ui.pages.processes import ProcessesPage
     from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.pages.stress_page import StressPage
     from desktop.ui.recording import Recording
@@ -85,7 +85,9 @@ class RigscopeApp(QObject):
         self.window = MainWindow(self.theme)
         self.window.setWindowIcon(app_icon())
         self.dashboard = DashboardPage(self.theme, settings.sampling.interval_s, history=recording.store)
-        self.processes = ProcessesPage(self.theme, end_process=end_process)
+        self._end_process = end_process
+        #: Snapshots that came before the Processes page was built (the first one): it is fed them when built.
+        self._unseen_by_processes: list[Snapshot] = []
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
         #: The history the Advisor, Costs and History pages read: the recorded one, or the demo week.
@@ -133,19 +135,24 @@ class RigscopeApp(QObject):
                                     "recording continues in a fresh one.", "warning")
 
     # --- pages -----------------------------------------------------------------------
-    # Dashboard and Processes are built at once; the others (and their imports: the stress
-    # runner, the advisor, the report renderer) when first shown, so they cost nothing before
-    # the first frame.
+    # The Dashboard is built at once; Processes with the second snapshot (it keeps each process's
+    # utilization from then on, and is fed the first one), or when first shown if that is sooner;
+    # the others (and their imports: the stress runner, the advisor, the report renderer) when
+    # first shown, so they cost nothing before the first frame.
     def _add_pages(self) -> None:
         w = self.window
         w.add_page("dashboard", "Dashboard", self.dashboard)
-        w.add_page("processes", "Processes", self.processes)
+        w.add_page("processes", "Processes", self._build_processes_page)
         w.add_page("stress", "Stress test", self._build_stress_page)
         w.add_page("advisor", "Advisor", self._build_advisor_page)
         w.add_page("costs", "Costs", self._build_costs_page)
         w.add_page("history", "History", self._build_history_page)
         w.add_page("jobs", "Jobs", self._build_jobs_page)
         w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
+
+    @property
+    def processes(self) -> ProcessesPage:
+        return cast("ProcessesPage", self.window.page("processes"))
 
     @property
     def stress(self) -> StressPage:
@@ -167,6 +174,15 @@ class RigscopeApp(QObject):
 
             self._history_source = HistorySource(self.history_path, self.settings)
         return self._history_source
+
+    def _build_processes_page(self) -> ProcessesPage:
+        from desktop.ui.pages.processes import ProcessesPage
+
+        page = ProcessesPage(self.theme, end_process=self._end_process)
+        for snap in self._unseen_by_processes:
+            page.add_snapshot(snap)
+        self._unseen_by_processes.clear()
+        return page
 
     def _build_stress_page(self) -> StressPage:
         """The Stress page on the GPU the window shows: the simulated one, or the first real one.
@@ -325,7 +341,10 @@ class RigscopeApp(QObject):
             return
         self.last_snapshot = snap
         self.dashboard.add_snapshot(snap)
-        self.processes.add_snapshot(snap)
+        if self.window.is_built("processes") or self._unseen_by_processes:
+            self.processes.add_snapshot(snap)  # the second snapshot builds the page, after the first frame
+        else:
+            self._unseen_by_processes.append(snap)
         self.tray.update(snap)
         self.update_recording_status()
         for alert in self.alerts.check(snap):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from PySide6.QtWidgets import QLabel
 
@@ -88,3 +92,58 @@ def test_showing_another_history_refreshes_the_built_history_pages(make_app, tmp
     h.app.show_history(h.app.db_path)
     assert calls == ["advisor"]
     assert not w.is_built("costs") and not w.is_built("history")  # an unbuilt page reads when first shown
+
+
+def test_the_processes_page_is_built_after_the_first_snapshot_and_keeps_it(make_app):
+    """The first frame does not wait for the Processes page: the second snapshot builds it, fed the first."""
+    h = make_app()
+    h.backend.manual.set(0, 0.9, 6000.0)  # a load, with its process
+    w = h.app.window
+    first = h.tick()
+    assert first.processes and not w.is_built("processes")
+    second = h.tick()
+    assert w.is_built("processes")
+    proc = second.processes[0]
+    times, _sm, _mem = h.app.processes.history.series(proc.pid, proc.gpu_index)
+    assert times.tolist() == [first.time_s, second.time_s]
+
+
+def test_the_processes_page_shown_before_the_second_snapshot_shows_the_first(make_app):
+    h = make_app()
+    h.backend.manual.set(0, 0.9, 6000.0)
+    first = h.tick()
+    h.app.window.show_page("processes")
+    page = h.app.processes
+    assert h.app.window.stack.currentWidget() is page
+    assert page.model.rowCount() == len(first.processes) > 0
+    h.tick()  # fed once, not twice: the page keeps its one history per process
+    proc = first.processes[0]
+    assert page.history.series(proc.pid, proc.gpu_index)[0].size == 2
+
+
+#: Modules the window's first frame does not need: their pages, the recorder and the guards load later.
+NOT_BEFORE_FIRST_FRAME = ("advisor.guard", "desktop.recorder", "desktop.ui.pages.processes", "desktop.stress.runner",
+                          "desktop.reporting", "desktop.history.store", "desktop.ui.pages.advisor_page")
+
+
+def test_the_first_frame_imports_none_of_what_it_does_not_show() -> None:
+    """A fresh interpreter: the window on a simulated GPU, one snapshot on the Dashboard (tests/bench's cold start)."""
+    code = ("import sys\n"
+            "from PySide6.QtWidgets import QApplication\n"
+            "from desktop.config import Settings\n"
+            "from desktop.telemetry.sampler import Sampler\n"
+            "from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list\n"
+            "from desktop.ui.app import RigscopeApp\n"
+            "from desktop.ui.recording import Recording\n"
+            "qt = QApplication([])\n"
+            "app = RigscopeApp(qt, Sampler(SimulatedBackend(parse_profile_list(None)), None), Settings(),\n"
+            "                  Recording('off', 'test'), tray_available=False)\n"
+            "app.window.show()\n"
+            "app.on_snapshot(app.sampler.tick())\n"
+            "qt.processEvents()\n"
+            f"print(' '.join(m for m in {NOT_BEFORE_FIRST_FRAME!r} if m in sys.modules))\n"
+            "app.shutdown()\n")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                          env=env)
+    assert done.stdout.strip() == "", f"the first frame imported {done.stdout.strip()}"
