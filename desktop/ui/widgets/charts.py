@@ -32,10 +32,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
+from pyqtgraph.graphicsItems.PlotCurveItem import arrayToLineSegments
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
@@ -103,7 +105,7 @@ def limit_text(label: str, value: float, unit: str) -> str:
 class _Series:
     __slots__ = ("colour", "downsample", "history", "history_fill", "label", "live", "style", "width")
 
-    def __init__(self, label: str, colour: str, live: pg.PlotDataItem, downsample: bool = True, *,
+    def __init__(self, label: str, colour: str, live: LiveCurve, downsample: bool = True, *,
                  style: str = "solid", width: float = 1.0, history_fill: float | None = None) -> None:
         self.downsample = downsample
         self.label = label
@@ -129,13 +131,138 @@ class _Series:
         return curve
 
 
-def _curve(colour: str, width: float, style: str = "solid") -> pg.PlotDataItem:
+def _pen(colour: str, width: float, style: str) -> pg.QtGui.QPen:
     pen = pg.mkPen(colour, width=width, style=_PEN_STYLES[style])
     if width > 1:  # wide lane marks: a cause held for under a pixel still shows as a square
         pen.setCapStyle(Qt.PenCapStyle.SquareCap)
-    curve = pg.PlotDataItem(pen=pen, connect="finite", antialias=False)
+    return pen
+
+
+def _curve(colour: str, width: float, style: str = "solid") -> pg.PlotDataItem:
+    curve = pg.PlotDataItem(pen=_pen(colour, width, style), connect="finite", antialias=False)
     curve.setDownsampling(ds=1, auto=False, method="peak")
     return curve
+
+
+def peak_downsample(time_s: FloatArray, values: FloatArray, factor: int) -> tuple[FloatArray, FloatArray]:
+    """pyqtgraph's "peak" downsampling: per block of ``factor`` points its max then its min, at the block's
+    middle time (a block holding a NaN is NaN, a gap); a trailing part block is dropped."""
+    n = time_s.size // factor
+    x = np.repeat(time_s[factor // 2:factor // 2 + n * factor:factor], 2)
+    blocks = values[:n * factor].reshape(n, factor)
+    y = np.empty((n, 2))
+    y[:, 0] = blocks.max(axis=1)
+    y[:, 1] = blocks.min(axis=1)
+    return x, y.reshape(n * 2)
+
+
+def _finite_bounds(values: FloatArray) -> tuple[float, float]:
+    """The least and greatest finite value; NaN, NaN when there is none (the view box then ignores the axis)."""
+    if values.size == 0:
+        return math.nan, math.nan
+    low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+    if math.isinf(low) or math.isinf(high):
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            return math.nan, math.nan
+        low, high = float(finite.min()), float(finite.max())
+    return low, high
+
+
+class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
+    """The live part of one series: a lean stand-in for ``pg.PlotDataItem``, set every frame.
+
+    It draws what a PlotDataItem with ``connect="finite"``, antialias off and "peak" downsampling
+    draws (a NaN is a gap; a wide solid pen as separate line segments, as PlotCurveItem does), without
+    its per-``setData`` bookkeeping (display datasets, scatter item, option passes): the path is made
+    once per new data, at the first paint after it, and the bounds come from the arrays' finite min/max.
+    ``opts`` keeps the keys that are read: ``pen``, ``connect``, ``downsample`` (the "peak" factor
+    applied by the next ``setData``) and ``downsampleMethod``; ``getData()`` gives the drawn points.
+    """
+
+    def __init__(self, pen: pg.QtGui.QPen) -> None:
+        super().__init__()
+        self.opts: dict[str, object] = {"pen": pen, "connect": "finite", "antialias": False, "downsample": 1,
+                                        "downsampleMethod": "peak"}
+        # As PlotCurveItem's "auto" segmented-line mode: drawLines is the faster way to stroke a wide solid pen.
+        self._segmented = (pen.widthF() > 1.0 and pen.style() == Qt.PenStyle.SolidLine and pen.isSolid()
+                           and pen.color().alphaF() == 1.0)
+        self._pad_px = pen.widthF() * 0.7072 if pen.isCosmetic() else 0.0
+        empty = np.empty(0, dtype=np.float64)
+        self._x: FloatArray = empty
+        self._y: FloatArray = empty
+        self._bounds = ((math.nan, math.nan), (math.nan, math.nan))
+        self._rect: pg.QtCore.QRectF | None = None
+        self._path: pg.QtGui.QPainterPath | None = None
+        self._lines: Any = None
+
+    def setData(self, time_s: FloatArray, values: FloatArray) -> None:
+        factor = int(self.opts["downsample"])  # type: ignore[call-overload]
+        if factor > 1:
+            time_s, values = peak_downsample(time_s, values, factor)
+        x, y = self._x, self._y
+        if x.size == time_s.size and np.array_equal(x, time_s) and np.array_equal(y, values, equal_nan=True):
+            return  # the same picture: no new path, no repaint
+        self.prepareGeometryChange()
+        self._x, self._y = time_s, values
+        self._bounds = (_finite_bounds(time_s), _finite_bounds(values))
+        self._rect = None
+        self._path = None
+        self._lines = None
+        self.informViewBoundsChanged()
+        self.update()
+
+    def getData(self) -> tuple[FloatArray, FloatArray]:
+        return self._x, self._y
+
+    def dataBounds(self, ax: int, frac: float = 1.0,
+                   orthoRange: tuple[float, float] | None = None) -> tuple[float, float] | tuple[None, None]:
+        if frac >= 1.0 and orthoRange is None:
+            return self._bounds[ax]
+        data, other = (self._x, self._y) if ax == 0 else (self._y, self._x)
+        if orthoRange is not None:
+            data = data[(other >= orthoRange[0]) & (other <= orthoRange[1])]
+        data = data[np.isfinite(data)]
+        if data.size == 0:
+            return None, None
+        if frac >= 1.0:
+            return float(data.min()), float(data.max())
+        low, high = np.percentile(data, [50 * (1 - frac), 50 * (1 + frac)])
+        return float(low), float(high)
+
+    def pixelPadding(self) -> float:
+        return self._pad_px
+
+    def boundingRect(self) -> pg.QtCore.QRectF:
+        if self._rect is None:
+            (x0, x1), (y0, y1) = self._bounds
+            if not (math.isfinite(x0) and math.isfinite(y0)):
+                return pg.QtCore.QRectF()
+            px = py = 0.0
+            if self._pad_px > 0:
+                vx, vy = self.pixelVectors()
+                px = 0.0 if vx is None else vx.length() * self._pad_px
+                py = 0.0 if vy is None else vy.length() * self._pad_px
+            self._rect = pg.QtCore.QRectF(x0 - px, y0 - py, 2 * px + x1 - x0, 2 * py + y1 - y0)
+        return self._rect
+
+    def viewTransformChanged(self) -> None:
+        self._rect = None  # the pixel padding is in data units: it changes with the view
+        self.prepareGeometryChange()
+
+    def paint(self, painter: pg.QtGui.QPainter, *_: object) -> None:
+        if self._x.size == 0:
+            return
+        painter.setRenderHint(painter.RenderHint.Antialiasing, False)
+        painter.setPen(self.opts["pen"])
+        if self._segmented:
+            if self._lines is None:
+                self._lines = arrayToLineSegments(self._x, self._y, connect="finite", finiteCheck=True)
+            painter.drawLines(*self._lines.drawargs())
+        else:
+            if self._path is None:
+                self._path = pg.arrayToQPath(self._x, self._y, connect="finite", finiteCheck=True)
+            painter.drawPath(self._path)
 
 
 class TimePlot:
@@ -209,7 +336,7 @@ class TimePlot:
         down to that y under a 1 px edge (a lane row drawn as each bucket's share), the live one keeps its pen."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         style = style or SERIES_STYLES[len(self._series) % len(SERIES_STYLES)]
-        live = _curve(colour, width, style)
+        live = LiveCurve(_pen(colour, width, style))
         if below:
             live.setZValue(-1)
         self.item.addItem(live)
@@ -340,13 +467,17 @@ class TimePlot:
         self._feed(series, series.history, *(drawn or (time_s, values)))
         self._fit_y()
 
-    def _feed(self, series: _Series, curve: pg.PlotDataItem, time_s: FloatArray, values: FloatArray) -> None:
+    def _feed(self, series: _Series, curve: pg.PlotDataItem | LiveCurve, time_s: FloatArray,
+              values: FloatArray) -> None:
         """setData with a "peak" downsampling factor of about one point pair per pixel."""
         width_px = max(200.0, self.item.vb.width())
         factor = max(1, int(time_s.size / width_px)) if series.downsample else 1
         if curve.opts["downsample"] != factor:
             curve.opts["downsample"] = factor  # applied by the setData below (no extra pass)
-        curve.setData(time_s, values, connect="finite")
+        if isinstance(curve, LiveCurve):
+            curve.setData(time_s, values)
+        else:
+            curve.setData(time_s, values, connect="finite")
 
     def series_keys(self) -> list[str]:
         return list(self._series)

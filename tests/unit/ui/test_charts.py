@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from PySide6.QtGui import QImage
 
 from desktop.ui.pages.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
 from desktop.ui.theme import DARK, LIGHT
+from desktop.ui.widgets.charts import LiveCurve, _curve, peak_downsample
 from desktop.ui.widgets.plot_column import PlotColumn
 from desktop.ui.widgets.ring_buffer import RingBuffer
 
@@ -102,3 +107,81 @@ def test_sparse_lane_marks_survive_many_points(qtbot):
     lane.set_data("hw", times, rows)
     _, shown = lane._series["hw"].live.getData()
     assert np.isfinite(shown).sum() == np.isfinite(rows).sum()
+
+
+def _series_data() -> tuple[np.ndarray, np.ndarray]:
+    times = 1_790_000_000.0 + np.arange(3_000.0)
+    values = 50 + 40 * np.sin(times / 37.0)
+    values[700:760] = np.nan  # a lost GPU: a gap
+    values[1500] = np.nan
+    return times, values
+
+
+def _image(column: PlotColumn) -> np.ndarray:
+    image = column.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    return rows[:, :image.width() * 4].copy()
+
+
+def test_live_curves_draw_what_a_plot_data_item_draws(qtbot):
+    """The lean live curve paints the same pixels as pyqtgraph's PlotDataItem with the same pen: thin and
+    dashed lines with gaps, "peak" downsampled, and wide square-capped lane segments."""
+    times, values = _series_data()
+    lane_t, lane_y = lane_segments(times, np.where(values > 80, 1.0, np.nan), 1)
+    images = []
+    for lean in (True, False):
+        column = PlotColumn(LIGHT)
+        qtbot.addWidget(column)
+        column.resize(900, 400)
+        plot = column.add_plot("p", "Load", "%", y_range=(0, 100))
+        lane = column.add_plot("lane", "Throttle causes", "")
+        lane.set_categories(["a", "b", "c"])
+        column.set_x_range(float(times[0]), float(times[-1]))
+        column.show()
+        qtbot.waitExposed(column)
+        plot.add_series("solid", "GPU")
+        plot.add_series("dash", "Load", width=1.5, style="dash")
+        lane.add_series("held", "HW thermal", width=6, downsample=False, style="solid")
+        if not lean:  # the same series drawn by PlotDataItems instead
+            for tp, key in ((plot, "solid"), (plot, "dash"), (lane, "held")):
+                series = tp._series[key]
+                tp.item.removeItem(series.live)
+                series.live = _curve(series.colour, series.width, series.style)
+                tp.item.addItem(series.live)
+        plot.set_data("solid", times, values)
+        plot.set_data("dash", times, values - 30)
+        lane.set_data("held", times, values, drawn=(lane_t, lane_y))
+        assert plot._series["solid"].live.opts["downsample"] > 1  # more points than pixels
+        qtbot.wait(50)
+        images.append(_image(column))
+    lean_image, reference = images
+    assert (lean_image != reference).any(axis=1).sum() == 0
+    assert (reference != reference[0, 0]).any()  # something was drawn
+
+
+def test_peak_downsampling_matches_pyqtgraph():
+    times, values = _series_data()
+    reference = pg.PlotDataItem(times, values, connect="finite")
+    reference.setDownsampling(ds=7, auto=False, method="peak")
+    x, y = peak_downsample(times, values, 7)
+    ref_x, ref_y = reference.getData()
+    assert np.array_equal(x, ref_x) and np.array_equal(y, ref_y, equal_nan=True)
+
+
+def test_live_curve_bounds_follow_its_finite_data(qtbot):
+    column = PlotColumn(LIGHT)
+    qtbot.addWidget(column)
+    plot = column.add_plot("p", "VRAM", "MiB")  # automatic y range
+    plot.add_series("used", "Used")
+    values = np.array([np.nan, 1000.0, 1500.0, np.nan, 1200.0])
+    plot.set_data("used", np.arange(5.0), values)
+    curve = plot._series["used"].live
+    assert isinstance(curve, LiveCurve)
+    assert curve.dataBounds(1) == (1000.0, 1500.0) and curve.dataBounds(0) == (0.0, 4.0)
+    assert curve.dataBounds(1, orthoRange=(0.0, 2.0)) == (1000.0, 1500.0)
+    assert curve.dataBounds(1, orthoRange=(3.5, 5.0)) == (1200.0, 1200.0)
+    plot.item.vb.updateAutoRange()
+    low, high = plot.y_range()
+    assert low <= 1000.0 and high >= 1500.0 and high - low < 1000.0
+    plot.set_data("used", np.arange(3.0), np.full(3, np.nan))  # a lost GPU: nothing to fit
+    assert all(math.isnan(v) for v in curve.dataBounds(1)) and curve.boundingRect().isEmpty()
