@@ -301,11 +301,33 @@ def check_writable(path: Path) -> None:
                         f"permissions: make it writable (chmod u+w {path}) or choose another --db")
 
 
+#: How long opening keeps trying while other processes set up the same file (see ``connect_rw``).
+SETUP_WAIT_S = 30.0
+
+
 def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
     """An autocommit connection in WAL mode at the latest schema; ``verify`` runs a quick_check first.
 
+    Several processes may open one new file at once. Before the first has switched it to WAL, the
+    file is in rollback-journal mode, where SQLite answers "database is locked" at once, without
+    waiting out the busy timeout, to a connection that read the file and then needs to write it while
+    another commits (it would deadlock otherwise): ``PRAGMA journal_mode = WAL`` can meet that. The
+    setup is then tried again, for up to ``SETUP_WAIT_S``; each migration step re-reads the version
+    under its write lock, so a step another process took is not taken twice.
+
     Raises sqlite3.DatabaseError for a damaged file (``dberrors.is_corruption`` tells which),
     NotOurDatabase for another program's database and UserError for a read-only one."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    while True:
+        try:
+            return _connect_rw_once(path, verify)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _connect_rw_once(path: Path, verify: bool) -> sqlite3.Connection:
     check_writable(path)
     conn = connect(str(path))
     try:

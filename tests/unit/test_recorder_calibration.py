@@ -70,7 +70,6 @@ def test_a_stress_run_saved_while_recording_recalibrates_the_estimate(tmp_path: 
 
 def test_rigscope_record_recalibrates_on_the_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from desktop import cli
-    from desktop.sessions import recording
 
     db = tmp_path / "h.sqlite"
     seen: dict[str, Any] = {}
@@ -95,7 +94,10 @@ def test_rigscope_record_recalibrates_on_the_period(tmp_path: Path, monkeypatch:
             seen["uuid"] = info.uuid
             return self.ticks
 
-    monkeypatch.setattr(recording, "Recorder", FastRecorder)  # the session runs the command's recorder
+    import desktop.recorder
+
+    # The session imports the command's recorder where it runs it: replaced in its own module.
+    monkeypatch.setattr(desktop.recorder, "Recorder", FastRecorder)
     assert cli.main(["record", "--simulate", "rtx4090-laptop", "--db", str(db)]) == 0
     assert seen["calibration"] == load_calibrations(db)[seen["uuid"]]
     assert seen["calibration"].source == "stress run"
