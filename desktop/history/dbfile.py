@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from advisor.safetext import printable
 from desktop.errors import UserError
-from desktop.history import schema
+from desktop.history import dberrors, schema
 
 #: ``PRAGMA application_id`` of a Rigscope history database: "RgSc", big-endian at header offset 68.
 APPLICATION_ID = 0x52675363
@@ -322,7 +322,7 @@ def connect_rw(path: Path, verify: bool) -> sqlite3.Connection:
         try:
             return _connect_rw_once(path, verify)
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+            if dberrors.problem(exc) != "busy" or time.monotonic() >= deadline:
                 raise
             time.sleep(0.05)
 
@@ -373,7 +373,7 @@ class Transaction:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == _BEGIN_ATTEMPTS - 1:
+                if dberrors.problem(exc) != "busy" or attempt == _BEGIN_ATTEMPTS - 1:
                     raise
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
