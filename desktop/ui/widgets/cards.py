@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from advisor.safetext import printable
@@ -129,17 +126,6 @@ def envelope_texts(info: GpuInfo, envelope: PowerEnvelope | None) -> tuple[str, 
     return printable(f"Power limit: {cap.line}"), plain_tooltip(printable(" ".join(tip)))
 
 
-def fill_opaque(labels: Iterable[QLabel], colour: str) -> None:
-    """Paint each label's own background in its card's colour (the same pixels), so a label whose
-    text changes every tick is opaque: Qt then repaints only the label, not every parent under it
-    up to the window (with several cards, the bounding box of all changed labels)."""
-    for label in labels:
-        palette = label.palette()
-        palette.setColor(QPalette.ColorRole.Window, QColor(colour))
-        label.setPalette(palette)
-        label.setAutoFillBackground(True)
-
-
 class GpuCard(QFrame):
     """Name, driver, a state badge and the current values of one GPU, big and with units."""
 
@@ -242,7 +228,6 @@ class GpuCard(QFrame):
         self.setStyleSheet(f"#gpucard {{ background: {theme.base}; border-radius: 4px; }}")
         for cap in (*self._captions, self.driver_label, self.throttle_label, self.envelope_label):
             cap.setStyleSheet(f"color: {theme.muted};")
-        fill_opaque((*self.values.values(), self.throttle_label), theme.base)
         self._paint_badge()
 
 
@@ -296,4 +281,3 @@ class HostStrip(QFrame):
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.setStyleSheet(f"#hoststrip {{ background: {theme.base}; border-radius: 4px; }}")
-        fill_opaque(self.labels.values(), theme.base)
