@@ -227,8 +227,9 @@ class Bandwidth:
 
     def check(self) -> int:
         count = self.src.numel()
-        # Random elements, and the last ones, where an inexact pattern would fail first.
-        idx = torch.cat([torch.randint(0, count, (4096,)), torch.arange(max(0, count - 64), count)])
+        # Random elements, and the last ones, where an inexact pattern would fail first; each element
+        # once (a random pick of a last one, or of the same element twice, would count its error twice).
+        idx = torch.unique(torch.cat([torch.randint(0, count, (4096,)), torch.arange(max(0, count - 64), count)]))
         got = self.dst[idx.to(self.device)].cpu().to(torch.int64)
         if self.inject:
             got[0] += 1
