@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QThread, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.config import Settings
 from desktop.telemetry.model import Snapshot
@@ -87,6 +87,33 @@ def _no_running_qthreads_or_qtimers(qapp: QApplication) -> Iterator[None]:
             obj.stop()
     assert not still, f"test left Qt threads/timers running: {names}"
     assert not jobs, f"test left background jobs running: {jobs}"
+
+
+@pytest.fixture(autouse=True)
+def _registered_widgets_live_until_closed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Hold every widget given to ``qtbot.addWidget`` until pytest-qt has closed it.
+
+    pytest-qt keeps only a weak reference. Once a test returns, a page kept alive by nothing but
+    its own reference cycles (signal slots, pyqtgraph's items) dies whenever the collector runs, and
+    pytest-qt's ``processEvents`` right after the test paints it: a collection triggered inside a
+    Python ``paint()`` override then deleted the very view being painted, and the whole run died with
+    a segfault in ``GraphicsView.paintEvent`` (seen in CI). Held here, the widget is closed and
+    deleted by pytest-qt's teardown first, then let go.
+    """
+    if "qtbot" not in request.fixturenames:
+        yield
+        return
+    qtbot = request.getfixturevalue("qtbot")
+    held: list[QWidget] = []
+    register = qtbot.addWidget
+
+    def add_and_hold(widget: QWidget, *, before_close_func: Callable[[QWidget], None] | None = None) -> None:
+        held.append(widget)
+        register(widget, before_close_func=before_close_func)
+
+    qtbot.addWidget = qtbot.add_widget = add_and_hold
+    yield
+    held.clear()
 
 
 def gui_stays_responsive(qtbot: Any) -> None:
