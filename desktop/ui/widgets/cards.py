@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from advisor.safetext import printable
@@ -126,7 +127,44 @@ def envelope_texts(info: GpuInfo, envelope: PowerEnvelope | None) -> tuple[str, 
     return printable(f"Power limit: {cap.line}"), plain_tooltip(printable(" ".join(tip)))
 
 
-class GpuCard(QFrame):
+def tint(label: QLabel, colour: str | None = None, fill: str | None = None) -> None:
+    """Colour a label through its palette (text ``colour``; ``fill``: an opaque background of that colour).
+
+    Not a style sheet: a style sheet puts the label and its subtree under the slower style-sheet style for
+    every paint and size hint, and resets the palette. An opaque label repaints alone when its text changes
+    (its parent's background under it is not painted again): the values change every second."""
+    palette = label.palette()
+    if colour is not None:
+        palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
+    if fill is not None:
+        palette.setColor(QPalette.ColorRole.Window, QColor(fill))
+        label.setAutoFillBackground(True)
+    label.setPalette(palette)
+
+
+class _Panel(QFrame):
+    """A frame with a rounded background in the theme's base colour, painted by hand (no style sheet)."""
+
+    RADIUS_PX = 4.0
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._fill = QColor("transparent")
+
+    def set_fill(self, colour: str) -> None:
+        self._fill = QColor(colour)
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self._fill)
+        painter.drawRoundedRect(self.rect(), self.RADIUS_PX, self.RADIUS_PX)
+        painter.end()
+
+
+class GpuCard(_Panel):
     """Name, driver, a state badge and the current values of one GPU, big and with units."""
 
     def __init__(self, info: GpuInfo, theme: Theme, tiles_per_row: int = 5, parent: QWidget | None = None) -> None:
@@ -225,13 +263,16 @@ class GpuCard(QFrame):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
-        self.setStyleSheet(f"#gpucard {{ background: {theme.base}; border-radius: 4px; }}")
-        for cap in (*self._captions, self.driver_label, self.throttle_label, self.envelope_label):
-            cap.setStyleSheet(f"color: {theme.muted};")
+        self.set_fill(theme.base)
+        for cap in (*self._captions, self.driver_label, self.envelope_label):
+            tint(cap, theme.muted)
+        tint(self.throttle_label, theme.muted, fill=theme.base)
+        for value in self.values.values():  # these change every second: opaque, they repaint alone
+            tint(value, fill=theme.base)
         self._paint_badge()
 
 
-class HostStrip(QFrame):
+class HostStrip(_Panel):
     """CPU, RAM and power source of the machine, one line."""
 
     def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
@@ -280,4 +321,6 @@ class HostStrip(QFrame):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
-        self.setStyleSheet(f"#hoststrip {{ background: {theme.base}; border-radius: 4px; }}")
+        self.set_fill(theme.base)
+        for label in self.labels.values():
+            tint(label, fill=theme.base)
