@@ -142,6 +142,20 @@ def tint(label: QLabel, colour: str | None = None, fill: str | None = None) -> N
     label.setPalette(palette)
 
 
+def set_value(label: QLabel, text: str) -> None:
+    """Set a text that changes every second without re-laying out the window.
+
+    A new text makes a QLabel ask its parent's layout again, and each layout up to the window follows
+    (every second, for a digit). The label holds a fixed size instead: the size of the widest text it
+    has shown so far (at least its minimum width), grown only when a new text needs more room."""
+    if label.text() == text:
+        return
+    label.setText(text)
+    need = label.sizeHint().expandedTo(label.minimumSize())
+    if need != label.maximumSize():  # not fixed yet, or this text needs more room
+        label.setFixedSize(need)
+
+
 class _Panel(QFrame):
     """A frame with a rounded background in the theme's base colour, painted by hand (no style sheet)."""
 
@@ -226,8 +240,7 @@ class GpuCard(_Panel):
         texts = reading_texts(reading.info, reading)
         # Set only what changed: each setText/setToolTip costs a relayout or an event per second.
         for key, label in self.values.items():
-            if label.text() != texts[key]:
-                label.setText(texts[key])
+            set_value(label, texts[key])
         tip = texts["utilization_tip"]
         if self.values["utilization"].toolTip() != tip:
             self.values["utilization"].setToolTip(tip)
@@ -314,8 +327,7 @@ class HostStrip(_Panel):
                     power += f" ({host.battery_pct:.0f} %)"
             texts = {"cpu": f"CPU {cpu}", "ram": f"RAM {ram}", "load": load, "power": power}
         for key, label in self.labels.items():
-            if label.text() != texts[key]:
-                label.setText(texts[key])
+            set_value(label, texts[key])
             if label.isVisibleTo(self) != bool(texts[key]):
                 label.setVisible(bool(texts[key]))
 

@@ -4,10 +4,12 @@ card's own background in the theme's text colour (opaque labels, so a new value 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 from pytestqt.qtbot import QtBot
 
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, HostSample
@@ -68,3 +70,42 @@ def test_the_values_sit_on_the_card_in_the_themes_colours_after_a_switch(qtbot: 
         assert corner == QColor(then.base).name()  # the card's own background, painted by hand
     finally:
         apply_theme(_app(), DARK)
+
+
+class _LayoutRequests(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.count += 1
+        return False
+
+
+def test_a_new_value_does_not_lay_out_the_window_again_and_a_longer_one_still_fits(qtbot: QtBot) -> None:
+    outer = QWidget()
+    qtbot.addWidget(outer)
+    layout = QVBoxLayout(outer)
+    card, strip = GpuCard(INFO, LIGHT), HostStrip(LIGHT)
+    layout.addWidget(card)
+    layout.addWidget(strip)
+    outer.resize(1200, 260)
+    outer.show()
+    card.update_reading(READING)
+    strip.update_host(HOST)
+    qtbot.wait(20)  # the first values lay out, up to the window (events posted while events are processed)
+    requests = _LayoutRequests()
+    outer.installEventFilter(requests)
+    for step in range(1, 6):  # every second, new digits
+        card.update_reading(replace(READING, sample=replace(READING.sample, temperature_c=71.0 + step,
+                                                            utilization_gpu_pct=90.0 + step)))
+        strip.update_host(replace(HOST, cpu_pct=23.0 + step))
+        _app().processEvents()
+    assert requests.count == 0  # the values repainted; nothing up to the window was laid out again
+    longer = "CPU 100 % at 5,400 MHz, 101 °C"
+    strip.update_host(replace(HOST, cpu_pct=100.0, cpu_freq_mhz=5400.0, cpu_temp_c=101.0))
+    _app().processEvents()
+    label = strip.labels["cpu"]
+    assert label.text() == longer
+    assert label.width() >= label.fontMetrics().horizontalAdvance(longer)  # it grew to fit, once
