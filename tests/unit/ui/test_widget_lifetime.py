@@ -10,22 +10,15 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 from PySide6.QtWidgets import QWidget
 
 
-def test_a_registered_widget_outlives_the_tests_last_reference(qtbot):
+@pytest.mark.parametrize("register", ["addWidget", "add_widget"])
+def test_a_registered_widget_outlives_the_tests_last_reference(qtbot, register):
     widget = QWidget()
-    qtbot.addWidget(widget)
+    getattr(qtbot, register)(widget)
     ref = weakref.ref(widget)
     del widget
     gc.collect()
     assert ref() is not None, "pytest-qt's weak reference alone let the widget go before its teardown"
-
-
-def test_the_pep8_alias_holds_too(qtbot):
-    widget = QWidget()
-    qtbot.add_widget(widget)
-    ref = weakref.ref(widget)
-    del widget
-    gc.collect()
-    assert ref() is not None
