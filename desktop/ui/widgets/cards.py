@@ -183,7 +183,6 @@ class GpuCard(_Panel):
 
     def __init__(self, info: GpuInfo, theme: Theme, tiles_per_row: int = 5, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("gpucard")
         self.info = info
         self.theme = theme
         self.state = DeviceState.OK
@@ -238,7 +237,7 @@ class GpuCard(_Panel):
     def update_reading(self, reading: GpuReading) -> None:
         self.info = reading.info
         texts = reading_texts(reading.info, reading)
-        # Set only what changed: each setText/setToolTip costs a relayout or an event per second.
+        # Set only what changed: a tooltip or badge set each second costs an event each; values go through set_value.
         for key, label in self.values.items():
             set_value(label, texts[key])
         tip = texts["utilization_tip"]
@@ -290,7 +289,6 @@ class HostStrip(_Panel):
 
     def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("hoststrip")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 4, 10, 4)
         layout.setSpacing(24)
