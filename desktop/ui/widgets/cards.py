@@ -221,7 +221,8 @@ class GpuCard(_Panel):
             if tiles_per_row >= len(_TILES):  # one row: there is room (one or two GPUs)
                 value.setMinimumWidth(value.fontMetrics().horizontalAdvance("00,000 / 00,000 MiB"))
             grid.addWidget(cap, 2 * row, column)
-            grid.addWidget(value, 2 * row + 1, column)
+            # Aligned, its fixed size (set_value) does not bound the grid: the columns still share the card's width.
+            grid.addWidget(value, 2 * row + 1, column, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
             self.values[key] = value
             self._captions.append(cap)
         layout.addLayout(grid)

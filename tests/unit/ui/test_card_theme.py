@@ -109,3 +109,16 @@ def test_a_new_value_does_not_lay_out_the_window_again_and_a_longer_one_still_fi
     label = strip.labels["cpu"]
     assert label.text() == longer
     assert label.width() >= label.fontMetrics().horizontalAdvance(longer)  # it grew to fit, once
+
+
+@pytest.mark.parametrize("width", [900, 1400, 1900])
+def test_the_value_tiles_start_at_the_cards_left_edge_at_any_width(qtbot: QtBot, width: int) -> None:
+    card = GpuCard(INFO, LIGHT)
+    qtbot.addWidget(card)
+    card.resize(width, 140)
+    card.show()
+    card.update_reading(READING)
+    qtbot.wait(20)
+    first = card.values["utilization"]
+    assert first.geometry().left() == card.driver_label.geometry().left()  # the grid is not centred
+    assert card.values["clock"].geometry().right() > card.width() * 0.75  # the columns share the width
