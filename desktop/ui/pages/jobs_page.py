@@ -44,6 +44,7 @@ from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.charts import LEFT_AXIS_WIDTH_PX
 from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.plot_item import TimeItem
 
 #: The empty state (static rich text: nothing from outside goes in it).
 EMPTY_TEXT = ("<p style='font-size: 13pt'><b>No jobs recorded yet.</b></p>"
@@ -73,7 +74,7 @@ class JobsPage(PageWidget):
         self._rebin.setSingleShot(True)
         self._rebin.setInterval(REBIN_DELAY_MS)
         self._rebin.timeout.connect(self._rebin_now)
-        self._pause_regions: list[tuple[pg.PlotItem, pg.LinearRegionItem]] = []
+        self._pause_regions: list[tuple[TimeItem, pg.LinearRegionItem]] = []
         self.list_loader = Loader(self, name="jobs-list")
         self.detail_loader = Loader(self, name="jobs-detail")
 

@@ -42,6 +42,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.plot_item import TimeItem
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -268,7 +269,7 @@ class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
 class TimePlot:
     """One plot of a ``PlotColumn``: persistent curves, limit lines, a hover readout."""
 
-    def __init__(self, item: pg.PlotItem, title: str, unit: str, theme: Theme) -> None:
+    def __init__(self, item: TimeItem, title: str, unit: str, theme: Theme) -> None:
         self.item = item
         self.title = title
         self.unit = unit
@@ -285,16 +286,8 @@ class TimePlot:
         self.min_span_fraction = 0.0
         self._y_fixed = False
         self._y_widened = False
-        item.setMenuEnabled(False)
         item.setMouseEnabled(x=False, y=False)
-        item.hideButtons()
         item.enableAutoRange(x=False, y=True)
-        # PlotItem pushes its own modes onto every curve it adds: set them here, not per curve.
-        # Not clipToView/auto: callers pass only the window's points (a ring-buffer slice), and
-        # the "peak" factor is set from the point count per pixel in ``_feed``. With the auto
-        # modes every x-range move made each curve downsample again, before its new data came.
-        item.setClipToView(False)
-        item.setDownsampling(ds=1, auto=False, mode="peak")
         item.getAxis("left").setWidth(LEFT_AXIS_WIDTH_PX)
         # The y axes rarely change (fixed device ranges): repaint them from a cached pixmap.
         item.getAxis("left").setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)

@@ -18,6 +18,7 @@ from PySide6.QtCore import QEvent, QPointF, Signal
 
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.charts import TimePlot
+from desktop.ui.widgets.plot_item import TimeItem
 
 #: Days over a week or two: each day tick names its weekday ("Mon 25"), a month tick its month too
 #: ("Tue 01 Dec"); pyqtgraph's own level reads "25 26 … Dec".
@@ -58,9 +59,10 @@ class PlotColumn(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         for plot in self._plots.values():  # only the bottom plot has a time axis: each one costs a
             plot.item.hideAxis("bottom")   # tick layout per frame, the largest part of an idle repaint
             plot.item.getAxis("bottom").unlinkFromView()  # hidden: no range bookkeeping per x move
-        # No context menu (TimePlot disables it and the mouse): not building the view box's menu
-        # saves about a third of a plot's construction, the larger part of the window's cold start.
-        item = self.addPlot(row=len(self._plots), col=0, axisItems={"bottom": TimeAxis()}, enableMenu=False)
+        # Not a pg.PlotItem: its options menu, title and button, never shown here, were most of a
+        # plot's construction and so of the window's cold start (plot_item.py).
+        item = TimeItem({"bottom": TimeAxis()})
+        self.ci.addItem(item, row=len(self._plots), col=0)
         plot = TimePlot(item, title, unit, self.theme)
         if first is not None:  # no setXLink: set_x_range moves every plot itself, without the link cascade
             (x0, x1), _ = first.item.viewRange()
