@@ -171,3 +171,49 @@ def test_an_unknown_pack_id_is_never_read_as_another(tmp_path: Path) -> None:
                                snapshot(T0 + 2, sample=other)])
         _, cols = read_raw(store, store.gpu_id(FULL_INFO.uuid) or 0, T0, T0 + 5)
         assert cols["pstate"].tolist() == [3.0, 5.0]
+
+
+def _stored(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    samples = conn.execute("SELECT s.*, p.* FROM gpu_samples s JOIN gpu_packs p ON p.id = s.pack "
+                           "ORDER BY s.gpu, s.ts").fetchall()
+    return [tuple(v for k, v in enumerate(row) if k != 2) for row in samples] + conn.execute(
+        "SELECT * FROM gpu_counters ORDER BY gpu, ts").fetchall()  # the pack id itself may differ: not compared
+
+
+@pytest.mark.parametrize("variables", [32766, 999, 20])
+@pytest.mark.parametrize("rows", [1, 255, 256, 257, 1000])
+def test_the_multi_row_write_stores_what_one_statement_per_row_stores(tmp_path: Path, rows: int,
+                                                                      variables: int) -> None:
+    # Repeated and out-of-order keys (the first wins), a key already stored (kept whole), NaNs, values past the
+    # shared ints and below zero, counters past a row's 16 bits (side rows); a low variable limit as some
+    # SQLite builds have (999 before 3.32), down to one row per statement (14 bound values here).
+    rng = np.random.default_rng(rows)
+    times = T0 + np.arange(rows, dtype=np.float64)
+    times[rows // 3:rows // 3 + 5] = times[rows // 3]
+    times[-min(rows, 7):] = times[-min(rows, 7):][::-1]
+    columns = {m: rng.uniform(0, 100, rows) for m in GPU_METRIC_NAMES}
+    columns["vram_used_mib"] = rng.uniform(0, 80_000, rows)  # x10 past SHARED_INTS
+    columns["power_w"][::5] = np.nan
+    columns["pcie_rx_kib_s"][::3] = -4.0
+    columns["clock_event_sw_thermal_s"][::11] = 900.0  # 900,000 ms: a side row
+    written = []
+    for name in ("multi", "single"):
+        conn = sqlite3.connect(tmp_path / f"{name}-{rows}-{variables}.sqlite", isolation_level=None)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, variables)
+        schema.migrate(conn)
+        conn.execute(f"INSERT INTO gpus (uuid, idx, name, info_json) VALUES ('GPU-old', 0, 'Old GPU', "
+                     f"'{GPU_INFO_JSON}')")
+        scaled = {m: v * schema.GPU_SCALES[m] for m, v in columns.items()}
+        packing.write_bulk(conn, 1, times[:1] + 0.0, {m: v[:1] * 0 + 7 for m, v in scaled.items()})  # stored first
+        if name == "multi":
+            inserted = packing.write_bulk(conn, 1, times, scaled)
+        else:
+            sql, single_rows, counter_rows = packing.bulk_rows(packing.Packs(conn), 1, times, scaled)
+            conn.executemany(packing.INSERT_COUNTERS, counter_rows)
+            before = conn.total_changes
+            conn.executemany(sql, single_rows)
+            inserted = conn.total_changes - before
+        written.append((inserted, _stored(conn)))
+        conn.close()
+    assert written[0] == written[1]
+    assert written[0][0] == len(np.unique(times)) - 1  # every distinct key but the one stored before
