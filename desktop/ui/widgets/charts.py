@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -170,6 +170,34 @@ def _finite_bounds(values: FloatArray) -> tuple[float, float]:
     return low, high
 
 
+#: How far right of its data (pixels) a live curve's bounding rect reaches, and how far above and below.
+RECT_LEAD_PX: Final = 100.0
+RECT_MARGIN_PX: Final = 20.0
+#: Pixels added each side of a repainted strip beyond the pen (a segment's end is rounded to a pixel).
+STRIP_SLACK_PX: Final = 2.0
+
+
+def _slid_ends(x: FloatArray, y: FloatArray, new_x: FloatArray,
+               new_y: FloatArray) -> list[tuple[float, float]] | None:
+    """Where the picture changed when the data only slid along (points gone at its start, come at its end, the
+    rest the same): the x spans of the segments that went and came. None for any other change."""
+    if x.size < 2 or new_x.size < 2:
+        return None
+    k = int(np.searchsorted(x, new_x[0]))
+    if k >= x.size or x[k] != new_x[0]:
+        return None
+    kept = x.size - k
+    if kept < 2 or kept > new_x.size or not (np.array_equal(x[k:], new_x[:kept])
+                                             and np.array_equal(y[k:], new_y[:kept], equal_nan=True)):
+        return None
+    spans = []
+    if k > 0:
+        spans.append((float(x[0]), float(new_x[0])))
+    if new_x.size > kept:
+        spans.append((float(x[-1]), float(new_x[-1])))
+    return spans
+
+
 class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
     """The live part of one series: a lean stand-in for ``pg.PlotDataItem``, set every frame.
 
@@ -194,6 +222,8 @@ class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
         self._y: FloatArray = empty
         self._bounds = ((math.nan, math.nan), (math.nan, math.nan))
         self._rect: pg.QtCore.QRectF | None = None
+        #: The data extent (x0, x1, y0, y1) ``_rect`` was made for: data inside it keeps the rect.
+        self._covered: tuple[float, float, float, float] | None = None
         self._path: pg.QtGui.QPainterPath | None = None
         self._lines: Any = None
 
@@ -204,14 +234,43 @@ class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
         x, y = self._x, self._y
         if x.size == time_s.size and np.array_equal(x, time_s) and np.array_equal(y, values, equal_nan=True):
             return  # the same picture: no new path, no repaint
-        self.prepareGeometryChange()
+        changed = _slid_ends(x, y, time_s, values)
+        old_y0, old_y1 = self._bounds[1]
         self._x, self._y = time_s, values
         self._bounds = (_finite_bounds(time_s), _finite_bounds(values))
-        self._rect = None
         self._path = None
         self._lines = None
+        if not self._rect_covers(self._bounds):
+            self.prepareGeometryChange()  # repaints where it was; the new rect is made when next asked
+            self._rect = None
+            self._covered = None
+            self.update()
+        elif changed is None:
+            self.update()
+        else:
+            # The window slid along: only its two ends look different. Repainting just those strips (each
+            # segment that came or went, with the pen's width) is what keeps an idle window cheap.
+            y0, y1 = self._bounds[1]
+            y0, y1 = min(y0, old_y0), max(y1, old_y1)  # a segment that went may have reached past what stays
+            for lo, hi in changed:
+                self.update(self._strip(lo, hi, y0, y1))
         self.informViewBoundsChanged()
-        self.update()
+
+    def _rect_covers(self, bounds: tuple[tuple[float, float], tuple[float, float]]) -> bool:
+        covered = self._covered
+        if covered is None or self._rect is None:
+            return False
+        (x0, x1), (y0, y1) = bounds
+        return covered[0] <= x0 and x1 <= covered[1] and covered[2] <= y0 and y1 <= covered[3]
+
+    def _strip(self, lo: float, hi: float, y0: float, y1: float) -> pg.QtCore.QRectF:
+        """[lo, hi] x [y0, y1] (the data's height before and after), widened by the pen and ``STRIP_SLACK_PX`` each
+        way (not the bounding rect's spare room: that reaches past the view box, into the axes and plots beside)."""
+        vx, vy = self.pixelVectors()
+        extra = self._pad_px + STRIP_SLACK_PX
+        pad_x = extra * (0.0 if vx is None else vx.length())
+        pad_y = extra * (0.0 if vy is None else vy.length())
+        return pg.QtCore.QRectF(lo - pad_x, y0 - pad_y, hi - lo + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def getData(self) -> tuple[FloatArray, FloatArray]:
         return self._x, self._y
@@ -235,20 +294,26 @@ class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
         return self._pad_px
 
     def boundingRect(self) -> pg.QtCore.QRectF:
+        """The data's bounds and the pen, with room to spare (``RECT_LEAD_PX`` right, ``RECT_MARGIN_PX`` above
+        and below): the window's new samples stay inside it for a while, so it need not change (and have the
+        curve repainted whole) with each."""
         if self._rect is None:
             (x0, x1), (y0, y1) = self._bounds
             if not (math.isfinite(x0) and math.isfinite(y0)):
                 return pg.QtCore.QRectF()
-            px = py = 0.0
-            if self._pad_px > 0:
-                vx, vy = self.pixelVectors()
-                px = 0.0 if vx is None else vx.length() * self._pad_px
-                py = 0.0 if vy is None else vy.length() * self._pad_px
+            vx, vy = self.pixelVectors()
+            x_px = 0.0 if vx is None else vx.length()
+            y_px = 0.0 if vy is None else vy.length()
+            x1 += RECT_LEAD_PX * x_px
+            y0, y1 = y0 - RECT_MARGIN_PX * y_px, y1 + RECT_MARGIN_PX * y_px
+            px, py = x_px * self._pad_px, y_px * self._pad_px
             self._rect = pg.QtCore.QRectF(x0 - px, y0 - py, 2 * px + x1 - x0, 2 * py + y1 - y0)
+            self._covered = (x0, x1, y0, y1)
         return self._rect
 
     def viewTransformChanged(self) -> None:
         self._rect = None  # the pixel padding is in data units: it changes with the view
+        self._covered = None
         self.prepareGeometryChange()
 
     def paint(self, painter: pg.QtGui.QPainter, *_: object) -> None:
