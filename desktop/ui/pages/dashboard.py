@@ -137,8 +137,13 @@ class DashboardPage(PageWidget):
         if self._shown and not self.paused and not self.timer.isActive() and self._now is None:
             # One repaint for this snapshot (and any that come before it runs), no sooner than
             # REPAINT_INTERVAL_MS after the last: fast sampling still repaints at most 2 times a second.
+            # Due already (1 Hz sampling, always): at once, so that the cards' new values and the curves
+            # go out in one frame, not in two a timer event apart.
             waited_ms = min(REPAINT_INTERVAL_MS, (time.monotonic() - self._painted_at) * 1000)
-            self.timer.start(round(REPAINT_INTERVAL_MS - waited_ms))
+            if waited_ms >= REPAINT_INTERVAL_MS:
+                self.repaint_plots()
+            else:
+                self.timer.start(round(REPAINT_INTERVAL_MS - waited_ms))
         if snap.source.simulated:
             self.simulated_bar.update_state(snap)
             if self.simulated_bar.isHidden():

@@ -1,5 +1,6 @@
 """The idle window wakes only for work (issue 27 item 2): the dashboard repaints when a snapshot
-came, at most every REPAINT_INTERVAL_MS, and nothing polls between snapshots; Ctrl+C / SIGTERM
+came (at once when the last repaint is an interval old), at most every REPAINT_INTERVAL_MS, and nothing
+polls between snapshots; Ctrl+C / SIGTERM
 quit through a wake-up socket instead of a polling timer."""
 
 from __future__ import annotations
@@ -28,17 +29,20 @@ def test_dashboard_repaints_once_per_snapshot_and_polls_nothing_between(make_app
         calls.append(time.monotonic())
         original()
 
+    dash.repaint_plots = counting  # both ways in: at once from add_snapshot, and the timer
     dash.timer.timeout.disconnect()
     dash.timer.timeout.connect(counting)
-    h.tick(2)  # both land before the timer fires: one repaint for the two
-    assert dash.timer.isActive() and dash.timer.isSingleShot()
-    qtbot.waitUntil(lambda: len(calls) == 1, timeout=2000)
-    before = dash.repaints
-    assert before >= 1 and not dash.timer.isActive()
-    qtbot.wait(3 * REPAINT_INTERVAL_MS)  # no snapshot: no wake-up, no repaint
+    h.tick()  # nothing painted for an interval: at once, in the same frame as the card's new values
     assert len(calls) == 1 and not dash.timer.isActive()
-    h.tick()  # the next snapshot paints again, no sooner than the interval after the last paint
+    h.tick(2)  # both within the interval: one timed repaint for the two
+    assert len(calls) == 1 and dash.timer.isActive() and dash.timer.isSingleShot()
     qtbot.waitUntil(lambda: len(calls) == 2, timeout=2000)
+    before = dash.repaints
+    assert before >= 2 and not dash.timer.isActive()
+    qtbot.wait(3 * REPAINT_INTERVAL_MS)  # no snapshot: no wake-up, no repaint
+    assert len(calls) == 2 and not dash.timer.isActive()
+    h.tick()  # the interval has passed: painted at once again, no timer
+    assert len(calls) == 3 and not dash.timer.isActive()
     assert dash.repaints == before + 1
 
 
