@@ -47,7 +47,8 @@ def _column(qtbot: QtBot) -> tuple[PlotColumn, charts.TimePlot]:
     return column, plot
 
 
-def _slide(qtbot: QtBot, column: PlotColumn, plot: charts.TimePlot, steps: int) -> list[int]:
+def _slide(qtbot: QtBot, column: PlotColumn, plot: charts.TimePlot, steps: int,
+           resize_at: int | None = None) -> list[int]:
     rng = np.random.default_rng(3)
     times = np.arange(-100.0, 400.0)  # the window full from the start: points go at its start, come at its end
     thin = rng.uniform(5, 95, times.size)
@@ -57,7 +58,10 @@ def _slide(qtbot: QtBot, column: PlotColumn, plot: charts.TimePlot, steps: int) 
     wide = np.where(rng.random(times.size) < 0.5, 40.0, np.nan)
     differing = []
     column.set_x_range(100.0 - WINDOW_S, 100.0 + 20.0)
-    for end in range(100, 100 + steps):
+    for step, end in enumerate(range(100, 100 + steps)):
+        if step == resize_at:  # the pixel's size in data units changes: the strips must follow
+            column.resize(260, 130)
+            qtbot.wait(20)
         keep = (times > end - WINDOW_S) & (times <= end)
         plot.set_data("thin", times[keep], thin[keep])
         plot.set_data("wide", times[keep], wide[keep])
@@ -78,6 +82,11 @@ def test_the_screen_after_each_slide_is_a_fresh_render(qtbot: QtBot, monkeypatch
     column, plot = _column(qtbot)
     assert _slide(qtbot, column, plot, steps=15) == [0] * 15
     assert len(strips) >= 2 * 2 * 12  # both ends of both curves, most steps: the partial repaint was what ran
+
+
+def test_the_strips_follow_a_resize(qtbot: QtBot) -> None:
+    column, plot = _column(qtbot)
+    assert _slide(qtbot, column, plot, steps=10, resize_at=4) == [0] * 10
 
 
 def test_the_check_sees_a_stale_picture(qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
