@@ -220,6 +220,21 @@ class BulkRows:
     def single_insert(self) -> str:
         return self.head() + self.group()
 
+    def batches(self, variable_limit: int) -> list[tuple[str, list[list[int | None]]]]:
+        """The INSERTs that write these rows, each with its parameter lists (for executemany): statements of
+        ``MULTI_ROWS`` rows (fewer where SQLite's variable limit says so) whose values are one flat list, then
+        the part group's rows one per statement."""
+        n, width = self.matrix.shape
+        per = max(1, min(MULTI_ROWS, variable_limit // max(1, width)))
+        whole = n - n % per
+        out: list[tuple[str, list[list[int | None]]]] = []
+        if whole:
+            groups = self.matrix[:whole].reshape(whole // per, per * width).tolist()
+            out.append((self.head() + ", ".join([self.group()] * per), groups))
+        if whole < n:
+            out.append((self.single_insert(), self.matrix[whole:].tolist()))
+        return out
+
 
 def build_rows(packs: Packs, gpu_id: int, time_s: FloatArray, columns: dict[str, FloatArray]) -> BulkRows:
     """The rows of one GPU's scaled float columns (NaN = missing, absent = all missing), built a column at a
@@ -287,25 +302,16 @@ MULTI_ROWS: Final = 256
 def write_bulk(conn: sqlite3.Connection, gpu_id: int, time_s: FloatArray, columns: dict[str, FloatArray]) -> int:
     """Insert one GPU's scaled columns (one transaction is the caller's); returns the sample rows inserted.
 
-    The rows go in as multi-row INSERT OR IGNOREs of ``MULTI_ROWS`` rows, their values one flat list: SQLite
-    takes each row of one in order and ignores it alone where its key is stored, as one statement per row
-    would, without a Python tuple made and freed per row; the last part rows one per statement.
+    The rows go in as multi-row INSERT OR IGNOREs (``BulkRows.batches``): SQLite takes each row of one in order
+    and ignores it alone where its key is stored, as one statement per row would, without a Python tuple made
+    and freed per row.
     """
     rows = build_rows(Packs(conn), gpu_id, time_s, columns)
     if rows.counter_rows:
         conn.executemany(INSERT_COUNTERS, rows.counter_rows)
     before = conn.total_changes
-    n, width = rows.matrix.shape
-    per = max(1, min(MULTI_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // max(1, width)))
-    whole = n - n % per
-    if whole:
-        flat = rows.matrix[:whole].ravel().tolist()
-        sql = rows.head() + ", ".join([rows.group()] * per)
-        step = per * width
-        for lo in range(0, len(flat), step):
-            conn.execute(sql, flat[lo:lo + step])
-    if whole < n:
-        conn.executemany(rows.single_insert(), rows.matrix[whole:].tolist())
+    for sql, params in rows.batches(conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)):
+        conn.executemany(sql, params)
     return conn.total_changes - before
 
 

@@ -51,21 +51,14 @@ def _file_bytes(store: HistoryStore) -> int:
     return os.path.getsize(store.path)
 
 
-def _multi_row_statements(store: HistoryStore, gid: int, time_s: np.ndarray,
-                          scaled: dict[str, np.ndarray]) -> list[tuple[str, list[object]]]:
-    """The statements and values ``packing.write_bulk`` runs for these rows (its counter side rows written,
-    untimed), built beforehand: whole MULTI_ROWS groups as it sends them, the part group as single rows."""
+def _multi_row_batches(store: HistoryStore, gid: int, time_s: np.ndarray,
+                       scaled: dict[str, np.ndarray]) -> list[tuple[str, list[list[int | None]]]]:
+    """The statements and values ``packing.write_bulk`` runs for these rows, built beforehand (its counter side
+    rows written, untimed)."""
     with store.transaction():
         rows = packing.build_rows(packing.Packs(store.conn), gid, time_s, scaled)
         store.conn.executemany(packing.INSERT_COUNTERS, rows.counter_rows)
-    n, width = rows.matrix.shape
-    per = min(packing.MULTI_ROWS, store.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
-    whole = n - n % per
-    sql = rows.head() + ", ".join([rows.group()] * per)
-    flat = rows.matrix[:whole].ravel().tolist()
-    out: list[tuple[str, list[object]]] = [(sql, flat[lo:lo + per * width]) for lo in range(0, len(flat), per * width)]
-    out += [(rows.single_insert(), row) for row in rows.matrix[whole:].tolist()]
-    return out
+    return rows.batches(store.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
 
 
 def test_bench_history_week(tmp_path: Path) -> None:
@@ -101,21 +94,20 @@ def test_bench_history_week(tmp_path: Path) -> None:
             chunk_write_s = time.perf_counter() - start
             write_s += chunk_write_s
             with floor.transaction():
-                sql, lazy, counter_rows = packing.bulk_rows(packing.Packs(floor.conn), floor_gid, trace.time_s[lo:hi],
+                sql, ready, counter_rows = packing.bulk_rows(packing.Packs(floor.conn), floor_gid, trace.time_s[lo:hi],
                                                             {m: v[lo:hi] for m, v in scaled.items()})
-                ready = [list(row) for row in lazy]
                 floor.conn.executemany(packing.INSERT_COUNTERS, counter_rows)
             start = time.perf_counter()
             with floor.transaction():
                 floor.conn.executemany(sql, ready)
             floor_s += time.perf_counter() - start
             chunk_ratios.append((time.perf_counter() - start) / chunk_write_s)
-            statements = _multi_row_statements(multi, multi_gid, trace.time_s[lo:hi],
-                                               {m: v[lo:hi] for m, v in scaled.items()})
+            batches = _multi_row_batches(multi, multi_gid, trace.time_s[lo:hi],
+                                         {m: v[lo:hi] for m, v in scaled.items()})
             start = time.perf_counter()
             with multi.transaction():
-                for statement, values in statements:
-                    multi.conn.execute(statement, values)
+                for statement, params in batches:
+                    multi.conn.executemany(statement, params)
             multi_s += time.perf_counter() - start
             multi_ratios.append((time.perf_counter() - start) / chunk_write_s)
     floor.close()
@@ -142,10 +134,9 @@ def test_bench_history_week(tmp_path: Path) -> None:
     naive = HistoryStore.open(tmp_path / "naive.sqlite")
     with naive.transaction():
         gid = naive.ensure_gpu(infos[0], END_S)
-        sql, lazy, _ = packing.bulk_rows(packing.Packs(naive.conn), gid, traces[0].time_s[:NAIVE_ROWS],
-                                         {m: np.asarray(v[:NAIVE_ROWS], dtype=np.float64) * GPU_SCALES[m]
-                                          for m, v in traces[0].columns.items()})
-        naive_rows = list(lazy)
+        sql, naive_rows, _ = packing.bulk_rows(packing.Packs(naive.conn), gid, traces[0].time_s[:NAIVE_ROWS],
+                                               {m: np.asarray(v[:NAIVE_ROWS], dtype=np.float64) * GPU_SCALES[m]
+                                                for m, v in traces[0].columns.items()})
     start = time.perf_counter()
     for row in naive_rows:
         naive.conn.execute("BEGIN")
@@ -159,10 +150,9 @@ def test_bench_history_week(tmp_path: Path) -> None:
     small = HistoryStore.open(tmp_path / "small_floor.sqlite")
     with small.transaction():
         gid = small.ensure_gpu(infos[0], END_S)
-        sql, lazy, _ = packing.bulk_rows(packing.Packs(small.conn), gid, traces[0].time_s[:NAIVE_ROWS],
-                                         {m: np.asarray(v[:NAIVE_ROWS], dtype=np.float64) * GPU_SCALES[m]
-                                          for m, v in traces[0].columns.items()})
-        prebuilt = [list(row) for row in lazy]
+        sql, prebuilt, _ = packing.bulk_rows(packing.Packs(small.conn), gid, traces[0].time_s[:NAIVE_ROWS],
+                                             {m: np.asarray(v[:NAIVE_ROWS], dtype=np.float64) * GPU_SCALES[m]
+                                              for m, v in traces[0].columns.items()})
     start = time.perf_counter()
     for lo in range(0, len(prebuilt), 5_000):
         with small.transaction():
