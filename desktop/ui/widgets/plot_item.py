@@ -11,8 +11,6 @@ stacking, and forwards the view box calls a ``TimePlot`` makes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
@@ -36,12 +34,12 @@ class TimeItem(pg.GraphicsWidget):  # type: ignore[misc]
         self.layout.addItem(self.vb, 2, 1)
         #: What ``addItem`` added (as ``pg.PlotItem.items``).
         self.items: list[QGraphicsItem] = []
-        self.axes: dict[str, dict[str, Any]] = {}
+        self.axes: dict[str, pg.AxisItem] = {}
         given = axis_items or {}
         for name, (row, col) in AXIS_CELLS.items():
             axis = given.get(name) or pg.AxisItem(orientation=name, parent=self)
             axis.linkToView(self.vb)
-            self.axes[name] = {"item": axis, "pos": (row, col)}
+            self.axes[name] = axis
             self.layout.addItem(axis, row, col)
             # Over images at z 0 and under items that draw over the axes (z >= 1), as PlotItem stacks them.
             axis.setZValue(0.5)
@@ -64,7 +62,7 @@ class TimeItem(pg.GraphicsWidget):  # type: ignore[misc]
 
     # --- axes -------------------------------------------------------------------------
     def getAxis(self, name: str) -> pg.AxisItem:
-        return self.axes[name]["item"]
+        return self.axes[name]
 
     def showAxis(self, name: str, show: bool = True) -> None:
         """AxisItem's own show/hide (not setVisible): they also give a hidden axis no height or width."""
