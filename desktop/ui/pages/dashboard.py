@@ -139,7 +139,7 @@ class DashboardPage(PageWidget):
             # REPAINT_INTERVAL_MS after the last: fast sampling still repaints at most 2 times a second.
             # Due already (1 Hz sampling, always): at once, so that the cards' new values and the curves
             # go out in one frame, not in two a timer event apart.
-            waited_ms = min(REPAINT_INTERVAL_MS, (time.monotonic() - self._painted_at) * 1000)
+            waited_ms = (time.monotonic() - self._painted_at) * 1000
             if waited_ms >= REPAINT_INTERVAL_MS:
                 self.repaint_plots()
             else:
