@@ -51,6 +51,18 @@ print(n)
 """
 
 
+def _samples_by_uuid(db: Path) -> dict[str, list[int]]:
+    conn = sqlite3.connect(db, timeout=10)
+    try:
+        out: dict[str, list[int]] = {}
+        for uuid, ts in conn.execute("SELECT g.uuid, s.ts FROM gpu_samples s JOIN gpus g ON g.id = s.gpu "
+                                     "ORDER BY g.uuid, s.ts"):
+            out.setdefault(uuid, []).append(ts)
+        return out
+    finally:
+        conn.close()
+
+
 def _schema_version(db: Path) -> int:
     conn = sqlite3.connect(db, timeout=10)
     try:
@@ -163,3 +175,12 @@ def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Pa
     assert max(gaps) < 5.0, f"a hole of {max(gaps):.1f} s in the window's samples"
     assert len(killed) == KILLS and {"run", "stress", "import"} <= set(done), (killed, done)
     assert {"export", "advise", "report"} <= set(done) and reads > 50
+    # Every sample of the imported log landed too (its bulk, multi-row writes beside the window's): the same
+    # timestamps as the log imported alone into a file of its own.
+    ref = tmp_path / "ref.sqlite"
+    subprocess.run([*cli, "import", "--db", str(ref), str(FIXTURES / "nvsmi_a10_idle_power_cap.csv")], cwd=REPO,
+                   env=env, check=True, capture_output=True, timeout=120)
+    imported = _samples_by_uuid(ref)
+    assert imported and all(imported.values())
+    shared = _samples_by_uuid(db)
+    assert {uuid: shared.get(uuid) for uuid in imported} == imported
