@@ -20,6 +20,18 @@ def resource_path(name: str) -> Path:
     return here.parent / "resources" / name
 
 
+def packaging_path(name: str) -> Path:
+    """A file of ``packaging/`` (the desktop entry, metainfo, unit template, dashboard): ``desktop/packaging``
+    in a wheel, ``packaging/`` beside ``desktop/`` in a source checkout; ``name`` is relative to it
+    (``linux/rigscope.desktop``)."""
+    here = Path(__file__).resolve().parent
+    for base in (here / "packaging", here.parent / "packaging"):
+        candidate = base / name
+        if candidate.exists():
+            return candidate
+    return here.parent / "packaging" / name
+
+
 def config_dir() -> Path:
     override = os.environ.get("RIGSCOPE_CONFIG_DIR")
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))

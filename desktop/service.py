@@ -24,7 +24,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from desktop.errors import UserError
-from desktop.paths import default_db_path
+from desktop.paths import default_db_path, packaging_path
 
 UNIT_NAME = "rigscope-recorder.service"
 TASK_NAME = "Rigscope recorder"
@@ -124,25 +124,21 @@ def _systemd_quote(arg: str) -> str:
     return arg
 
 
+#: The shipped unit's ExecStart (packaging/systemd/rigscope-recorder.service): where pipx and
+#: `pip install --user` put the command; %h is the user's home folder.
+TEMPLATE_EXEC = "%h/.local/bin/rigscope record"
+
+
 def render_unit(command: Sequence[str]) -> str:
-    """The user unit's text (packaging/systemd/rigscope-recorder.service is this with /usr/bin/rigscope);
+    """The user unit's text: the shipped template (package data) with its ExecStart running ``command``;
     UserError when a word cannot be written into it."""
     check_sayable(command)
-    return (
-        "[Unit]\n"
-        "Description=Rigscope GPU telemetry recorder\n"
-        "# The recorder keeps the single-writer lock on the history database; the window then reads it.\n"
-        "\n"
-        "[Service]\n"
-        "Type=simple\n"
-        f"ExecStart={' '.join(_systemd_quote(a) for a in command)}\n"
-        "Environment=PYTHONUNBUFFERED=1\n"
-        "Restart=on-failure\n"
-        "RestartSec=10\n"
-        "\n"
-        "[Install]\n"
-        "WantedBy=default.target\n"
-    )
+    template = packaging_path(f"systemd/{UNIT_NAME}").read_text(encoding="utf-8")
+    exec_line = f"ExecStart={TEMPLATE_EXEC}\n"
+    if template.count(exec_line) != 1:  # a broken installation: say so rather than write a unit without a command
+        raise UserError(f"the shipped unit template {packaging_path(f'systemd/{UNIT_NAME}')} has no "
+                        f"'ExecStart={TEMPLATE_EXEC}' line; reinstall Rigscope")
+    return template.replace(exec_line, f"ExecStart={' '.join(_systemd_quote(a) for a in command)}\n")
 
 
 def unit_dir() -> Path:

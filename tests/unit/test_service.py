@@ -65,9 +65,12 @@ def test_unit_quotes_paths_with_blanks_and_escapes_specifiers() -> None:
     assert "WantedBy=default.target" in text
 
 
-def test_shipped_unit_is_the_rendered_one(repo_root: Path) -> None:
-    shipped = (repo_root / "packaging/systemd/rigscope-recorder.service").read_text()
-    assert shipped == service.render_unit(["/usr/bin/rigscope", "record"])
+def test_the_installed_unit_is_the_shipped_template_with_its_command(repo_root: Path) -> None:
+    """The shipped unit is the template `service install` fills in: only its ExecStart line differs."""
+    shipped = (repo_root / "packaging/systemd/rigscope-recorder.service").read_text().splitlines()
+    rendered = service.render_unit(["/venv/bin/python", "-m", "desktop", "record"]).splitlines()
+    assert [(a, b) for a, b in zip(shipped, rendered, strict=True) if a != b] == [
+        (f"ExecStart={service.TEMPLATE_EXEC}", "ExecStart=/venv/bin/python -m desktop record")]
 
 
 def test_linux_install_writes_the_unit_and_enables_it(unit_dir: Path, with_systemctl: None) -> None:
