@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "advise": "advise",
     "report": "report",
     "service": "service",
+    "menu": "menu",
     "run": "run",
     "jobs": "jobs",
     "compare": "compare",

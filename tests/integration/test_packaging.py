@@ -129,9 +129,9 @@ def test_building_the_package_prints_no_setuptools_warning(repo_root: Path, tmp_
     import sys
 
     src = tmp_path / "src"
-    for name in ("desktop", "advisor", "resources"):
+    for name in ("desktop", "advisor", "resources", "packaging"):
         shutil.copytree(repo_root / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(repo_root / name, src / name)
     # Offline with this environment's setuptools where it has one (>= 77 for the SPDX license).
     isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
