@@ -16,10 +16,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import os
+
+    from desktop.cli import COMMANDS
     from desktop.telemetry.sampler import Sampler, open_host_backend
     from desktop.ui import platform_check
 
-    # Qt aborts the process when its platform plugin cannot load; say what to install instead.
+    # Qt aborts the process (exit 134) without a display or when its platform plugin cannot load; say why.
+    if platform_check.needs_display(os.environ):
+        others = ", ".join(name for name in COMMANDS if name not in ("gui", "menu"))
+        raise UserError("the window needs a display (DISPLAY and WAYLAND_DISPLAY are unset: over SSH use ssh -X, "
+                        f"or run it in your desktop session); these commands work without one: {others} "
+                        "(rigscope COMMAND --help)")
     if (problem := platform_check.xcb_problem()) is not None:
         raise UserError(problem)
     backend = open_backend(getattr(args, "simulate", None))

@@ -71,6 +71,21 @@ def xcb_expected(env: Mapping[str, str], platform: str = sys.platform) -> bool:
     return bool(env.get("DISPLAY"))
 
 
+#: Qt platform plugins that draw without a display server (tests, VNC, a framebuffer, a kiosk).
+HEADLESS_PLATFORMS = frozenset({"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay"})
+
+
+def needs_display(env: Mapping[str, str], platform: str = sys.platform) -> bool:
+    """Whether the window would meet no display: on Linux with neither DISPLAY nor WAYLAND_DISPLAY set and no
+    display-less Qt plugin asked for (over SSH, on a headless server). Qt would abort there (exit 134, seven
+    lines about plugins)."""
+    if not platform.startswith("linux") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return False
+    requested = env.get("QT_QPA_PLATFORM", "").strip()
+    plugins = [p.split(":")[0].strip() for p in requested.split(";")] if requested else []
+    return not any(p in HEADLESS_PLATFORMS for p in plugins)
+
+
 def read_dynamic(path: Path) -> tuple[list[str], list[str]]:
     """(DT_NEEDED names, RUNPATH/RPATH entries) of an ELF shared object, read as the loader reads them."""
     # Mapped, not read: only the headers and the dynamic section are touched (ICU's data

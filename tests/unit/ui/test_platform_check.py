@@ -147,6 +147,7 @@ def test_every_library_the_plugin_needs_has_a_package_and_the_makefile_installs_
 
 def test_gui_stops_with_the_message_before_opening_a_gpu_or_a_window(tmp_path, monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    monkeypatch.setenv("DISPLAY", ":987")  # a display, so the check for one passes
     monkeypatch.setattr(platform_check, "xcb_plugin_candidates", lambda env: [Path("libqxcb.so")])
     monkeypatch.setattr(platform_check, "missing_libraries", lambda plugin: ["libxcb-cursor.so.0"])
 
