@@ -159,6 +159,9 @@ class GpmActivity:
     tensor_active_pct: float | None = None
     #: DRAM bandwidth used of the theoretical maximum: DCGM's DRAM_ACTIVE (NVML_GPM_METRIC_DRAM_BW_UTIL).
     dram_active_pct: float | None = None
+    #: Share of time the graphics/compute engine was busy: DCGM's GR_ENGINE_ACTIVE (NVML_GPM_METRIC_GRAPHICS_UTIL),
+    #: what NVIDIA's dcgm-exporter dashboard plots as "GPU Utilization".
+    graphics_active_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Measured SM, tensor and DRAM activity from NVML's GPU performance monitoring (GPM: Hopper, Blackwell).
+"""Measured SM, tensor, DRAM and graphics-engine activity from NVML's GPU performance monitoring (GPM: Hopper,
+Blackwell).
 
 GPM metrics are rates between two samples the caller takes: ``nvmlGpmSampleGet`` fills a sample
 buffer (allocated once with ``nvmlGpmSampleAlloc``), ``nvmlGpmMetricsGet`` computes the metrics
@@ -36,6 +37,7 @@ METRICS: Final = (
     ("sm_active_pct", "NVML_GPM_METRIC_SM_UTIL", 2),
     ("tensor_active_pct", "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 5),
     ("dram_active_pct", "NVML_GPM_METRIC_DRAM_BW_UTIL", 10),
+    ("graphics_active_pct", "NVML_GPM_METRIC_GRAPHICS_UTIL", 1),
 )
 #: Call keys in the device's ``CallMemory``.
 SUPPORT_KEY: Final = "gpm_support"

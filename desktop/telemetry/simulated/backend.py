@@ -20,6 +20,7 @@ from advisor.envelope import PowerEnvelope
 from desktop.telemetry.model import (
     GPU_METRIC_NAMES,
     DeviceState,
+    GpmActivity,
     GpuInfo,
     GpuProcess,
     GpuReading,
@@ -101,15 +102,16 @@ class SimulatedMachine:
         """The hand-set load, when the scenario is one (the stress runner and the window's workloads drive it)."""
         return self.scenario if isinstance(self.scenario, ManualLoad) else None
 
-    def read(self, now_s: float) -> list[tuple[GpuSample | None, _Counts]]:
-        """Advance to ``now_s`` (never back) and read every GPU: its sample (None when lost) and the counters."""
+    def read(self, now_s: float) -> list[tuple[GpuSample | None, _Counts, GpmActivity | None]]:
+        """Advance to ``now_s`` (never back) and read every GPU: its sample (None when lost), the counters and
+        what GPM measures (None where the profile has no GPM)."""
         with self.lock:
             self.model.advance(now_s)
-            out: list[tuple[GpuSample | None, _Counts]] = []
+            out: list[tuple[GpuSample | None, _Counts, GpmActivity | None]] = []
             for info in self.infos:
                 index = info.index
                 if self.model.is_lost(index):
-                    out.append((None, self._counted[index]))
+                    out.append((None, self._counted[index], None))
                     continue
                 sample = self.model.reading(index)
                 held = [getattr(sample, name) for name in _HELD_FIELDS]
@@ -117,7 +119,8 @@ class SimulatedMachine:
                     c = self._counted[index]
                     self._counted[index] = (c[0] + held[0], c[1] + held[1], c[2] + held[2], c[3] + held[3])
                 self._util[index] = (sample.utilization_gpu_pct or 0.0, sample.utilization_mem_pct or 0.0)
-                out.append((sample, self._counted[index]))
+                activity = self.model.activity(index) if info.gpm_supported else None
+                out.append((sample, self._counted[index], activity))
             return out
 
     def throughput_tflops(self, index: int) -> float:
@@ -233,7 +236,7 @@ class SimulatedBackend:
 
     def sample(self, now_s: float) -> list[GpuReading]:
         readings = []
-        for info, (read, counted) in zip(self.machine.infos, self.machine.read(now_s), strict=True):
+        for info, (read, counted, measured) in zip(self.machine.infos, self.machine.read(now_s), strict=True):
             if read is None:
                 readings.append(GpuReading(info, DeviceState.LOST, None, "GPU is lost (simulated)"))
                 continue
@@ -241,7 +244,12 @@ class SimulatedBackend:
             held: dict[str, Any] = dict.fromkeys(_HELD_FIELDS)
             if before is not None:
                 held = {name: now - then for name, now, then in zip(_HELD_FIELDS, counted, before, strict=True)}
-            readings.append(GpuReading(info, DeviceState.OK, dataclasses.replace(read, **held)))
+            # GPM answers from a reader's second sample on (the first has no interval), as NVML's does;
+            # its SM activity is then the effective load, as the NVML backend has it.
+            activity = measured if before is not None else None
+            if activity is not None:
+                held["effective_load_pct"] = activity.sm_active_pct
+            readings.append(GpuReading(info, DeviceState.OK, dataclasses.replace(read, **held), activity=activity))
         return readings
 
     def processes(self) -> list[GpuProcess]:

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.effective_load import Calibration, estimate_array
-from desktop.telemetry.model import ClockEventReason, GpuSample
+from desktop.telemetry.model import ClockEventReason, GpmActivity, GpuSample
+from desktop.telemetry.simulated import gpm
 from desktop.telemetry.simulated.load import Demand, Scenario
 from desktop.telemetry.simulated.profiles import AMBIENT_C, GpuProfile
 
@@ -215,6 +216,11 @@ class SimulatedGpuModel:
             *held,
         )
 
+    def activity(self, index: int) -> GpmActivity:
+        """What GPM measures on GPU ``index`` as of the last ``advance`` (profiles with ``gpm``)."""
+        gpu = self._gpus[index]
+        return gpm.activity(gpu.load, gpu.intensity, self._last_demand[index].mem_util)
+
     def processes(self, index: int) -> list[tuple[int, str, float]]:
         return list(self._last_demand[index].processes)
 
@@ -293,9 +299,10 @@ class SimulatedGpuModel:
         for i, name in enumerate(("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s",
                                   "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")):
             columns[name] = held[:, i]
-        # Estimated as the sampler estimates a live reading (the datasheet calibration), not read off the model.
-        columns["effective_load_pct"] = np.round(estimate_array(
-            profile_calibration(p), columns["power_w"], columns["sm_clock_mhz"], util), 1)
+        # As a live reading has it: measured SM activity where GPM answers, else estimated as the sampler
+        # estimates (the datasheet calibration), not read off the model.
+        columns["effective_load_pct"] = (gpm.sm_active_pct(load) if p.gpm else np.round(estimate_array(
+            profile_calibration(p), columns["power_w"], columns["sm_clock_mhz"], util), 1))
         throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_max_mhz * load
                               * np.asarray(intensity_l), 0.0)
         return Trace(time_s=times, columns=columns, throughput_tflops=throughput)

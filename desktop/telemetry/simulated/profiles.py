@@ -40,6 +40,8 @@ class GpuProfile:
     peak_bf16_tflops: float
     has_fan_reading: bool
     is_laptop: bool
+    #: NVML GPM answers (Hopper, Blackwell): effective load and DCGM_FI_PROF_* are measured (simulated/gpm.py).
+    gpm: bool = False
 
     def steady_state_temp_c(self, power_w: float, ambient_c: float = AMBIENT_C) -> float:
         return ambient_c + self.thermal_r_c_per_w * power_w
@@ -94,5 +96,6 @@ def profile_info(profile: GpuProfile, index: int) -> GpuInfo:
         vbios_version=None,
         persistence_mode=None,
         is_laptop=profile.is_laptop,
+        gpm_supported=profile.gpm,
         simulated=True,
     )

@@ -124,9 +124,10 @@ def test_doctor_says_whether_effective_load_is_measured_or_estimated(
     assert row.split(None, 2)[2] == expected
 
 
-def test_doctor_on_the_simulated_gpu_says_effective_load_is_an_estimate(capsys: pytest.CaptureFixture[str]) -> None:
-    report = json.loads(_run(capsys, json_out=True, simulate="h100"))
-    assert [g["effective_load"] for g in report["gpus"]] == ["estimate"]
+def test_doctor_on_the_simulated_gpus_says_where_effective_load_comes_from(capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulated H100 answers GPM as a Hopper does (issue 37); the simulated RTX 4090 has no GPM."""
+    report = json.loads(_run(capsys, json_out=True, simulate="h100,rtx4090"))
+    assert [g["effective_load"] for g in report["gpus"]] == ["measured (GPM)", "estimate"]
 
 
 # --- PyTorch: the stress test's workload (issue 26) -------------------------------------------

@@ -47,4 +47,4 @@ def test_sample_json_carries_hbm_temperature_and_gpm_for_recordings(monkeypatch:
     finally:
         sampler.close()
     assert gpu["memory_temperature_c"] == 25.0
-    assert set(gpu["gpm"]) == {"sm_active_pct", "tensor_active_pct", "dram_active_pct"}
+    assert set(gpu["gpm"]) == {"sm_active_pct", "tensor_active_pct", "dram_active_pct", "graphics_active_pct"}
