@@ -12,8 +12,8 @@ desktop/cli/serve.py runs with :func:`run_loop`). The recorder's API::
     handle.port, handle.url                # the bound port (``:0`` asks the OS for a free one)
     handle.close()                         # stops the HTTP thread; safe to call twice
 
-What is exported, per GPU (labels ``gpu, UUID, device, modelName, Hostname`` as dcgm-exporter
-writes them, so DCGM Grafana dashboards work unchanged):
+What is exported, per GPU (labels ``gpu, UUID, pci_bus_id, device, modelName, Hostname`` as
+dcgm-exporter writes them, so DCGM Grafana dashboards work unchanged):
 
 - ``DCGM_FI_DEV_*`` with dcgm-exporter's names, HELP texts and units (etc/default-counters.csv).
   dcgm-exporter declares ``TOTAL_ENERGY_CONSUMPTION`` and the PCIe throughputs as counters
@@ -22,9 +22,11 @@ writes them, so DCGM Grafana dashboards work unchanged):
   names (PromQL and dashboards do not depend on the declared type). Like dcgm-exporter, the
   PCIe values are NVML's KB/s throughput, not a running total.
 - ``DCGM_FI_DEV_POWER_VIOLATION`` (SW power cap + HW power brake) and
-  ``DCGM_FI_DEV_THERMAL_VIOLATION`` (SW + HW thermal slowdown): µs throttled, running totals of
+  ``DCGM_FI_DEV_THERMAL_VIOLATION`` (SW + HW thermal slowdown): ns throttled, running totals of
   the time NVML's per-reason counters add up since the exporter started, untyped for the same
   reason; a GPU whose driver keeps no such counter has no series.
+- ``DCGM_FI_PROF_*`` (SM, tensor pipe, DRAM, graphics engine; ratios 0-1) where NVML GPM measured
+  them (Hopper, Blackwell, the simulated H100), never the estimate under DCGM's names.
 - ``rigscope_*`` for what DCGM's defaults lack: seconds under each clock-event reason
   (counters accumulated from the sample interval and the reason bits), whether each reason is
   active now, power limit, max clocks, slowdown temperature, fan, PCIe link; per host the

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 #: counted towards clock-event seconds: nobody saw what the GPU did meanwhile.
 MAX_SAMPLE_GAP_S = 60.0
 
-GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+#: dcgm-exporter's per-GPU labels, in its order (pci_bus_id since 3.3: NVML's "00000000:01:00.0").
+GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +59,16 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "vram_used_mib"),
 )
 
-#: dcgm-exporter's throttle-time counters (in µs, as its default-counters.csv has them): running
-#: totals of the per-sample seconds NVML counted under the causes named (summed).
+#: dcgm-exporter's throttle-time counters, in ns as dcgm-exporter documents them since late 2025 (older
+#: releases said "in us": the README's fleet note): running totals of the per-sample seconds NVML counted
+#: under the causes named (summed).
 VIOLATION_COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in us).",
+    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).",
      ("clock_event_sw_power_cap_s", "clock_event_hw_power_brake_s")),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in us).",
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in ns).",
      ("clock_event_sw_thermal_s", "clock_event_hw_thermal_s")),
 )
+NS_PER_S = 1e9
 
 #: (metric name, HELP, GpuSample field) for the rigscope_* per-GPU gauges read from the sample.
 SAMPLE_GAUGES: tuple[tuple[str, str, str], ...] = (
@@ -105,6 +108,7 @@ PROF_GAUGES: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "tensor_active_pct"),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
      "dram_active_pct"),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "graphics_active_pct"),
 )
 EFFECTIVE_LOAD_GAUGE = "rigscope_gpu_effective_load_percent"
 
@@ -119,8 +123,8 @@ class _GpuState:
     reading: GpuReading
     reason_s: dict[ClockEventReason, float] = field(default_factory=dict)
     last_mono_s: float | None = None
-    #: Running µs totals per VIOLATION_COUNTERS name, present once the GPU counted any of its causes.
-    violation_us: dict[str, float] = field(default_factory=dict)
+    #: Running ns totals per VIOLATION_COUNTERS name, present once the GPU counted any of its causes.
+    violation_ns: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +165,7 @@ class SnapshotCollector(Collector):
                     counted: list[float] = [s for cause in causes
                                             if (s := getattr(reading.sample, cause)) is not None]
                     if counted:  # counted time is exact across any gap: no interval check needed
-                        state.violation_us[name] = state.violation_us.get(name, 0.0) + sum(counted) * 1e6
+                        state.violation_ns[name] = state.violation_ns.get(name, 0.0) + sum(counted) * NS_PER_S
                 mask = reading.sample.clock_event_reasons
                 if mask is not None:
                     dt = 0.0 if state.last_mono_s is None else snapshot.monotonic_s - state.last_mono_s
@@ -184,14 +188,14 @@ class SnapshotCollector(Collector):
     # --- scraping ------------------------------------------------------------------
 
     def _gpu_labels(self, info: GpuInfo) -> list[str]:
-        return [str(info.index), printable(info.uuid), f"nvidia{info.index}", printable(info.name),
-                self.hostname]
+        return [str(info.index), printable(info.uuid), printable(info.pci_bus_id or ""), f"nvidia{info.index}",
+                printable(info.name), self.hostname]
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             snapshot = self._snapshot
             gpus = [(s.reading, dict(s.reason_s)) for s in self._gpus.values()]
-            violations = {s.reading.info.uuid: dict(s.violation_us) for s in self._gpus.values()}
+            violations = {s.reading.info.uuid: dict(s.violation_ns) for s in self._gpus.values()}
             stress = self._stress
             recorder = self._recorder
         ok = [(r, reasons) for r, reasons in gpus if r.state is DeviceState.OK and r.sample is not None]

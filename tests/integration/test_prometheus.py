@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import time
@@ -23,6 +24,7 @@ from tests.integration.tools import free_port, require_tool
 pytestmark = pytest.mark.integration
 
 HOST = "it-rig"
+LOWER_HOST = "it-rig-lower"  # the host the `lowercase` job presents under `hostname`
 DCGM_NAMES = [f.name for f in exporter.DCGM_FIELDS]
 VIOLATIONS = ["DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION"]
 
@@ -58,15 +60,31 @@ def fed_exporter() -> Iterator[tuple[exporter.ExporterHandle, SimulatedBackend]]
 def prometheus(tmp_path_factory: pytest.TempPathFactory,
                fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]) -> Iterator[str]:
     """A Prometheus server on loopback scraping the exporter every second; yields its base URL."""
+    yield from _prometheus(tmp_path_factory, fed_exporter[0], "")
+
+
+@pytest.fixture(scope="module")
+def prometheus_lowercase(tmp_path_factory: pytest.TempPathFactory,
+                         fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]) -> Iterator[str]:
+    """Another one, scraping the same exporter as a host whose series carry `hostname` (the name newer
+    dcgm-exporter releases move to) and no `Hostname`, through Prometheus' own relabelling."""
+    yield from _prometheus(tmp_path_factory, fed_exporter[0],
+                           "    metric_relabel_configs:\n"
+                           f"      - {{source_labels: [Hostname], target_label: hostname, replacement: {LOWER_HOST}}}\n"
+                           "      - {regex: Hostname, action: labeldrop}\n")
+
+
+def _prometheus(tmp_path_factory: pytest.TempPathFactory, handle: exporter.ExporterHandle,
+                relabel: str) -> Iterator[str]:
     binary = require_tool("prometheus", "prometheus")
     tmp_path = tmp_path_factory.mktemp("prometheus")
-    handle, _ = fed_exporter
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
         "  - job_name: rigscope\n"
         f"    static_configs: [{{targets: ['127.0.0.1:{handle.port}']}}]\n"
+        + relabel
     )
     port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
@@ -144,6 +162,7 @@ def test_prometheus_scrapes_dcgm_and_rigscope_series(
             info = infos[labels["gpu"]]
             assert labels["UUID"] == info.uuid and labels["modelName"] == info.name, name
             assert labels["device"] == f"nvidia{info.index}" and labels["Hostname"] == HOST, name
+            assert labels["pci_bus_id"] == info.pci_bus_id, name
 
     temps = by_gpu(prometheus, "DCGM_FI_DEV_GPU_TEMP")
     assert all(15.0 <= t <= 110.0 for t in temps.values()), temps
@@ -161,7 +180,7 @@ def test_prometheus_scrapes_dcgm_and_rigscope_series(
     assert sorted(clocks) == ["0", "1"]  # the comparison keeps only series that hold
     assert all(v > 0 for v in by_gpu(prometheus, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").values())
 
-    # GPU 0 starts at its power limit: the counted time (µs) grows; idle GPU 1 counts none.
+    # GPU 0 starts at its power limit: the counted time (ns) grows; idle GPU 1 counts none.
     power_violation = by_gpu(prometheus, "DCGM_FI_DEV_POWER_VIOLATION")
     assert power_violation["0"] > 0.0 and power_violation["1"] == 0.0, power_violation
     assert all(v >= 0.0 for v in by_gpu(prometheus, "DCGM_FI_DEV_THERMAL_VIOLATION").values())
@@ -192,22 +211,84 @@ def test_promtool_reports_only_dcgm_camelcase_label_lint(
     assert [p for p in problems if not p.endswith(lint)] == []
 
 
-def test_grafana_dashboard_queries_run_against_prometheus(
-    prometheus: str, repo_root: Path
-) -> None:
-    """Every panel query of packaging/grafana/rigscope.json is valid PromQL and finds data."""
+def _dashboard_finds_data(base: str, host: str, repo_root: Path) -> None:
+    """Every panel query of packaging/grafana/rigscope.json, for ``host``, is valid PromQL and finds data;
+    the host and GPU pickers list ``host`` and both GPUs."""
     dashboard = json.loads((repo_root / "packaging/grafana/rigscope.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     deadline = time.monotonic() + 30.0
-    while len(query(prometheus, "rigscope_clock_event_seconds_total[10s]")) < 1 or not query(
-            prometheus, "increase(rigscope_clock_event_seconds_total[10s])"):
+    while len(query(base, "rigscope_clock_event_seconds_total[10s]")) < 1 or not query(
+            base, "increase(rigscope_clock_event_seconds_total[10s])"):
         assert time.monotonic() < deadline, "no two scrapes within 30 s"
         time.sleep(0.2)
     empty = []
     for expr in exprs:
-        concrete = (expr.replace("$host", ".*").replace("$gpu", ".*")
+        concrete = (expr.replace("$host", host).replace("$gpu", ".*")
                     .replace("$__rate_interval", "10s").replace("$__range", "1m"))
-        if not query(prometheus, concrete):
+        if not query(base, concrete):
             empty.append(expr)
     # Only the throttle panels may be empty: the simulated GPUs have not throttled within seconds.
     assert all("rigscope_clock_event_seconds_total" in e for e in empty), empty
+    # The pickers: Grafana runs query_result's PromQL and applies the variable's regex to each series' text.
+    picked = {}
+    for variable in dashboard["templating"]["list"]:
+        inner = variable["query"]["query"].removeprefix("query_result(").removesuffix(")").replace("$host", host)
+        pattern = re.compile(variable["regex"].strip("/"))
+        picked[variable["name"]] = sorted(
+            match.group(1) for row in query(base, inner)
+            if (match := pattern.search(json.dumps(row["metric"]).replace('": "', '="'))))
+    assert picked == {"host": [host], "gpu": ["0", "1"]}
+
+
+def test_grafana_dashboard_queries_run_against_prometheus(prometheus: str, repo_root: Path) -> None:
+    _dashboard_finds_data(prometheus, HOST, repo_root)
+
+
+def test_grafana_dashboard_accepts_the_lowercase_hostname_label(prometheus_lowercase: str, repo_root: Path) -> None:
+    """dcgm-exporter is renaming `Hostname` to `hostname`: the same dashboard finds a host labelled either way."""
+    deadline = time.monotonic() + 30.0
+    while not query(prometheus_lowercase, "DCGM_FI_DEV_GPU_TEMP"):
+        assert time.monotonic() < deadline, "nothing scraped within 30 s"
+        time.sleep(0.2)
+    assert {r["metric"].get("hostname") for r in query(prometheus_lowercase, "DCGM_FI_DEV_GPU_TEMP")} == {LOWER_HOST}
+    assert not query(prometheus_lowercase, 'DCGM_FI_DEV_GPU_TEMP{Hostname!=""}')
+    _dashboard_finds_data(prometheus_lowercase, LOWER_HOST, repo_root)
+
+
+#: The panel queries of NVIDIA's "NVIDIA DCGM Exporter Dashboard" (grafana.com 12239, dcgm-exporter's
+#: grafana/dcgm-exporter-dashboard.json), with its $Hostname and $gpu variables; titles as the panels have them.
+NVIDIA_PANELS = {
+    "GPU Temperature": 'max(DCGM_FI_DEV_GPU_TEMP{Hostname=~"$Hostname", gpu=~"$gpu"}) by (Hostname, gpu, uuid)',
+    "GPU Avg. Temp": 'avg(DCGM_FI_DEV_GPU_TEMP{Hostname=~"$Hostname", gpu=~"$gpu"})',
+    "GPU Power Usage": 'max(DCGM_FI_DEV_POWER_USAGE{Hostname=~"$Hostname", gpu=~"$gpu"}) by (Hostname, gpu, uuid)',
+    "GPU Power Total": 'sum(max(DCGM_FI_DEV_POWER_USAGE{Hostname=~"$Hostname", gpu=~"$gpu"}) by (gpu))',
+    "GPU SM Clocks": 'max(DCGM_FI_DEV_SM_CLOCK{Hostname=~"$Hostname", gpu=~"$gpu"} * 1000000) by (Hostname, UUID, gpu)',
+    "GPU Utilization": 'max(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"$Hostname", gpu=~"$gpu"}) '
+                       "by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)",
+    "Tensor Core Utilization": 'max(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{Hostname=~"$Hostname", gpu=~"$gpu"}) '
+                               "by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)",
+    "GPU Framebuffer Mem Used": 'max(DCGM_FI_DEV_FB_USED{Hostname=~"$Hostname", gpu=~"$gpu"}) '
+                                "by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)",
+    # its variables
+    "Hostname picker": "DCGM_FI_DEV_FB_FREE",
+    "gpu picker": 'DCGM_FI_DEV_FB_FREE{Hostname=~"$Hostname"}',
+}
+
+
+def test_nvidia_dcgm_dashboard_panels_all_find_data(
+    prometheus: str, fed_exporter: tuple[exporter.ExporterHandle, SimulatedBackend]
+) -> None:
+    """Every panel of NVIDIA's dcgm-exporter dashboard returns data for a Rigscope host: the Tensor Core and
+    GPU Utilization panels from the simulated H100's GPM (DCGM_FI_PROF_*), which they were empty without."""
+    _, backend = fed_exporter
+    h100 = str(next(info.index for info in backend.devices() if info.gpm_supported))
+    deadline = time.monotonic() + 30.0
+    while not query(prometheus, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"):
+        assert time.monotonic() < deadline, "no profiling series within 30 s"
+        time.sleep(0.2)
+    empty = [title for title, expr in NVIDIA_PANELS.items()
+             if not query(prometheus, expr.replace("$Hostname", HOST).replace("$gpu", ".*"))]
+    assert empty == []
+    tensor = query(prometheus, NVIDIA_PANELS["Tensor Core Utilization"].replace("$Hostname", HOST).replace(
+        "$gpu", h100))
+    assert len(tensor) == 1 and 0.0 <= float(tensor[0]["value"][1]) <= 1.0  # a ratio, as the panel's unit

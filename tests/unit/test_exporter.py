@@ -61,8 +61,8 @@ def test_dcgm_names_labels_and_values_per_gpu() -> None:
         assert [labels["gpu"] for labels, _ in rows] == ["0", "1"]
     labels, temp = page["DCGM_FI_DEV_GPU_TEMP"][0]
     info = snapshot.gpus[0].info
-    assert labels == {"gpu": "0", "UUID": info.uuid, "device": "nvidia0", "modelName": info.name,
-                      "Hostname": "rig-01"}
+    assert labels == {"gpu": "0", "UUID": info.uuid, "pci_bus_id": "00000000:01:00.0", "device": "nvidia0",
+                      "modelName": info.name, "Hostname": "rig-01"}
     assert temp == snapshot.gpus[0].sample.temperature_c  # type: ignore[union-attr]
     assert page["rigscope_power_limit_watts"][0][1] == info.power_limit_enforced_w
     assert page["rigscope_sm_clock_max_mhz"][1][1] == snapshot.gpus[1].info.sm_clock_max_mhz
@@ -170,7 +170,8 @@ def _violations(collector: SnapshotCollector) -> dict[str, float]:
             if name in page}
 
 
-def test_violation_counters_are_running_totals_of_the_counted_time_in_microseconds() -> None:
+def test_violation_counters_are_running_totals_of_the_counted_time_in_nanoseconds() -> None:
+    """In ns with dcgm-exporter's HELP text since late 2025 (Rigscope exported µs: off by 1000x beside it)."""
     collector = SnapshotCollector("h")
     collector.update(_counted(0.0))  # a first sample counts nothing yet
     assert _violations(collector) == {}
@@ -180,11 +181,12 @@ def test_violation_counters_are_running_totals_of_the_counted_time_in_microsecon
                               clock_event_sw_thermal_s=0.0, clock_event_hw_thermal_s=0.125))
     # Counted time is exact across a long gap (a suspended laptop): nothing is skipped.
     collector.update(_counted(exporter.MAX_SAMPLE_GAP_S + 100.0, clock_event_sw_power_cap_s=2.0))
-    assert _violations(collector) == {"DCGM_FI_DEV_POWER_VIOLATION": pytest.approx(3_750_000.0),
-                                      "DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(425_000.0)}
+    assert _violations(collector) == {"DCGM_FI_DEV_POWER_VIOLATION": pytest.approx(3_750_000_000.0),
+                                      "DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(425_000_000.0)}
     page = generate_latest(_registry(collector)).decode()
     assert "# TYPE DCGM_FI_DEV_POWER_VIOLATION untyped" in page  # dcgm's exact name, no _total
-    assert "Throttling duration due to thermal constraints (in us)." in page
+    assert "# HELP DCGM_FI_DEV_THERMAL_VIOLATION Throttling duration due to thermal constraints (in ns).\n" in page
+    assert "# HELP DCGM_FI_DEV_POWER_VIOLATION Throttling duration due to power constraints (in ns).\n" in page
 
 
 def _registry(collector: SnapshotCollector) -> CollectorRegistry:
@@ -200,7 +202,7 @@ def test_violation_counters_are_omitted_where_the_driver_keeps_none() -> None:
     assert _violations(collector) == {}
     # Only SW thermal counted (an older driver's perf-policy field): power stays absent, not 0.
     collector.update(_counted(3.0, clock_event_sw_thermal_s=0.5))
-    assert _violations(collector) == {"DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(500_000.0)}
+    assert _violations(collector) == {"DCGM_FI_DEV_THERMAL_VIOLATION": pytest.approx(500_000_000.0)}
 
 
 def test_simulated_gpus_export_violation_counters() -> None:

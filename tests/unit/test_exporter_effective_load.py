@@ -62,3 +62,45 @@ def test_no_profiling_series_without_gpm() -> None:
     page = _page_after_two_ticks(FakeNvml([FakeGpu()]))
     assert [labels["source"] for labels, _ in page[EFFECTIVE_LOAD_GAUGE]] == ["estimate"]
     assert not [name for name in page if name.startswith("DCGM_FI_PROF_")]
+
+
+def test_simulated_h100_serves_the_gpm_profiling_ratios() -> None:
+    """The simulated H100 answers GPM as a Hopper does (issue 37): DCGM_FI_PROF_* (0-1) for it from its second
+    sample on, the same numbers as the reading's activity; the simulated laptop GPU (no GPM) has none."""
+    from desktop.telemetry.sampler import open_gpu_backend
+    from desktop.telemetry.simulated import SimulatedBackend
+
+    backend = open_gpu_backend("rtx4090-laptop,h100")
+    assert isinstance(backend, SimulatedBackend) and backend.manual is not None
+    backend.manual.set(1, 1.0, vram_mib=40_000.0)  # a dense GEMM on the H100
+    clock = [0.0]
+
+    def monotonic() -> float:
+        clock[0] += 1.0
+        return clock[0]
+
+    sampler = Sampler(backend, None, clock=lambda: 1.7e9 + clock[0], monotonic=monotonic)
+    collector = SnapshotCollector("rig-01")
+    try:
+        first = sampler.tick()
+        assert first.gpus[1].activity is None  # no interval yet, as NVML's first GPM sample
+        collector.update(first)
+        assert not [name for name in scrape(collector) if name.startswith("DCGM_FI_PROF_")]
+        for _ in range(3):
+            snapshot = sampler.tick()
+            collector.update(snapshot)
+    finally:
+        sampler.close()
+    page = scrape(collector)
+    activity = snapshot.gpus[1].activity
+    assert activity is not None and snapshot.gpus[0].activity is None
+    for name, field in (("DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct"), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                                                                      "tensor_active_pct"),
+                        ("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active_pct"),
+                        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "graphics_active_pct")):
+        rows = [(labels["gpu"], labels["pci_bus_id"], value) for labels, value in page[name]]
+        assert rows == [("1", "00000000:02:00.0", getattr(activity, field) / 100.0)], name
+    assert 0.5 < page["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"][0][1] <= 1.0
+    loads = {labels["gpu"]: (labels["source"], value) for labels, value in page[EFFECTIVE_LOAD_GAUGE]}
+    assert loads["1"] == ("measured", activity.sm_active_pct)
+    assert loads["0"][0] == "estimate"
