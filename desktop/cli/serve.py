@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 
 from desktop.cli.common import (
@@ -41,7 +42,7 @@ def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
         with start_prometheus(args.listen) as handle:
             handle.follow_stress_runs(db_path(args))
             note = " (simulated GPU)" if backend.source.simulated else ""
-            print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", flush=True)
+            print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", file=sys.stderr, flush=True)
             try:
                 run_loop(sampler.tick, handle, interval_s, stop or threading.Event())
             except KeyboardInterrupt:

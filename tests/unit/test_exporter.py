@@ -280,7 +280,8 @@ def test_port_in_use_is_a_clear_user_error() -> None:
             start_exporter(f"127.0.0.1:{port}")
 
 
-def test_serve_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     handles: list[exporter.ExporterHandle] = []
     started = threading.Event()
     real_start = exporter.start_exporter
@@ -309,6 +310,8 @@ def test_serve_serves_the_simulated_gpu_until_stopped(monkeypatch: pytest.Monkey
         stop.set()
         thread.join(10.0)
     assert result == [0]
+    out, err = capsys.readouterr()  # status on stderr, as `record` has it: stdout stays for results
+    assert out == "" and err.startswith(f"Serving Prometheus metrics on {handles[0].url}")
 
 
 def test_last_stress_is_read_from_the_history_at_start(tmp_path: Path) -> None:
