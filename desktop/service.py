@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from desktop.errors import UserError
+from desktop.errors import PartlyDone, UserError
 from desktop.paths import default_db_path, packaging_path
 
 UNIT_NAME = "rigscope-recorder.service"
@@ -338,6 +338,8 @@ def install(runner: Runner | None = None, system: str | None = None, db_path: Pa
     run = runner or run_command
     db = Path(db_path).expanduser() if db_path is not None else default_db_path()
     result = _linux_install(run, db) if _platform(system) == "linux" else _windows_install(run, db)
+    if not result.ok and result.status.installed:  # written (the unit), not in effect: a step is left to the user
+        raise PartlyDone(result.message)
     if not result.ok:
         raise UserError(result.message)
     return result

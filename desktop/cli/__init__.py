@@ -25,7 +25,7 @@ from typing import cast
 from advisor.safetext import printable
 from desktop import __version__
 from desktop.cli.common import attach_relative_times, check_db_arg, drop_stdout
-from desktop.errors import UserError
+from desktop.errors import UserError, exit_codes_help
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rigscope",
         description="Watch, stress-test and get advice for your GPU workstation. "
         "With no command, opens the window: `rigscope [--simulate[=PROFILES]] [--db PATH]` is `rigscope gui ...`.",
+        epilog=exit_codes_help() + "\n  (`rigscope run` exits with its job's status instead)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rigscope {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")

@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
         state = service.status()
         print(json.dumps(asdict(state), indent=2) if args.json else _describe(state))
         return 0
-    # A change that did not take effect is a UserError: the dispatcher prints it, exit 2.
+    # A change refused is a UserError (exit 2); one written but not in effect is PartlyDone (exit 8).
     result = service.install(db_path=db_path(args)) if args.action == "install" else service.uninstall()
     if args.json:
         print(json.dumps({"message": result.message, "status": asdict(result.status)}, indent=2))

@@ -65,3 +65,18 @@ def test_building_the_parser_imports_nothing_heavy() -> None:
             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "", f"building the parser imported {done.stdout.strip()}"
+
+
+def test_help_lists_every_exit_status_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rigscope --help` says what each exit status means, one meaning each (issue 37)."""
+    from desktop.cli import main
+    from desktop.errors import EXIT_CODES, PartlyDone, UserError
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    listed = text.split("exit status:\n", 1)[1].splitlines()
+    codes = [int(line.split()[0]) for line in listed if line.strip() and line.split()[0].isdigit()]
+    assert codes == list(EXIT_CODES) and len(set(codes)) == len(codes)
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+    assert UserError.exit_code == 2 and PartlyDone.exit_code == 8 and PartlyDone.exit_code != UserError.exit_code
