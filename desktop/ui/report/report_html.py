@@ -1,7 +1,8 @@
 """The weekly report as HTML (for the browser and, through QTextDocument, for the PDF).
 
 Everything that comes from the machine or the user (process and GPU names, recommendation
-texts that quote them, notes) passes through ``e``: ``printable`` (ESC, BEL, NUL, C1 controls and
+texts that quote them, notes) passes through ``e``, once (it returns ``Markup``, which it leaves
+alone): ``printable`` (ESC, BEL, NUL, C1 controls and
 lone surrogates shown as ``\\x1b``; ``invoice\u202egpj.exe`` must not read as ``invoiceexe.jpg``)
 and ``html.escape`` (a process may be named ``<script>alert(1)</script>``). The markup stays within
 what Qt's rich text understands (tables, inline styles, ``page-break-before``), so the PDF is
@@ -15,12 +16,14 @@ which follows the window's theme.
 from __future__ import annotations
 
 import base64
+import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from html import escape
 from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
 
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
@@ -79,14 +82,17 @@ def report_colours(theme: Theme) -> ReportColours:
 
 def code_spans(escaped: str) -> str:
     """Already escaped text with its `code` marks shown as code (the rule ids and backticks are for the CLI)."""
-    return CODE_SPAN.sub(r"<code>\1</code>", escaped)
+    return CODE_SPAN.sub(r"<code>\1</code>", str(escaped))  # str: re.sub on Markup escapes the <code> it adds
 
 
-def e(value: object) -> str:
+def e(value: object) -> Markup:
     """``value`` as HTML text: control characters, bidi controls and lone surrogates shown escaped
     (``printable``: an ESC or BEL in a process name must not reach a report or a terminal that cats it),
-    then ``html.escape``."""
-    return escape(printable(value), quote=True)
+    then HTML-escaped. The one escaping point: what it returns is ``Markup``, which it hands back as it is,
+    so text escaped by a caller and again by ``_table`` stays escaped once (``Bob&amp;#x27;s`` was)."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(printable(value), quote=True))  # escaped on this very line
 
 
 def num(value: float | None, digits: int = 1, unit: str = "") -> str:
