@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "service": "service",
     "menu": "menu",
+    "completion": "completion",
     "run": "run",
     "jobs": "jobs",
     "compare": "compare",
