@@ -30,6 +30,8 @@ NOISE_SIGMAS = 3.0
 #: Inside a band wider than this (%, beyond the fixed 5 %) a run cannot say it held its speed: inconclusive.
 WIDE_BAND_PCT = 10.0
 _HELD = "Held its speed: "
+#: Other work using this many cores' worth of CPU (on average over the run) or more can explain a CPU run's drop.
+OTHER_LOAD_CORES = 0.5
 
 
 def warmup_noise_pct(time_s: FloatArray, throughput: FloatArray) -> float | None:
@@ -58,6 +60,26 @@ def noise_band(noise_pct: float | None) -> float:
     """The drop (a share of the peak) a CPU run may show by chance: the fixed 5 % plus its own noise band."""
     fixed = 1.0 - DROP_THRESHOLD
     return fixed + (NOISE_SIGMAS * noise_pct / 100.0 if noise_pct is not None and math.isfinite(noise_pct) else 0.0)
+
+
+def judge_cpu_run(verdict: Verdict, trace: RunTrace, noise_pct: float | None, min_load_s: float = 0.0, *,
+                  other_cores: float | None = None, cores: int | None = None) -> Verdict:
+    """A CPU run's verdict: a drop inside its noise band is not throttling (``judge_within_noise``), and one
+    beyond it while other work used the cores is put on that work, not on "an unexplained slowdown": the
+    run is inconclusive and says how much of the cores the others took (``other_cores``, measured by the
+    runner from the machine's and the workload's CPU time)."""
+    verdict = judge_within_noise(verdict, trace, noise_pct, min_load_s)
+    if not (verdict.throttled and verdict.cause == "unexplained" and other_cores is not None
+            and math.isfinite(other_cores) and other_cores >= OTHER_LOAD_CORES):
+        return verdict
+    held = replace(verdict, status="passed", throttled=False, onset_s=None, cause=None, cause_family=None,
+                   onset_temperature_c=None)
+    figures = sentence_for(held, trace, min_load_s).removeprefix(_HELD).rstrip(".")
+    of_cores = f" of the {cores} cores" if cores else " cores"
+    return replace(held, status="errors" if verdict.errors else "inconclusive", sentence=(
+        f"Inconclusive: other work used {other_cores:.1f}{of_cores} during the run, so its rate fell with "
+        f"them, not for a reason of the CPU's own (a CPU reports none); {figures}. Run it on an idle machine "
+        "to judge the CPU."))
 
 
 def judge_within_noise(verdict: Verdict, trace: RunTrace, noise_pct: float | None, min_load_s: float = 0.0) -> Verdict:

@@ -24,7 +24,7 @@ from advisor.verdict import MIN_STRESS_LOAD_S, Verdict, judge
 from advisor.verdict_text import compare_with_baseline, format_duration, shared_run_sentence
 from desktop.errors import UserError
 from desktop.history.dberrors import problem
-from desktop.stress.cpu_noise import judge_within_noise
+from desktop.stress.cpu_noise import judge_cpu_run
 from desktop.stress.devices import cpu_model_name
 from desktop.stress.run_model import RunResult
 
@@ -63,7 +63,8 @@ def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
     """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
     verdict = judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True)
     if result.config.device == "cpu":  # a drop inside the run's own noise band is not throttling
-        verdict = judge_within_noise(verdict, result.trace(), result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S)
+        verdict = judge_cpu_run(verdict, result.trace(), result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S,
+                                other_cores=result.extra.get("other_cpu_cores"), cores=result.extra.get("cpu_cores"))
     if verdict.status == "no_data":  # a few samples: too short to judge, said as such
         verdict = replace(verdict, status="too_short",
                           sentence=f"Load of {format_duration(result.ended_s - result.started_s)}: too short to "

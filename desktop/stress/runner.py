@@ -37,6 +37,7 @@ from desktop.stress.devices import CudaIdentity, map_cuda_device
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.envelope import explain_gpu
+from desktop.telemetry.host import cpu_use, other_cores
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
@@ -332,6 +333,8 @@ class StressRunner:
         reader = ChildReader(proc, self._wake)
         recorder = _Recorder()
         launched = self.clock.now()
+        cpu_before = cpu_use(proc.pid) if cfg.device == "cpu" else None  # the others' load on its cores
+        cpu_after, ended = None, launched  # the last reading while the child lived
         started: float | None = None
         status, message = "completed", "finished"
         try:
@@ -339,6 +342,8 @@ class StressRunner:
                 snapshot = self.sampler.tick() if self.sampler is not None else None
                 sample = self._sample(snapshot)
                 now = self.clock.now()
+                if cpu_before is not None and (reading := cpu_use(proc.pid)) is not None:
+                    cpu_after, ended = reading, now
                 state = reader.snapshot()
                 if not armed and state.device is not None:
                     self._map_child_device(state.device)  # raises when no NVML GPU matches
@@ -394,6 +399,8 @@ class StressRunner:
             extra.update(self._envelope_extra(self.gpu))
         if cfg.device == "cpu":  # the CPU shares its cores: its verdict reads drops against this (stress.cpu_noise)
             extra["warmup_noise_pct"] = warmup_noise_pct(time_s, throughput_arr)
+            extra["other_cpu_cores"] = other_cores(cpu_before, cpu_after, ended - launched)
+            extra["cpu_cores"] = cpu_before.cores if cpu_before is not None else None
         return RunResult(status, message, self._watched_config(), started if started is not None else launched,
                          self.clock.now(), state.unit, str(state.start_info.get("dtype", cfg.dtype or "")), time_s,
                          throughput_arr, columns, errors=state.errors, checks=state.checks, gpu=self.gpu, extra=extra)

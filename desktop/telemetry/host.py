@@ -332,3 +332,35 @@ def resume_processes(pids: Sequence[int]) -> None:
             psutil.Process(pid).resume()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
+
+
+class CpuUse(NamedTuple):
+    """CPU seconds (summed over cores) the whole machine and one process tree had used, at one instant."""
+
+    machine_busy_s: float
+    tree_s: float
+    cores: int
+
+
+def cpu_use(pid: int) -> CpuUse | None:
+    """The machine's busy CPU time and that of ``pid`` with its children now; None when it cannot be read."""
+    try:
+        times = psutil.cpu_times()
+        busy = sum(float(getattr(times, name, 0.0)) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+        root = psutil.Process(pid)
+        tree = 0.0
+        for proc in (root, *root.children(recursive=True)):
+            own = proc.cpu_times()
+            tree += own.user + own.system
+        return CpuUse(busy, tree, psutil.cpu_count() or 1)
+    except (psutil.Error, OSError):
+        return None
+
+
+def other_cores(before: CpuUse | None, after: CpuUse | None, wall_s: float) -> float | None:
+    """Cores' worth of CPU time used by everything but the process tree between two readings (a CPU stress
+    run's competition for its cores); None without both readings or any time between them."""
+    if before is None or after is None or wall_s <= 0:
+        return None
+    others = (after.machine_busy_s - before.machine_busy_s) - (after.tree_s - before.tree_s)
+    return max(0.0, others / wall_s)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -109,3 +110,27 @@ def test_a_machine_too_busy_to_tell_is_inconclusive_not_throttled_nor_held() -> 
     assert verdict.status == "inconclusive" and not verdict.throttled, verdict.sentence
     assert verdict.sentence.startswith("Inconclusive: the CPU's rate wandered ±")
     assert "Held its speed" not in verdict.sentence and exit_code(result, verdict) == 7
+
+
+@pytest.mark.parametrize("seed", [7, 50])
+def test_a_drop_while_other_work_took_the_cores_names_that_work(seed: int) -> None:
+    """Issue 37: a drop beyond the band on a machine whose other work used the cores read "Throttled:
+    unexplained slowdown"; it names the other load (measured by the runner) and is inconclusive (7)."""
+    rate = wandering(seed) * np.where(np.arange(N) >= 15, 0.75, 1.0)
+    result = cpu_result(rate)
+    busy = dataclasses.replace(result, extra={**result.extra, "other_cpu_cores": 1.4, "cpu_cores": 2})
+    verdict = judge_run(busy)
+    assert verdict.status == "inconclusive" and not verdict.throttled, verdict.sentence
+    assert verdict.sentence.startswith("Inconclusive: other work used 1.4 of the 2 cores during the run")
+    assert "unexplained" not in verdict.sentence and exit_code(busy, verdict) == 7
+    quiet = dataclasses.replace(result, extra={**result.extra, "other_cpu_cores": 0.1, "cpu_cores": 2})
+    assert judge_run(quiet).throttled  # an idle machine: the drop is the CPU's
+
+
+def test_the_runner_measures_the_other_load_on_the_cores() -> None:
+    """The CPU run carries how many cores' worth of CPU the rest of the machine used (>= 0, at most all)."""
+    runner = _CpuRunner(StressConfig(device="cpu", duration_s=float(N), interval_s=0.05))
+    result = runner.run()
+    other, cores = result.extra["other_cpu_cores"], result.extra["cpu_cores"]
+    assert isinstance(cores, int) and cores >= 1
+    assert other is not None and 0.0 <= other <= cores + 0.5
