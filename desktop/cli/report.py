@@ -101,5 +101,5 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"cannot write {'to standard output' if to_stdout else printable(output)}: "
                         f"{exc.strerror or exc}") from exc
     size = f", {pages} page{'s' if pages != 1 else ''}" if pages else ""
-    print(f"wrote {printable(output)} ({label}, {fmt}{size})")
+    print(f"wrote {printable(output)} ({label}, {fmt}{size})", file=sys.stderr)  # status, as export says it
     return 0

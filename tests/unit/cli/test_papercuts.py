@@ -110,8 +110,9 @@ def test_report_to_stdout_and_by_extension(week_db: Path, tmp_path: Path, capsys
     pdf = tmp_path / "week.pdf"
     assert cli.main([*base, "-o", str(pdf)], now_s=NOW_S) == 0
     assert pdf.read_bytes().startswith(b"%PDF")
-    out = capsys.readouterr().out
-    lines = out.splitlines()
+    captured = capsys.readouterr()  # status on stderr (issue 37), as `export -o FILE` says it
+    lines, out = captured.err.splitlines(), captured.err
+    assert captured.out == ""
     assert len(lines) == 1 and lines[0].startswith(f"wrote {pdf} (2026-W47, pdf, ") and "page(s)" not in out, out
 
 
