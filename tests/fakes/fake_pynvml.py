@@ -127,6 +127,7 @@ class FakeGpu:
     sm_active_pct: float = 0.0
     tensor_active_pct: float = 0.0
     dram_active_pct: float = 0.0
+    graphics_active_pct: float = 0.0
     #: GPM metric id -> active seconds so far, the counters a GPM sample copies (``advance`` adds to them).
     gpm_active_s: dict[int, float] = field(default_factory=dict)
 
@@ -178,14 +179,15 @@ def hopper_gpu(**changes: Any) -> FakeGpu:
         power_limit_default_mw=700_000, power_limit_min_mw=200_000, power_limit_max_mw=700_000,
         power_limit_settable=True, fan_pct=None, pcie_gen=5, pcie_width=16, pcie_gen_max=5, persistence=1,
         sm_clock_mhz=1755, sm_clock_max_mhz=1980, temperature_c=61, utilization_gpu=100, utilization_mem=48,
-        gpm=True, sm_active_pct=62.0, tensor_active_pct=41.0, dram_active_pct=55.0)
+        gpm=True, sm_active_pct=62.0, tensor_active_pct=41.0, dram_active_pct=55.0, graphics_active_pct=97.0)
     base.update(changes)
     return FakeGpu(**base)
 
 
 #: GPM metric ids the fake measures, and the FakeGpu field holding each one's activity (%).
 _GPM_ACTIVITY = {_real.NVML_GPM_METRIC_SM_UTIL: "sm_active_pct", _real.NVML_GPM_METRIC_ANY_TENSOR_UTIL:
-                 "tensor_active_pct", _real.NVML_GPM_METRIC_DRAM_BW_UTIL: "dram_active_pct"}
+                 "tensor_active_pct", _real.NVML_GPM_METRIC_DRAM_BW_UTIL: "dram_active_pct",
+                 _real.NVML_GPM_METRIC_GRAPHICS_UTIL: "graphics_active_pct"}
 
 
 class _Handle:

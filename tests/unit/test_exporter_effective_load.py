@@ -54,7 +54,7 @@ def test_measured_and_estimated_effective_load_side_by_side() -> None:
     assert geforce_labels["source"] == "estimate" and 0.0 <= geforce_value <= 100.0
     # DCGM's names carry ratios (0..1) and only for the GPU that measured them: the estimate never poses as DCGM's.
     for name, ratio in (("DCGM_FI_PROF_SM_ACTIVE", 0.62), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.41),
-                        ("DCGM_FI_PROF_DRAM_ACTIVE", 0.55)):
+                        ("DCGM_FI_PROF_DRAM_ACTIVE", 0.55), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.97)):
         assert [(labels["gpu"], round(value, 6)) for labels, value in page[name]] == [("0", ratio)], name
 
 
