@@ -1,9 +1,9 @@
 """`rigscope completion bash|zsh|fish`: a shell completion script, generated from the parser itself.
 
 Every command, its options and the choices of its arguments come from ``build_parser`` (as shtab
-does for gpustat), so a new option completes without anyone editing a script. Install it with
-``rigscope completion bash > ~/.local/share/bash-completion/completions/rigscope`` (zsh: into a
-folder on ``$fpath`` as ``_rigscope``; fish: ``~/.config/fish/completions/rigscope.fish``).
+does for gpustat), so a new option completes without anyone editing a script. Save bash's output
+as ~/.local/share/bash-completion/completions/rigscope (zsh's as _rigscope in a folder on $fpath,
+fish's as ~/.config/fish/completions/rigscope.fish).
 """
 
 from __future__ import annotations
