@@ -1,9 +1,9 @@
 """Bounded, non-blocking reads of files a user or a driver controls (settings, records, sysfs/proc).
 
 ``open()`` of a FIFO with no writer blocks for ever, ``read()`` of ``/dev/zero`` or a huge file
-fills memory. ``read_bounded`` opens with ``O_NONBLOCK`` (a FIFO opens at once; a character
-device cannot block a read), accepts only a regular file (sysfs and /proc attributes stat as regular files), and reads at most ``limit`` bytes. A refusal is a ``FileRefused`` (an ``OSError``) whose text is
-the one line to show.
+fills memory. ``read_bounded`` opens with ``O_NONBLOCK`` (a FIFO opens at once), accepts only
+a regular file (sysfs and /proc attributes stat as regular files) and reads at most ``limit``
+bytes. A refusal is a ``FileRefused`` (an ``OSError``) whose text is the one line to show.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ _WATCH_TICK_S = 0.25
 class _QuietHandler(WSGIRequestHandler):
     """No access log on stderr for every scrape."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -103,8 +103,8 @@ _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_v
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
 _NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|[A-Za-z]{1,3}(?:/s)?|°C)?$")
 #: Units nvidia-smi prints after values; anything else after a number is not a reading.
-_UNITS = frozenset(("", "%", "w", "mw", "kw", "mib", "gib", "kib", "mb", "gb", "kb", "mhz", "ghz", "khz", "c", "°c", "j",
-                    "mj", "kb/s", "kib/s", "mb/s", "mib/s", "s", "ms", "us"))
+_UNITS = frozenset(("", "%", "w", "mw", "kw", "mib", "gib", "kib", "mb", "gb", "kb", "mhz", "ghz", "khz", "c", "°c",
+                    "j", "mj", "kb/s", "kib/s", "mb/s", "mib/s", "s", "ms", "us"))
 _STAMP = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})[ T](\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
 #: Beyond this a value is garbage (and would not fit the store's integer columns).
 _LARGEST = 1e15

@@ -38,7 +38,7 @@ def test_80_idle_clients_leave_at_most_20_threads_and_a_scrape_still_answers() -
             for _ in range(IDLE_CLIENTS):  # connected, and never a byte sent: a half-open scraper
                 idle.append(socket.create_connection(("127.0.0.1", handle.port), timeout=10.0))
             started = time.monotonic()
-            with urllib.request.urlopen(handle.url, timeout=30.0) as response:  # noqa: S310 - loopback
+            with urllib.request.urlopen(handle.url, timeout=30.0) as response:
                 response.read()
             assert response.status == 200
             # The idle ones are closed by the server after its per-connection timeout; wait for that itself.
