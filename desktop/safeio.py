@@ -12,8 +12,9 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["FileRefused", "read_bounded", "refusal"]
+__all__ = ["FileRefused", "open_stream", "read_bounded", "refusal"]
 
 
 class FileRefused(OSError):
@@ -80,6 +81,23 @@ def read_bounded(path: Path | str, limit: int, *, truncate: bool = False) -> byt
             raise FileRefused(path, f"is too large (over {_size(limit)}): not read")
         data = data[:limit]
     return data
+
+
+def open_stream(path: Path | str) -> BinaryIO:
+    """``path`` opened for reading without waiting for a writer: for a stream read line by line
+    (an nvidia-smi log, which may be a pipe from ``<(nvidia-smi ...)``). A FIFO nobody writes to
+    reads as empty at once instead of blocking ``open``; the reads that follow block as usual."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_BINARY", 0))
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _size(limit: int) -> str:

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history.logfile import MAX_LINE_BYTES, LogLines, Unreadable
+from desktop.safeio import open_stream
 from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
 
 FloatArray = npt.NDArray[np.float64]
@@ -503,7 +504,7 @@ def parse_nvsmi_csv(path_or_lines: str | Path | Iterable[str],
     if isinstance(path_or_lines, (str, Path)) and not (isinstance(path_or_lines, str) and "\n" in path_or_lines):
         path = Path(path_or_lines)
         result.source = str(path)
-        with path.open("rb") as handle:
+        with open_stream(path) as handle:  # a FIFO nobody writes to must not hang import
             parse_lines(LogLines(handle), result, progress, now_s=now_s)
     elif isinstance(path_or_lines, str):
         parse_lines(path_or_lines.splitlines(), result, progress, now_s=now_s)

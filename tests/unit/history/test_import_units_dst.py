@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -118,3 +120,33 @@ def test_a_log_of_only_the_repeated_hour_says_it_is_ambiguous(berlin: ZoneInfo) 
     assert result.rows == 2 and len(result.series["GPU-a"][0]) == 2
     assert any("2024/10/27 02:00" in note and "twice" in note for note in result.notes), result.notes
 
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_nobody_writes_to_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    """Issue 34 item 5: ``open()`` of a FIFO waits for a writer; import must say 'nothing' and exit 2."""
+    fifo = tmp_path / "log.csv"
+    os.mkfifo(fifo)
+    repo = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        done = subprocess.run([sys.executable, "-m", "desktop", "import", "--db", str(tmp_path / "h.sqlite"),
+                               str(fifo)], capture_output=True, text=True, env=env, check=False, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("import blocked on a FIFO")
+    assert done.returncode == 2 and "not an nvidia-smi log, nothing imported" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="/dev/fd")
+def test_a_log_through_a_pipe_is_still_read() -> None:
+    """``rigscope import <(nvidia-smi ...)`` hands over /dev/fd/N, a pipe: it streams as before."""
+    text = HEADER + "2024/06/01 10:00:00.000, GPU-p, 100 W, 1500 MHz, 40 %, 2 GiB, 60 C\n"
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, text.encode())
+        os.close(write_end)
+        result = parse_nvsmi_csv(f"/dev/fd/{read_end}", now_s=NOW_S)
+    finally:
+        os.close(read_end)
+    assert result.rows == 1
