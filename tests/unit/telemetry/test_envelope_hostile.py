@@ -79,3 +79,23 @@ def test_a_fan_speed_outside_0_to_100_percent_is_missing(tmp_path: Path, fan: st
     (ec / "gpu" / "realtime_fan_speed").write_text("55\n")
     read = EnvelopeReader(root / "sys", root / "proc", [root / "units"]).read()
     assert (read.cpu_fan_pct, read.gpu_fan_pct) == (None, 55.0)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_as_proc_meminfo_does_not_block_the_host_sampler(tmp_path: Path) -> None:
+    """The recorder's sampling path reads /proc/meminfo each tick: a FIFO there must not stop it."""
+    import threading
+
+    from desktop.telemetry.host import swap_bytes
+
+    fifo = tmp_path / "meminfo"
+    os.mkfifo(fifo)
+    answer: list[tuple[int, int]] = []
+    reader = threading.Thread(target=lambda: answer.append(swap_bytes(fifo)))
+    reader.start()
+    reader.join(30.0)
+    if reader.is_alive():  # blocked in open(): give it a writer so the thread ends, then fail
+        os.close(os.open(fifo, os.O_WRONLY))
+        reader.join(10.0)
+        pytest.fail("swap_bytes blocked on a FIFO")
+    assert len(answer) == 1 and answer[0][0] >= 0  # psutil's own answer, as for a file without Swap lines
