@@ -4,7 +4,8 @@ prometheus-client's ``start_http_server`` starts a thread per connection that wa
 request for ever: 362 half-open clients pinned 367 threads (issue 34 item 8), and with
 ``--listen 0.0.0.0`` any host can do that. Here an accepted connection waits in one watcher
 thread's selector until it has sent something; only then does one of ``MAX_HANDLERS`` pooled
-threads serve it, with ``CONNECTION_TIMEOUT_S`` on every read and write. A connection that sends
+threads serve it, with ``CONNECTION_TIMEOUT_S`` on every read and write and ``SERVE_DEADLINE_S``
+in all (a client trickling its request cannot hold a handler). A connection that sends
 nothing within that time is closed, and past ``MAX_WAITING`` waiting connections the oldest is
 dropped, so a flood of idle clients neither grows the threads nor keeps a scrape from answering.
 """
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds a connection may take to send its request and for each read and write while served.
 CONNECTION_TIMEOUT_S = 5.0
+#: Seconds a served connection may take in all (a client trickling a byte every few seconds is cut off).
+SERVE_DEADLINE_S = 10.0
 #: Threads that serve requests at once (a scrape takes milliseconds; Prometheus sends one at a time).
 MAX_HANDLERS = 4
 #: Connections accepted and waiting for their request; past this the oldest is closed.
@@ -54,6 +57,7 @@ class BoundedWSGIServer(WSGIServer):
         self.max_waiting = max_waiting
         self._selector = selectors.DefaultSelector()
         self._waiting: OrderedDict[socket.socket, float] = OrderedDict()
+        self._serving: dict[socket.socket, float] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max_handlers, thread_name_prefix="rigscope-exporter")
         self._stop = threading.Event()
@@ -82,6 +86,7 @@ class BoundedWSGIServer(WSGIServer):
         while not self._stop.is_set():
             with self._lock:
                 empty = not self._waiting
+                self._cut_overdue(time.monotonic())
             if empty:
                 self._stop.wait(_WATCH_TICK_S)
                 continue
@@ -103,13 +108,27 @@ class BoundedWSGIServer(WSGIServer):
                     del self._waiting[sock]
                     self._drop(sock)
 
+    def _cut_overdue(self, now: float) -> None:
+        """Shut down served connections past their deadline: the handler's blocked read returns at once."""
+        for sock, deadline in list(self._serving.items()):
+            if deadline <= now:
+                del self._serving[sock]
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
     def _serve(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._serving[sock] = time.monotonic() + SERVE_DEADLINE_S
         try:
             sock.settimeout(self.timeout_s)
             self.finish_request(sock, sock.getpeername())
         except Exception:  # a client gone, a timeout: the connection ends, the server goes on
             log.debug("exporter connection ended early", exc_info=True)
         finally:
+            with self._lock:
+                self._serving.pop(sock, None)
             self.shutdown_request(sock)
 
     def server_close(self) -> None:

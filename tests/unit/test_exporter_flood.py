@@ -9,7 +9,7 @@ import time
 import urllib.request
 
 from desktop.exporter import start_exporter
-from desktop.exporter.server import CONNECTION_TIMEOUT_S
+from desktop.exporter.server import CONNECTION_TIMEOUT_S, MAX_HANDLERS, SERVE_DEADLINE_S
 
 assert CONNECTION_TIMEOUT_S < 35.0  # the test waits 35 s for the idle clients to be closed
 
@@ -49,4 +49,38 @@ def test_80_idle_clients_leave_at_most_20_threads_and_a_scrape_still_answers() -
             assert threads <= 20, f"{threads} threads for {IDLE_CLIENTS} idle clients"
         finally:
             for sock in idle:
+                sock.close()
+
+
+def test_clients_trickling_their_requests_cannot_hold_every_handler() -> None:
+    """A byte each second never trips a per-read timeout; the whole connection's deadline frees the handler."""
+    with start_exporter("127.0.0.1:0") as handle:
+        trickling = [socket.create_connection(("127.0.0.1", handle.port), timeout=10.0)
+                     for _ in range(MAX_HANDLERS + 2)]
+        try:
+            stop = threading.Event()
+
+            def trickle() -> None:
+                for sock in trickling:
+                    sock.sendall(b"GET /metrics HTTP/1.1\r\n")
+                while not stop.wait(1.0):  # a header line a second, never the blank line that ends them
+                    for sock in trickling:
+                        try:
+                            sock.sendall(b"X-Slow: 1\r\n")
+                        except OSError:
+                            pass
+
+            sender = threading.Thread(target=trickle)
+            sender.start()
+            try:
+                started = time.monotonic()
+                with urllib.request.urlopen(handle.url, timeout=60.0) as response:
+                    response.read()
+                assert response.status == 200
+                assert time.monotonic() - started < SERVE_DEADLINE_S + 20.0
+            finally:
+                stop.set()
+                sender.join(10.0)
+        finally:
+            for sock in trickling:
                 sock.close()
