@@ -91,7 +91,7 @@ def open_stream(path: Path | str) -> BinaryIO:
                  | getattr(os, "O_BINARY", 0))
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
