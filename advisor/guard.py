@@ -313,7 +313,10 @@ def check_guard_c(guard_c: float, gpus: Sequence[GuardedGpu], temperatures_c: Ma
     temperature now (``temperatures_c``, by GPU index) + the resume offset: the job would be paused at its first
     sample and never continued, its resume point being below where the GPU already is (as `rigscope stress`,
     which refuses a guard at or below the current temperature)."""
-    if not (math.isfinite(guard_c) and guard_c >= MIN_GUARD_C):
+    if not math.isfinite(guard_c):
+        raise GuardRefused(f"--guard-c {guard_c:g}: a temperature must be a finite number of °C "
+                           f"(e.g. 83; {MIN_GUARD_C:g} °C or more)")
+    if guard_c < MIN_GUARD_C:
         raise GuardRefused(f"--guard-c {guard_c:g} °C is below room temperature: the job would never run "
                            f"(use {MIN_GUARD_C:g} °C or more)")
     for info in gpus:

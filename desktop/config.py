@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args, get_type_hints
 from advisor.thresholds import DEFAULT_GUARD_OFFSET_C, DEFAULT_MIN_PAUSE_S, DEFAULT_MIN_RUN_S, DEFAULT_RESUME_OFFSET_C
 from advisor.thresholds import Thresholds as AdvisorSettings
 from desktop.paths import config_file, ensure_private_dir
+from desktop.safeio import FileRefused, read_bounded
 
 Theme = Literal["system", "dark", "light"]
 
@@ -267,16 +268,14 @@ def to_mapping(settings: Settings) -> dict[str, dict[str, Any]]:
 def load(path: Path | None = None) -> tuple[Settings, list[SettingsProblem]]:
     """Settings from ``path`` (default: the platform config file); never raises for bad content."""
     path = path or config_file()
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+    try:  # a FIFO or /dev/zero as the settings file must neither hang nor fill memory
+        raw = read_bounded(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return Settings(), []
+    except FileRefused as exc:
+        return Settings(), [("file", f"{exc}; using defaults")]
     except OSError as exc:
         return Settings(), [("file", f"cannot read {path}: {exc.strerror or exc}; using defaults")]
-    if len(raw) > MAX_FILE_BYTES:
-        return Settings(), [("file", f"{path} is too large for a settings file (over {MAX_FILE_BYTES >> 20} MiB); "
-                                     "using defaults")]
     # Bytes that are not UTF-8 become lone surrogates: inside a value, that value alone is refused
     # (``_text_problem``); anywhere else the parser refuses the file.
     text = raw.decode("utf-8", "surrogateescape")

@@ -111,6 +111,7 @@ def _import_report(file: Path, result: ImportResult, imported: int, machine: str
         "imported": imported,
         "gpus": sorted(result.series),
         "skipped": [{"line": line, "reason": reason} for line, reason in result.skipped],
+        "notes": list(result.notes),
     }
     if needs_machine(result):
         report["machine"] = machine_of(result, machine)
@@ -131,6 +132,7 @@ def _print_import(report: dict[str, Any]) -> None:
         if "machine" in report:
             lines.append(f"  no uuid or pci.bus_id in this log: its GPUs are filed as machine {report['machine']!r}, "
                          "apart from every other log's (--machine NAME files logs of one machine together)")
+        lines.extend(f"  note: {note}" for note in report.get("notes", []))
         lines.extend(f"  line {item['line']}: {item['reason']}" for item in skipped[:_SKIPS_SHOWN])
         if len(skipped) > _SKIPS_SHOWN:
             lines.append(f"  ... and {len(skipped) - _SKIPS_SHOWN:,} more (use --json for all)")

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from desktop.config import DEFAULT_LISTEN
 from desktop.errors import UserError
@@ -59,6 +59,7 @@ from desktop.exporter.collector import (
     RecorderHealth,
     SnapshotCollector,
 )
+from desktop.exporter.server import start_bounded_server
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
 
@@ -182,7 +183,7 @@ def start_exporter(listen: str = DEFAULT_LISTEN, hostname: str | None = None) ->
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     try:
-        server, thread = start_http_server(port, addr=addr, registry=registry)
+        server, thread = start_bounded_server(addr, port, registry)  # idle clients cost no thread
     except OSError as exc:
         if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
             raise UserError(f"cannot serve Prometheus metrics on {addr}:{port}: the port is already in use "

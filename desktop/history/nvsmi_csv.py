@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import array
 import csv
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history.logfile import MAX_LINE_BYTES, LogLines, Unreadable
+from desktop.history.nvsmi_values import BadValue, Clock, is_missing, parse_number, parse_reading
+from desktop.safeio import open_stream
 from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
 
 FloatArray = npt.NDArray[np.float64]
@@ -101,115 +101,11 @@ REASON_FIELDS: dict[str, int] = {
 }
 _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
-_NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|[A-Za-z]{1,3}(?:/s)?|°C)?$")
-#: Units nvidia-smi prints after values; anything else after a number is not a reading.
-_UNITS = frozenset(("", "%", "w", "mw", "kw", "mib", "gib", "kib", "mb", "gb", "kb", "mhz", "ghz", "c", "°c", "j",
-                    "mj", "kb/s", "kib/s", "mb/s", "mib/s", "s", "ms", "us"))
-_STAMP = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})[ T](\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
-#: Beyond this a value is garbage (and would not fit the store's integer columns).
-_LARGEST = 1e15
-#: The sane span of a sample's time: nothing was logged by nvidia-smi before 1990; the end is now + 1 day.
-EARLIEST_S = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
-_LATEST_AFTER_NOW_S = 86400.0
-_MISSING = frozenset(("", "n/a", "not supported", "unknown", "unknown error", "insufficient permissions",
-                      "gpu is lost", "requested functionality has been deprecated"))
-
-
-class BadValue(ValueError):
-    """A cell that cannot be read; the message becomes the skip reason."""
-
-
 def _field_name(header_cell: str) -> str:
     """``"memory.used [MiB]"`` -> ``"memory.used"``."""
     return header_cell.split("[", 1)[0].strip().lower()
 
 
-def _is_missing(text: str) -> bool:
-    return text.startswith("[") or text.lower() in _MISSING
-
-
-def parse_number(text: str) -> float | None:
-    """``"45 %"``, ``"12.5 W"``, ``"0x0000000000000004"``, ``"P2"``, ``"Active"`` -> float; missing -> None."""
-    text = text.strip()
-    if _is_missing(text):
-        return None
-    match = _NUMBER.match(text)
-    if match and (match.group(2) or "").lower() in _UNITS:
-        number = float(match.group(1))
-        if not abs(number) < _LARGEST:
-            raise BadValue(f"value out of range {text!r}")
-        return number
-    lower = text.lower()
-    if lower.startswith("0x"):
-        try:
-            number = float(int(lower, 16))
-        except ValueError:
-            raise BadValue(f"bad hex value {text!r}") from None
-        if number >= _LARGEST:
-            raise BadValue(f"value out of range {text!r}")
-        return number
-    if lower in ("active", "enabled", "yes"):
-        return 1.0
-    if lower in ("not active", "disabled", "no"):
-        return 0.0
-    if len(lower) >= 2 and lower[0] == "p" and lower[1:].isdigit():
-        return float(lower[1:])
-    raise BadValue(f"bad value {text!r}")
-
-
-class _Clock:
-    """nvidia-smi timestamps are local time; mktime once per hour keeps a long log fast."""
-
-    def __init__(self, now_s: float) -> None:
-        self._hours: dict[tuple[int, int, int, int], float] = {}
-        self._latest_s = now_s + _LATEST_AFTER_NOW_S
-
-    def _outside(self, text: str) -> BadValue:
-        first = datetime.fromtimestamp(EARLIEST_S, UTC).date().isoformat()
-        last = datetime.fromtimestamp(self._latest_s, UTC).date().isoformat()
-        return BadValue(f"timestamp {text!r} is outside {first} .. {last} (a wrong clock?)")
-
-    def parse(self, text: str) -> float:
-        time_s = self._parse(text.strip())
-        if not EARLIEST_S <= time_s <= self._latest_s:
-            raise self._outside(text.strip())
-        return time_s
-
-    def _parse(self, text: str) -> float:
-        match = _STAMP.match(text)
-        if match:
-            y, mo, d, h, mi = (int(match.group(i)) for i in range(1, 6))
-            key = (y, mo, d, h)
-            base = self._hours.get(key)
-            if base is None:
-                if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23):
-                    raise BadValue(f"bad timestamp {text!r}")
-                if not 1990 <= y <= 9998:
-                    raise self._outside(text)
-                try:
-                    datetime(y, mo, d)
-                except ValueError:  # mktime would quietly make 2024/02/30 into 1 March
-                    raise BadValue(f"bad timestamp {text!r}: no such date") from None
-                try:
-                    base = time.mktime((y, mo, d, h, 0, 0, 0, 0, -1))
-                except (OverflowError, ValueError):
-                    raise BadValue(f"bad timestamp {text!r}") from None
-                self._hours[key] = base
-            seconds = float(match.group(6))
-            if mi > 59 or seconds >= 61:
-                raise BadValue(f"bad timestamp {text!r}")
-            return base + mi * 60 + seconds
-        try:
-            stamp = datetime.fromisoformat(text)
-        except ValueError:
-            try:
-                stamp = datetime.strptime(text, "%a %b %d %H:%M:%S %Y")
-            except ValueError:
-                raise BadValue(f"bad timestamp {text!r}") from None
-        try:
-            return stamp.timestamp()
-        except (OverflowError, OSError, ValueError):  # year 1 in a zone east of UTC, and the like
-            raise self._outside(text) from None
 
 
 @dataclass
@@ -239,6 +135,8 @@ class ImportResult:
     #: Fields read (``analyze`` uses them) that the history has no column for: the importer drops them.
     unstored: list[str] = field(default_factory=list)
     source: str = ""
+    #: What the reader could not settle but stored anyway (an hour a DST change ran twice, one pass seen).
+    notes: list[str] = field(default_factory=list)
 
 
 class _Layout:
@@ -246,6 +144,8 @@ class _Layout:
 
     def __init__(self, cells: list[str]) -> None:
         self.names = [_field_name(c) for c in cells]
+        #: The unit in each header cell's brackets (``[mW]`` -> ``mw``), ``""`` where none.
+        self.units = [c.partition("[")[2].partition("]")[0].strip().lower() for c in cells]
         self.width = len(cells)
         self.time_col = self.names.index("timestamp") if "timestamp" in self.names else None
         self.sample = _ranked([(i, SAMPLE_FIELDS[n]) for i, n in enumerate(self.names) if n in SAMPLE_FIELDS],
@@ -297,7 +197,7 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
 
     ``now_s`` ends the sane span of sample times (now + 1 day); tests pass a fixed instant."""
     layout: _Layout | None = None
-    clock = _Clock(time.time() if now_s is None else now_s)
+    clock = Clock(time.time() if now_s is None else now_s)
     logs: dict[str, _GpuLog] = {}
     chars = 0
     for line_no, raw_line in enumerate(lines, start=1):
@@ -346,7 +246,7 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
             values: dict[str, float | None] = {}
             for i, name in layout.sample:  # best-ranked column first: a later one only fills a gap
                 if values.get(name) is None:
-                    values[name] = parse_number(cells[i])
+                    values[name] = parse_reading(cells[i], name, layout.names[i], layout.units[i])
             if layout.reasons and not layout.has_mask:
                 bits = [(bit, parse_number(cells[i])) for i, bit in layout.reasons]
                 known = [(bit, v) for bit, v in bits if v is not None]
@@ -354,14 +254,14 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
             info: dict[str, Any] = {}
             for i, name in layout.info:
                 text = cells[i]
-                if _is_missing(text):
+                if is_missing(text):
                     continue
                 if name in _TEXT_INFO:
                     info[name] = text
                 elif name == "persistence_mode":
                     info[name] = text.lower() == "enabled"
                 else:
-                    number = parse_number(text)
+                    number = parse_reading(text, name, layout.names[i], layout.units[i])
                     info[name] = int(number) if name in _INT_INFO and number is not None else number
         except BadValue as exc:
             result.skipped.append((line_no, str(exc)))
@@ -385,6 +285,7 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
         result.rows += 1
     if progress is not None:
         progress(_consumed(lines, chars))
+    result.notes.extend(note for note in clock.fold_notes() if note not in result.notes)
     _merge(result, logs)
 
 
@@ -412,7 +313,7 @@ def parse_nvsmi_csv(path_or_lines: str | Path | Iterable[str],
     if isinstance(path_or_lines, (str, Path)) and not (isinstance(path_or_lines, str) and "\n" in path_or_lines):
         path = Path(path_or_lines)
         result.source = str(path)
-        with path.open("rb") as handle:
+        with open_stream(path) as handle:  # a FIFO nobody writes to must not hang import
             parse_lines(LogLines(handle), result, progress, now_s=now_s)
     elif isinstance(path_or_lines, str):
         parse_lines(path_or_lines.splitlines(), result, progress, now_s=now_s)

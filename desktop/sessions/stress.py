@@ -121,7 +121,10 @@ def stress_config(request: StressRequest, device: StressDevice, settings: Stress
     if duration_s > MAX_STRESS_MINUTES * 60.0:
         raise UserError(f"--minutes {duration_s / 60.0:g} is beyond a day: at most {MAX_STRESS_MINUTES:g} minutes")
     guard_c = request.guard_c
-    if guard_c is not None and not (math.isfinite(guard_c) and guard_c >= MIN_GUARD_C):
+    if guard_c is not None and not math.isfinite(guard_c):
+        raise UserError(f"--guard-c {guard_c:g}: a temperature must be a finite number of °C "
+                        f"(e.g. 83; {MIN_GUARD_C:g} °C or more, or leave it out for the GPU's own limit)")
+    if guard_c is not None and guard_c < MIN_GUARD_C:
         raise UserError(f"--guard-c {guard_c:g} °C is below room temperature: the run would stop at once "
                         f"(use {MIN_GUARD_C:g} °C or more, or leave it out for the GPU's own limit)")
     if device.name == "cpu" and request.dtype == "tf32":

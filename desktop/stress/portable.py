@@ -36,6 +36,7 @@ from advisor.verdict_model import Verdict
 from desktop import __version__
 from desktop.errors import UserError
 from desktop.history.job_model import JobRecord  # the history's own type: stress never imports jobs
+from desktop.safeio import FileRefused, read_bounded
 from desktop.stress.records import gpu_identity
 from desktop.stress.run_model import RunResult
 from desktop.telemetry.model import GpuInfo
@@ -206,13 +207,14 @@ def read_record(path: Path) -> PortableRecord:
     """The record in ``path``; a UserError naming the file and what is wrong with it (in one line: the field,
     for a value past the parser's limits). `compare`, `stress --baseline` and the Compare dialog read here."""
     shown = printable(path)
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_RECORD_BYTES + 1)
+    try:  # one byte past the cap, so the parser says the record is too large; a FIFO must not hang compare
+        data = read_bounded(path, MAX_RECORD_BYTES + 1, truncate=True)
     except FileNotFoundError:
         raise UserError(f"cannot read {shown}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"cannot read {shown}: it is a folder, not a run record") from None
+    except (IsADirectoryError, FileRefused) as exc:
+        if path.is_dir():
+            raise UserError(f"cannot read {shown}: it is a folder, not a run record") from None
+        raise UserError(f"cannot read {shown}: it {printable(getattr(exc, 'why', exc))}") from None
     except OSError as exc:
         raise UserError(f"cannot read {shown}: {exc.strerror or exc}") from None
     try:

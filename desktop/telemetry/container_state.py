@@ -13,11 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.safeio import read_bounded
+
+#: A runtime's state file is a few KiB; past this it is not one (bounded, non-blocking: safeio).
+_MAX_STATE_BYTES = 1 << 20
+
 
 def _read_json(path: Path) -> object:
     """A JSON state file, or None when it is missing, unreadable (Docker's are root's) or not JSON."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_bounded(path, _MAX_STATE_BYTES).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
 

@@ -40,6 +40,7 @@ from advisor.envelope import (
     envelope_state_text,
     explain_cap,
 )
+from desktop.safeio import read_bounded
 from desktop.telemetry.model import GpuInfo, Snapshot
 
 __all__ = ["PROC_ROOT_ENV", "SYSFS_ROOT_ENV", "CapExplanation", "EnvelopeReader", "EnvelopeSource", "EnvelopeWatch",
@@ -56,6 +57,8 @@ MSI_EC: Final = "devices/platform/msi-ec"
 _NVIDIA_VENDOR: Final = "0x10de"
 #: A sysfs value longer than this is not one of the short words these files hold.
 _MAX_VALUE_CHARS: Final = 200
+#: sysfs serves at most a page per attribute; nothing read here is longer.
+_MAX_FILE_BYTES: Final = 4096
 _POWERD_PERIOD_S: Final = 10.0
 #: hwmon drivers and the label of their CPU package sensor (Intel coretemp, AMD k10temp / zenpower).
 _PACKAGE_LABELS: Final[dict[str, tuple[str, ...]]] = {
@@ -72,10 +75,11 @@ def _roots() -> tuple[Path, Path, tuple[Path, ...]]:
 
 def _text(path: Path) -> str | None:
     """A sysfs file's first line, stripped; None when missing or unreadable. Bytes kept (surrogateescape)."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(4096)
+    try:  # never blocks (a FIFO planted in the tree), never reads more than a page (/dev/zero)
+        raw = read_bounded(path, _MAX_FILE_BYTES, truncate=True)
     except OSError:
+        return None
+    if b"\0" in raw:  # no sysfs word holds a NUL: a sparse or binary file in the tree
         return None
     text = raw.decode("utf-8", errors="surrogateescape").strip()
     return text[:_MAX_VALUE_CHARS] if text else None
@@ -83,8 +87,10 @@ def _text(path: Path) -> str | None:
 
 def _lines(path: Path) -> tuple[str, ...]:
     try:
-        raw = path.read_bytes()[:4096]
+        raw = read_bounded(path, _MAX_FILE_BYTES, truncate=True)
     except OSError:
+        return ()
+    if b"\0" in raw:
         return ()
     return tuple(word[:_MAX_VALUE_CHARS] for word in raw.decode("utf-8", errors="surrogateescape").split() if word)
 
@@ -98,6 +104,12 @@ def _number(path: Path) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def _percent(path: Path) -> float | None:
+    """A percentage, None outside 0..100 (a fan speed of 1e308 % is a broken file, not a reading)."""
+    value = _number(path)
+    return value if value is not None and 0.0 <= value <= 100.0 else None
 
 
 def _on_off(path: Path) -> bool | None:
@@ -125,8 +137,10 @@ def power_supplies(sysfs: Path) -> tuple[bool | None, float | None, str | None]:
         kind = _text(supply / "type")
         if kind in ("Mains", "USB"):
             online = _number(supply / "online")
-            if online is not None:
-                on_ac = True if online > 0 else (on_ac or False)
+            if online in (1.0, 2.0):  # the ABI's values: 0 offline, 1 online, 2 USB programmable
+                on_ac = True
+            elif online == 0.0:
+                on_ac = on_ac or False
         elif kind == "Battery" and battery_pct is None:
             if _text(supply / "present") == "0":
                 continue
@@ -247,8 +261,8 @@ class EnvelopeReader:
             msi_fan_modes=_lines(ec / "available_fan_modes"),
             msi_cooler_boost=_on_off(ec / "cooler_boost"),
             msi_super_battery=_on_off(ec / "super_battery"),
-            cpu_fan_pct=_number(ec / "cpu" / "realtime_fan_speed"),
-            gpu_fan_pct=_number(ec / "gpu" / "realtime_fan_speed"),
+            cpu_fan_pct=_percent(ec / "cpu" / "realtime_fan_speed"),
+            gpu_fan_pct=_percent(ec / "gpu" / "realtime_fan_speed"),
             cpu_package_temp_c=package_temp,
             cpu_package_power_w=self._rapl_power_w(now),
             powerd_running=self._powerd[1],

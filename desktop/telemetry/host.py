@@ -21,6 +21,7 @@ import psutil
 
 from advisor.attribution import StateLookup, container_from_cgroup, short_command
 from advisor.safetext import printable
+from desktop.safeio import read_bounded
 from desktop.telemetry import owned
 from desktop.telemetry.container_state import RuntimeStateFiles, posix_home
 from desktop.telemetry.model import GpuProcess, HostSample
@@ -29,6 +30,8 @@ _MIB = 1024.0 * 1024.0
 #: Linux's memory counters: psutil.swap_memory reads SwapTotal/SwapFree here, then all of /proc/vmstat for
 #: the swap-in/out counters a host sample does not use (two thirds of a host sample's CPU).
 MEMINFO = Path("/proc/meminfo")
+#: /proc/meminfo and /proc/PID/cgroup are a few KiB; more is not the kernel's file (safeio: bounded, non-blocking).
+_MAX_PROC_BYTES = 64 << 10
 _CPU_TEMP_SENSORS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "acpitz")
 #: Where /proc/PID/cgroup is read (Linux only: elsewhere no process runs in a cgroup we can name).
 PROC_ROOT: Path | None = Path("/proc") if sys.platform.startswith("linux") else None
@@ -66,7 +69,8 @@ def read_attribution(handle: psutil.Process, proc_root: Path | None, state_looku
     container = None
     if proc_root is not None:
         try:
-            text = (proc_root / str(handle.pid) / "cgroup").read_text(encoding="utf-8", errors="replace")
+            raw = read_bounded(proc_root / str(handle.pid) / "cgroup", _MAX_PROC_BYTES, truncate=True)
+            text = raw.decode("utf-8", errors="replace")
         except OSError:
             text = ""
         found = container_from_cgroup(text, state_lookup)
@@ -79,14 +83,13 @@ def swap_bytes(meminfo: Path = MEMINFO) -> tuple[int, int]:
     ``meminfo``), without its /proc/vmstat pass; psutil's own answer where the file has no such lines."""
     total = free = None
     try:
-        with meminfo.open("rb") as lines:
-            for line in lines:
-                if line.startswith(b"SwapTotal:"):
-                    total = int(line.split()[1]) * 1024
-                elif line.startswith(b"SwapFree:"):
-                    free = int(line.split()[1]) * 1024
-                if total is not None and free is not None:
-                    return total, total - free
+        for line in read_bounded(meminfo, _MAX_PROC_BYTES, truncate=True).split(b"\n"):
+            if line.startswith(b"SwapTotal:"):
+                total = int(line.split()[1]) * 1024
+            elif line.startswith(b"SwapFree:"):
+                free = int(line.split()[1]) * 1024
+            if total is not None and free is not None:
+                return total, total - free
     except (OSError, ValueError, IndexError):
         pass
     swap = psutil.swap_memory()

@@ -6,6 +6,12 @@ advise, report, exporter, stress) or made `save` write a file that lost every se
 
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -18,6 +24,7 @@ from desktop.cli import main as cli_main
 from desktop.config import Settings
 
 DEFAULTS = Settings()
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _load_bytes(tmp_path: Path, data: bytes) -> tuple[Settings, list[tuple[str, str]]]:
@@ -124,3 +131,43 @@ def test_commands_report_a_hostile_settings_file_instead_of_crashing(
     # Each bad value is reported, and the command goes on to its next step (here: no database there).
     assert "costs.currency: is not valid UTF-8 text" in err and "alerts.temperature_c: must be between" in err
     assert code == 2 and "none.sqlite" in err and "Traceback" not in err
+
+
+def _rows(db: Path) -> int:
+    """GPU samples stored so far; 0 while the database is not there or not yet made."""
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+    try:
+        return int(conn.execute("SELECT count(*) FROM gpu_samples").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_as_the_settings_file_does_not_stop_record(tmp_path: Path) -> None:
+    """Issue 34 item 5: opening a FIFO with no writer blocked ``record`` before it started."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    os.mkfifo(config_dir / "settings.toml")
+    db = tmp_path / "h.sqlite"
+    env = dict(os.environ, RIGSCOPE_CONFIG_DIR=str(config_dir),
+               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "desktop", "record", "--simulate", "--interval", "0.2",
+                             "--db", str(db)], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 90.0  # generous for a busy machine; the rows are what is waited for
+        while _rows(db) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _rows(db) >= 3, "record stored nothing: it is stuck on the settings FIFO"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "settings.toml: is a FIFO (named pipe), not a regular file; using defaults" in err
+    assert "Traceback" not in err

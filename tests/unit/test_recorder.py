@@ -80,9 +80,13 @@ def test_corrupt_database_is_moved_aside_and_prometheus_serves_while_recording(t
         started = proc.stderr.readline()
         url = re.search(r"Prometheus metrics on (http://\S+)", started)
         assert url, started
-        time.sleep(1.0)
-        with urllib.request.urlopen(url.group(1).rstrip(".;"), timeout=10) as response:
-            text = response.read().decode()
+        text = ""  # the first sample is what is waited for, not a second that usually brings it
+        deadline = time.monotonic() + 60.0
+        while "GPU-SIM00" not in text and time.monotonic() < deadline:
+            with urllib.request.urlopen(url.group(1).rstrip(".;"), timeout=10) as response:
+                text = response.read().decode()
+            if "GPU-SIM00" not in text:
+                time.sleep(0.05)
         assert "GPU-SIM00" in text
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -173,3 +176,22 @@ def test_a_subnormal_baseline_is_refused_not_an_infinite_ratio(two_files: tuple[
     assert main(["compare", str(tiny), str(two_files[1]), "--json"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and '"throughput.sustained"' in captured.err and "Infinity" not in captured.err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_or_dev_zero_as_a_compare_input_is_one_line_not_a_hang(two_files: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    """Issue 34 item 5: opening a FIFO with no writer blocked `compare` for ever."""
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    repo = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for hostile, why in ((fifo, "is a FIFO (named pipe), not a regular file"),
+                         (Path("/dev/zero"), "is a character device, not a regular file")):
+        try:
+            done = subprocess.run([sys.executable, "-m", "desktop", "compare", str(two_files[0]), str(hostile)],
+                                  capture_output=True, text=True, env=env, check=False, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"compare blocked on {hostile}")
+        assert done.returncode == 2 and f"cannot read {hostile}: it {why}" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

@@ -141,18 +141,21 @@ def test_processes_creating_one_new_file_at_once_take_each_step_once(tmp_path: P
     raised "duplicate column name" when two took one step: the version was read before the write lock."""
     import subprocess
     import sys
-    import time
+
+    from tests.waits import until
 
     repo = Path(__file__).resolve().parents[3]
     code = ("import sys, time; from pathlib import Path; from desktop.history.store import HistoryStore\n"
             "go = Path(sys.argv[2])\n"
+            "Path(sys.argv[3]).touch()\n"  # imported: waiting for the go
             "while not go.exists(): time.sleep(0.001)\n"
             "HistoryStore.open(Path(sys.argv[1])).close()\n")
     for attempt in range(3):
         target, go = tmp_path / f"h{attempt}.sqlite", tmp_path / f"go{attempt}"
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(target), str(go)], cwd=repo,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
-        time.sleep(1.5)  # all four imported and waiting
+        ready = [tmp_path / f"ready{attempt}-{n}" for n in range(4)]
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(target), str(go), str(mark)], cwd=repo,
+                                  stderr=subprocess.PIPE, text=True) for mark in ready]
+        until(lambda marks=ready: all(mark.exists() for mark in marks))  # all four imported and waiting
         go.touch()
         errors = [p.communicate(timeout=120)[1] for p in procs]
         assert all(p.returncode == 0 for p in procs), errors

@@ -19,6 +19,7 @@ from desktop.jobs.wrap import WATCHDOG
 from desktop.telemetry import owned
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from tests.waits import DEADLINE_S, WRITE_ATOMIC, read_when, until
 
 pytestmark = pytest.mark.skipif(not owned.supported(), reason="/proc and sessions (Linux)")
 
@@ -31,12 +32,8 @@ class FastClock:
         return self.now_s
 
 
-def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.005)
+def _until(condition: Callable[[], bool], timeout_s: float = DEADLINE_S) -> None:
+    until(condition, timeout_s)
 
 
 def _state(pid: int) -> str:
@@ -81,7 +78,7 @@ def test_a_forwarded_signal_the_paused_job_ignores_does_not_switch_the_guard_off
         _until(lambda: _state(run.job.pid) != "T")  # type: ignore[union-attr]
         clock.now_s += 1.0
         run.step()  # still hot: read back, the job runs, so the guard pauses it again (past the overshoot)
-        _until(lambda: _state(run.job.pid) == "T", 5.0)  # type: ignore[union-attr]
+        _until(lambda: _state(run.job.pid) == "T")  # type: ignore[union-attr]
         assert run.guard.paused
         assert [e.kind for e in run.events] == ["pause", "resume", "pause"]
         assert any("continued from outside the guard" in line for line in said)
@@ -102,7 +99,7 @@ def test_a_sigcont_from_elsewhere_ends_the_pause_in_the_guards_books(tmp_path: P
         _until(lambda: _state(run.job.pid) != "T")  # type: ignore[union-attr]
         clock.now_s += 5.0
         run.step()
-        _until(lambda: _state(run.job.pid) == "T", 5.0)  # type: ignore[union-attr]
+        _until(lambda: _state(run.job.pid) == "T")  # type: ignore[union-attr]
         assert [e.kind for e in run.events] == ["pause", "resume", "pause"]
         assert run.guard.paused_s == pytest.approx(5.0)
     finally:
@@ -141,8 +138,7 @@ def test_a_daemonised_worker_is_named_not_under_the_guard_instead_of_counted_as_
     try:
         run.start()
         assert run.job is not None
-        _until(pid_file.exists)
-        daemon = int(pid_file.read_text())
+        daemon = read_when(pid_file, int)
         run.step()
         _until(lambda: _state(run.job.pid) == "T")  # type: ignore[union-attr]
         time.sleep(0.1)
@@ -198,16 +194,15 @@ def test_a_member_the_guard_could_not_stop_does_not_read_as_continued_from_elsew
     from desktop.jobs.wrap import WrappedJob
 
     pid_file = tmp_path / "child.pid"
-    code = (f"import os, subprocess, sys, time\n"
+    code = (f"import os, subprocess, sys, time\n{WRITE_ATOMIC}"
             f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+            f"_write({str(pid_file)!r}, str(child.pid))\n"
             f"time.sleep(60)\n")
     out = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)
     job = WrappedJob([sys.executable, "-c", code], stdout_fd=out, stderr_fd=out, use_pty=False)
     os.close(out)
     try:
-        _until(pid_file.exists)
-        child = int(pid_file.read_text())
+        child = read_when(pid_file, int)  # its content, not its existence: open(..., "w") makes it empty first
         real_send = owned.send
         monkeypatch.setattr(owned, "send", lambda m, sig, check=None, proc=owned.PROC:
                             False if m.pid == child else real_send(m, sig, check, proc))

@@ -35,7 +35,7 @@ def _stopped(pid: int) -> bool:
     return bool(psutil.Process(pid).status() == psutil.STATUS_STOPPED)
 
 
-def _until(condition: object, timeout_s: float = 5.0) -> bool:
+def _until(condition: object, timeout_s: float = 30.0) -> bool:  # bounds a failure only: generous under load
     deadline = time.monotonic() + timeout_s
     while not condition():  # type: ignore[operator]
         if time.monotonic() > deadline:

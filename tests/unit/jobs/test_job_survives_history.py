@@ -97,19 +97,21 @@ def test_a_killed_rigscope_s_job_is_closed_by_the_next_command(tmp_path: Path,
                              str(db), "--", sys.executable, "-c", "import time; time.sleep(60)"], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def started() -> bool:
+    def beat_after_start() -> bool:
+        """A heartbeat at least 0.5 s after the start is stored: what the closing check below reads."""
         if not db.exists():
             return False
         try:
             with HistoryStore.open(db, readonly=True) as store:
-                return bool(store.jobs())
+                jobs = store.jobs()
         except Exception:  # the file is being created
             return False
+        return bool(jobs) and (jobs[0].last_seen_s or 0.0) >= jobs[0].started_s + 0.5
 
     children: list[psutil.Process] = []
     try:
-        _until(started)
-        time.sleep(1.0)
+        _until(beat_after_start, 60.0)  # the thing itself, not a second that usually brings it
+        _until(lambda: len(psutil.Process(proc.pid).children(recursive=True)) >= 2, 60.0)
         children = psutil.Process(proc.pid).children(recursive=True)  # the job and the watchdog
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)

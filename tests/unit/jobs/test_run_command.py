@@ -102,6 +102,8 @@ def test_a_sigterm_for_rigscope_is_forwarded_to_the_job(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     ([], "Put the command after `--`"),
     (["--guard-c", "20", "--", "true"], "below room temperature"),
+    (["--guard-c", "inf", "--", "true"], "--guard-c inf: a temperature must be a finite number of °C"),
+    (["--guard-c", "nan", "--", "true"], "--guard-c nan: a temperature must be a finite number of °C"),
     (["--guard-c", "200", "--", "true"], "shutdown temperature"),
     # Issue 21, defect 6: the simulated GPU idles at 35 °C; a 30 °C guard would resume only at 25 °C, never.
     (["--guard-c", "30", "--", "true"], "plus the resume offset (5 °C)"),

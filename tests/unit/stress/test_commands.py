@@ -50,6 +50,9 @@ def test_usage_mistakes_exit_2_with_a_message(capsys: pytest.CaptureFixture[str]
     assert "beyond a day" in capsys.readouterr().err
     assert main(["stress", "--device", "sim", "--guard-c", "20", "--db", db]) == 2
     assert "below room temperature" in capsys.readouterr().err
+    for endless in ("inf", "nan"):  # issue 34 item 7: "inf" read as below room temperature
+        assert main(["stress", "--device", "sim", "--guard-c", endless, "--db", db]) == 2
+        assert f"--guard-c {endless}: a temperature must be a finite number of °C" in capsys.readouterr().err
     assert main(["stress", "--device", "sim", "--guard-c", "nan", "--db", db]) == 2
 
 

@@ -81,7 +81,7 @@ def _start(db: Path, device: str = "sim") -> subprocess.Popen[str]:
 
 def _wait_for_lock(proc: subprocess.Popen[str], device: str = "sim") -> None:
     lock = DeviceLock(device)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # the child imports torch: on two busy cores that alone can take 30 s
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         if read_holder(lock.lock_path).get("pid") == proc.pid:
