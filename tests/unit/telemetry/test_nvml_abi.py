@@ -1,4 +1,4 @@
-"""The stand-ins' own NVML table (tests/fakes/nvml_abi.py) against the installed binding, and the floor run's binding."""
+"""The stand-ins' own NVML table (tests/fakes/nvml_abi.py) against the installed binding; the floor run's binding."""
 
 from __future__ import annotations
 
