@@ -47,6 +47,8 @@ class GpuSpec:
     model: str
     peak_bf16_tflops: float
     vram_gb: float
+    #: The TGP (W) the peak is stated at, where the datasheet names one (laptop GPUs); see advisor.dense_peak.
+    peak_at_w: float | None = None
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ class Verdict:
     power_at_limit_share: float | None = None
     #: °C per minute the temperature still rose over the end of the run (a least-squares slope); None: unknown.
     rising_c_per_min: float | None = None
+    #: A bf16 GEMM's dense peak for this GPU at its limit in force (advisor.dense_peak), and what it came from.
+    dense_peak_tflops: float | None = None
+    dense_peak_source: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}

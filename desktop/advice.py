@@ -89,7 +89,9 @@ def load_gpu_specs(path: Path | None = None) -> list[GpuSpec]:
         tflops = _number(path, line, "peak_bf16_tflops", row["peak_bf16_tflops"])
         vram = _number(path, line, "vram_gb", row["vram_gb"])
         assert tflops is not None and vram is not None
-        specs.append(GpuSpec(row["model"].strip(), tflops, vram))
+        # Optional column (a copy made before it existed has none): the TGP the peak is stated at.
+        at_w = _number(path, line, "peak_at_w", row.get("peak_at_w") or "", optional=True)
+        specs.append(GpuSpec(row["model"].strip(), tflops, vram, at_w))
     return specs
 
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.costs import GpuSpec
 from advisor.frame import StressResult
 from advisor.guard import MIN_GUARD_C
 from advisor.thresholds import Thresholds
@@ -199,6 +200,17 @@ def save_safely(db_path: Path | None, result: RunResult, verdict: Verdict) -> tu
         return None, save_failure_reason(exc)
 
 
+def gpu_specs(warn: Callable[[str], None]) -> list[GpuSpec]:
+    """The GPU spec table for the verdict's dense peak; none (and a warning) when the user's copy is malformed."""
+    from desktop.advice import load_gpu_specs
+
+    try:
+        return load_gpu_specs()
+    except UserError as exc:
+        warn(f"no dense peak in the verdict: {exc}")
+        return []
+
+
 def judge_and_save(db_path: Path | None, result: RunResult, *, warn: Callable[[str], None] = log.warning,
                    phase: Callable[[str], None] = lambda _phase: None,
                    regression_pct: float = Thresholds.stress_regression_pct) -> StressOutcome:
@@ -208,7 +220,7 @@ def judge_and_save(db_path: Path | None, result: RunResult, *, warn: Callable[[s
     baseline" and the advisor's stress-regression rule draw the line at the same drop."""
     phase("judging")
     earlier = read_earlier(db_path, result, warn)
-    verdict = judge_run(result, earlier, regression_pct)
+    verdict = judge_run(result, earlier, regression_pct, gpu_specs(warn))
     phase("saving")
     run_id, save_error = save_safely(db_path, result, verdict)
     code = exit_code(result, verdict)

@@ -54,6 +54,8 @@ class ChildState:
     latency: dict[str, float] = field(default_factory=dict)
     #: The CUDA device's identity (the child's first record on CUDA), to find its NVML GPU.
     device: dict[str, Any] | None = None
+    #: The last check that found wrong elements: their count and the output tiles they fall in.
+    mismatch: dict[str, Any] | None = None
 
 
 class ChildReader:
@@ -77,7 +79,8 @@ class ChildReader:
             s = self._state
             return ChildState(s.started, s.progress_seen, s.done, s.throughput, s.unit, s.errors, s.checks,
                                s.error, dict(s.start_info), dict(s.latency),
-                               dict(s.device) if s.device is not None else None)
+                               device=dict(s.device) if s.device is not None else None,
+                               mismatch=dict(s.mismatch) if s.mismatch is not None else None)
 
     def points(self) -> list[tuple[float, float]]:
         with self._lock:
@@ -123,6 +126,8 @@ class ChildReader:
                 s.errors = int(record.get("errors", s.errors))
                 s.checks = int(record.get("checks", s.checks))
                 s.latency.update({k: float(v) for k, v in record.items() if k.endswith("_ms")})
+                if isinstance(record.get("mismatch"), dict):
+                    s.mismatch = record["mismatch"]
             elif kind == "error":
                 s.error = str(record.get("message", "the workload failed"))
 

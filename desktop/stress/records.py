@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.baseline import pick_baseline
+from advisor.costs import GpuSpec, find_spec
+from advisor.dense_peak import dense_peak, of_peak_clause
 from advisor.frame import StressResult
 from advisor.thresholds import Thresholds
 from advisor.verdict import MIN_STRESS_LOAD_S, Verdict, judge
@@ -59,9 +62,10 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
 
 
 def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
-              regression_pct: float = Thresholds.stress_regression_pct) -> Verdict:
-    """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses)."""
-    verdict = judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True)
+              regression_pct: float = Thresholds.stress_regression_pct, specs: Sequence[GpuSpec] = ()) -> Verdict:
+    """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses);
+    a bf16 GEMM on a GPU in ``specs`` also says its share of the dense peak at the limit in force."""
+    verdict = with_dense_peak(judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True), result, specs)
     if result.config.device == "cpu":  # a drop inside the run's own noise band is not throttling
         verdict = judge_cpu_run(verdict, result.trace(), result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S,
                                 other_cores=result.extra.get("other_cpu_cores"), cores=result.extra.get("cpu_cores"))
@@ -81,6 +85,21 @@ def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
                                  before_s=current.started_s)
         verdict = compare_with_baseline(verdict, baseline, regression_pct)
     return verdict
+
+
+def with_dense_peak(verdict: Verdict, result: RunResult, specs: Sequence[GpuSpec]) -> Verdict:
+    """``verdict`` with the dense bf16 peak of the GPU's spec, scaled to the limit the verdict judged against."""
+    if (result.config.workload != "gemm" or result.dtype != "bf16" or verdict.unit != "TFLOP/s"
+            or result.gpu is None or result.config.device == "cpu" or not np.isfinite(verdict.sustained)):
+        return verdict
+    spec = find_spec(result.gpu.name, list(specs))
+    if spec is None:
+        return verdict
+    # The limit in force during the run (NVML's enforced limit), not a datasheet stand-in for it.
+    limit_w = verdict.power_limit_w if verdict.power_limit_source == "reported" else None
+    peak = dense_peak(spec, limit_w)
+    return replace(verdict, dense_peak_tflops=peak.tflops, dense_peak_source=peak.source_text(),
+                   sentence=f"{verdict.sentence.rstrip('.')}; {of_peak_clause(verdict.sustained, peak)}.")
 
 
 def load_earlier(db_path: Path, gpu_uuid: str, workload: str) -> list[StressResult]:

@@ -397,6 +397,8 @@ class StressRunner:
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index
             extra.update(self._envelope_extra(self.gpu))
+        if state.mismatch is not None:  # the wrong elements' count and output tiles of the last failed check
+            extra["mismatch"] = state.mismatch
         if cfg.device == "cpu":  # the CPU shares its cores: its verdict reads drops against this (stress.cpu_noise)
             extra["warmup_noise_pct"] = warmup_noise_pct(time_s, throughput_arr)
             extra["other_cpu_cores"] = other_cores(cpu_before, cpu_after, ended - launched)

@@ -7,22 +7,22 @@ fault or a hang cannot take the window down. Records (one JSON object a line): o
 GPU to watch from it), then ``{"type": "start", ...}``, ``{"type": "progress", "t",
 "throughput", "unit", "errors", "checks", ...}`` about once a second (desktop.stress.pacing),
 ``{"type": "done", ...}`` or ``{"type": "error", "message"}``.
-Each workload checks its results against a float64 reference periodically and counts
-mismatching elements as errors, as gpu-burn does. ``--inject-faults`` (or the environment
-variable RIGSCOPE_STRESS_INJECT_FAULT=1) corrupts one element before every check, so tests
-can prove that errors are reported.
+Each workload checks its whole result periodically, as gpu-burn does (desktop.stress.result_check:
+every element against the first result of the same computation, plus a float64 reference of a
+corner), counts mismatching elements as errors and names the output tiles they fall in (the
+progress record's ``mismatch``). ``--inject-faults`` (or the environment variable
+RIGSCOPE_STRESS_INJECT_FAULT=1) corrupts one element at a random place before every check, so
+tests can prove that errors are reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import ctypes
 import json
 import os
-import signal
+import random
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +31,10 @@ import torch
 
 from desktop.stress.devices import CudaIdentity, bf16_native, cuda_index_problem, nvml_uuid, pci_bus_id
 from desktop.stress.devices import default_dtype as choose_dtype
+from desktop.stress.lifeline import die_with_parent
 from desktop.stress.pacing import Fence, drive, no_fence
+from desktop.stress.result_check import Mismatch, mismatch_mask, summarize
+from desktop.stress.shapes import block_shape
 
 #: Largest |result - reference| allowed, relative to the largest |reference|, per dtype.
 TOLERANCE = {"bf16": 5e-2, "fp16": 1e-2, "tf32": 1e-2, "fp32": 1e-4}
@@ -41,33 +44,6 @@ _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
 def emit(record: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Make sure this child never outlives the app that started it."""
-    # Ctrl+C in a terminal reaches the whole process group: the parent decides, and stops us.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            pr_set_pdeathsig = 1
-            libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-        except OSError:
-            pass
-    # The parent may have died before prctl took effect; and other systems lack prctl.
-    if parent_pid and os.getppid() != parent_pid:
-        os._exit(4)
-
-    def watch() -> None:
-        # stdin is a pipe from the parent: EOF means the parent closed it or died.
-        try:
-            while sys.stdin.buffer.read(1):
-                pass
-        except (OSError, ValueError):
-            pass
-        os._exit(4)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def default_dtype(device: torch.device) -> str:
@@ -150,11 +126,14 @@ def gemm_size(device: torch.device, dtype: str, requested: int = 0) -> int:
 
 def relative_error(result: torch.Tensor, reference: torch.Tensor, tolerance: float) -> int:
     """Elements whose error exceeds ``tolerance`` x the largest |reference| (gpu-burn's fault count)."""
-    scale = float(reference.abs().max()) or 1.0
-    diff = (result.double() - reference).abs()
-    bad = diff > tolerance * scale
-    bad |= ~torch.isfinite(result.double())
-    return int(bad.sum())
+    return int(mismatch_mask(result, reference, tolerance).sum())
+
+
+def corrupt_one(result: torch.Tensor, rng: random.Random) -> tuple[int, ...]:
+    """Add 1000 to one element of ``result`` at a random place (``--inject-faults``); its index."""
+    index = tuple(rng.randrange(size) for size in result.shape)
+    result[index] += 1000.0
+    return index
 
 
 class Gemm:
@@ -172,6 +151,11 @@ class Gemm:
         self.b = (torch.randn(size, size, generator=gen) * scale).to(device=device, dtype=_DTYPES[dtype])
         self.c = torch.empty(size, size, device=device, dtype=_DTYPES[dtype])
         self.work_per_step = 2.0 * size ** 3 / 1e12
+        #: C of the first check: every later C (same inputs, same kernel) must equal it element for element.
+        self.first: torch.Tensor | None = None
+        #: The last check that found wrong elements (the progress record reports it once).
+        self.mismatch: Mismatch | None = None
+        self.rng = random.Random()
 
     def describe(self) -> dict[str, Any]:
         return {"shape": [self.n, self.n, self.n]}
@@ -180,14 +164,24 @@ class Gemm:
         torch.matmul(self.a, self.b, out=self.c)
 
     def check(self) -> int:
-        # A 32 x 256 corner in float64 on the same device: a few hundred MFLOP, so checking
-        # every two seconds costs well under 1 % even where float64 is slow (GeForce).
-        rows, cols = min(32, self.n), min(256, self.n)
-        result = self.c[:rows, :cols].float().cpu()
+        """Wrong elements of C: all N x N against the first check's C, and a 32 x 256 corner against float64.
+
+        The whole-matrix comparison is a few element-wise passes (milliseconds at N = 8192, one more
+        N x N buffer); the float64 corner is a few hundred MFLOP, so checking every two seconds costs
+        well under 1 % even where float64 is slow (GeForce). An element wrong in both counts once.
+        """
+        if self.first is None:
+            self.first = self.c.clone()
         if self.inject:
-            result[0, 0] += 1000.0
-        reference = (self.a[:rows].double() @ self.b[:, :cols].double()).cpu()
-        return relative_error(result, reference, TOLERANCE[self.dtype])
+            corrupt_one(self.c, self.rng)
+        bad = mismatch_mask(self.c, self.first, TOLERANCE[self.dtype])
+        rows, cols = min(32, self.n), min(256, self.n)
+        reference = self.a[:rows].double() @ self.b[:, :cols].double()
+        bad[:rows, :cols] |= mismatch_mask(self.c[:rows, :cols], reference, TOLERANCE[self.dtype])
+        found = summarize(bad)
+        if found.elements:
+            self.mismatch = found
+        return found.elements
 
 
 #: Bandwidth buffers hold int32 element indices: exact for every element a buffer can have here.
@@ -236,39 +230,6 @@ class Bandwidth:
         return int((got != idx).sum())
 
 
-#: Tokens per train step per SM: enough rows that every SM has GEMM tiles to work on. The old fixed
-#: 8 x 128 tokens at width 1024 left an H100/H200 (132 SMs) waiting on the CPU's kernel launches, so
-#: steps/s measured the host, not the GPU.
-TRAIN_TOKENS_PER_SM = 512
-#: Infer keeps small batches (serving latency) but a datacenter GPU still gets rows for its SMs.
-INFER_TOKENS_PER_SM = 64
-#: Of the free memory, what the activations of one step may take (the rest: weights, AdamW, the allocator).
-ACTIVATION_SHARE = 0.3
-
-
-def block_shape(sm_count: int | None, free_bytes: int | None, *, train: bool,
-                width: int = 0) -> tuple[int, int, int]:
-    """(width, seq, batch) of the train/infer block for a GPU with ``sm_count`` SMs and ``free_bytes`` free.
-
-    ``sm_count=None`` is the CPU: the small block. On a GPU the width grows with the SM count (1024
-    up to 47 SMs, 2048 up to 99, 4096 beyond: an H100's FFN GEMMs are then 4096 x 16384), the
-    sequence is 512 and the batch gives ``TRAIN_TOKENS_PER_SM`` (train) or ``INFER_TOKENS_PER_SM``
-    (infer, at least batch 1) tokens per SM, capped so that one step's activations (~64 bytes a
-    token per width unit plus the attention scores) stay within ``ACTIVATION_SHARE`` of free memory.
-    """
-    if sm_count is None:
-        return width or 128, 32, 4 if train else 1
-    width = width or (1024 if sm_count < 48 else 2048 if sm_count < 100 else 4096)
-    seq = 512
-    tokens = sm_count * (TRAIN_TOKENS_PER_SM if train else INFER_TOKENS_PER_SM)
-    heads = max(1, width // 64)
-    bytes_per_token = width * 64 + heads * seq * 4 * (2 if train else 1)
-    if free_bytes:
-        tokens = min(tokens, int(free_bytes * ACTIVATION_SHARE / bytes_per_token))
-    batch = max(1, tokens // seq)
-    return width, seq, batch
-
-
 def _gpu_shape(device: torch.device, size: int, *, train: bool) -> tuple[int, int, int]:
     if device.type != "cuda":
         return block_shape(None, None, train=train, width=size)
@@ -299,6 +260,11 @@ class _BlockWorkload:
         self.x = torch.randn(batch, self.seq, width, device=device)
         self.autocast = dtype in ("bf16", "fp16")
         self.latencies_s: list[float] = []
+        self.train = train
+        #: Infer's weights never change: its whole output at the first check is what every later one must be.
+        self.first: torch.Tensor | None = None
+        self.mismatch: Mismatch | None = None
+        self.rng = random.Random()
 
     def describe(self) -> dict[str, Any]:
         return {"width": self.width, "seq": self.seq, "batch": int(self.x.shape[0])}
@@ -312,20 +278,37 @@ class _BlockWorkload:
         return out
 
     def check(self) -> int:
+        """Wrong elements of the whole batch's output, plus those of 8 tokens against the same weights in float64.
+
+        The whole output is compared with the first check's (infer: fixed weights) or with the same
+        forward pass run again (train: the weights move each step); the float64 reference says the
+        computation itself is right.
+        """
         was_training = self.model.training
         self.model.eval()
+        tolerance = TOLERANCE[self.dtype] * (4.0 if self.autocast else 10.0)
         with torch.no_grad():
+            full = self.forward(self.x)
+            if self.train or self.first is None:
+                expected = self.forward(self.x) if self.train else full.clone()
+                if not self.train:
+                    self.first = expected
+            else:
+                expected = self.first
+            if self.inject:
+                corrupt_one(full, self.rng)
+            found = summarize(mismatch_mask(full, expected, tolerance))
             x = self.x[:1, :8]
-            result = self.forward(x).float().cpu()
             # The same weights in float64 on the same device (no host copy of the model).
             reference_model = copy.deepcopy(self.model).double()
-            reference = reference_model(x.double()).cpu()
+            reference = reference_model(x.double())
             del reference_model
+            # Attention over 8 tokens is another computation than over the batch's: counted on its own.
+            wrong_small = int(mismatch_mask(self.forward(x), reference, tolerance).sum())
         self.model.train(was_training)
-        if self.inject:
-            result[0, 0, 0] += 1000.0
-        tolerance = TOLERANCE[self.dtype] * (4.0 if self.autocast else 10.0)
-        return relative_error(result, reference, tolerance)
+        if found.elements:
+            self.mismatch = found
+        return found.elements + wrong_small
 
 
 class Train(_BlockWorkload):
@@ -410,6 +393,10 @@ def run(workload_name: str, device_name: str, dtype: str | None, seconds: float,
             record.update(latency_percentiles_ms(latencies))
             all_latencies.extend(latencies)
             latencies.clear()
+        mismatch = getattr(workload, "mismatch", None)
+        if mismatch is not None:  # reported once, with the check that found it
+            record["mismatch"] = mismatch.record()
+            workload.mismatch = None
 
     totals = drive(workload, seconds, emit, fence=fence_for(device),
                    check_period_s=float(getattr(workload, "check_period_s", check_period_s)),

@@ -28,6 +28,8 @@ from typing import Any
 
 import pynvml as _real
 
+from tests.fakes import nvml_abi as abi
+
 GIB = 1024**3
 MIB = 1024**2
 _UTILITIES = ("nvmlExceptionClass", "nvmlStructToFriendlyObject", "nvmlFriendlyObjectToStruct")
@@ -185,9 +187,9 @@ def hopper_gpu(**changes: Any) -> FakeGpu:
 
 
 #: GPM metric ids the fake measures, and the FakeGpu field holding each one's activity (%).
-_GPM_ACTIVITY = {_real.NVML_GPM_METRIC_SM_UTIL: "sm_active_pct", _real.NVML_GPM_METRIC_ANY_TENSOR_UTIL:
-                 "tensor_active_pct", _real.NVML_GPM_METRIC_DRAM_BW_UTIL: "dram_active_pct",
-                 _real.NVML_GPM_METRIC_GRAPHICS_UTIL: "graphics_active_pct"}
+_GPM_ACTIVITY = {abi.NVML_GPM_METRIC_SM_UTIL: "sm_active_pct", abi.NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+                 "tensor_active_pct", abi.NVML_GPM_METRIC_DRAM_BW_UTIL: "dram_active_pct",
+                 abi.NVML_GPM_METRIC_GRAPHICS_UTIL: "graphics_active_pct"}
 
 
 class _Handle:
@@ -242,7 +244,7 @@ class FakeNvml:
 
     # --- test API ---------------------------------------------------------------------------
 
-    def fail(self, func: str, gpu: int | None = None, error: int = _real.NVML_ERROR_NOT_SUPPORTED,
+    def fail(self, func: str, gpu: int | None = None, error: int = abi.NVML_ERROR_NOT_SUPPORTED,
              times: int | None = None) -> None:
         """Make ``func`` (C symbol, or its name without ``_vN``) raise ``error`` on ``gpu`` (None: every call)."""
         self._failures.append(_Failure(func, gpu, error, times))
@@ -268,10 +270,10 @@ class FakeNvml:
             gpu.pcie_rx_bytes += int(gpu.pcie_rx_kb_s * 1024 * dt_s)
             held_ns = int(dt_s * 1e9)
             reasons = gpu.clock_event_reasons
-            gpu.sw_power_cap_ns += held_ns if reasons & _real.nvmlClocksEventReasonSwPowerCap else 0
-            gpu.sw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonSwThermalSlowdown else 0
-            gpu.hw_thermal_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwThermalSlowdown else 0
-            gpu.hw_power_brake_ns += held_ns if reasons & _real.nvmlClocksEventReasonHwPowerBrakeSlowdown else 0
+            gpu.sw_power_cap_ns += held_ns if reasons & abi.nvmlClocksEventReasonSwPowerCap else 0
+            gpu.sw_thermal_ns += held_ns if reasons & abi.nvmlClocksEventReasonSwThermalSlowdown else 0
+            gpu.hw_thermal_ns += held_ns if reasons & abi.nvmlClocksEventReasonHwThermalSlowdown else 0
+            gpu.hw_power_brake_ns += held_ns if reasons & abi.nvmlClocksEventReasonHwPowerBrakeSlowdown else 0
             for metric, attr in _GPM_ACTIVITY.items():
                 gpu.gpm_active_s[metric] = gpu.gpm_active_s.get(metric, 0.0) + dt_s * getattr(gpu, attr) / 100.0
 
@@ -302,7 +304,7 @@ class FakeNvml:
                 while time.perf_counter() < end:
                     pass
         if self.init_count <= 0 and name not in {"nvmlInit", "nvmlInitWithFlags", "nvmlInit_v2"}:
-            return _real.NVML_ERROR_UNINITIALIZED, None
+            return abi.NVML_ERROR_UNINITIALIZED, None
         base = _VERSION_SUFFIX.sub("", name)
         for failure in self._failures:
             if failure.func in (name, base) and (failure.gpu is None or failure.gpu == index):
@@ -314,10 +316,10 @@ class FakeNvml:
         if handle is None:
             return None, None
         if index in self._lost or handle.generation != self._generation[handle.index]:
-            return _real.NVML_ERROR_GPU_IS_LOST, None
+            return abi.NVML_ERROR_GPU_IS_LOST, None
         gpu = self.gpus[handle.index]
         if name in gpu.unsupported or base in gpu.unsupported:
-            return _real.NVML_ERROR_NOT_SUPPORTED, None
+            return abi.NVML_ERROR_NOT_SUPPORTED, None
         return None, gpu
 
     def _api(self, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
@@ -329,7 +331,7 @@ class FakeNvml:
                 raise _real.NVMLError(code)
             if gpu is not None and args[0].mig is not None:
                 if mig_body is None:  # most calls answer NotSupported on a MIG device handle
-                    raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                    raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
                 return mig_body(gpu.mig_instances[args[0].mig], *args[1:], **kwargs)
             return body(gpu, *args[1:], **kwargs) if gpu is not None else body(*args, **kwargs)
 
@@ -338,46 +340,46 @@ class FakeNvml:
 
     def _handle(self, index: int) -> _Handle:
         if not 0 <= index < len(self.gpus):
-            raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+            raise _real.NVMLError(abi.NVML_ERROR_INVALID_ARGUMENT)
         if index in self._lost:
-            raise _real.NVMLError(_real.NVML_ERROR_GPU_IS_LOST)
+            raise _real.NVMLError(abi.NVML_ERROR_GPU_IS_LOST)
         return _Handle(index, self._generation[index])
 
     def _field(self, gpu: FakeGpu, value: Any) -> None:
         fid = int(value.fieldId)
         value.timestamp = self._clock_us
         readings = {
-            _real.NVML_FI_DEV_POWER_AVERAGE: (1, gpu.power_mw), _real.NVML_FI_DEV_POWER_INSTANT: (1, gpu.power_mw),
-            _real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (3, gpu.energy_mj),
-            _real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (3, gpu.pcie_tx_bytes),
-            _real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (3, gpu.pcie_rx_bytes),
-            _real.NVML_FI_DEV_POWER_CURRENT_LIMIT: (1, gpu.power_limit_mw),
+            abi.NVML_FI_DEV_POWER_AVERAGE: (1, gpu.power_mw), abi.NVML_FI_DEV_POWER_INSTANT: (1, gpu.power_mw),
+            abi.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (3, gpu.energy_mj),
+            abi.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (3, gpu.pcie_tx_bytes),
+            abi.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (3, gpu.pcie_rx_bytes),
+            abi.NVML_FI_DEV_POWER_CURRENT_LIMIT: (1, gpu.power_limit_mw),
             # Clock-event counters, unsigned long long ns: 74/75 are the perf-policy ids older drivers
             # answer (74 is also the SW power cap counter's id today), 269-271 those of nvidia-ml-py 13.x
             # (R580.82+; the fake's "565" driver is an ambiguous version to Rigscope, which asks 251-253
             # too and finds them NotSupported here). tests/fakes/personalities_counters.py has the real branches.
-            _real.NVML_FI_DEV_PERF_POLICY_POWER: (3, gpu.sw_power_cap_ns),
-            _real.NVML_FI_DEV_PERF_POLICY_THERMAL: (3, gpu.sw_thermal_ns),
-            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: (3, gpu.sw_thermal_ns),
-            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN: (3, gpu.hw_thermal_ns),
-            _real.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN: (3, gpu.hw_power_brake_ns),
+            abi.NVML_FI_DEV_PERF_POLICY_POWER: (3, gpu.sw_power_cap_ns),
+            abi.NVML_FI_DEV_PERF_POLICY_THERMAL: (3, gpu.sw_thermal_ns),
+            abi.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: (3, gpu.sw_thermal_ns),
+            abi.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN: (3, gpu.hw_thermal_ns),
+            abi.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN: (3, gpu.hw_power_brake_ns),
         }
         # T.Limit offsets are signed (-7 C); valueType 5 is NVML_VALUE_TYPE_SIGNED_INT.
-        for fid_t, offset in ((_real.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT, gpu.tlimit_shutdown_c),
-                              (_real.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT, gpu.tlimit_slowdown_c),
-                              (_real.NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT, gpu.tlimit_mem_max_c),
-                              (_real.NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT, gpu.tlimit_gpu_max_c)):
+        for fid_t, offset in ((abi.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT, gpu.tlimit_shutdown_c),
+                              (abi.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT, gpu.tlimit_slowdown_c),
+                              (abi.NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT, gpu.tlimit_mem_max_c),
+                              (abi.NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT, gpu.tlimit_gpu_max_c)):
             if offset is not None:
                 readings[fid_t] = (5, offset)
         if fid in gpu.field_errors:
             value.nvmlReturn = gpu.field_errors[fid]
             return
         if fid in gpu.unsupported_fields or fid not in readings:
-            value.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
+            value.nvmlReturn = abi.NVML_ERROR_NOT_SUPPORTED
             return
         value_type, number = readings[fid]
         value.valueType = value_type
-        value.nvmlReturn = _real.NVML_SUCCESS
+        value.nvmlReturn = abi.NVML_SUCCESS
         if value_type == 1:
             value.value.uiVal = number
         elif value_type == 5:
@@ -399,6 +401,10 @@ class FakeNvml:
                 mod.__dict__[name] = self._api(name, _not_supported)
             elif not (isinstance(value, types.FunctionType) and name.startswith("_")):
                 mod.__dict__[name] = value
+        # The fake is a binding of its own: the newest one's ids and structs whatever pynvml is installed
+        # (12.535 lacks the 24-byte c_nvmlProcessInfo_v3_t, so the app would take the C path there).
+        mod.__dict__.update(abi.BINDING_NAMES)
+        mod.__dict__["c_nvmlProcessInfo_t"] = abi.c_nvmlProcessInfo_v3_t
         for name, body in self._bodies().items():
             mod.__dict__[name] = self._api(name, body)
         mod.__dict__["nvmlDeviceGetMemoryInfo"] = self._memory_info
@@ -407,7 +413,7 @@ class FakeNvml:
 
         def _nvmlGetFunctionPointer(name: str) -> Callable[..., int]:
             if name not in cfuncs:
-                raise _real.NVMLError(_real.NVML_ERROR_FUNCTION_NOT_FOUND)
+                raise _real.NVMLError(abi.NVML_ERROR_FUNCTION_NOT_FOUND)
             return cfuncs[name]
 
         mod.__dict__["_nvmlGetFunctionPointer"] = _nvmlGetFunctionPointer
@@ -422,7 +428,7 @@ class FakeNvml:
         if code is not None:
             raise _real.NVMLError(code)
         assert gpu is not None
-        memory = _real.c_nvmlMemory_v2_t() if version else _real.c_nvmlMemory_t()
+        memory = abi.c_nvmlMemory_v2_t() if version else abi.c_nvmlMemory_t()
         if handle.mig is not None:
             instance = gpu.mig_instances[handle.mig]
             memory.total, memory.used = instance.memory_total_bytes, instance.memory_used_bytes
@@ -444,7 +450,7 @@ class FakeNvml:
         if code is not None:
             raise _real.NVMLError(code)
         assert gpu is not None
-        values = (_real.c_nvmlFieldValue_t * len(field_ids))()
+        values = (abi.c_nvmlFieldValue_t * len(field_ids))()
         for i, fid in enumerate(field_ids):
             values[i].fieldId, values[i].scopeId = fid if isinstance(fid, tuple) else (fid, 0)
             self._field(gpu, values[i])
@@ -464,68 +470,68 @@ class FakeNvml:
             for i, gpu in enumerate(self.gpus):
                 if gpu.uuid == text:
                     return self._handle(i)
-            raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+            raise _real.NVMLError(abi.NVML_ERROR_NOT_FOUND)
 
         def by_bus(bus: Any) -> _Handle:
             text = bus.decode() if isinstance(bus, bytes) else bus
             for i in range(len(self.gpus)):
                 if _bus_id(i) == text:
                     return self._handle(i)
-            raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+            raise _real.NVMLError(abi.NVML_ERROR_NOT_FOUND)
 
         def utilization(g: FakeGpu) -> Any:
-            return _real.c_nvmlUtilization_t(gpu=g.utilization_gpu, memory=g.utilization_mem)
+            return abi.c_nvmlUtilization_t(gpu=g.utilization_gpu, memory=g.utilization_mem)
 
         def fan(g: FakeGpu, *_: Any) -> int:
             if g.fan_pct is None:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
             return g.fan_pct
 
         def power_limit(g: FakeGpu) -> int:
             if not g.power_limit_settable:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
             return g.power_limit_mw
 
         def clock(g: FakeGpu, kind: int, *_: Any) -> int:
-            return {_real.NVML_CLOCK_GRAPHICS: g.sm_clock_mhz, _real.NVML_CLOCK_SM: g.sm_clock_mhz,
-                    _real.NVML_CLOCK_MEM: g.mem_clock_mhz, _real.NVML_CLOCK_VIDEO: 1800}[kind]
+            return {abi.NVML_CLOCK_GRAPHICS: g.sm_clock_mhz, abi.NVML_CLOCK_SM: g.sm_clock_mhz,
+                    abi.NVML_CLOCK_MEM: g.mem_clock_mhz, abi.NVML_CLOCK_VIDEO: 1800}[kind]
 
         def max_clock(g: FakeGpu, kind: int) -> int:
-            return {_real.NVML_CLOCK_GRAPHICS: g.sm_clock_max_mhz, _real.NVML_CLOCK_SM: g.sm_clock_max_mhz,
-                    _real.NVML_CLOCK_MEM: g.mem_clock_max_mhz, _real.NVML_CLOCK_VIDEO: 2000}[kind]
+            return {abi.NVML_CLOCK_GRAPHICS: g.sm_clock_max_mhz, abi.NVML_CLOCK_SM: g.sm_clock_max_mhz,
+                    abi.NVML_CLOCK_MEM: g.mem_clock_max_mhz, abi.NVML_CLOCK_VIDEO: 2000}[kind]
 
         def threshold(g: FakeGpu, kind: int) -> int:
-            if kind == _real.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+            if kind == abi.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
                 return g.temp_slowdown_c
-            if kind == _real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
+            if kind == abi.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
                 return g.temp_shutdown_c
-            if kind == _real.NVML_TEMPERATURE_THRESHOLD_GPU_MAX and g.temp_max_operating_c is not None:
+            if kind == abi.NVML_TEMPERATURE_THRESHOLD_GPU_MAX and g.temp_max_operating_c is not None:
                 return g.temp_max_operating_c
-            raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+            raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
 
         def margin(g: FakeGpu) -> int:
             if g.temp_margin_c is None:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
             return g.temp_margin_c
 
         def mig_mode(g: FakeGpu) -> list[int]:
             if g.mig_mode is None:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
             return [g.mig_mode, g.mig_mode]
 
         def mig_count(g: FakeGpu) -> int:
             if g.mig_mode is None:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
             return 7  # the most instances an H100 can hold; empty slots answer NOT_FOUND
 
         def mig_handle(g: FakeGpu, slot: int) -> _Handle:
             if not g.mig_mode or not 0 <= slot < len(g.mig_instances):
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_FOUND)
             index = self.gpus.index(g)
             return _Handle(index, self._generation[index], mig=slot)
 
         def pci_info(g: FakeGpu) -> Any:
-            info = _real.nvmlPciInfo_t()
+            info = abi.nvmlPciInfo_t()
             bus = _bus_id(self.gpus.index(g)).encode()
             info.busId = bus
             info.busIdLegacy = bus
@@ -533,7 +539,7 @@ class FakeNvml:
 
         def processes(kind: str) -> Callable[[FakeGpu], list[Any]]:
             def body(g: FakeGpu) -> list[Any]:
-                return [_real.nvmlStructToFriendlyObject(_real.c_nvmlProcessInfo_v3_t(
+                return [_real.nvmlStructToFriendlyObject(abi.c_nvmlProcessInfo_v3_t(
                     pid=p.pid, usedGpuMemory=p.used_bytes if p.used_bytes is not None else 2**64 - 1,
                     gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)) for p in self._procs(g, kind)]
             return body
@@ -552,25 +558,25 @@ class FakeNvml:
         def process_utilization(g: FakeGpu, last_seen_us: int) -> list[Any]:
             samples = process_samples(g, last_seen_us)
             if not samples:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)  # no sample newer than last_seen_us
-            return [_real.c_nvmlProcessUtilizationSample_t(pid=p.pid, timeStamp=ts, smUtil=p.sm_util,
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_FOUND)  # no sample newer than last_seen_us
+            return [abi.c_nvmlProcessUtilizationSample_t(pid=p.pid, timeStamp=ts, smUtil=p.sm_util,
                                                            memUtil=p.mem_util, encUtil=p.enc_util,
                                                            decUtil=p.dec_util) for ts, p in samples]
 
         def processes_utilization_info(g: FakeGpu, last_seen_us: int) -> list[Any]:
             samples = process_samples(g, last_seen_us)
             if not samples:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_FOUND)
-            return [_real.c_nvmlProcessUtilizationInfo_v1_t(timeStamp=ts, pid=p.pid, smUtil=p.sm_util,
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_FOUND)
+            return [abi.c_nvmlProcessUtilizationInfo_v1_t(timeStamp=ts, pid=p.pid, smUtil=p.sm_util,
                                                             memUtil=p.mem_util, encUtil=p.enc_util,
                                                             decUtil=p.dec_util, jpgUtil=0, ofaUtil=0)
                     for ts, p in samples]
 
         def pcie(g: FakeGpu, counter: int) -> int:
-            return g.pcie_tx_kb_s if counter == _real.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_s
+            return g.pcie_tx_kb_s if counter == abi.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_s
 
         def gpm_support(g: FakeGpu) -> Any:
-            return _real.c_nvmlGpmSupport_t(version=_real.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(g.gpm))
+            return abi.c_nvmlGpmSupport_t(version=abi.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(g.gpm))
 
         def address(sample: Any) -> int:
             return ctypes.cast(sample, ctypes.c_void_p).value or 0
@@ -584,33 +590,33 @@ class FakeNvml:
         def gpm_free(sample: Any) -> None:
             key = address(sample)
             if key not in self.gpm_samples:
-                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)  # freed twice, or never allocated
+                raise _real.NVMLError(abi.NVML_ERROR_INVALID_ARGUMENT)  # freed twice, or never allocated
             del self.gpm_samples[key], self._gpm_buffers[key]
 
         def gpm_sample(g: FakeGpu, sample: Any) -> Any:
             key = address(sample)
             if not g.gpm or g.mig_mode:
-                raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)  # under MIG: per GPU instance only
+                raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)  # under MIG: per GPU instance only
             if key not in self.gpm_samples:
-                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+                raise _real.NVMLError(abi.NVML_ERROR_INVALID_ARGUMENT)
             self.gpm_samples[key] = (self.gpus.index(g), self._clock_us, dict(g.gpm_active_s))
             return sample
 
         def gpm_metrics(request: Any) -> Any:
             first, second = self.gpm_samples.get(address(request.sample1)), self.gpm_samples.get(
                 address(request.sample2))
-            if request.version != _real.NVML_GPM_METRICS_GET_VERSION:
-                raise _real.NVMLError(_real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            if request.version != abi.NVML_GPM_METRICS_GET_VERSION:
+                raise _real.NVMLError(abi.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
             if first is None or second is None or first[0] != second[0] or second[1] <= first[1]:
-                raise _real.NVMLError(_real.NVML_ERROR_INVALID_ARGUMENT)
+                raise _real.NVMLError(abi.NVML_ERROR_INVALID_ARGUMENT)
             elapsed_s = (second[1] - first[1]) / 1e6
             for slot in range(request.numMetrics):
                 entry = request.metrics[slot]
                 if entry.metricId not in _GPM_ACTIVITY:
-                    entry.nvmlReturn = _real.NVML_ERROR_NOT_SUPPORTED
+                    entry.nvmlReturn = abi.NVML_ERROR_NOT_SUPPORTED
                     continue
                 active_s = second[2].get(entry.metricId, 0.0) - first[2].get(entry.metricId, 0.0)
-                entry.value, entry.nvmlReturn = 100.0 * active_s / elapsed_s, _real.NVML_SUCCESS
+                entry.value, entry.nvmlReturn = 100.0 * active_s / elapsed_s, abi.NVML_SUCCESS
             return request
 
         return {
@@ -656,7 +662,7 @@ class FakeNvml:
             "nvmlDeviceGetVbiosVersion": lambda g: g.vbios,
             "nvmlDeviceGetPersistenceMode": lambda g: g.persistence,
             "nvmlDeviceGetDisplayActive": lambda g: 0, "nvmlDeviceGetDisplayMode": lambda g: 0,
-            "nvmlDeviceGetComputeMode": lambda g: _real.NVML_COMPUTEMODE_DEFAULT,
+            "nvmlDeviceGetComputeMode": lambda g: abi.NVML_COMPUTEMODE_DEFAULT,
             "nvmlDeviceGetCudaComputeCapability": lambda g: (8, 9),
             "nvmlDeviceGetComputeRunningProcesses": processes("compute"),
             "nvmlDeviceGetGraphicsRunningProcesses": processes("graphics"),
@@ -671,7 +677,7 @@ class FakeNvml:
         """What a MIG device handle answers (every other call: NotSupported)."""
 
         def processes(m: FakeMigInstance) -> list[Any]:
-            return [_real.nvmlStructToFriendlyObject(_real.c_nvmlProcessInfo_v3_t(
+            return [_real.nvmlStructToFriendlyObject(abi.c_nvmlProcessInfo_v3_t(
                 pid=p.pid, usedGpuMemory=p.used_bytes if p.used_bytes is not None else 2**64 - 1,
                 gpuInstanceId=m.gpu_instance_id, computeInstanceId=m.compute_instance_id)) for p in m.processes]
 
@@ -687,7 +693,7 @@ class FakeNvml:
 
         def entered(name: str, handle: Any) -> tuple[int, FakeGpu | None]:
             code, gpu = self._enter(name, (handle,))
-            return (code, None) if code is not None else (_real.NVML_SUCCESS, gpu)
+            return (code, None) if code is not None else (abi.NVML_SUCCESS, gpu)
 
         def memory(name: str, v2: bool) -> Callable[..., int]:
             def fn(handle: Any, ref: Any) -> int:
@@ -704,7 +710,7 @@ class FakeNvml:
                     if gpu is None:
                         return code
                     count_ref._obj.value = len(self._procs(gpu, kind))
-                    return _real.NVML_ERROR_INSUFFICIENT_SIZE if count_ref._obj.value else _real.NVML_SUCCESS
+                    return abi.NVML_ERROR_INSUFFICIENT_SIZE if count_ref._obj.value else abi.NVML_SUCCESS
                 gpu = self.gpus[handle.index]
                 procs = self._procs(gpu, kind)[: count_ref._obj.value]
                 for i, p in enumerate(procs):
@@ -712,7 +718,7 @@ class FakeNvml:
                     array[i].usedGpuMemory = p.used_bytes if p.used_bytes is not None else 2**64 - 1
                     array[i].gpuInstanceId = array[i].computeInstanceId = 0xFFFFFFFF
                 count_ref._obj.value = len(procs)
-                return _real.NVML_SUCCESS
+                return abi.NVML_SUCCESS
             return fn
 
         def field_values(handle: Any, count: Any, ref: Any) -> int:
@@ -737,7 +743,7 @@ class FakeNvml:
         def not_supported(name: str) -> Callable[..., int]:
             def fn(handle: Any, *_: Any) -> int:
                 code, gpu = entered(name, handle)
-                return code if gpu is None else _real.NVML_ERROR_NOT_SUPPORTED
+                return code if gpu is None else abi.NVML_ERROR_NOT_SUPPORTED
             return fn
 
         out: dict[str, Callable[..., int]] = {
@@ -761,11 +767,11 @@ def _bus_id(index: int) -> str:
 
 
 def _not_supported(*_: Any, **__: Any) -> Any:
-    raise _real.NVMLError(_real.NVML_ERROR_NOT_SUPPORTED)
+    raise _real.NVMLError(abi.NVML_ERROR_NOT_SUPPORTED)
 
 
 def _check(ret: int) -> int:
-    if ret != _real.NVML_SUCCESS:
+    if ret != abi.NVML_SUCCESS:
         raise _real.NVMLError(ret)
     return ret
 

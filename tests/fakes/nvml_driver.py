@@ -33,13 +33,14 @@ from typing import Any, ClassVar
 
 import pynvml as _nv
 
+from tests.fakes import nvml_abi as abi
 from tests.fakes.personalities import GpuSpec, MigSpec, Personality, ProcessSpec
 
 MIB = 1024**2
 NOT_AVAILABLE_ULL = 2**64 - 1  # NVML_VALUE_NOT_AVAILABLE for unsigned long long
-OK = _nv.NVML_SUCCESS
-NOT_SUPPORTED = _nv.NVML_ERROR_NOT_SUPPORTED
-INVALID = _nv.NVML_ERROR_INVALID_ARGUMENT
+OK = abi.NVML_SUCCESS
+NOT_SUPPORTED = abi.NVML_ERROR_NOT_SUPPORTED
+INVALID = abi.NVML_ERROR_INVALID_ARGUMENT
 
 
 class _UInt(ctypes.c_uint):
@@ -153,7 +154,7 @@ def _put_text(ptr: int | None, size: int, data: bytes) -> int:
     if not ptr:
         return INVALID
     if len(data) + 1 > size:
-        return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+        return abi.NVML_ERROR_INSUFFICIENT_SIZE
     ctypes.memmove(ptr, data + b"\0", len(data) + 1)
     return OK
 
@@ -246,7 +247,7 @@ class NvmlDriver:
         monkeypatch.setattr(_nv, "_nvmlLib_refcount", 0)
         monkeypatch.setattr(_nv.NVMLError, "_errcode_to_string", dict(_nv.NVMLError._errcode_to_string))
         if binding_process_entry_bytes == 32:
-            monkeypatch.setattr(_nv, "c_nvmlProcessInfo_v3_t", BindingProcessInfoCC)
+            monkeypatch.setattr(_nv, "c_nvmlProcessInfo_v3_t", BindingProcessInfoCC, raising=False)
             monkeypatch.setattr(_nv, "c_nvmlProcessInfo_t", BindingProcessInfoCC)
         elif binding_process_entry_bytes not in (None, 24):
             raise ValueError("the binding's v3 process entry is 24 or 32 bytes")
@@ -336,7 +337,7 @@ class NvmlDriver:
         def thunk() -> int:
             self.calls[name] += 1
             self.unmodelled[name] += 1
-            return NOT_SUPPORTED if self.init_count > 0 else _nv.NVML_ERROR_UNINITIALIZED
+            return NOT_SUPPORTED if self.init_count > 0 else abi.NVML_ERROR_UNINITIALIZED
         return thunk
 
     def _guard(self, name: str, body: Callable[[], int], dev: _Dev | None, device_call: bool) -> int:
@@ -345,12 +346,12 @@ class NvmlDriver:
             self.calls[name] += 1
             self.calls_by_gpu[name, gpu] += 1
             if self.init_count <= 0 and name not in _INIT_SYMBOLS:
-                return _nv.NVML_ERROR_UNINITIALIZED
+                return abi.NVML_ERROR_UNINITIALIZED
             if device_call:
                 if dev is None:
                     return INVALID
                 if gpu in self._lost or not dev.alive or (dev.parent is not None and not dev.parent.alive):
-                    return _nv.NVML_ERROR_GPU_IS_LOST
+                    return abi.NVML_ERROR_GPU_IS_LOST
             for failure in self._failures:
                 if failure.symbol == name and (failure.gpu is None or failure.gpu == gpu):
                     if failure.remaining is not None:
@@ -367,7 +368,7 @@ class NvmlDriver:
             return body()
         except Exception as exc:  # see the module docstring: never let ctypes turn this into SUCCESS
             self.faults.append(f"{name}: {type(exc).__name__}: {exc}")
-            return _nv.NVML_ERROR_UNKNOWN
+            return abi.NVML_ERROR_UNKNOWN
 
     def _device(self, name: str, impl: Callable[..., int], *argtypes: Any) -> tuple[tuple[Any, ...], Any, Any]:
         def thunk(handle: int | None, *args: Any) -> int:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any
 
-import pynvml as _nv
-
+from tests.fakes import nvml_abi as abi
 from tests.fakes.nvml_driver import (
     _MARGIN_V1,
     _MEMORY_V2,
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
 
 _U = ctypes.c_uint
 _ULL = ctypes.c_ulonglong
-_VERSION_MISMATCH = _nv.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+_VERSION_MISMATCH = abi.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
 
 
 def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
@@ -78,13 +77,13 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
             for proc in [*spec.processes, *(p for m in spec.mig_devices for p in m.processes)]:
                 if proc.pid == pid:
                     return _put_text(buf, size, proc.name.encode())
-        return _nv.NVML_ERROR_NOT_FOUND
+        return abi.NVML_ERROR_NOT_FOUND
 
     def handle_out(dev: _Dev | None, out: int | None) -> int:
         if dev is None:
-            return _nv.NVML_ERROR_NOT_FOUND
+            return abi.NVML_ERROR_NOT_FOUND
         if d.is_lost(dev.gpu):
-            return _nv.NVML_ERROR_GPU_IS_LOST
+            return abi.NVML_ERROR_GPU_IS_LOST
         return _put(out, ctypes.c_void_p, d.handle_of(dev))
 
     def by_index(index: int, out: int) -> int:
@@ -103,7 +102,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
                 for index, mig in enumerate(spec.mig_devices):
                     if mig.uuid == text:
                         return handle_out(d.mig_handle(gpu, index), out)
-            return _nv.NVML_ERROR_NOT_FOUND
+            return abi.NVML_ERROR_NOT_FOUND
         return impl
 
     system("nvmlInit", init)
@@ -133,7 +132,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     def pci_info(dev: _Dev, ptr: int | None) -> int:
         if not ptr:
             return INVALID
-        info = _nv.nvmlPciInfo_t.from_address(ptr)
+        info = abi.nvmlPciInfo_t.from_address(ptr)
         domain, bus, rest = dev.spec.bus_id.split(":")
         info.busId = dev.spec.bus_id.encode()
         info.busIdLegacy = f"{int(domain, 16):04x}:{bus}:{rest}".upper().encode()[:15]
@@ -187,7 +186,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     # --- temperature ----------------------------------------------------------------------------
 
     def temperature(dev: _Dev, sensor: int, ptr: int | None) -> int:
-        if sensor != _nv.NVML_TEMPERATURE_GPU:
+        if sensor != abi.NVML_TEMPERATURE_GPU:
             return INVALID
         return _put(ptr, _U, dev.spec.temperature_c)
 
@@ -197,7 +196,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         out = _TemperatureV1.from_address(ptr)
         if out.version != _TEMPERATURE_V1:
             return _VERSION_MISMATCH
-        if out.sensorType != _nv.NVML_TEMPERATURE_GPU:
+        if out.sensorType != abi.NVML_TEMPERATURE_GPU:
             return INVALID
         out.temperature = dev.spec.temperature_c
         return OK
@@ -205,11 +204,11 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     def threshold(dev: _Dev, kind: int, ptr: int | None) -> int:
         spec = dev.spec
         value = {
-            _nv.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: spec.temp_shutdown_c,
-            _nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: spec.temp_slowdown_c,
-            _nv.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: spec.temp_max_operating_c,
-            _nv.NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR: spec.target_temp_c,
-            _nv.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: spec.temp_memory_max_c,
+            abi.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: spec.temp_shutdown_c,
+            abi.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: spec.temp_slowdown_c,
+            abi.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: spec.temp_max_operating_c,
+            abi.NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR: spec.target_temp_c,
+            abi.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: spec.temp_memory_max_c,
         }.get(kind)
         return _put(ptr, _U, value)
 
@@ -264,7 +263,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         return impl
 
     def clock_by_id(dev: _Dev, kind: int, clock_id: int, ptr: int | None) -> int:
-        which = {_nv.NVML_CLOCK_ID_CURRENT: "current", _nv.NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: "boost"}.get(clock_id)
+        which = {abi.NVML_CLOCK_ID_CURRENT: "current", abi.NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: "boost"}.get(clock_id)
         if which is None:
             return NOT_SUPPORTED  # application clocks: not modelled
         return clock(which)(dev, kind, ptr)
@@ -285,7 +284,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
     # --- PCIe -----------------------------------------------------------------------------------
 
     def throughput(dev: _Dev, counter: int, ptr: int | None) -> int:
-        rates = {_nv.NVML_PCIE_UTIL_TX_BYTES: dev.spec.pcie_tx_kb_s, _nv.NVML_PCIE_UTIL_RX_BYTES: dev.spec.pcie_rx_kb_s}
+        rates = {abi.NVML_PCIE_UTIL_TX_BYTES: dev.spec.pcie_tx_kb_s, abi.NVML_PCIE_UTIL_RX_BYTES: dev.spec.pcie_rx_kb_s}
         return _put(ptr, _U, rates[counter]) if counter in rates else INVALID
 
     device("nvmlDeviceGetPcieThroughput", throughput, _UInt, _P)
@@ -301,29 +300,29 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         spec = dev.spec
         if dev.mig is not None or field_id not in spec.fields:
             return None
-        signed = (_nv.NVML_VALUE_TYPE_SIGNED_INT, "siVal")
+        signed = (abi.NVML_VALUE_TYPE_SIGNED_INT, "siVal")
         answers: dict[int, tuple[int, str, int | None]] = {
-            _nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
+            abi.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: (abi.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
                                                        d.energy_mj(dev)),
-            _nv.NVML_FI_DEV_POWER_AVERAGE: (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", d.power_mw(dev)),
-            _nv.NVML_FI_DEV_POWER_INSTANT: (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", d.power_mw(dev)),
-            _nv.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT: (*signed, spec.tlimit_shutdown_c),
-            _nv.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT: (*signed, spec.tlimit_slowdown_c),
-            _nv.NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT: (*signed, spec.tlimit_mem_max_c),
-            _nv.NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT: (*signed, spec.tlimit_gpu_max_c),
-            _nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
+            abi.NVML_FI_DEV_POWER_AVERAGE: (abi.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", d.power_mw(dev)),
+            abi.NVML_FI_DEV_POWER_INSTANT: (abi.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", d.power_mw(dev)),
+            abi.NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT: (*signed, spec.tlimit_shutdown_c),
+            abi.NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT: (*signed, spec.tlimit_slowdown_c),
+            abi.NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT: (*signed, spec.tlimit_mem_max_c),
+            abi.NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT: (*signed, spec.tlimit_gpu_max_c),
+            abi.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: (abi.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
                                                   d.pcie_bytes(spec.pcie_tx_kb_s)),
-            _nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
+            abi.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: (abi.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal",
                                                   d.pcie_bytes(spec.pcie_rx_kb_s)),
         }
         for counter_id, ns_per_s in spec.clock_event_ns_per_s.items():
-            answers[counter_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.counter_ns(ns_per_s))
+            answers[counter_id] = (abi.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.counter_ns(ns_per_s))
         for counter_id, bit in spec.counter_field_bits.items():
-            answers[counter_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.bit_ns(dev, bit))
+            answers[counter_id] = (abi.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", d.bit_ns(dev, bit))
         for constant_id, number in spec.constant_fields.items():
-            answers[constant_id] = (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", number)
+            answers[constant_id] = (abi.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", number)
         if spec.memory_temperature_c is not None:
-            answers[_nv.NVML_FI_DEV_MEMORY_TEMP] = (_nv.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal",
+            answers[abi.NVML_FI_DEV_MEMORY_TEMP] = (abi.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal",
                                                     spec.memory_temperature_c)
         answer = answers.get(field_id)
         return answer if answer is not None and answer[2] is not None else None
@@ -332,7 +331,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         if not ptr or count <= 0:
             return INVALID
         d.on_field_call()
-        for entry in (_nv.c_nvmlFieldValue_t * count).from_address(ptr):
+        for entry in (abi.c_nvmlFieldValue_t * count).from_address(ptr):
             entry.timestamp, entry.latencyUsec = d.now_us, 0
             answer = field_answer(dev, int(entry.fieldId))
             if answer is None:
@@ -357,7 +356,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
             if not procs:
                 return OK
             if not infos or capacity < len(procs):
-                return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+                return abi.NVML_ERROR_INSUFFICIENT_SIZE
             layout = d.process_layout(suffix)
             entries = (layout * len(procs)).from_address(infos)
             for entry, proc in zip(entries, procs, strict=True):
@@ -381,11 +380,11 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         if samples is None:
             return NOT_SUPPORTED
         if not samples:
-            return _nv.NVML_ERROR_NOT_FOUND
+            return abi.NVML_ERROR_NOT_FOUND
         capacity = ctypes.c_uint.from_address(count_ptr).value
         ctypes.c_uint.from_address(count_ptr).value = len(samples)
         if not out or capacity < len(samples):
-            return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+            return abi.NVML_ERROR_INSUFFICIENT_SIZE
         for entry, (stamp, pid, sm, mem, enc, dec) in zip(
                 (_ProcessUtilSample * len(samples)).from_address(out), samples, strict=True):
             entry.pid, entry.timeStamp = pid, stamp
@@ -402,11 +401,11 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         if samples is None:
             return NOT_SUPPORTED
         if not samples:
-            return _nv.NVML_ERROR_NOT_FOUND
+            return abi.NVML_ERROR_NOT_FOUND
         capacity = info.processSamplesCount
         info.processSamplesCount = len(samples)
         if not info.procUtilArray or capacity < len(samples):
-            return _nv.NVML_ERROR_INSUFFICIENT_SIZE
+            return abi.NVML_ERROR_INSUFFICIENT_SIZE
         for entry, (stamp, pid, sm, mem, enc, dec) in zip(
                 (_ProcessUtilInfoV1 * len(samples)).from_address(info.procUtilArray), samples, strict=True):
             entry.timeStamp, entry.pid = stamp, pid
@@ -433,7 +432,7 @@ def symbol_table(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         if mode[0] != 1:
             return INVALID
         if not 0 <= index < len(dev.spec.mig_devices):
-            return _nv.NVML_ERROR_NOT_FOUND
+            return abi.NVML_ERROR_NOT_FOUND
         return handle_out(d.mig_handle(dev.gpu, index), out)
 
     def parent(dev: _Dev, out: int | None) -> int:

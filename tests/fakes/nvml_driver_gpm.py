@@ -13,14 +13,13 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any
 
-import pynvml as _nv
-
+from tests.fakes import nvml_abi as abi
 from tests.fakes.nvml_driver import _P, INVALID, NOT_SUPPORTED, OK, _Dev
 
 if TYPE_CHECKING:
     from tests.fakes.nvml_driver import NvmlDriver
 
-_VERSION_MISMATCH = _nv.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+_VERSION_MISMATCH = abi.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
 #: NVML_GPM_SUPPORT_VERSION and NVML_GPM_METRICS_GET_VERSION in nvml.h: plain 1, not NVML_STRUCT_VERSION.
 _SUPPORT_VERSION = 1
 _METRICS_GET_VERSION = 1
@@ -92,7 +91,7 @@ def gpm_symbols(d: NvmlDriver) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
         first, second = d.gpm_samples.get(head.sample1 or 0), d.gpm_samples.get(head.sample2 or 0)
         if first is None or second is None or first[0] != second[0] or second[1] <= first[1]:
             return INVALID
-        if not 0 < head.numMetrics <= _nv.NVML_GPM_METRIC_MAX:
+        if not 0 < head.numMetrics <= abi.NVML_GPM_METRIC_MAX:
             return INVALID
         elapsed_s = (second[1] - first[1]) / 1e6
         spec = d.personality.gpus[second[0]]

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import pynvml as _nv
-
 from desktop.telemetry.nvml.counters import id_sets_for
+from tests.fakes import nvml_abi as abi
 
 REALDATA = "../shared/realdata/nvidia-smi-q/"
 
@@ -261,7 +260,7 @@ class Personality:
 def _counter_metrics(driver_version: str) -> dict[str, int]:
     """Rigscope's per-cause time metrics and the field the recorded driver's branch counts each at."""
     sw_thermal, hw_thermal, hw_brake = id_sets_for(driver_version)[0]
-    return {"clock_event_sw_power_cap_s": _nv.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
+    return {"clock_event_sw_power_cap_s": abi.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
             "clock_event_sw_thermal_s": sw_thermal, "clock_event_hw_thermal_s": hw_thermal,
             "clock_event_hw_power_brake_s": hw_brake}
 
@@ -302,7 +301,7 @@ def _gpu_from_recording(report: dict[str, Any], sample: dict[str, Any], procs: l
     return GpuSpec(
         source="recorded by rigscope doctor --json / sample --json",
         name=name, uuid=str(report.get("uuid") or ""), bus_id=str(report.get("pci_bus_id") or "00000000:01:00.0"),
-        vbios=str(report.get("vbios_version") or "N/A"), architecture=_nv.NVML_DEVICE_ARCH_UNKNOWN,
+        vbios=str(report.get("vbios_version") or "N/A"), architecture=abi.NVML_DEVICE_ARCH_UNKNOWN,
         persistence=bool(report.get("persistence_mode")),
         memory_total_mib=total,
         memory_reserved_mib=max(0.0, total - float(used) - float(free)) if free is not None else None,
@@ -350,9 +349,9 @@ def _replay_load(gpu: GpuSpec, load: list[dict[str, Any]], position: int) -> Non
            and entries[position].get("gpm")]
     if gpm:  # GPM under load: the stand-in's activity is the recorded mean (it models a constant level)
         gpu.gpm = True
-        for metric, key in ((_nv.NVML_GPM_METRIC_SM_UTIL, "sm_active_pct"),
-                            (_nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL, "tensor_active_pct"),
-                            (_nv.NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_active_pct")):
+        for metric, key in ((abi.NVML_GPM_METRIC_SM_UTIL, "sm_active_pct"),
+                            (abi.NVML_GPM_METRIC_ANY_TENSOR_UTIL, "tensor_active_pct"),
+                            (abi.NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_active_pct")):
             values = [float(g[key]) for g in gpm if g.get(key) is not None]
             if values:
                 gpu.gpm_activity_pct[metric] = sum(values) / len(values)
@@ -391,7 +390,7 @@ def ada_desktop() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_RTX4090.txt",
         name="NVIDIA GeForce RTX 4090", uuid="GPU-8ee5f1e0-e705-aac5-6d6e-b97ad59601ef",
-        bus_id="00000000:01:00.0", vbios="95.02.3C.00.EB", architecture=_nv.NVML_DEVICE_ARCH_ADA,
+        bus_id="00000000:01:00.0", vbios="95.02.3C.00.EB", architecture=abi.NVML_DEVICE_ARCH_ADA,
         persistence=True, memory_total_mib=24564, memory_reserved_mib=354, memory_used_mib=2,
         memory_free_mib=24210,
         utilization_gpu_pct=0, utilization_mem_pct=0, temperature_c=28,
@@ -410,7 +409,7 @@ def ada_laptop() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_RTX4070Laptop_WSL_566.36.txt",
         name="NVIDIA GeForce RTX 4070 Laptop GPU", uuid="GPU-1b724e78-eef5-4163-d43c-e4da15d41176",
-        bus_id="00000000:01:00.0", vbios="95.06.32.00.38", architecture=_nv.NVML_DEVICE_ARCH_ADA,
+        bus_id="00000000:01:00.0", vbios="95.06.32.00.38", architecture=abi.NVML_DEVICE_ARCH_ADA,
         persistence=True, memory_total_mib=8188, memory_reserved_mib=240, memory_used_mib=0,
         memory_free_mib=7948,
         utilization_gpu_pct=0, utilization_mem_pct=0, temperature_c=42,
@@ -434,7 +433,7 @@ def hopper_mig() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_H200.txt (MIG instances modelled)",
         name="NVIDIA H200", uuid="GPU-cb3dfa52-e2f3-9ca4-a399-7d16041c3732",
-        bus_id="00000000:03:00.0", vbios="96.00.A5.00.03", architecture=_nv.NVML_DEVICE_ARCH_HOPPER,
+        bus_id="00000000:03:00.0", vbios="96.00.A5.00.03", architecture=abi.NVML_DEVICE_ARCH_HOPPER,
         persistence=True, memory_total_mib=143771, memory_reserved_mib=700, memory_used_mib=1,
         # Under MIG the parent's utilization is NotSupported (the capture, MIG off, reads 0 %).
         memory_free_mib=143072,
@@ -462,8 +461,8 @@ def hopper() -> Personality:
     gpu.utilization_gpu_pct, gpu.utilization_mem_pct = 0, 0  # the capture: "Gpu: 0 %", "Memory: 0 %"
     gpu.mig_mode, gpu.mig_devices, gpu.process_utilization = (0, 0), [], True
     gpu.gpm = True
-    gpu.gpm_activity_pct = {_nv.NVML_GPM_METRIC_SM_UTIL: 0.0, _nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 0.0,
-                            _nv.NVML_GPM_METRIC_DRAM_BW_UTIL: 0.0, _nv.NVML_GPM_METRIC_SM_OCCUPANCY: 0.0}
+    gpu.gpm_activity_pct = {abi.NVML_GPM_METRIC_SM_UTIL: 0.0, abi.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 0.0,
+                            abi.NVML_GPM_METRIC_DRAM_BW_UTIL: 0.0, abi.NVML_GPM_METRIC_SM_OCCUPANCY: 0.0}
     return Personality("hopper", "Hopper: H200, driver 550, MIG off, GPM", r550("550.90.12", 12040), [gpu])
 
 
@@ -472,7 +471,7 @@ def r470_gtx680() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_GTX680.txt",
         name="NVIDIA GeForce GTX 680", uuid="GPU-550139a6-4f96-fb93-dc5c-741f01045b48",
-        bus_id="00000000:08:00.0", vbios="80.04.47.00.11", architecture=_nv.NVML_DEVICE_ARCH_KEPLER,
+        bus_id="00000000:08:00.0", vbios="80.04.47.00.11", architecture=abi.NVML_DEVICE_ARCH_KEPLER,
         persistence=False, memory_total_mib=2000, memory_reserved_mib=None, memory_used_mib=0,
         memory_free_mib=2000,
         utilization_gpu_pct=None, utilization_mem_pct=None, temperature_c=35,
@@ -490,7 +489,7 @@ def r470_v100() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_V100_x8.txt (driver branch modelled as R470)",
         name="Tesla V100-SXM2-16GB", uuid="GPU-f3bbf1a0-ec50-caa0-d5ab-180afe8207e3",
-        bus_id="00000000:00:04.0", vbios="88.00.4F.00.09", architecture=_nv.NVML_DEVICE_ARCH_VOLTA,
+        bus_id="00000000:00:04.0", vbios="88.00.4F.00.09", architecture=abi.NVML_DEVICE_ARCH_VOLTA,
         persistence=True, memory_total_mib=16384, memory_reserved_mib=None, memory_used_mib=241,
         memory_free_mib=16145,
         utilization_gpu_pct=0, utilization_mem_pct=0, temperature_c=37,
@@ -509,7 +508,7 @@ def r535_gtx1050ti() -> Personality:
     gpu = GpuSpec(
         source=REALDATA + "nvsmi_q_GTX1050Ti.txt",
         name="NVIDIA GeForce GTX 1050 Ti", uuid="GPU-58cc1259-69d2-90d0-2a7c-35ecabe4c4ff",
-        bus_id="00000000:08:00.0", vbios="86.07.22.00.B8", architecture=_nv.NVML_DEVICE_ARCH_PASCAL,
+        bus_id="00000000:08:00.0", vbios="86.07.22.00.B8", architecture=abi.NVML_DEVICE_ARCH_PASCAL,
         persistence=False, memory_total_mib=4096, memory_reserved_mib=57, memory_used_mib=0,
         memory_free_mib=4038,
         utilization_gpu_pct=0, utilization_mem_pct=0, temperature_c=31,
@@ -535,7 +534,7 @@ def with_pcie_wrap(base: Personality, bits: int = 32, before_wrap_bytes: int = 1
 
 
 def with_failing_sensor(base: Personality, symbol: str = "nvmlDeviceGetFanSpeed",
-                        code: int = _nv.NVML_ERROR_UNKNOWN) -> Personality:
+                        code: int = abi.NVML_ERROR_UNKNOWN) -> Personality:
     """One sensor answers ``code`` on every call (nvidia-smi prints "ERR!" for it)."""
     out = base.copy()
     out.key += "+failing_sensor"

@@ -6,6 +6,7 @@ back); it calls NVML only through the gateway, under call keys of its own ("stat
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,6 +27,15 @@ FIELD_TLIMIT_GPU_MAX: Final = 196  # NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT
 _INT32: Final = 2**32
 #: A thermal limit outside this range is a misread, not a GPU: use the absolute thresholds instead.
 _PLAUSIBLE_LIMIT_C: Final = (30.0, 130.0)
+
+
+class _MarginTemperatureV1(ctypes.Structure):
+    """nvmlMarginTemperature_v1_t (nvml.h): the distance to the thermal limit, in °C."""
+
+    _fields_ = (("version", ctypes.c_uint), ("marginTemperature", ctypes.c_int))
+
+
+_MARGIN_V1: Final = ctypes.sizeof(_MarginTemperatureV1) | 1 << 24  # NVML_STRUCT_VERSION(MarginTemperature, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +103,7 @@ def read_info(gateway: NvmlGateway, dev: NvmlDevice, versions: DriverVersions) -
     bus_id = dev.info.pci_bus_id or read_bus_id(gateway, dev)
     persistence = as_int(call("persistence", "nvmlDeviceGetPersistenceMode"))
     enabled = gateway.const("NVML_FEATURE_ENABLED", 1)
-    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, call)
+    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, dev, call)
     mig = call("mig", "nvmlDeviceGetMigMode")
     mig_enabled = None
     if isinstance(mig, (list, tuple)) and mig:
@@ -144,7 +154,7 @@ def read_limits(gateway: NvmlGateway, dev: NvmlDevice) -> GpuInfo:
     call = _caller(gateway, dev)
     info = dev.info
     enforced = as_number(call("enforced", "nvmlDeviceGetEnforcedPowerLimit"))
-    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, call)
+    slowdown_c, shutdown_c, max_operating_c, relative = _thresholds(gateway, dev, call)
     if relative and info.temp_thresholds_relative:
         slowdown_c, shutdown_c, max_operating_c = (
             max((v for v in (new, old) if v is not None), default=None)
@@ -160,7 +170,7 @@ def read_limits(gateway: NvmlGateway, dev: NvmlDevice) -> GpuInfo:
                    temp_thresholds_relative=relative)
 
 
-def _thresholds(gateway: NvmlGateway, call: Callable[..., Any]) -> Thresholds:
+def _thresholds(gateway: NvmlGateway, dev: NvmlDevice, call: Callable[..., Any]) -> Thresholds:
     """(slowdown, shutdown, max operating) in absolute °C, and whether the GPU gave them as T.Limit offsets.
 
     Ada, Hopper and Blackwell give offsets from the thermal limit and the current distance to
@@ -168,7 +178,7 @@ def _thresholds(gateway: NvmlGateway, call: Callable[..., Any]) -> Thresholds:
     offset. nvsmi_q_RTX4090.txt: 28 C now, margin 56, slowdown -2, shutdown -7, max operating 0
     => limit 84, slowdown 86, shutdown 91 C. Older GPUs answer absolute values.
     """
-    margin = as_number(call("margin", "nvmlDeviceGetMarginTemperature"))
+    margin = _margin(gateway, dev, call)
     offsets = _tlimit_offsets(call) if margin is not None else {}
     if margin is not None and (FIELD_TLIMIT_SLOWDOWN in offsets or FIELD_TLIMIT_SHUTDOWN in offsets):
         sensor = gateway.const("NVML_TEMPERATURE_GPU", 0)
@@ -192,6 +202,21 @@ def _thresholds(gateway: NvmlGateway, call: Callable[..., Any]) -> Thresholds:
     return (threshold("slowdown", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1),
             threshold("shutdown", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0),
             threshold("max_operating", "NVML_TEMPERATURE_THRESHOLD_GPU_MAX", 3), False)
+
+
+def _margin(gateway: NvmlGateway, dev: NvmlDevice, call: Callable[..., Any]) -> float | None:
+    """The distance to the thermal limit (°C), through the binding's wrapper or, where it has none, the C symbol.
+
+    nvidia-ml-py 12.535 (the oldest binding declared) has no ``nvmlDeviceGetMarginTemperature``
+    though R535 drivers export it: without it Ada and Hopper, which answer their thresholds only as
+    T.Limit offsets, would show none.
+    """
+    if callable(gateway.binding_attr("nvmlDeviceGetMarginTemperature")):
+        return as_number(call("margin", "nvmlDeviceGetMarginTemperature"))
+    out = _MarginTemperatureV1(version=_MARGIN_V1)
+    answered = gateway.c_call(dev.calls, "static.margin", "nvmlDeviceGetMarginTemperature", dev.handle,
+                              ctypes.byref(out))
+    return float(out.marginTemperature) if answered is True else None
 
 
 def _tlimit_offsets(call: Callable[..., Any]) -> dict[int, float]:

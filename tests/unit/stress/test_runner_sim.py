@@ -126,3 +126,30 @@ def test_the_sustained_preset_is_the_baseline_length() -> None:
     from desktop.ui.pages.stress_page import PRESETS
 
     assert dict(PRESETS)["Sustained 10 min"] == SUSTAINED_S
+
+
+def test_a_bf16_gemm_verdict_measures_the_laptop_against_its_peak_at_the_limit_in_force() -> None:
+    # The same laptop GPU held to 80 W (a thin machine's TGP): judged against its 80 W peak, not the 140 W one.
+    from dataclasses import replace
+
+    from advisor.dense_peak import dense_peak
+    from desktop.advice import load_gpu_specs
+
+    profile = replace(parse_profile_list("rtx4090-laptop")[0], power_limit_w=80.0)
+    clock = SimClock()
+    backend = SimulatedBackend([profile], ManualLoad(), seed=3)
+    runner = StressRunner(StressConfig(device="sim", duration_s=300.0, dtype="bf16"),
+                          Sampler(backend, clock=clock.now), clock=clock)
+    result = runner.run()
+    specs = load_gpu_specs()
+    verdict = judge_run(result, specs=specs)
+    assert verdict.power_limit_w == 80.0 and verdict.power_limit_source == "reported"
+    laptop = next(s for s in specs if s.model == "RTX 4090 Laptop")
+    assert verdict.dense_peak_tflops == dense_peak(laptop, 80.0).tflops
+    assert verdict.dense_peak_source == "76 TFLOP/s at 140 W, scaled to the 80 W limit in force"
+    share = round(verdict.sustained / dense_peak(laptop, 80.0).tflops * 100)
+    assert "of its 57 TFLOP/s dense bf16 peak (76 TFLOP/s at 140 W, scaled to the 80 W limit in force)" \
+           in verdict.sentence
+    assert f": {share} % of its" in verdict.sentence
+    # Without the table (or another workload) the verdict says nothing about a datasheet peak.
+    assert judge_run(result).dense_peak_tflops is None

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _in_child(check: str) -> None:
-    code = ("from desktop.stress.workloads import ACTIVATION_SHARE, block_shape\nGIB = 1024**3\n"
+    code = ("from desktop.stress.shapes import ACTIVATION_SHARE, block_shape\nGIB = 1024**3\n"
             + textwrap.dedent(check) + "\nprint('ok')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=False)

@@ -54,6 +54,9 @@ def test_a_corrupted_result_is_counted_as_an_error() -> None:
                                        inject_faults=True)).run()
     assert result.status == "completed"
     assert result.errors >= 1 and result.checks >= 1
+    # Which elements: one per check, in one 128 x 128 tile of the 128 x 128 C.
+    assert result.extra["mismatch"] == {"elements": 1, "checked": 128 * 128, "tile_size": 128, "tile_count": 1,
+                                        "tiles": [[0, 0]]}
     verdict = judge_run(result)
     assert verdict.status == "errors" and "result error" in verdict.sentence
     assert exit_code(result, verdict) == 3

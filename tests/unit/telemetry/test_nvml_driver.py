@@ -225,15 +225,23 @@ def _seen(backend: NvmlBackend) -> list[tuple[int, float | None, str]]:
 
 
 def test_the_stand_in_reproduces_the_garbled_r535_list_in_pynvml_itself(install: Install) -> None:
-    """The fixture first: an R535 driver writes 32-byte entries, pynvml 13.x reads 24-byte ones."""
+    """The fixture first: an R535 driver writes 32-byte entries, pynvml 13.x reads 24-byte ones.
+
+    nvidia-ml-py 12.535 (the oldest binding declared) was built for R535: its entry is the 32-byte one
+    (``c_nvmlProcessInfo_t``, no ``_v3_t`` name) and it reads the list right.
+    """
     install(_with_processes(r535_gtx1050ti(), [ProcessSpec(4242, 512.0), ProcessSpec(4343, 1024.0)]))
     pynvml.nvmlInit()
     try:
         procs = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(0))
     finally:
         pynvml.nvmlShutdown()
-    assert ctypes.sizeof(pynvml.c_nvmlProcessInfo_v3_t) == 24
-    assert [p.pid for p in procs] == [4242, 0]  # a fake pid 0, and 4343 dropped
+    entry = getattr(pynvml, "c_nvmlProcessInfo_v3_t", pynvml.c_nvmlProcessInfo_t)
+    if ctypes.sizeof(entry) == 32:
+        assert [p.pid for p in procs] == [4242, 4343]
+    else:
+        assert ctypes.sizeof(entry) == 24
+        assert [p.pid for p in procs] == [4242, 0]  # a fake pid 0, and 4343 dropped
 
 
 def test_the_stand_in_reproduces_a_32_byte_binding_on_a_24_byte_driver(install: Install) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pynvml
 import pytest
 
+from tests.fakes import nvml_abi as abi
 from tests.fakes.fake_pynvml import FakeGpu, FakeNvml, FakeProcess, desktop_gpu
 
 _TOOLS = ("gpustat", "nvitop", "pynvml")
@@ -60,7 +61,9 @@ def test_field_values_are_real_structures() -> None:
     h = nv.nvmlDeviceGetHandleByIndex(0)
     power, energy, bogus = nv.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_POWER_AVERAGE,
                                                            pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 1])
-    assert isinstance(power, pynvml.c_nvmlFieldValue_t)
+    # The header's struct (tests/fakes/nvml_abi.py), laid out as the installed binding's own.
+    assert isinstance(power, abi.c_nvmlFieldValue_t)
+    assert ctypes.sizeof(power) == ctypes.sizeof(pynvml.c_nvmlFieldValue_t)
     assert power.nvmlReturn == pynvml.NVML_SUCCESS and power.value.uiVal == 142_000 and power.timestamp > 0
     assert energy.nvmlReturn == bogus.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
 
@@ -73,7 +76,7 @@ def test_c_function_pointers_fill_out_parameters() -> None:
     fn = nv._nvmlGetFunctionPointer("nvmlDeviceGetComputeRunningProcesses_v3")
     count = ctypes.c_uint(0)
     assert fn(h, ctypes.byref(count), None) == pynvml.NVML_ERROR_INSUFFICIENT_SIZE and count.value == 1
-    array = (pynvml.c_nvmlProcessInfo_v3_t * 3)()
+    array = (abi.c_nvmlProcessInfo_v3_t * 3)()
     count.value = 3
     assert fn(h, ctypes.byref(count), array) == pynvml.NVML_SUCCESS
     assert (count.value, array[0].pid) == (1, 5)
