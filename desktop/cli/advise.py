@@ -65,10 +65,10 @@ def format_advice(advice: Advice) -> str:
     lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
              f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({count_text(len(frame.gpus), 'GPU')})"
              + ("  [demo data: a simulated week]" if frame.demo else "")]
-    names = {g.meta.index: g.meta.name for g in frame.gpus}
+    names = {g.meta.key: g.meta.name for g in frame.gpus}  # by identity: two machines' logs both say GPU 0
     for prof in advice.profiles:
         shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
-        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
+        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_key, '?')}): {prof.busy_s / 3600:.1f} h busy"
                      f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
     shortfall = advice.shortfall()  # the same sentence the Advisor, Costs and History pages show
     if shortfall is not None:
