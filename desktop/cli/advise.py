@@ -21,6 +21,8 @@ HELP = "recommendations from your logged history"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=float, default=7.0, help="how much history to look at (default %(default)g)")
+    parser.add_argument("--week", metavar="YYYY-Www",
+                        help="advise on one ISO week instead (e.g. 2026-W48): the window `report --week` shows")
     add_db(parser)
     add_json(parser)
 
@@ -33,7 +35,12 @@ def main(args: argparse.Namespace) -> int:
     settings, _problems = load_settings()
     store = open_history(db_path(args))
     try:
-        frame = load_recent_frame(store, args.days, args.now_s)
+        if args.week is not None:  # the report's window, by the report's own function: the same figures
+            from desktop.reporting import SystemLocalTime, load_week
+
+            _label, frame, _previous, _notes = load_week(store, args.week, SystemLocalTime(), args.now_s)
+        else:
+            frame = load_recent_frame(store, args.days, args.now_s)
     finally:
         store.close()
     advice = compute_advice(frame, settings)
