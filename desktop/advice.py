@@ -250,8 +250,9 @@ def advice_json(advice: Advice) -> dict[str, Any]:
         "start_s": advice.frame.start_s, "end_s": advice.frame.end_s, "demo": advice.frame.demo,
         "platform": advice.frame.platform,
         "recommendations": [recommendation_dict(r) for r in advice.recommendations],
-        "profiles": [json_safe({"gpu_index": p.gpu_index, "gpu_key": p.gpu_key, "busy_hours": p.busy_s / 3600.0, "shares": p.shares,
-                             "idle_share": p.idle_share, "reasons": p.reasons}) for p in advice.profiles],
+        "profiles": [json_safe({"gpu_index": p.gpu_index, "gpu_key": p.gpu_key, "busy_hours": p.busy_s / 3600.0,
+                                "shares": p.shares, "idle_share": p.idle_share, "reasons": p.reasons})
+                     for p in advice.profiles],
         "costs": [json_safe(dataclasses.asdict(c)) for c in advice.costs],
         "currency": advice.currency,
         # How much history the advice judges from, and the sentence saying it is not enough (else null).

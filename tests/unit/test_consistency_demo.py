@@ -104,6 +104,15 @@ def _lane_figures(store: HistoryStore, uuid: str, start_s: float, end_s: float, 
             figures.put("raw samples", f"{reason.label} share at {times[i]:.0f}", raw_share)
 
 
+def _report_costs(report: dict[str, Any], figures: Figures) -> None:
+    """The monthly costs and the recorded span as the report's JSON writes them."""
+    for cost in report["advice"]["costs"]:  # the report's JSON, as written
+        for option in cost["options"]:
+            name = f"{option['offer']['gpu_model']} at {option['offer']['provider']}"
+            figures.put("weekly report JSON", f"USD/month {name}", f"{option['on_demand_month']:,.2f}")
+        figures.put("weekly report JSON", "recorded span", cost["history_text"])
+
+
 def collect(store: HistoryStore, qapp: Any, week: str = "2026-W47") -> Figures:
     settings = _settings()
     figures = Figures()
@@ -115,25 +124,23 @@ def collect(store: HistoryStore, qapp: Any, week: str = "2026-W47") -> Figures:
     html = render_html(data, lambda key: key)
     # The same window on every page (issue 32): the week's advice, as the Costs page would show it for it.
     advisor = compute_advice(frame, settings)
-    last_7_days = compute_advice(load_recent_frame(store, 7.0, NOW_S), settings)
-    assert [c.history_text for c in last_7_days.costs] == ["7 recorded days of the last 7 days"]
     out = io.StringIO()
     with redirect_stdout(out):
         assert cli.main(["advise", "--db", str(store.path), "--week", week], now_s=NOW_S) == 0
     advise_text = out.getvalue()
-    for week in data.summary.gpus:
-        g = f"GPU {week.index}"
-        figures.put("weekly report", f"{g} busy h", week.busy_hours)
-        figures.put("weekly report", f"{g} recorded h", week.recorded_s / 3600.0)
+    for gw in data.summary.gpus:
+        g = f"GPU {gw.index}"
+        figures.put("weekly report", f"{g} busy h", gw.busy_hours)
+        figures.put("weekly report", f"{g} recorded h", gw.recorded_s / 3600.0)
         figures.put("weekly report", f"{g} span h", (data.summary.end_s - data.summary.start_s) / 3600.0)
         figures.put("weekly report JSON", f"{g} busy h", next(
-            x["busy_hours"] for x in report["summary"]["gpus"] if x["index"] == week.index))
-        for kind, share in week.profile.shares.items():
-            jobs = [j for j in week.profile.jobs if j.kind == kind]
+            x["busy_hours"] for x in report["summary"]["gpus"] if x["index"] == gw.index))
+        for kind, share in gw.profile.shares.items():
+            jobs = [j for j in gw.profile.jobs if j.kind == kind]
             if jobs:
-                figures.put("weekly report", f"{g} {kind} busy h", share * week.profile.busy_s / 3600.0)
+                figures.put("weekly report", f"{g} {kind} busy h", share * gw.profile.busy_s / 3600.0)
                 figures.put("weekly report", f"{g} {kind} longest h", max(j.busy_s for j in jobs) / 3600.0)
-                longest = re.search(r"longest: (?:a )?([0-9.]+) (h|min)", week.profile.reasons[kind])
+                longest = re.search(r"longest: (?:a )?([0-9.]+) (h|min)", gw.profile.reasons[kind])
                 if longest:
                     hours = float(longest.group(1)) / (60.0 if longest.group(2) == "min" else 1.0)
                     figures.put("weekly report text", f"{g} {kind} longest h", hours)
@@ -141,11 +148,7 @@ def collect(store: HistoryStore, qapp: Any, week: str = "2026-W47") -> Figures:
         for option in cost.options:
             name = f"{option.offer.gpu_model} at {option.offer.provider}"
             figures.put("History page", f"break-even {name}", break_even_text(cost, option))
-    for cost in report["advice"]["costs"]:  # the report's JSON, as written
-        for option in cost["options"]:
-            name = f"{option['offer']['gpu_model']} at {option['offer']['provider']}"
-            figures.put("weekly report JSON", f"USD/month {name}", f"{option['on_demand_month']:,.2f}")
-        figures.put("weekly report JSON", "recorded span", cost["history_text"])
+    _report_costs(report, figures)
     rows, answer = _costs_page_rows(advisor, settings)
     for name, text in rows.items():
         figures.put("Costs page", name if name.startswith("USD/month") else f"break-even {name}", text)
@@ -205,12 +208,8 @@ def check(f: Figures) -> list[str]:
             bound((page, name), (page, kind_busy))
             if ("weekly report text", name) in v:  # as written ("16.8 h", "3 min"): to its rounding
                 bound(("weekly report text", name), (page, kind_busy), 0.051)
-        if page == "Costs page" and name.startswith("USD/month"):
-            equal((page, name), ("weekly report JSON", name))
-            if ("rigscope advise", name) in v:
-                equal((page, name), ("rigscope advise", name))
-        if page == "Costs page" and name.startswith("break-even"):
-            equal((page, name), ("History page", name))
+        if page == "Costs page" and name.startswith(("USD/month", "break-even")):
+            equal((page, name), ("weekly report JSON" if name.startswith("USD") else "History page", name))
             if ("rigscope advise", name) in v:
                 equal((page, name), ("rigscope advise", name))
         if page == "Processes page" and name.endswith("VRAM used max MiB"):
@@ -273,6 +272,13 @@ def test_a_partial_week_is_extrapolated_from_its_recorded_days_and_says_so(figur
         month = re.search(r"for your ([0-9,]+) busy hours a month", answer)
         assert month is not None
         assert float(month.group(1).replace(",", "")) == pytest.approx(busy_h * 30 * 24 / recorded_h, abs=0.5)
+
+
+def test_the_last_7_days_name_their_window() -> None:
+    """The Advisor and Costs pages' default window says which it is, beside a report's "of 2026-W47"."""
+    with HistoryStore.open(stored_demo_week(), readonly=True) as store:
+        advice = compute_advice(load_recent_frame(store, 7.0, NOW_S), _settings())
+    assert [c.history_text for c in advice.costs] == ["7 recorded days of the last 7 days"]
 
 
 PERTURBATIONS: dict[str, Callable[[Figures], str]] = {}
