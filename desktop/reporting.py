@@ -343,6 +343,18 @@ def write_report_text(path: Path, text: str) -> None:
     write_beside(path, write)
 
 
+def default_week(span: tuple[float, float] | None, tz: tzinfo, now_s: float) -> tuple[str, tuple[str, ...]]:
+    """The week `rigscope report` and the window's History page open on: the last full week, or where it has no
+    history, the newest week with data (and the note that says so)."""
+    label = week_label(now_s - WEEK_S, tz)
+    start, end = week_bounds(label, tz)
+    if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
+        # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
+        label = week_label(max(span[0], span[1] - 3600.0), tz)
+        return label, (f"The last full week has no history; this is the newest week with data ({label}).",)
+    return label, ()
+
+
 def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[str, HistoryFrame,
                                                                                  HistoryFrame | None, tuple[str, ...]]:
     """The frames for ``label`` (default: the last full week, or the newest week with data) and the week before."""
@@ -351,12 +363,7 @@ def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[
     notes: tuple[str, ...] = ()
     span = store.time_range()
     if label is None:
-        label = week_label(now_s - WEEK_S, tz)
-        start, end = week_bounds(label, tz)
-        if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
-            # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
-            label = week_label(max(span[0], span[1] - 3600.0), tz)
-            notes = (f"The last full week has no history; this is the newest week with data ({label}).",)
+        label, notes = default_week(span, tz, now_s)
     start, end = week_bounds(label, tz)
     if span is None or span[1] <= start or span[0] >= end:
         raise UserError(f"no history recorded in {label}"
@@ -407,6 +414,18 @@ class HistorySource:
                 labels.append(label)
             t -= WEEK_S
         return labels
+
+    def default_week(self, now_s: float | None = None) -> str | None:
+        """The week the History page opens on: `rigscope report`'s default (``default_week``)."""
+        try:
+            store = open_history(str(self.db_path))
+        except UserError:
+            return None
+        with store:
+            span = store.time_range()
+        if span is None:
+            return None
+        return default_week(span, SystemLocalTime(), time.time() if now_s is None else now_s)[0]
 
     def report(self, label: str) -> ReportData:
         tz = SystemLocalTime()
