@@ -10,11 +10,12 @@ all take the figure from ``recorded_span`` (one computation per figure).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from advisor.frame import GpuSeries, HistoryFrame
 from advisor.wording import duration_text
+
+if TYPE_CHECKING:  # `rigscope --help` imports advisor.costs, which imports this: no numpy at import
+    from advisor.frame import GpuSeries, HistoryFrame
 
 #: The month every monthly figure is extrapolated to.
 MONTH_S = 30 * 86400.0
@@ -47,6 +48,8 @@ def window_label(frame: HistoryFrame) -> str:
 
 def recorded_s(gpu: GpuSeries) -> float:
     """Seconds of history the GPU's rows stand for (each row its duration: a sample period or a rollup bucket)."""
+    import numpy as np
+
     return float(np.nansum(gpu.duration_s)) if len(gpu) else 0.0
 
 
