@@ -20,9 +20,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from advisor.span import MONTH_S as MONTH_S  # noqa: PLC0414 (re-exported: the month of every monthly figure)
+from advisor.span import RecordedSpan
 from advisor.wording import duration_text
 
-MONTH_S = 30 * 86400.0
 #: Share of datasheet peak a large bf16 GEMM reaches on data-centre GPUs (H100: ~795 of 989 TFLOP/s).
 CLOUD_EFFICIENCY = 0.80
 
@@ -55,6 +56,7 @@ class GpuSpec:
 class Usage:
     """Measured use of one local GPU over some window of history."""
 
+    #: The window's length (an ISO week, the last 7 days).
     window_s: float
     busy_s: float
     energy_kwh: float
@@ -65,9 +67,19 @@ class Usage:
     serving_s: float = 0.0
     #: Stress runs of this GPU that gave no usable GEMM TFLOP/s (simulated, stopped early, another workload).
     stress_runs: int = 0
+    #: The time recorded in the window (``advisor.span.recorded_span``); None: all of it.
+    recorded_s: float | None = None
+    #: How the window is named ("2026-W48", "the last 7 days"); "" where it has no name.
+    window_label: str = ""
+
+    @property
+    def span(self) -> RecordedSpan:
+        """What the monthly figures extrapolate from: the time recorded, not the window's length."""
+        recorded = self.window_s if self.recorded_s is None else self.recorded_s
+        return RecordedSpan(recorded, self.window_s, self.window_label)
 
     def per_month(self, value: float) -> float:
-        return value * MONTH_S / self.window_s if self.window_s > 0 else 0.0
+        return self.span.per_month(value)
 
 
 @dataclass(frozen=True)
@@ -107,9 +119,13 @@ class CostComparison:
     notes: tuple[str, ...]
     #: Whether a purchase price is set: without one there is no depreciation and no break-even.
     priced: bool = True
-    #: The history the monthly figures extrapolate from (seconds) and the currency of the owned costs.
+    #: The history the monthly figures extrapolate from (seconds recorded) and the currency of the owned costs.
     history_s: float = 0.0
     currency: str = "USD"
+    #: That history in words, with its window: "1.6 recorded days of 2026-W48" (``RecordedSpan.text``).
+    history_text: str = ""
+    #: The GPU by identity (``GpuMeta.key``): two machines' GPUs share an index and may share a name.
+    gpu_key: str = ""
 
 
 def _tokens(text: str) -> list[str]:
@@ -147,7 +163,7 @@ def smallest_fitting(offers: tuple[CloudOffer, ...] | list[CloudOffer], need_gb:
 
 def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: CostInputs, *,
             offers: tuple[CloudOffer, ...] | list[CloudOffer],
-            specs: tuple[GpuSpec, ...] | list[GpuSpec]) -> CostComparison:
+            specs: tuple[GpuSpec, ...] | list[GpuSpec], gpu_key: str = "") -> CostComparison:
     """Monthly cost of the measured work owned vs rented on each cloud offer with a known spec."""
     notes: list[str] = []
     local = find_spec(gpu_name, specs)
@@ -205,8 +221,9 @@ def compare(gpu_name: str, vram_total_mib: float | None, usage: Usage, inputs: C
     return CostComparison(gpu_name=gpu_name, local_spec=local, local_tflops=local_tflops, busy_hours_month=busy_h,
                           energy_kwh_month=kwh, owned_fixed_month=fixed, owned_energy_month=energy_cost,
                           owned_month=fixed + energy_cost, options=tuple(options), bigger_option=bigger,
-                          notes=tuple(notes), priced=inputs.purchase_price > 0, history_s=usage.window_s,
-                          currency=inputs.currency)
+                          notes=tuple(notes), priced=inputs.purchase_price > 0, history_s=usage.span.recorded_s,
+                          currency=inputs.currency, history_text=usage.span.text(),
+                          gpu_key=gpu_key)
 
 
 def break_even_text(comparison: CostComparison, option: CloudCost) -> str:
@@ -228,20 +245,20 @@ def cost_answer(c: CostComparison, price_field: str = "on the Costs page") -> st
     """One sentence: what renting the cheapest cloud GPU would cost for the measured busy hours, what owning
     costs (power, depreciation) and when owning is the cheaper; without a purchase price it asks for one, in
     ``price_field`` (the Costs page says "above", where the field is)."""
-    days = duration_text(c.history_s)
+    days = c.history_text or f"{duration_text(c.history_s)} of history"
     money = f"{{:,.2f}} {c.currency}".format
     if c.busy_hours_month <= 0:
         owning = (f"owning costs {money(c.owned_fixed_month)} a month in depreciation" if c.priced
                   else "owning costs only its power")
-        return f"No busy hours in {days} of history: nothing to rent yet, and {owning}."
+        return f"No busy hours in {days}: nothing to rent yet, and {owning}."
     if not c.options:
         return (f"Owning costs {money(c.owned_month)} a month for your {c.busy_hours_month:,.0f} busy hours "
-                f"({days} of history); no cloud GPU with a known speed to compare with.")
+                f"a month (from {days}); no cloud GPU with a known speed to compare with.")
     best = c.options[0]
     offer = best.offer
     rent = (f"Renting {_article(offer.gpu_model)} {offer.gpu_model} at {offer.on_demand_usd_h:.2f} USD/h "
             f"({offer.provider}) would cost {best.on_demand_month:,.2f} USD a month for your "
-            f"{c.busy_hours_month:,.0f} busy hours ({days} of history, extrapolated to 30 days)")
+            f"{c.busy_hours_month:,.0f} busy hours a month (from {days}, extrapolated to 30 days)")
     if not c.priced:
         return (f"{rent}; owning costs {money(c.owned_energy_month)} a month in power. Enter the purchase price "
                 f"{price_field} to see when owning pays off.")

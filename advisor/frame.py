@@ -51,6 +51,12 @@ class GpuMeta:
     is_laptop: bool = False
     simulated: bool = False
 
+    @property
+    def key(self) -> str:
+        """The GPU's identity: its uuid (the history's key: NVML's uuid, else an import's machine + bus id, else
+        its file), never its index: two machines' logs both say GPU 0. A GPU known by no uuid is its index."""
+        return self.uuid or f"index:{self.index}"
+
 
 @dataclass(frozen=True)
 class GpuSeries:
@@ -129,6 +135,18 @@ class ProcessSamples:
     #: Per row: True for a compute (or mixed) process, False for a graphics-only one (Xorg, a
     #: compositor, a game); None where the kinds are not known (every row then counts as work).
     compute: npt.NDArray[np.bool_] | None = None
+    #: Per row, the GPU by identity: an index into ``gpu_keys`` (``GpuMeta.key``); None where the rows
+    #: know only the index (then two GPUs that share an index share their rows).
+    gpu_key_ix: IntArray | None = None
+    gpu_keys: tuple[str, ...] = ()
+
+    def rows_of(self, meta: GpuMeta) -> npt.NDArray[np.bool_]:
+        """The rows of one GPU, by its identity where the rows carry it, else by its index."""
+        if self.gpu_key_ix is None:
+            return np.asarray(self.gpu_index == meta.index)
+        if meta.key not in self.gpu_keys:
+            return np.zeros(self.time_s.shape, dtype=bool)
+        return np.asarray(self.gpu_key_ix == self.gpu_keys.index(meta.key))
 
 
 @dataclass(frozen=True)
@@ -175,9 +193,19 @@ class HistoryFrame:
     platform: str = "linux"
     #: True when the frame comes from the demo database.
     demo: bool = False
+    #: How its window is named where it is one ("2026-W48", "the last 7 days"): ``advisor.span`` says it.
+    label: str = ""
 
     def gpu(self, index: int) -> GpuSeries | None:
+        """The first GPU at ``index``: two machines' GPUs may share one; ``gpu_by_key`` finds each."""
         for series in self.gpus:
             if series.meta.index == index:
+                return series
+        return None
+
+    def gpu_by_key(self, key: str) -> GpuSeries | None:
+        """The GPU whose identity (``GpuMeta.key``) is ``key``."""
+        for series in self.gpus:
+            if series.meta.key == key:
                 return series
         return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
-from advisor.frame import FloatArray, GpuSeries, HistoryFrame, IntArray, ProcessSamples
+from advisor.frame import FloatArray, GpuMeta, GpuSeries, HistoryFrame, IntArray, ProcessSamples
 from advisor.stats import Interval, busy_intervals, busy_seconds, fmt_hours, rows_in, weighted_mean
 
 TRAINING = "training"
@@ -53,6 +53,8 @@ class WorkloadProfile:
     idle_share: float
     reasons: dict[str, str]
     jobs: tuple[Job, ...]
+    #: The GPU by identity (``GpuMeta.key``): two machines' GPUs share an index.
+    gpu_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,10 @@ class _GpuProcesses:
     names: tuple[str, ...]
 
     @classmethod
-    def of(cls, processes: ProcessSamples | None, gpu_index: int) -> _GpuProcesses:
+    def of(cls, processes: ProcessSamples | None, gpu: GpuMeta) -> _GpuProcesses:
         if processes is None or processes.time_s.size == 0:
             return cls(np.zeros(0), np.zeros(0, dtype=np.int64), ())
-        rows = np.flatnonzero(processes.gpu_index == gpu_index)
+        rows = np.flatnonzero(processes.rows_of(gpu))
         rows = rows[np.argsort(processes.time_s[rows], kind="stable")]
         return cls(processes.time_s[rows], processes.name_id[rows], processes.names)
 
@@ -82,9 +84,9 @@ class _GpuProcesses:
         return tuple(self.names[int(i)] for i in ids[order])
 
 
-def names_in(processes: ProcessSamples | None, gpu_index: int, interval: Interval) -> tuple[str, ...]:
+def names_in(processes: ProcessSamples | None, gpu: GpuMeta, interval: Interval) -> tuple[str, ...]:
     """Process names seen on the GPU within ``interval``, most often seen first."""
-    return _GpuProcesses.of(processes, gpu_index).names_in(interval)
+    return _GpuProcesses.of(processes, gpu).names_in(interval)
 
 
 def classify(interval: Interval, mean_util_pct: float, names: tuple[str, ...],
@@ -108,7 +110,7 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries, *,
     total_s = float(gpu.duration_s.sum())
     busy_total = float(busy.sum())
     jobs: list[Job] = []
-    procs = _GpuProcesses.of(frame.processes, gpu.meta.index)
+    procs = _GpuProcesses.of(frame.processes, gpu.meta)
     for interval in busy_intervals(gpu, frame.processes, threshold_pct=threshold_pct):
         rows = rows_in(gpu.time_s, interval)
         # The run's own mean: its data-loader waits (a few % between steps) are part of the run,
@@ -133,7 +135,8 @@ def gpu_profile(frame: HistoryFrame, gpu: GpuSeries, *,
         reasons[kind] = f"{stretches}, {fmt_hours(by_kind[kind])} busy{who}; longest: {top.reason}"
     idle_share = 1.0 - busy_total / total_s if total_s > 0 else 1.0
     reasons["idle"] = f"{idle_share * 100:.0f} % of the time nothing ran"
-    return WorkloadProfile(gpu.meta.index, total_s, busy_total, shares, idle_share, reasons, tuple(jobs))
+    return WorkloadProfile(gpu.meta.index, total_s, busy_total, shares, idle_share, reasons, tuple(jobs),
+                           gpu.meta.key)
 
 
 def workload_profiles(frame: HistoryFrame, *, threshold_pct: float = DEFAULT_BUSY_UTIL_PCT

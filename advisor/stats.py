@@ -91,7 +91,7 @@ def compute_presence(gpu: GpuSeries, processes: ProcessSamples | None) -> FloatA
     out = np.full(len(gpu), np.nan)
     if processes is None or processes.time_s.size == 0 or len(gpu) == 0:
         return out
-    mine = processes.gpu_index == gpu.meta.index
+    mine = processes.rows_of(gpu.meta)
     if processes.compute is None:
         out[_rows_covered(gpu, processes, mine & (np.nan_to_num(processes.vram_mib) > 0))] = 1.0
         return out

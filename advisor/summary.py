@@ -17,6 +17,7 @@ from advisor.clock_events import THROTTLE_REASONS, ClockEventReason, bits
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.profile import WorkloadProfile, gpu_profile
 from advisor.rules import Recommendation, sort_key
+from advisor.span import recorded_s
 from advisor.stats import (
     THROTTLE_CAUSES,
     busy_seconds,
@@ -44,6 +45,8 @@ class ProcessUse:
     gpu_hours: float
     present_hours: float
     peak_vram_mib: float
+    #: The GPU by identity (``GpuMeta.key``): two machines' GPUs share an index.
+    gpu_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class Change:
     before: float
     after: float
     unit: str
+    #: The GPU by identity (``GpuMeta.key``).
+    gpu_key: str = ""
 
     @property
     def delta(self) -> float:
@@ -176,7 +181,7 @@ def gpu_week(frame: HistoryFrame, gpu: GpuSeries, tz: tzinfo, price_per_kwh: flo
         profile=gpu_profile(frame, gpu, threshold_pct=busy_util_pct),
         hw_thermal_minutes=float(reason_seconds(gpu, bits(ClockEventReason.HW_THERMAL_SLOWDOWN)).sum()) / 60.0,
         throttled_minutes=float(reason_seconds(gpu, bits(THROTTLE_REASONS)).sum()) / 60.0,
-        recorded_s=float(np.nansum(gpu.duration_s)),
+        recorded_s=recorded_s(gpu),
     )
 
 
@@ -188,20 +193,25 @@ def top_processes(frame: HistoryFrame, limit: int = 8, *,
         return ()
     busy_row = np.zeros(procs.time_s.size, dtype=bool)
     for gpu in frame.gpus:
-        mine = procs.gpu_index == gpu.meta.index
+        mine = procs.rows_of(gpu.meta)
         util = values_at(gpu, procs.time_s[mine], gpu.utilization_gpu_pct)
         # The one busy definition, per process row: its own kind is what the GPU's list said of it.
         compute = None if procs.compute is None else procs.compute[mine].astype(np.float64)
         busy_row[np.flatnonzero(mine)] = busy_share(util, compute, threshold_pct=threshold_pct) > 0
-    key = procs.gpu_index * (len(procs.names) + 1) + procs.name_id
+    # Per GPU by identity (its place in the frame), not its index: two machines' logs both say GPU 0.
+    place = np.full(procs.time_s.size, -1, dtype=np.int64)
+    for n, gpu in enumerate(frame.gpus):
+        place[procs.rows_of(gpu.meta)] = n
+    key = place * (len(procs.names) + 1) + procs.name_id
     out = []
-    for k in np.unique(key).tolist():
+    for k in np.unique(key[place >= 0]).tolist():
         rows = key == k
-        gpu_index, name_id = divmod(int(k), len(procs.names) + 1)
-        out.append(ProcessUse(procs.names[name_id], gpu_index,
+        n, name_id = divmod(int(k), len(procs.names) + 1)
+        meta = frame.gpus[n].meta
+        out.append(ProcessUse(procs.names[name_id], meta.index,
                               float(procs.duration_s[rows & busy_row].sum()) / 3600.0,
                               float(procs.duration_s[rows].sum()) / 3600.0,
-                              nanmax(procs.vram_mib[rows])))
+                              nanmax(procs.vram_mib[rows]), meta.key))
     out.sort(key=lambda p: (-p.gpu_hours, -np.nan_to_num(p.peak_vram_mib)))
     return tuple(out[:limit])
 
@@ -233,7 +243,7 @@ def _changes(now: tuple[GpuWeek, ...], before: tuple[GpuWeek, ...], span_s: floa
             ("Throttled" + suffix, p.throttled_minutes * scale_p, g.throttled_minutes * scale_g, "min" + per),
             ("Peak VRAM", p.vram_peak_mib, g.vram_peak_mib, "MiB"),
         )
-        out.extend(Change(g.index, label, b, a, unit) for label, b, a, unit in pairs)
+        out.extend(Change(g.index, label, b, a, unit, g.uuid or f"index:{g.index}") for label, b, a, unit in pairs)
         if per_day:
             notes.append(f"GPU {g.index}: the previous week holds {duration_text(p.recorded_s)} of history, this "
                          f"week {duration_text(g.recorded_s)}: busy hours, energy and throttled time are compared "

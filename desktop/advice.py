@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.costs import CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
-from advisor.frame import GpuMeta, HistoryFrame
+from advisor.frame import GpuMeta, GpuSeries, HistoryFrame
 from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, run_rules
 from advisor.rules.actions import throttle_action
+from advisor.span import RecordedSpan, frame_span, recorded_span
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from advisor.thresholds import Thresholds
 from advisor.wording import duration_text, plural_word
@@ -113,9 +112,14 @@ class Advice:
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
+    def span(self) -> RecordedSpan:
+        """How much history the advice is judged from: the recorded span of the best-covered GPU."""
+        return frame_span(self.frame)
+
+    @property
     def recorded_s(self) -> float:
-        """How much history the advice is judged from: the recorded time of the best-covered GPU."""
-        return max((float(np.nansum(g.duration_s)) for g in self.frame.gpus), default=0.0)
+        """The seconds of ``span``."""
+        return self.span.recorded_s
 
     @property
     def busy_s(self) -> float:
@@ -153,22 +157,28 @@ def span_text(seconds: float) -> str:
     return duration_text(seconds)
 
 
-def usage_of(frame: HistoryFrame, index: int, *, busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> Usage:
-    gpu = frame.gpu(index)
-    if gpu is None:
-        return Usage(frame.end_s - frame.start_s, 0.0, 0.0)
-    gemm = [r for r in frame.stress_results if r.gpu_uuid == gpu.meta.uuid and r.unit == "TFLOP/s"
+def usage_of(frame: HistoryFrame, gpu: GpuSeries | str | int, *,
+             busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> Usage:
+    """The measured use of one GPU of ``frame``: the series itself, its identity (``GpuMeta.key``) or, for a
+    frame whose GPUs each have their own index, its index. Its monthly figures extrapolate from the time
+    recorded (``advisor.span``), never the window's length."""
+    series = gpu if isinstance(gpu, GpuSeries) else frame.gpu_by_key(gpu) if isinstance(gpu, str) else frame.gpu(gpu)
+    span = recorded_span(frame, series)
+    if series is None:
+        return Usage(span.window_s, 0.0, 0.0, recorded_s=span.recorded_s, window_label=span.window_label)
+    gemm = [r for r in frame.stress_results if r.gpu_uuid == series.meta.uuid and r.unit == "TFLOP/s"
             and r.workload == "gemm" and not r.errors and r.device != "sim"]
     measured = max(gemm, key=lambda r: r.started_s).sustained_throughput if gemm else None
     # A run that gave no GEMM TFLOP/s still ran: the Costs page must not keep asking for one.
-    other_runs = sum(1 for r in frame.stress_results if r.gpu_uuid == gpu.meta.uuid) if not gemm else 0
-    used = gpu.vram_used_max_mib if gpu.vram_used_max_mib is not None else gpu.vram_used_mib
-    serving_s = sum(job.busy_s for job in gpu_profile(frame, gpu, threshold_pct=busy_util_pct).jobs
+    other_runs = sum(1 for r in frame.stress_results if r.gpu_uuid == series.meta.uuid) if not gemm else 0
+    used = series.vram_used_max_mib if series.vram_used_max_mib is not None else series.vram_used_mib
+    serving_s = sum(job.busy_s for job in gpu_profile(frame, series, threshold_pct=busy_util_pct).jobs
                     if job.kind == INFERENCE)
-    busy_s = float(busy_seconds(gpu, frame.processes, threshold_pct=busy_util_pct).sum())
-    return Usage(window_s=frame.end_s - frame.start_s, busy_s=busy_s,
-                 energy_kwh=float(energy_kwh(gpu).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured,
-                 serving_s=serving_s, stress_runs=other_runs)
+    busy_s = float(busy_seconds(series, frame.processes, threshold_pct=busy_util_pct).sum())
+    return Usage(window_s=span.window_s, busy_s=busy_s,
+                 energy_kwh=float(energy_kwh(series).sum()), peak_vram_mib=nanmax(used), measured_tflops=measured,
+                 serving_s=serving_s, stress_runs=other_runs, recorded_s=span.recorded_s,
+                 window_label=span.window_label)
 
 
 def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[CloudOffer] | None = None,
@@ -179,10 +189,17 @@ def compute_advice(frame: HistoryFrame, settings: config.Settings, offers: list[
     recs = run_rules(frame, settings.advisor, offers)
     inputs = cost_inputs_from(settings.costs)
     busy_pct = settings.advisor.busy_util_pct
-    costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g.meta.index, busy_util_pct=busy_pct),
-                          inputs, offers=offers, specs=specs) for g in frame.gpus)
+    costs = tuple(compare(g.meta.name, g.meta.vram_total_mib, usage_of(frame, g, busy_util_pct=busy_pct),
+                          inputs, offers=offers, specs=specs, gpu_key=g.meta.key) for g in frame.gpus)
     return Advice(frame, tuple(recs), workload_profiles(frame, threshold_pct=busy_pct), costs,
                   settings.costs.currency, settings.advisor)
+
+
+def gpu_of(frame: HistoryFrame, rec: Recommendation) -> GpuSeries | None:
+    """The GPU a recommendation is about, by its identity (two machines' GPUs share an index), else by index."""
+    if rec.gpu_key is not None:
+        return frame.gpu_by_key(rec.gpu_key)
+    return frame.gpu(rec.gpu_index) if rec.gpu_index is not None else None
 
 
 def open_history(db: str | Path) -> Any:
@@ -207,7 +224,9 @@ def load_recent_frame(store: Any, days: float, now_s: float | None = None) -> Hi
                         f"or try `rigscope demo` and then `--db {demo_db_path()}`")
     end_s = min(span[1], now_s if now_s is not None else time.time())
     end_s = max(end_s, span[0] + 1.0)
-    return load_frame(store, end_s - days * 86400.0, end_s, platform=sys.platform)
+    frame = load_frame(store, end_s - days * 86400.0, end_s, platform=sys.platform)
+    # Named for what advice and costs say of it: "from 34 recorded minutes of the last 7 days".
+    return dataclasses.replace(frame, label=f"the last {span_text(days * 86400.0)}")
 
 
 def json_safe(value: Any) -> Any:
@@ -233,12 +252,14 @@ def advice_json(advice: Advice) -> dict[str, Any]:
         "start_s": advice.frame.start_s, "end_s": advice.frame.end_s, "demo": advice.frame.demo,
         "platform": advice.frame.platform,
         "recommendations": [recommendation_dict(r) for r in advice.recommendations],
-        "profiles": [json_safe({"gpu_index": p.gpu_index, "busy_hours": p.busy_s / 3600.0, "shares": p.shares,
-                             "idle_share": p.idle_share, "reasons": p.reasons}) for p in advice.profiles],
+        "profiles": [json_safe({"gpu_index": p.gpu_index, "gpu_key": p.gpu_key, "busy_hours": p.busy_s / 3600.0,
+                                "shares": p.shares, "idle_share": p.idle_share, "reasons": p.reasons})
+                     for p in advice.profiles],
         "costs": [json_safe(dataclasses.asdict(c)) for c in advice.costs],
         "currency": advice.currency,
         # How much history the advice judges from, and the sentence saying it is not enough (else null).
         "recorded_s": advice.recorded_s, "busy_s": advice.busy_s, "needed_s": advice.needed_s,
+        "window": advice.frame.label, "recorded_text": advice.span.text(),
         "shortfall": advice.shortfall(),
     }
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
+from advisor.rules import Recommendation
 from advisor.safetext import printable
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
 from advisor.usage import NO_KEY, GpuEnergy, ProcessUsageRows, UsageTable, account_usage
@@ -140,6 +141,23 @@ def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:
     shared = Counter((index, name) for index, _, name in gpus)
     return {uuid: f"GPU {index} ({name})" + (f" [{uuid}]" if shared[(index, name)] > 1 else "")
             for index, uuid, name in gpus}
+
+
+def _slot_shared(data: ReportData, index: int) -> bool:
+    return sum(1 for g in data.summary.gpus if g.index == index) > 1
+
+
+def gpu_name(data: ReportData, index: int, key: str) -> str:
+    """"GPU 0", or where two machines' GPUs share the slot, the report's label of the one meant (by identity)."""
+    return data.labels.get(key, key) if key and _slot_shared(data, index) else f"GPU {index}"
+
+
+def shared_slot_label(data: ReportData, rec: Recommendation) -> str:
+    """Which GPU a recommendation is about, where its "GPU 0" is not enough (two machines' GPUs share the slot):
+    the report's label of it; "" where the index names one GPU."""
+    if rec.gpu_key is None or rec.gpu_index is None or not _slot_shared(data, rec.gpu_index):
+        return ""
+    return data.labels.get(rec.gpu_key, rec.gpu_key)
 
 
 def chart_key(kind: str, position: int) -> str:
@@ -325,6 +343,18 @@ def write_report_text(path: Path, text: str) -> None:
     write_beside(path, write)
 
 
+def default_week(span: tuple[float, float] | None, tz: tzinfo, now_s: float) -> tuple[str, tuple[str, ...]]:
+    """The week `rigscope report` and the window's History page open on: the last full week, or where it has no
+    history, the newest week with data (and the note that says so)."""
+    label = week_label(now_s - WEEK_S, tz)
+    start, end = week_bounds(label, tz)
+    if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
+        # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
+        label = week_label(max(span[0], span[1] - 3600.0), tz)
+        return label, (f"The last full week has no history; this is the newest week with data ({label}).",)
+    return label, ()
+
+
 def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[str, HistoryFrame,
                                                                                  HistoryFrame | None, tuple[str, ...]]:
     """The frames for ``label`` (default: the last full week, or the newest week with data) and the week before."""
@@ -333,18 +363,14 @@ def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[
     notes: tuple[str, ...] = ()
     span = store.time_range()
     if label is None:
-        label = week_label(now_s - WEEK_S, tz)
-        start, end = week_bounds(label, tz)
-        if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
-            # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
-            label = week_label(max(span[0], span[1] - 3600.0), tz)
-            notes = (f"The last full week has no history; this is the newest week with data ({label}).",)
+        label, notes = default_week(span, tz, now_s)
     start, end = week_bounds(label, tz)
     if span is None or span[1] <= start or span[0] >= end:
         raise UserError(f"no history recorded in {label}"
                         + (f" (the history covers {week_label(span[0], tz)} to {week_label(span[1] - 1, tz)})"
                            if span else ""))
-    frame = load_frame(store, start, end, platform=sys.platform)
+    # Named by its week: costs and busy hours say "from 1.6 recorded days of 2026-W48" (advisor.span).
+    frame = dataclasses.replace(load_frame(store, start, end, platform=sys.platform), label=label)
     previous = load_frame(store, start - WEEK_S, start, platform=sys.platform) if span[0] < start else None
     if previous is not None and not previous.gpus:
         previous = None
@@ -388,6 +414,18 @@ class HistorySource:
                 labels.append(label)
             t -= WEEK_S
         return labels
+
+    def default_week(self, now_s: float | None = None) -> str | None:
+        """The week the History page opens on: `rigscope report`'s default (``default_week``)."""
+        try:
+            store = open_history(str(self.db_path))
+        except UserError:
+            return None
+        with store:
+            span = store.time_range()
+        if span is None:
+            return None
+        return default_week(span, SystemLocalTime(), time.time() if now_s is None else now_s)[0]
 
     def report(self, label: str) -> ReportData:
         tz = SystemLocalTime()

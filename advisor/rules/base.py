@@ -63,6 +63,8 @@ class Recommendation:
     chart_metric: str | None = None
     #: Orders recommendations of equal severity (bigger first), e.g. hours affected.
     score: float = 0.0
+    #: The GPU by identity (``GpuMeta.key``): ``gpu_index`` is only its slot, which two machines share.
+    gpu_key: str | None = None
 
     def evidence_value(self, label: str) -> float:
         for item in self.evidence:
@@ -76,24 +78,25 @@ class RuleContext:
     frame: HistoryFrame
     thresholds: Thresholds
     offers: tuple[CloudOffer, ...] = ()
-    busy: dict[int, FloatArray] = field(default_factory=dict)
-    profiles: dict[int, WorkloadProfile] = field(default_factory=dict)
-    _host: dict[tuple[int, str], FloatArray] = field(default_factory=dict)
+    #: Per GPU by identity (``GpuMeta.key``), never its index: two machines' logs both say GPU 0.
+    busy: dict[str, FloatArray] = field(default_factory=dict)
+    profiles: dict[str, WorkloadProfile] = field(default_factory=dict)
+    _host: dict[tuple[str, str], FloatArray] = field(default_factory=dict)
 
     def gpu_busy(self, gpu: GpuSeries) -> FloatArray:
-        if gpu.meta.index not in self.busy:
-            self.busy[gpu.meta.index] = busy_seconds(gpu, self.frame.processes,
-                                                     threshold_pct=self.thresholds.busy_util_pct)
-        return self.busy[gpu.meta.index]
+        if gpu.meta.key not in self.busy:
+            self.busy[gpu.meta.key] = busy_seconds(gpu, self.frame.processes,
+                                                   threshold_pct=self.thresholds.busy_util_pct)
+        return self.busy[gpu.meta.key]
 
     def gpu_profile(self, gpu: GpuSeries) -> WorkloadProfile:
-        if gpu.meta.index not in self.profiles:
-            self.profiles[gpu.meta.index] = gpu_profile(self.frame, gpu, threshold_pct=self.thresholds.busy_util_pct)
-        return self.profiles[gpu.meta.index]
+        if gpu.meta.key not in self.profiles:
+            self.profiles[gpu.meta.key] = gpu_profile(self.frame, gpu, threshold_pct=self.thresholds.busy_util_pct)
+        return self.profiles[gpu.meta.key]
 
     def host_at(self, gpu: GpuSeries, column: str) -> FloatArray:
         """A host column at the GPU's row times (cached: several rules ask)."""
-        key = (gpu.meta.index, column)
+        key = (gpu.meta.key, column)
         if key not in self._host:
             self._host[key] = host_values_at(self.frame, gpu.time_s, column)
         return self._host[key]

@@ -55,5 +55,5 @@ def low_effective_load(ctx: RuleContext) -> list[Recommendation]:
         out.append(Recommendation("low_effective_load", "warning", title, evidence,
                                   actions.low_effective_load(memory_bound),
                                   ranges(gpu, hollow & (ctx.gpu_busy(gpu) > 0)), gpu.meta.index,
-                                  "effective_load_pct", share.seconds / 3600.0))
+                                  "effective_load_pct", share.seconds / 3600.0, gpu_key=gpu.meta.key))
     return out

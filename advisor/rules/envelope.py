@@ -113,7 +113,8 @@ def below_rated_power(ctx: RuleContext) -> list[Recommendation]:
                      f"power {why}")
             out.append(Recommendation(f"envelope_{cause}", severity, title, evidence,
                                       _action(cause, " ".join(events[i].detail for i in picked), gpu),
-                                      ranges(gpu, busy_mask), gpu.meta.index, "power_w", share.seconds / 3600.0))
+                                      ranges(gpu, busy_mask), gpu.meta.index, "power_w", share.seconds / 3600.0,
+                                      gpu_key=gpu.meta.key))
     return out
 
 
@@ -153,5 +154,5 @@ def battery_cost(ctx: RuleContext) -> list[Recommendation]:
             f"GPU {gpu.meta.index}: training on battery cost you {cost * 100.0:.0f} % throughput", evidence,
             "Plug the charger in for training: on battery the firmware holds the GPU far below its power limit, "
             "Dynamic Boost is off, and the battery wears. " + (clock_lock_hint(gpu) if gpu.meta.is_laptop else ""),
-            ranges(gpu, on_battery), gpu.meta.index, "sm_clock_mhz", battery_s / 3600.0 * cost))
+            ranges(gpu, on_battery), gpu.meta.index, "sm_clock_mhz", battery_s / 3600.0 * cost, gpu_key=gpu.meta.key))
     return out

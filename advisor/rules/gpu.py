@@ -51,7 +51,7 @@ def vram_headroom(ctx: RuleContext) -> list[Recommendation]:
         )
         out.append(Recommendation("vram_headroom", "warning", f"GPU {gpu.meta.index}: little VRAM headroom",
                                   evidence, actions.vram(hint), ranges(gpu, tight & (ctx.gpu_busy(gpu) > 0)),
-                                  gpu.meta.index, "vram_used_mib", share.seconds / 3600.0))
+                                  gpu.meta.index, "vram_used_mib", share.seconds / 3600.0, gpu_key=gpu.meta.key))
     return out
 
 
@@ -87,7 +87,8 @@ def low_utilization(ctx: RuleContext) -> list[Recommendation]:
             action = actions.low_util_cpu_bound(ctx.frame.platform) if cpu_bound else actions.low_util_gpu_waits()
             ranges = tuple((j[0].interval.start_s, j[0].interval.end_s) for j in jobs)
             out.append(Recommendation("low_utilization", "warning", title, evidence, action, ranges,
-                                      gpu.meta.index, "utilization_gpu_pct", sum(j[0].busy_s for j in jobs) / 3600.0))
+                                      gpu.meta.index, "utilization_gpu_pct", sum(j[0].busy_s for j in jobs) / 3600.0,
+                                      gpu_key=gpu.meta.key))
     return out
 
 
@@ -119,7 +120,7 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
         severity: Severity = "critical" if share.share >= 0.5 else "warning"
         out.append(Recommendation("thermal_throttling", severity, f"GPU {gpu.meta.index}: thermal throttling",
                                   evidence, actions.thermal(gpu.meta, ctx.frame.platform), ranges(gpu, seconds > 0),
-                                  gpu.meta.index, "temperature_c", share.seconds / 3600.0))
+                                  gpu.meta.index, "temperature_c", share.seconds / 3600.0, gpu_key=gpu.meta.key))
     return out
 
 
@@ -147,7 +148,8 @@ def power_cap(ctx: RuleContext) -> list[Recommendation]:
         )
         out.append(Recommendation("power_cap", "info", _power_cap_title(gpu, capped), evidence,
                                   actions.power_cap(gpu.meta, ctx.frame.platform, battery_share),
-                                  ranges(gpu, capped), gpu.meta.index, "power_w", share.seconds / 3600.0))
+                                  ranges(gpu, capped), gpu.meta.index, "power_w", share.seconds / 3600.0,
+                                  gpu_key=gpu.meta.key))
     return out
 
 
@@ -192,7 +194,7 @@ def pcie_link(ctx: RuleContext) -> list[Recommendation]:
         )
         out.append(Recommendation("pcie_link", "warning", f"GPU {gpu.meta.index}: PCIe link below its maximum",
                                   evidence, actions.pcie(gpu.meta), ranges(gpu, low), gpu.meta.index, "pcie_gen",
-                                  float(gpu.duration_s[low].sum()) / 3600.0))
+                                  float(gpu.duration_s[low].sum()) / 3600.0, gpu_key=gpu.meta.key))
     return out
 
 
@@ -213,5 +215,5 @@ def battery_heavy(ctx: RuleContext) -> list[Recommendation]:
                                   evidence, actions.battery(ctx.frame.platform, weighted_mean(
                                       gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.meta.power_limit_w),
                                   ranges(gpu, heavy),
-                                  gpu.meta.index, "utilization_gpu_pct", seconds / 3600.0))
+                                  gpu.meta.index, "utilization_gpu_pct", seconds / 3600.0, gpu_key=gpu.meta.key))
     return out

@@ -20,7 +20,7 @@ def idle_memory(ctx: RuleContext) -> list[Recommendation]:
         return []
     out = []
     for gpu in ctx.frame.gpus:
-        mine = np.flatnonzero(procs.gpu_index == gpu.meta.index)
+        mine = np.flatnonzero(procs.rows_of(gpu.meta))
         if mine.size == 0:
             continue
         # Group rows by pid, each group in time order, with one sort instead of a scan per pid.
@@ -53,7 +53,7 @@ def idle_memory(ctx: RuleContext) -> list[Recommendation]:
                 "idle_memory", "warning", f"GPU {gpu.meta.index}: {name} holds {held / 1024:.1f} GiB while idle",
                 tuple(evidence), actions.idle_memory(pid, name, ctx.frame.platform),
                 tuple((s.start_s, s.end_s) for s in spans if s.duration_s >= t.idle_memory_hours * 3600.0),
-                gpu.meta.index, "vram_used_mib", idle_total / 3600.0))
+                gpu.meta.index, "vram_used_mib", idle_total / 3600.0, gpu_key=gpu.meta.key))
     return out
 
 
@@ -68,7 +68,8 @@ def persistence_mode(ctx: RuleContext) -> list[Recommendation]:
         if gpu.meta.is_laptop:
             action += " On a laptop it keeps the discrete GPU awake: expect shorter battery life."
         out.append(Recommendation("persistence_mode", "info", f"GPU {gpu.meta.index}: persistence mode is off",
-                                  (Evidence("Persistence mode", 0.0, "(off)"),), action, (), gpu.meta.index))
+                                  (Evidence("Persistence mode", 0.0, "(off)"),), action, (), gpu.meta.index,
+                                  gpu_key=gpu.meta.key))
     return out
 
 
@@ -99,7 +100,8 @@ def driver_change(ctx: RuleContext) -> list[Recommendation]:
         when = changes[0].time_s if changes else ctx.frame.end_s
         out.append(Recommendation("driver_change", "info",
                                   f"GPU {gpu.meta.index}: driver changed since the last stress test", evidence,
-                                  actions.driver_changed(), ((result.started_s, when),), gpu.meta.index))
+                                  actions.driver_changed(), ((result.started_s, when),), gpu.meta.index,
+                                  gpu_key=gpu.meta.key))
     return out
 
 
@@ -134,5 +136,6 @@ def stress_regression(ctx: RuleContext) -> list[Recommendation]:
             "Re-run the stress test and compare clocks and temperatures with the baseline."
         out.append(Recommendation("stress_regression", severity, f"{name}: stress result below its baseline",
                                   evidence, action, ((baseline.started_s, baseline.ended_s),
-                                                     (latest.started_s, latest.ended_s)), index, None, drop_pct))
+                                                     (latest.started_s, latest.ended_s)), index, None, drop_pct,
+                                                     gpu_key=(gpu.meta.key if gpu is not None else None)))
     return out

@@ -21,6 +21,8 @@ HELP = "recommendations from your logged history"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--days", type=float, default=7.0, help="how much history to look at (default %(default)g)")
+    parser.add_argument("--week", metavar="YYYY-Www",
+                        help="advise on one ISO week instead (e.g. 2026-W48): the window `report --week` shows")
     add_db(parser)
     add_json(parser)
 
@@ -33,7 +35,12 @@ def main(args: argparse.Namespace) -> int:
     settings, _problems = load_settings()
     store = open_history(db_path(args))
     try:
-        frame = load_recent_frame(store, args.days, args.now_s)
+        if args.week is not None:  # the report's window, by the report's own function: the same figures
+            from desktop.reporting import SystemLocalTime, load_week
+
+            _label, frame, _previous, _notes = load_week(store, args.week, SystemLocalTime(), args.now_s)
+        else:
+            frame = load_recent_frame(store, args.days, args.now_s)
     finally:
         store.close()
     advice = compute_advice(frame, settings)
@@ -65,10 +72,10 @@ def format_advice(advice: Advice) -> str:
     lines = [f"Rigscope advice for {local_time(frame.start_s, '%Y-%m-%d %H:%M')} .. "
              f"{local_time(frame.end_s, '%Y-%m-%d %H:%M')} ({count_text(len(frame.gpus), 'GPU')})"
              + ("  [demo data: a simulated week]" if frame.demo else "")]
-    names = {g.meta.index: g.meta.name for g in frame.gpus}
+    names = {g.meta.key: g.meta.name for g in frame.gpus}  # by identity: two machines' logs both say GPU 0
     for prof in advice.profiles:
         shares = ", ".join(f"{KIND_LABELS[k]} {prof.shares[k] * 100:.0f} %" for k in KINDS if prof.shares[k] > 0)
-        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_index, '?')}): {prof.busy_s / 3600:.1f} h busy"
+        lines.append(f"GPU {prof.gpu_index} ({names.get(prof.gpu_key, '?')}): {prof.busy_s / 3600:.1f} h busy"
                      f"{': ' + shares if shares else ''}; idle {prof.idle_share * 100:.0f} % of the time")
     shortfall = advice.shortfall()  # the same sentence the Advisor, Costs and History pages show
     if shortfall is not None:

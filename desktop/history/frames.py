@@ -94,7 +94,7 @@ def _host_series(store: StoreApi, start_s: float, end_s: float, resolution: Reso
 
 
 def _processes(store: StoreApi, start_s: float, end_s: float,
-               index_of_gpu: dict[int, int]) -> ProcessSamples | None:
+               index_of_gpu: dict[int, int], key_of_gpu: dict[int, str]) -> ProcessSamples | None:
     # Rows in primary-key order (ts, gpu, pid), whole days from their blocks: a week is ~100,000 rows.
     arr = blocks.fetch(store, "process_samples", ["ts", "gpu", "pid", "name_id", "user_id", "vram_mib", "kind"],
                        codec.to_ms(start_s), codec.to_ms(end_s), not_null=("ts", "gpu", "pid", "name_id"))
@@ -115,6 +115,8 @@ def _processes(store: StoreApi, start_s: float, end_s: float,
     strings = store.strings_by_id(wanted)
     gpu_ids, gpu_of_row = np.unique(arr[:, 1].astype(np.int64), return_inverse=True)
     gpu_index = np.array([index_of_gpu.get(int(g), -1) for g in gpu_ids], dtype=np.int64)
+    # By identity too: an imported machine's GPU 0 and the local GPU 0 are two GPUs with their own processes.
+    gpu_keys = tuple(key_of_gpu.get(int(g), f"id:{int(g)}") for g in gpu_ids)
     return ProcessSamples(
         time_s=time_s,
         duration_s=np.full(len(arr), period),
@@ -126,6 +128,8 @@ def _processes(store: StoreApi, start_s: float, end_s: float,
         users=tuple(strings.get(int(u)) if np.isfinite(u) else None for u in user_ids),
         # A graphics-only process (Xorg, a compositor) is no work for the busy definition (advisor.busy).
         compute=arr[:, 6] != codec.PROCESS_KINDS.index("graphics"),
+        gpu_key_ix=np.asarray(gpu_of_row.reshape(-1), dtype=np.int64),
+        gpu_keys=gpu_keys,
     )
 
 
@@ -135,14 +139,16 @@ def load_frame(store: StoreApi, start_s: float, end_s: float, *, platform: str =
     resolution: Resolution = "minute" if end_s - start_s > RAW_SPAN_LIMIT_S else "raw"
     infos = store.gpus()
     series = [s for s in (_gpu_series(store, info, start_s, end_s, resolution) for info in infos) if s is not None]
-    index_of_gpu = {gid: info.index for info in infos if (gid := store.gpu_id(info.uuid)) is not None}
+    ids = {info.uuid: gid for info in infos if (gid := store.gpu_id(info.uuid)) is not None}
+    index_of_gpu = {ids[info.uuid]: info.index for info in infos if info.uuid in ids}
+    key_of_gpu = {ids[s.meta.uuid]: s.meta.key for s in series if s.meta.uuid in ids}
     stress = [r for r in stress_runs.runs(store) if r.started_s < end_s]
     return HistoryFrame(
         start_s=start_s,
         end_s=end_s,
         gpus=tuple(series),
         host=_host_series(store, start_s, end_s, resolution),
-        processes=_processes(store, start_s, end_s, index_of_gpu),
+        processes=_processes(store, start_s, end_s, index_of_gpu, key_of_gpu),
         events=tuple(store.events(start_s, end_s)),
         stress_results=tuple(sorted(stress, key=lambda r: r.started_s)),
         platform=platform_name(platform),

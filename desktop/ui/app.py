@@ -256,7 +256,8 @@ class RigscopeApp(QObject):
     def _build_history_page(self) -> HistoryPage:
         from desktop.ui.pages.advisor_history import HistoryPage
 
-        return HistoryPage(self.history_source.weeks, self.history_source.report)
+        return HistoryPage(self.history_source.weeks, self.history_source.report,
+                           default_week=self.history_source.default_week)
 
     def _build_settings_page(self) -> SettingsPage:
         from desktop.ui.pages.settings_page import SettingsPage

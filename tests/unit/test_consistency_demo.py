@@ -21,6 +21,7 @@ import dataclasses
 import io
 import json
 import re
+import time
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import numpy as np
 import pytest
 
 from advisor.costs import break_even_text
+from advisor.wording import duration_text
 from desktop import cli, config
 from desktop.advice import compute_advice, load_recent_frame
 from desktop.history.store import HistoryStore
@@ -68,8 +70,11 @@ def _costs_page_rows(advice: Any, settings: config.Settings) -> tuple[dict[str, 
     page = CostsPage(lambda: advice, settings.costs)
     page.set_advice(advice)
     column = CostsPage.HEADERS.index("break-even (busy h/month)")
+    month = next(i for i, h in enumerate(CostsPage.HEADERS) if h.startswith("on demand"))
     rows = {f"{page.table.item(r, 0).text()} at {page.table.item(r, 1).text()}": page.table.item(r, column).text()
             for r in range(page.table.rowCount())}
+    rows.update({f"USD/month {page.table.item(r, 0).text()} at {page.table.item(r, 1).text()}":
+                 page.table.item(r, month).text() for r in range(page.table.rowCount())})
     answer = page.answer.text()
     page.deleteLater()
     return rows, answer
@@ -99,33 +104,43 @@ def _lane_figures(store: HistoryStore, uuid: str, start_s: float, end_s: float, 
             figures.put("raw samples", f"{reason.label} share at {times[i]:.0f}", raw_share)
 
 
-def collect(store: HistoryStore, qapp: Any) -> Figures:
+def _report_costs(report: dict[str, Any], figures: Figures) -> None:
+    """The monthly costs and the recorded span as the report's JSON writes them."""
+    for cost in report["advice"]["costs"]:  # the report's JSON, as written
+        for option in cost["options"]:
+            name = f"{option['offer']['gpu_model']} at {option['offer']['provider']}"
+            figures.put("weekly report JSON", f"USD/month {name}", f"{option['on_demand_month']:,.2f}")
+        figures.put("weekly report JSON", "recorded span", cost["history_text"])
+
+
+def collect(store: HistoryStore, qapp: Any, week: str = "2026-W47") -> Figures:
     settings = _settings()
     figures = Figures()
-    label, frame, previous, notes = load_week(store, "2026-W47", UTC, NOW_S)
+    label, frame, previous, notes = load_week(store, week, UTC, NOW_S)
     data = build_report(frame, previous, settings, UTC, label, now_s=NOW_S, notes=notes)
     report = json.loads(to_json(data))
     from desktop.ui.report.report_html import render_html
 
     html = render_html(data, lambda key: key)
-    advisor = compute_advice(load_recent_frame(store, 7.0, NOW_S), settings)
+    # The same window on every page (issue 32): the week's advice, as the Costs page would show it for it.
+    advisor = compute_advice(frame, settings)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["advise", "--db", str(store.path), "--days", "7"], now_s=NOW_S) == 0
+        assert cli.main(["advise", "--db", str(store.path), "--week", week], now_s=NOW_S) == 0
     advise_text = out.getvalue()
-    for week in data.summary.gpus:
-        g = f"GPU {week.index}"
-        figures.put("weekly report", f"{g} busy h", week.busy_hours)
-        figures.put("weekly report", f"{g} recorded h", week.recorded_s / 3600.0)
+    for gw in data.summary.gpus:
+        g = f"GPU {gw.index}"
+        figures.put("weekly report", f"{g} busy h", gw.busy_hours)
+        figures.put("weekly report", f"{g} recorded h", gw.recorded_s / 3600.0)
         figures.put("weekly report", f"{g} span h", (data.summary.end_s - data.summary.start_s) / 3600.0)
         figures.put("weekly report JSON", f"{g} busy h", next(
-            x["busy_hours"] for x in report["summary"]["gpus"] if x["index"] == week.index))
-        for kind, share in week.profile.shares.items():
-            jobs = [j for j in week.profile.jobs if j.kind == kind]
+            x["busy_hours"] for x in report["summary"]["gpus"] if x["index"] == gw.index))
+        for kind, share in gw.profile.shares.items():
+            jobs = [j for j in gw.profile.jobs if j.kind == kind]
             if jobs:
-                figures.put("weekly report", f"{g} {kind} busy h", share * week.profile.busy_s / 3600.0)
+                figures.put("weekly report", f"{g} {kind} busy h", share * gw.profile.busy_s / 3600.0)
                 figures.put("weekly report", f"{g} {kind} longest h", max(j.busy_s for j in jobs) / 3600.0)
-                longest = re.search(r"longest: (?:a )?([0-9.]+) (h|min)", week.profile.reasons[kind])
+                longest = re.search(r"longest: (?:a )?([0-9.]+) (h|min)", gw.profile.reasons[kind])
                 if longest:
                     hours = float(longest.group(1)) / (60.0 if longest.group(2) == "min" else 1.0)
                     figures.put("weekly report text", f"{g} {kind} longest h", hours)
@@ -133,15 +148,18 @@ def collect(store: HistoryStore, qapp: Any) -> Figures:
         for option in cost.options:
             name = f"{option.offer.gpu_model} at {option.offer.provider}"
             figures.put("History page", f"break-even {name}", break_even_text(cost, option))
+    _report_costs(report, figures)
     rows, answer = _costs_page_rows(advisor, settings)
     for name, text in rows.items():
-        figures.put("Costs page", f"break-even {name}", text)
+        figures.put("Costs page", name if name.startswith("USD/month") else f"break-even {name}", text)
     figures.put("Costs page", "answer", answer)
     for cost in advisor.costs:
         for option in cost.options[:3]:
             name = f"{option.offer.gpu_model} at {option.offer.provider}"
             shown = re.search(re.escape(f"  {name}:") + r".*break-even \(busy h/month\): (.+)$", advise_text, re.M)
             figures.put("rigscope advise", f"break-even {name}", shown.group(1) if shown else None)
+            money = re.search(re.escape(f"  {name}:") + r".*, ([0-9,.]+) USD/month on demand", advise_text, re.M)
+            figures.put("rigscope advise", f"USD/month {name}", money.group(1) if money else None)
         figures.put("rigscope advise", "answer", next(
             (line.split(": ", 1)[1] for line in advise_text.splitlines() if line.startswith("Costs, ")), None))
     figures.put("weekly report HTML", "has answer", all(
@@ -190,8 +208,8 @@ def check(f: Figures) -> list[str]:
             bound((page, name), (page, kind_busy))
             if ("weekly report text", name) in v:  # as written ("16.8 h", "3 min"): to its rounding
                 bound(("weekly report text", name), (page, kind_busy), 0.051)
-        if page == "Costs page" and name.startswith("break-even"):
-            equal((page, name), ("History page", name))
+        if page == "Costs page" and name.startswith(("USD/month", "break-even")):
+            equal((page, name), ("weekly report JSON" if name.startswith("USD") else "History page", name))
             if ("rigscope advise", name) in v:
                 equal((page, name), ("rigscope advise", name))
         if page == "Processes page" and name.endswith("VRAM used max MiB"):
@@ -210,14 +228,24 @@ def check(f: Figures) -> list[str]:
     return problems
 
 
-@pytest.fixture(scope="module")
-def figures(qapp: Any, tmp_path_factory: pytest.TempPathFactory) -> Figures:
+#: The demo's full week, and the week before, of which the demo holds one day (a partial week).
+WEEKS = ("2026-W47", "2026-W46")
+
+
+@pytest.fixture(scope="module", params=WEEKS)
+def figures(request: pytest.FixtureRequest, qapp: Any, tmp_path_factory: pytest.TempPathFactory) -> Figures:
     with pytest.MonkeyPatch.context() as env:
         # `rigscope advise` reads the settings file: the same purchase price as the pages.
         env.setenv("RIGSCOPE_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+        env.setenv("TZ", "UTC")  # `advise --week` reads the week in local time, as `report` does
+        time.tzset()
         config.save(_settings())
-        with HistoryStore.open(stored_demo_week(), readonly=True) as store:
-            return collect(store, qapp)
+        try:
+            with HistoryStore.open(stored_demo_week(), readonly=True) as store:
+                return collect(store, qapp, request.param)
+        finally:
+            env.undo()
+            time.tzset()
 
 
 def test_the_demo_week_agrees_with_itself_on_every_page(figures: Figures) -> None:
@@ -226,6 +254,31 @@ def test_the_demo_week_agrees_with_itself_on_every_page(figures: Figures) -> Non
     assert any(n.endswith("longest h") for _, n in figures.values)
     problems = check(figures)
     assert not problems, "\n".join(problems)
+
+
+def test_a_partial_week_is_extrapolated_from_its_recorded_days_and_says_so(figures: Figures) -> None:
+    """Issue 32: a week with one recorded day was extrapolated as "7 days of history" (its busy hours and
+    costs a seventh of what the recorded day says), and the Costs page gave another figure for it."""
+    recorded_h = figures.get("weekly report", "GPU 0 recorded h")
+    week_h = figures.get("weekly report", "GPU 0 span h")
+    said = figures.get("weekly report JSON", "recorded span")
+    answer = figures.get("Costs page", "answer")
+    assert "days of history" not in answer and "days of history" not in figures.get("rigscope advise", "answer")
+    week = said.rsplit(" of ", 1)[1]
+    assert week in WEEKS and f"from {said}" in answer
+    if recorded_h < 0.95 * week_h:  # the partial week: its day, not 7, is what a month is extrapolated from
+        assert said == duration_text(recorded_h * 3600.0).replace(" ", " recorded ", 1) + f" of {week}"
+        busy_h = figures.get("weekly report", "GPU 0 busy h")
+        month = re.search(r"for your ([0-9,]+) busy hours a month", answer)
+        assert month is not None
+        assert float(month.group(1).replace(",", "")) == pytest.approx(busy_h * 30 * 24 / recorded_h, abs=0.5)
+
+
+def test_the_last_7_days_name_their_window() -> None:
+    """The Advisor and Costs pages' default window says which it is, beside a report's "of 2026-W47"."""
+    with HistoryStore.open(stored_demo_week(), readonly=True) as store:
+        advice = compute_advice(load_recent_frame(store, 7.0, NOW_S), _settings())
+    assert [c.history_text for c in advice.costs] == ["7 recorded days of the last 7 days"]
 
 
 PERTURBATIONS: dict[str, Callable[[Figures], str]] = {}
@@ -245,6 +298,7 @@ PERTURBATIONS = {
     "report JSON busy": _perturb("weekly report JSON", "GPU 0 busy h", lambda x: x * 1.1),
     "break-even": _perturb("History page", "break-even", lambda _x: "0 h"),
     "costs answer": _perturb("Costs page", "answer", lambda x: x + " "),
+    "monthly cost": _perturb("Costs page", "USD/month", lambda x: x + "1"),
     "process VRAM": _perturb("Processes page", "GPU 0 VRAM used max", lambda x: x + 20_000),
     "lane share": _perturb("Dashboard 7 d lane", "", lambda x: min(1.0, x + 0.3) if x < 0.7 else x - 0.3),
     "power at its limit": _perturb("Advisor", "", lambda x: x * 0.6 if isinstance(x, float) else x),

@@ -37,9 +37,11 @@ class HistoryPage(PageWidget):
     """A week picker, the weekly summary with its charts and heatmap (the report's HTML), and export."""
 
     def __init__(self, weeks: Callable[[], list[str]], report: Callable[[str], ReportData],
-                 theme: Theme = LIGHT) -> None:
+                 theme: Theme = LIGHT, default_week: Callable[[], str | None] | None = None) -> None:
         super().__init__()
         self.weeks_source = weeks
+        #: The week shown first: `rigscope report`'s default (``desktop.reporting.default_week``); else the newest.
+        self.default_week = default_week
         self.report_source = report
         self.theme = theme
         self.data: ReportData | None = None
@@ -103,6 +105,9 @@ class HistoryPage(PageWidget):
         self.week_combo.blockSignals(True)
         self.week_combo.clear()
         self.week_combo.addItems(self.weeks_source())  # newest first
+        first = self.default_week() if self.default_week is not None else None
+        if first is not None and self.week_combo.findText(first) >= 0:
+            self.week_combo.setCurrentIndex(self.week_combo.findText(first))
         self.week_combo.blockSignals(False)
         if self.week_combo.count():
             self.show_week(self.week_combo.currentText())

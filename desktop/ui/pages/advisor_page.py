@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from advisor.rules import Recommendation
 from advisor.wording import count_text
-from desktop.advice import Advice, span_text
+from desktop.advice import Advice, gpu_of, span_text
 from desktop.paths import config_dir
 from desktop.ui.pages.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.text import code_as_text, plain_tooltip
@@ -62,7 +62,7 @@ class AdviceState:
 
     @staticmethod
     def key(rec: Recommendation, advice: Advice) -> str:
-        gpu = advice.frame.gpu(rec.gpu_index) if rec.gpu_index is not None else None
+        gpu = gpu_of(advice.frame, rec)
         return f"{rec.rule_id}:{gpu.meta.uuid if gpu is not None else '-'}"
 
     def hidden(self, key: str) -> bool:
@@ -125,7 +125,7 @@ class RecommendationCard(QFrame):
         layout.addWidget(self.action)
 
     def _chart(self, advice: Advice, theme: Theme) -> pg.PlotWidget | None:
-        gpu = advice.frame.gpu(self.rec.gpu_index) if self.rec.gpu_index is not None else None
+        gpu = gpu_of(advice.frame, self.rec)
         metric = self.rec.chart_metric
         if gpu is None or metric is None or len(gpu) == 0:
             return None

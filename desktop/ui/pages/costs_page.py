@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.costs import CostComparison, CostInputs, break_even_curve, break_even_text, compare, cost_answer
-from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, span_text, usage_of
+from desktop.advice import Advice, load_cloud_offers, load_gpu_specs, usage_of
 from desktop.config import CostSettings
 from desktop.ui.pages.advice_page import AdvicePage, AdviceSource, plain_label
 from desktop.ui.theme import DARK, Theme
@@ -124,7 +124,8 @@ class CostsPage(AdvicePage):
         self.gpu_combo.blockSignals(True)
         self.gpu_combo.clear()
         for gpu in advice.frame.gpus if advice else ():
-            self.gpu_combo.addItem(f"GPU {gpu.meta.index}: {gpu.meta.name}", gpu.meta.index)
+            # By identity: an imported machine's GPU 0 beside the local GPU 0 is another GPU.
+            self.gpu_combo.addItem(f"GPU {gpu.meta.index}: {gpu.meta.name}", gpu.meta.key)
         self.gpu_combo.blockSignals(False)
         self.recompute()
 
@@ -144,8 +145,8 @@ class CostsPage(AdvicePage):
 
     def recompute(self) -> None:
         advice = self.advice
-        index = self.gpu_combo.currentData()
-        gpu = advice.frame.gpu(int(index)) if advice is not None and index is not None else None
+        key = self.gpu_combo.currentData()
+        gpu = advice.frame.gpu_by_key(str(key)) if advice is not None and key is not None else None
         self.table.setRowCount(0)
         self.chart.clear()
         self.marker = None
@@ -158,8 +159,8 @@ class CostsPage(AdvicePage):
             return
         s = self.settings()
         inputs = CostInputs(s.purchase_price, s.amortisation_months, s.electricity_price_per_kwh, s.currency)
-        c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu.meta.index), inputs,
-                    offers=self.offers, specs=self.specs)
+        c = compare(gpu.meta.name, gpu.meta.vram_total_mib, usage_of(advice.frame, gpu), inputs,
+                    offers=self.offers, specs=self.specs, gpu_key=gpu.meta.key)
         self.comparison = c
         self.answer.setText(cost_answer(c, "above"))
         shortfall = advice.shortfall()
@@ -171,9 +172,8 @@ class CostsPage(AdvicePage):
                  f"{c.owned_energy_month:,.2f})" if c.priced else
                  f"{c.owned_energy_month:,.2f} {s.currency}/month in electricity")
         self.summary.setText(
-            extrapolated + f"From {span_text(advice.recorded_s)} of recorded history in the last "
-            f"{span_text(c.history_s)}: {c.busy_hours_month:.0f} busy hours/month and {c.energy_kwh_month:.1f} "
-            f"kWh/month. Owned: {owned_text}.")
+            extrapolated + f"From {c.history_text}: {c.busy_hours_month:.0f} busy hours/month and "
+            f"{c.energy_kwh_month:.1f} kWh/month. Owned: {owned_text}.")
         for o in c.options:
             row = self.table.rowCount()
             self.table.insertRow(row)

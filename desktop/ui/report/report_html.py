@@ -29,6 +29,7 @@ from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
 from advisor.safetext import printable
 from advisor.wording import CODE_SPAN
+from desktop.reporting import gpu_name, shared_slot_label
 
 if TYPE_CHECKING:
     from desktop.reporting import ReportData
@@ -160,8 +161,8 @@ def _changes(data: ReportData) -> str:
     if not s.has_previous:
         return "<h2>Against the previous week</h2><p class=\"muted\">No history for the previous week.</p>"
     # A percentage changes by percentage points (Change.delta_text): "+5.2 pp", never "+5.2 %".
-    rows = [[f"GPU {c.gpu_index}: {e(c.label)}", num(c.before, 1, e(c.unit)), num(c.after, 1, e(c.unit)),
-             e(c.delta_text())] for c in s.changes]
+    rows = [[f"{e(gpu_name(data, c.gpu_index, c.gpu_key))}: {e(c.label)}", num(c.before, 1, e(c.unit)),
+             num(c.after, 1, e(c.unit)), e(c.delta_text())] for c in s.changes]
     note = f"<p class=\"muted\">{e(s.changes_note)}</p>" if s.changes_note else ""
     return "<h2>Against the previous week</h2>" + note + _table(["", "previous", "this week", "change"], rows)
 
@@ -176,7 +177,9 @@ def _recommendations(data: ReportData, colours: ReportColours) -> str:
         evidence = "".join(f"<li>{e(item.text())}</li>" for item in rec.evidence)
         spans = ", ".join(f"{e(when(a, '%a %H:%M'))} - {e(when(b, '%a %H:%M'))}" for a, b in rec.time_ranges[:3])
         parts.append(
-            f"<p><b style=\"color:{colour}\">[{e(rec.severity.upper())}]</b> <b>{e(rec.title)}</b></p>"
+            f"<p><b style=\"color:{colour}\">[{e(rec.severity.upper())}]</b> <b>{e(rec.title)}</b>"
+            + (f" <span class=\"muted\">({e(which)})</span>" if (which := shared_slot_label(data, rec)) else "")
+            + "</p>"
             f"<ul>{evidence}</ul>"
             f"<p><b>Action:</b> {code_spans(e(rec.action))}</p>"
             + (f"<p class=\"muted\">When: {spans}</p>" if spans else ""))
@@ -187,8 +190,8 @@ def _processes(data: ReportData) -> str:
     procs = data.summary.top_processes
     if not procs:
         return ""
-    rows = [[e(p.name), str(p.gpu_index), num(p.gpu_hours, 1, "h"), num(p.present_hours, 1, "h"),
-             num(p.peak_vram_mib, 0, "MiB")] for p in procs]
+    rows = [[e(p.name), e(gpu_name(data, p.gpu_index, p.gpu_key).removeprefix("GPU ")), num(p.gpu_hours, 1, "h"),
+             num(p.present_hours, 1, "h"), num(p.peak_vram_mib, 0, "MiB")] for p in procs]
     return "<h2>Top processes</h2>" + _table(
         ["process", "GPU", "GPU-hours (while busy)", "holding memory", "peak VRAM"], rows, numeric_from=1)
 

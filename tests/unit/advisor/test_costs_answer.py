@@ -27,8 +27,9 @@ def test_the_answer_names_rent_power_depreciation_and_when_owning_pays_off() -> 
     c = compare(LAPTOP, 16376.0, USAGE, INPUTS, offers=[RUNPOD_4090], specs=SPECS)
     # 49.35 cloud h x 0.69 = 34.05 $/month; power 3.60; depreciation 83.33; payback 3000 / 30.45 = 98.5 months
     assert cost_answer(c) == ("Renting an RTX 4090 at 0.69 USD/h (RunPod) would cost 34.05 USD a month for your "
-                              "107 busy hours (7 days of history, extrapolated to 30 days); owning costs 3.60 USD "
-                              "in power and 83.33 USD in depreciation a month: owning is cheaper after 99 months.")
+                              "107 busy hours a month (from 7 recorded days, extrapolated to 30 days); owning costs "
+                              "3.60 USD in power and 83.33 USD in depreciation a month: owning is cheaper after 99 "
+                              "months.")
 
 
 def test_without_a_price_the_answer_asks_for_one() -> None:
@@ -44,7 +45,7 @@ def test_without_a_price_the_answer_asks_for_one() -> None:
 def test_no_busy_hours_says_so_instead_of_extrapolating() -> None:
     idle = Usage(window_s=2 * 86400.0, busy_s=0.0, energy_kwh=0.3)
     c = compare(LAPTOP, 16376.0, idle, INPUTS, offers=[RUNPOD_4090], specs=SPECS)
-    assert cost_answer(c) == ("No busy hours in 2 days of history: nothing to rent yet, and owning costs "
+    assert cost_answer(c) == ("No busy hours in 2 recorded days: nothing to rent yet, and owning costs "
                               "83.33 USD a month in depreciation.")
 
 

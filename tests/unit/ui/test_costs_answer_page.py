@@ -76,7 +76,7 @@ def test_costs_and_history_show_one_answer_and_one_break_even(qtbot, frame, pric
         assert {text for _, _, text in shown} == {"set a price"}
     else:
         assert "owning is cheaper after" in page.answer.text() or "renting stays cheaper" in page.answer.text()
-    assert "7 days of history" in page.answer.text()
+    assert "from 7 recorded days of the last 7 days" in page.answer.text()
 
 
 def test_no_busy_hours_is_not_extrapolated(qtbot, frame) -> None:
@@ -87,7 +87,7 @@ def test_no_busy_hours_is_not_extrapolated(qtbot, frame) -> None:
     page = _costs_page(qtbot, advice, CostSettings(purchase_price=3000.0))
     assert "0 busy hours/month" in page.summary.text()
     assert "extrapolate" not in page.summary.text()
-    assert page.answer.text().startswith("No busy hours in 7 days of history")
+    assert page.answer.text().startswith("No busy hours in 7 recorded days of the last 7 days")
 
 
 def test_history_reads_the_week_again_when_a_price_is_typed(qtbot, frame) -> None:
