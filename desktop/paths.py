@@ -10,26 +10,26 @@ import platformdirs
 APP_NAME = "rigscope"
 
 
-def resource_path(name: str) -> Path:
-    """A file shipped in ``resources/`` (source checkout) or ``desktop/resources`` (wheel)."""
+def _shipped(folder: str, name: str) -> Path:
+    """``name`` in ``desktop/<folder>`` (an installed wheel) or ``<folder>/`` beside ``desktop/`` (a checkout)."""
     here = Path(__file__).resolve().parent
-    for base in (here / "resources", here.parent / "resources"):
+    for base in (here / folder, here.parent / folder):
         candidate = base / name
         if candidate.exists():
             return candidate
-    return here.parent / "resources" / name
+    return here.parent / folder / name
+
+
+def resource_path(name: str) -> Path:
+    """A file shipped in ``resources/`` (source checkout) or ``desktop/resources`` (wheel)."""
+    return _shipped("resources", name)
 
 
 def packaging_path(name: str) -> Path:
     """A file of ``packaging/`` (the desktop entry, metainfo, unit template, dashboard): ``desktop/packaging``
     in a wheel, ``packaging/`` beside ``desktop/`` in a source checkout; ``name`` is relative to it
     (``linux/rigscope.desktop``)."""
-    here = Path(__file__).resolve().parent
-    for base in (here / "packaging", here.parent / "packaging"):
-        candidate = base / name
-        if candidate.exists():
-            return candidate
-    return here.parent / "packaging" / name
+    return _shipped("packaging", name)
 
 
 def config_dir() -> Path:
