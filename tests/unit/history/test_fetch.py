@@ -35,13 +35,17 @@ def test_process_rows_keep_order_names_users_and_gpus(tmp_path: Path) -> None:
             store.conn.executemany(
                 "INSERT INTO process_samples (ts, gpu, pid, name_id, user_id, vram_mib) VALUES (?, ?, ?, ?, ?, ?)",
                 [(t, g, p, ids[n], ids[u] if u else None, v) for t, g, p, n, u, v in raw])
-        procs = _processes(store, 0.0, 10.0, {1: 0, 2: 1})
-        assert _processes(store, 10.0, 20.0, {1: 0}) is None
+        procs = _processes(store, 0.0, 10.0, {1: 0, 2: 1}, {1: "GPU-a", 2: "GPU-b"})
+        assert _processes(store, 10.0, 20.0, {1: 0}, {1: "GPU-a"}) is None
     assert procs is not None
     # Primary-key order (ts, gpu, pid): (1000,1,3) (1000,1,9) (2000,1,9) (2000,2,7) (3000,9,1).
     np.testing.assert_array_equal(procs.time_s, [1.0, 1.0, 2.0, 2.0, 3.0])
     np.testing.assert_array_equal(procs.pid, [3, 9, 9, 7, 1])
     np.testing.assert_array_equal(procs.gpu_index, [0, 0, 0, 1, -1])
+    # The GPU by identity too: stored GPUs 1 and 2 carry their keys, the unknown GPU 9 none of them.
+    assert procs.gpu_key_ix is not None
+    keys = [procs.gpu_keys[i] if i >= 0 else None for i in procs.gpu_key_ix]
+    assert keys[:4] == ["GPU-a", "GPU-a", "GPU-a", "GPU-b"] and keys[4] not in ("GPU-a", "GPU-b")
     np.testing.assert_array_equal(procs.vram_mib, [1.0, np.nan, 2.0, 5.0, 3.0])
     assert procs.names == ("alpha", "zeta")  # in order of first appearance
     assert procs.users == ("carol", "bob")  # the user of each name's first row

@@ -118,7 +118,7 @@ def test_report_cli_writes_each_format(two_week_db: Path, tmp_path: Path, capsys
     # Only W46's Sunday is stored: a partial week, its sums compared per recorded day and said so (issue 24).
     assert any(c["label"] == "Busy hours per recorded day" for c in data["summary"]["changes"])
     assert "compared per recorded day" in data["summary"]["changes_note"]
-    assert "wrote" in capsys.readouterr().out
+    assert "wrote" in capsys.readouterr().err  # status on stderr, stdout only for results
 
 
 def test_default_week_is_the_last_full_week_or_the_newest_with_data(two_week_db: Path) -> None:
