@@ -105,14 +105,15 @@ screenshots: $(TEST_STAMP)
 	  tests/unit/ui/test_stress_page.py -k one_click_sustained
 
 # On a machine with an NVIDIA GPU, in under 8 minutes: doctor, 30 s of samples and a 1-minute
-# stress test of each workload with samples taken during it, saved under tests/fixtures/real/<gpu>
-# for the driver-level NVML stand-in to replay. Runs under the machine's own python3 (numpy, psutil,
+# stress test of each workload with samples taken during it, saved under $(OUT)/<gpu> (default a
+# fresh temp dir; copy the folder to tests/fixtures/real/ to have the NVML stand-in replay it). Runs under the machine's own python3 (numpy, psutil,
 # nvidia-ml-py and a CUDA torch there): no venv, no network. The pure-Python packages it may lack
 # come from `python3 tools/fetch_wheels.py`, run beforehand where there is network (.device-deps/).
 # Exit 2, saying why, where there is no GPU or a module is missing.
 DEVICE_PYTHON ?= python3
+OUT ?= $(shell mktemp -d "$${TMPDIR:-/tmp}/rigscope-device-check-XXXXXX")
 device-check:
-	$(DEVICE_PYTHON) tools/device_check.py --out tests/fixtures/real
+	$(DEVICE_PYTHON) tools/device_check.py --out "$(OUT)"
 
 demo: $(STAMP)
 	$(BIN)/rigscope demo
