@@ -41,6 +41,9 @@ class DensePeak:
     def source_text(self) -> str:
         """ "76 TFLOP/s at 140 W, scaled to the 80 W limit in force", or where the figure came from."""
         if self.basis == "limit" and self.datasheet_w is not None and self.limit_w is not None:
+            if self.limit_w >= self.datasheet_w:  # nothing was scaled: the peak is never above the datasheet's
+                return (f"{self.datasheet_tflops:,.0f} TFLOP/s at {self.datasheet_w:.0f} W; the "
+                        f"{self.limit_w:.0f} W limit in force does not lower it")
             return (f"{self.datasheet_tflops:,.0f} TFLOP/s at {self.datasheet_w:.0f} W, scaled to the "
                     f"{self.limit_w:.0f} W limit in force")
         if self.basis == "datasheet_tgp" and self.datasheet_w is not None:

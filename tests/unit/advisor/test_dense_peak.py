@@ -25,6 +25,10 @@ def test_more_power_never_means_a_lower_peak(limit_w: float) -> None:
 
 def test_above_its_rating_the_chip_gains_nothing_past_its_datasheet_figure() -> None:
     assert dense_peak(LAPTOP, 175.0).tflops == 76.0  # Dynamic Boost's 175 W: the clock ceiling holds
+    # ... and the sentence does not claim a scaling that did not happen (the Stress page said "scaled to the
+    # 150 W limit in force" for the unscaled 76 TFLOP/s).
+    assert dense_peak(LAPTOP, 150.0).text() == \
+        "76 TFLOP/s dense bf16 peak (76 TFLOP/s at 140 W; the 150 W limit in force does not lower it)"
 
 
 @pytest.mark.parametrize("limit_w", [None, 0.0, float("nan")])
