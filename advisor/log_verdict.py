@@ -86,7 +86,9 @@ def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, s
                      min_load_s: float = MIN_SUSTAINED_S) -> list[RunVerdict]:
     """One verdict per run in the log; an empty list when nothing in it was under load.
 
-    Without ``power_limit_w`` the datasheet limit for ``gpu_name`` stands in, and the sentence says so."""
+    A ``"power_limit_w"`` column is the limit in force at each sample (``power_limit_w`` fills its gaps): each
+    run is judged at the limit of its moment, piecewise where it moved (``advisor.limit_series``). Without
+    either, the datasheet limit for ``gpu_name`` stands in, and the sentence says so."""
     time_s = np.asarray(time_s, dtype=np.float64)
     columns = {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}
     source: ClockMaxSource = "reported"
@@ -94,7 +96,8 @@ def verdicts_for_log(time_s: FloatArray, columns: Mapping[str, FloatArray], *, s
     if sm_clock_max_mhz is None and clocks is not None and np.isfinite(clocks).any():
         # A log rarely carries the max clock; the highest clock in it stands in, and the sentence says so.
         sm_clock_max_mhz, source = float(np.nanmax(clocks)), "log"
-    if not power_limit_w:
+    limits = columns.get("power_limit_w")
+    if not power_limit_w and (limits is None or not np.isfinite(limits).any()):
         power_limit_w, power_limit_source = datasheet_power_limit_w(gpu_name), "datasheet"
     segments = load_segments(time_s, columns.get("utilization_gpu_pct"))
     step = _step_s(time_s)

@@ -9,7 +9,8 @@ and the main fact about such a run: its clock is what the limit buys (an H100 PC
 - the SW power cap bit is set for most of the load. Set far below the limit (an H800 on
   all-zero data: the bit at 405-465 W of 700 W, flat clocks) it is another limit than the board
   power: a clock setting or a power policy;
-- no limit known at all: a flat power plateau while the clock moves is "likely power-capped".
+- no limit known at all: power flat for most of the load while the clock sits below its early level
+  (or dithers) is "held at a power limit near" that plateau (``power_plateau``).
 
 Judge averaged power only: the instantaneous reading spikes past the limit (456 W on 350 W).
 """
@@ -21,6 +22,8 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from advisor.power_plateau import plateau_level_w
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -38,12 +41,6 @@ CAP_MOST_SHARE = 0.5
 BELOW_LIMIT_SHARE = 0.8
 #: "The whole run" from this share of the load at the limit on.
 WHOLE_RUN_SHARE = 0.9
-#: A plateau: power within this spread (10th-90th percentile, of its median) ...
-PLATEAU_POWER_SPREAD = 0.03
-#: ... while the clock spreads at least this much (a fixed clock draws flat power too) ...
-PLATEAU_CLOCK_SPREAD = 0.05
-#: ... over at least this many loaded samples.
-PLATEAU_MIN_SAMPLES = 20
 
 #: Board power limits by the name NVML and nvidia-smi report (the default limit in real
 #: ``nvidia-smi -q`` captures, ../shared/realdata/nvidia-smi-q/; H800 SXM and H100 PCIe from
@@ -106,12 +103,6 @@ def _trimmed_mean(values: FloatArray) -> float | None:
     return float(np.mean(finite[cut:finite.size - cut]))
 
 
-def _spread(values: FloatArray) -> float:
-    """10th-90th percentile range over the median (0 for a constant)."""
-    low, mid, high = np.percentile(values, [10.0, 50.0, 90.0])
-    return float((high - low) / mid) if mid > 0 else 0.0
-
-
 def power_cap(power_w: FloatArray | None, sm_clock_mhz: FloatArray | None, loaded: BoolArray,
               interval_s: FloatArray, *, limit_w: float | None, cap_share: float) -> PowerCap:
     """How the run under ``loaded`` met its limit; ``cap_share``: the share of the load with the cap bit set."""
@@ -130,10 +121,8 @@ def power_cap(power_w: FloatArray | None, sm_clock_mhz: FloatArray | None, loade
         if limit is None or level is None:
             return PowerCap("at_limit", level, at_share)  # the driver says so; nothing to weigh it against
         return PowerCap("below_limit" if level < BELOW_LIMIT_SHARE * limit else "cap_bit", level, at_share)
-    if limit is None and level is not None and sm_clock_mhz is not None:
-        clocks = np.asarray(sm_clock_mhz, dtype=np.float64)[:n]
-        both = ok & np.isfinite(clocks) & (clocks > 0)
-        if (int(both.sum()) >= PLATEAU_MIN_SAMPLES and _spread(power[both]) <= PLATEAU_POWER_SPREAD
-                and _spread(clocks[both]) >= PLATEAU_CLOCK_SPREAD):
-            return PowerCap("plateau", level, None)
+    if limit is None and level is not None:
+        plateau_w = plateau_level_w(power, sm_clock_mhz, loaded)
+        if plateau_w is not None:
+            return PowerCap("plateau", plateau_w, None)
     return PowerCap(None, level, at_share)

@@ -36,6 +36,7 @@ from advisor.causes import (
     sample_intervals,
 )
 from advisor.clock_events import ClockEventReason
+from advisor.limit_series import limit_in_force, loaded_steps, steps_power_cap
 from advisor.power_cap import PowerCap, PowerCapKind, power_cap
 from advisor.verdict_model import Basis, ClockMaxSource, PowerLimitSource, RunTrace, Verdict, VerdictStatus
 from advisor.verdict_text import sentence_for
@@ -161,13 +162,12 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     load_s = float(np.sum(interval_s[loaded]))
     clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
     shares, seconds = _cause_shares(run)
-    cap = power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
-                    cap_share=shares.get("power_cap", 0.0))
+    trace, cap, steps = _limit_in_force(trace, run, shares)
     common: _Common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span,
                            load_s=load_s, cause_timing=run.causes.timing if run.causes else "none",
                            sm_clock_max_mhz=clock_max,
                            sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
-                           **_power_fields(trace, cap))
+                           power_limit_steps=steps, **_power_fields(trace, cap))
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
@@ -193,6 +193,8 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         if appeared is not None and (onset is None or appeared < onset):
             onset = appeared
     cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
+    if cause == "unexplained" and cap.kind == "plateau":
+        cause = "power_cap"  # held at a limit the log does not name: its power plateau says so (power_plateau)
     throttled = dropped or slowdown is not None
     if not throttled and cause in (None, "power_cap"):
         # A run that held its speed names the cap exactly when it was power-limited (power_cap's judgement).
@@ -220,6 +222,22 @@ class _PowerFields(TypedDict):
     power_at_limit_share: float | None
 
 
+def _limit_in_force(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, float]
+                   ) -> tuple[RunTrace, PowerCap, list[dict[str, object]]]:
+    """The run against the limit in force (``limit_series``): one limit held -> that limit; a limit that moved under
+    load -> each step against its own (the trace then carries the last one, the steps all of them)."""
+    limits = limit_in_force(trace.power_limit_series_w, trace.power_limit_w, run.loaded.shape[0])
+    steps = loaded_steps(trace.time_s, limits, run.loaded) if limits is not None else []
+    if len(steps) > 1:
+        cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
+                                         loaded=run.loaded, interval_s=run.interval_s, causes=run.causes)
+        return replace(trace, power_limit_w=steps[-1].limit_w), cap, described
+    if steps:
+        trace = replace(trace, power_limit_w=steps[0].limit_w)
+    return trace, power_cap(trace.power_w, trace.sm_clock_mhz, run.loaded, run.interval_s,
+                            limit_w=trace.power_limit_w, cap_share=shares.get("power_cap", 0.0)), []
+
+
 class _Common(_PowerFields):
     """The Verdict fields every judged run gets the same way, passed whole to both of ``judge``'s answers."""
 
@@ -232,6 +250,7 @@ class _Common(_PowerFields):
     cause_timing: CauseTiming
     sm_clock_max_mhz: float | None
     sm_clock_max_source: ClockMaxSource | None
+    power_limit_steps: list[dict[str, object]]
 
 
 def _power_fields(trace: RunTrace, cap: PowerCap) -> _PowerFields:

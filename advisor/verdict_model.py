@@ -26,8 +26,9 @@ VerdictStatus = Literal["passed", "throttled", "errors", "aborted", "no_data", "
 Basis = Literal["throughput", "clock"]
 #: Where the max clock came from: the GPU's own report, or the highest clock in the log.
 ClockMaxSource = Literal["reported", "log"]
-#: Where the power limit came from: NVML, a limit column of the log, or the datasheet (by the GPU's name).
-PowerLimitSource = Literal["reported", "log", "datasheet"]
+#: Where the power limit came from: NVML, a limit column of the log, the datasheet (by the GPU's name), or the
+#: user (``analyze --power-limit``).
+PowerLimitSource = Literal["reported", "log", "datasheet", "given"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class RunTrace:
     power_limit_w: float | None = None
     #: Where the limit came from: "reported" (NVML), "log" (a limit column) or "datasheet" (by ``gpu_name``).
     power_limit_source: PowerLimitSource = "reported"
+    #: The enforced power limit (W) in force at each sample, NaN where unknown (``power_limit_w`` fills those);
+    #: it moves on laptops (Dynamic Boost, firmware modes, battery). See ``advisor.limit_series``.
+    power_limit_series_w: FloatArray | None = None
     gpu_name: str | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
@@ -65,6 +69,8 @@ class RunTrace:
 
         counters = {cause: np.asarray(columns[name], dtype=np.float64)
                     for cause, name in CAUSE_COUNTER_FIELDS.items() if columns.get(name) is not None}
+        if "power_limit_series_w" not in kwargs and columns.get("power_limit_w") is not None:
+            kwargs = {**kwargs, "power_limit_series_w": col("power_limit_w")}
         return cls(time_s=np.asarray(time_s, dtype=np.float64), sm_clock_mhz=col("sm_clock_mhz"),
                    temperature_c=col("temperature_c"), power_w=col("power_w"),
                    clock_event_reasons=col("clock_event_reasons"), utilization_gpu_pct=col("utilization_gpu_pct"),
@@ -115,6 +121,9 @@ class Verdict:
     #: A bf16 GEMM's dense peak for this GPU at its limit in force (advisor.dense_peak), and what it came from.
     dense_peak_tflops: float | None = None
     dense_peak_source: str | None = None
+    #: Where the limit moved during the run: one entry per limit in force, in time order (``limit_series.LimitStep``
+    #: as a dict: start_s, end_s, limit_w, power_level_w, power_cap); empty when one limit held throughout.
+    power_limit_steps: list[dict[str, object]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}

@@ -58,7 +58,36 @@ def _limit_text(verdict: Verdict, trace: RunTrace) -> str:
     text = f"its {verdict.power_limit_w:.0f} W power limit"
     if verdict.power_limit_source == "datasheet":
         text += f" (the datasheet figure for an {printable(trace.gpu_name or 'unnamed GPU')})"
+    elif verdict.power_limit_source == "given":
+        text += " (as given with --power-limit)"
     return text
+
+
+def plateau_clause(level_w: float) -> str:
+    """A limit the log does not name, seen in its power plateau (``advisor.power_plateau``)."""
+    return f"held at a power limit near {level_w:.0f} W (no limit in the log)"
+
+
+def limit_steps_clause(steps: list[dict[str, object]]) -> str:
+    """A run whose limit moved, step by step: "at its 80 W power limit until 10:04, then at its 175 W limit: the
+    limit moved under load (...)". Each step against its own limit; times are local, to the second only where
+    two changes share a minute."""
+    ends = [datetime.fromtimestamp(float(step["end_s"]), tz=UTC).astimezone()  # type: ignore[arg-type]
+            for step in steps[:-1]]
+    pattern = "%H:%M" if len({end.strftime("%H:%M") for end in ends}) == len(ends) else "%H:%M:%S"
+    parts = []
+    for index, step in enumerate(steps):
+        limit = f"its {float(step['limit_w']):.0f} W {'power limit' if index == 0 else 'limit'}"  # type: ignore[arg-type]
+        level = step.get("power_level_w")
+        if step.get("power_cap") == "at_limit":
+            text = f"at {limit}"
+        elif isinstance(level, float) and level > 0:
+            text = f"at {level:.0f} W, {_pct(level / float(step['limit_w']))} of {limit}"  # type: ignore[arg-type]
+        else:
+            text = f"under {limit}"
+        parts.append(text + (f" until {ends[index].strftime(pattern)}" if index < len(ends) else ""))
+    return (", then ".join(parts) + ": the limit moved under load (Dynamic Boost, a power mode or the battery); "
+            "each step judged at its own limit")
 
 
 def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
@@ -66,6 +95,8 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
     of_max = _of_max_clock(verdict)
     cap_share = verdict.cause_shares.get("power_cap", 0.0)
     level = verdict.power_level_w
+    if len(verdict.power_limit_steps) > 1:
+        return limit_steps_clause(verdict.power_limit_steps)
     if verdict.power_cap == "at_limit":
         share = verdict.power_at_limit_share
         whole = "the whole run" if share is None or share >= WHOLE_RUN_SHARE else f"{_pct(share)} of the run"
@@ -78,7 +109,7 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
             return text + ": another limit than the board power (a clock setting or power policy)"
         return text + (f"; the clock at {of_max} is what that limit buys" if of_max else "")
     if verdict.power_cap == "plateau" and level is not None:
-        return f"likely power-capped at ~{level:.0f} W (flat power while the clock moved; no power limit known)"
+        return plateau_clause(level)
     return ""
 
 
@@ -131,6 +162,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
                 where = f" at {verdict.onset_temperature_c:.0f} °C"
             if verdict.cause_family == "power" and trace.power_limit_w:
                 where = f" at the {trace.power_limit_w:.0f} W limit"
+            if verdict.cause == "power_cap" and (verdict.power_cap == "plateau" or len(verdict.power_limit_steps) > 1):
+                where = f", {cap}"  # the plateau, or the limit step by step
             when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
             main = verdict.cause_shares.get(verdict.cause, 0.0) if verdict.cause in SLOWDOWN_CAUSES else 0.0
             share = f" ({_share_pct(main)} of the time under load)" if main > 0 else ""
@@ -148,12 +181,15 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
                     f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run a longer test (the Sustained preset, "
                     f"or `rigscope stress --minutes 10`); {figures}")
         elif cap:
-            text = f"Held its speed{' ' if cap.startswith('at ') else ': '}{cap}; {figures}"
+            joint = " " if cap.startswith("at ") else " while " if cap.startswith("held ") else ": "
+            text = f"Held its speed{joint}{cap}; {figures}"
             if verdict.power_cap in ("at_limit", "plateau") and verdict.cause_shares.get("power_cap", 0.0) > 0:
                 text += f"; power cap active {_pct(verdict.cause_shares['power_cap'])} of the time under load"
             text += f"; {clock}" if clock and of_max not in cap else ""
         else:
             text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
+    if len(verdict.power_limit_steps) > 1 and cap not in text:  # every verdict says the limit moved
+        text += f"; {cap}"
     if verdict.errors:
         text = (f"{count_text(verdict.errors, 'result error')} in {count_text(verdict.checks, 'check')} — "
                 "the GPU computed wrong results. " + text)

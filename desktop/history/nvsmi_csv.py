@@ -82,6 +82,9 @@ INFO_FIELDS: dict[str, str] = {
     "pcie.link.width.max": "pcie_width_max",
     "persistence_mode": "persistence_mode",
 }
+#: The limit columns, read per row as well (``"power_limit_w"``: the limit in force at each sample, for
+#: the verdict; it moves on laptops under Dynamic Boost) besides the static fact ``power_limit_enforced_w``.
+LIMIT_FIELDS: frozenset[str] = frozenset(("enforced.power.limit", "power.limit"))
 #: Where several columns of a log fill one field, the lower rank wins where it has a value (the
 #: others fill in): the 1 s average over ``power.draw`` (the same average on Ampere and newer, the
 #: instantaneous value on older boards), the enforced limit over the requested one. Never the
@@ -119,7 +122,8 @@ class _GpuLog:
 class ImportResult:
     """What a log held: per-GPU series, static facts, and every skipped line with its reason."""
 
-    #: gpu key (uuid, else ``pci:<bus id>``, else ``index:<n>``) -> (time_s, {GpuSample field: values}).
+    #: gpu key (uuid, else ``pci:<bus id>``, else ``index:<n>``) -> (time_s, {GpuSample field: values}), plus
+    #: ``"power_limit_w"`` (the enforced limit in force at each row) where the log has a limit column.
     series: dict[str, tuple[FloatArray, dict[str, FloatArray]]] = field(default_factory=dict)
     #: gpu key -> GpuInfo field values read from the log (index, uuid, name, pci_bus_id, ...).
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -153,6 +157,9 @@ class _Layout:
         # Read in reverse rank, so the best column of a field is written last and stands.
         self.info = _ranked([(i, INFO_FIELDS[n]) for i, n in enumerate(self.names) if n in INFO_FIELDS],
                             self.names)[::-1]
+        # The enforced limit first, the requested one only where it is missing (FIELD_RANK).
+        self.limits = _ranked([(i, "power_limit_w") for i, n in enumerate(self.names) if n in LIMIT_FIELDS],
+                              self.names)
         self.reasons = []
         for i, n in enumerate(self.names):
             prefix, _, reason = n.partition(".")
@@ -247,6 +254,10 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
             for i, name in layout.sample:  # best-ranked column first: a later one only fills a gap
                 if values.get(name) is None:
                     values[name] = parse_reading(cells[i], name, layout.names[i], layout.units[i])
+            for i, _name in layout.limits:
+                if values.get("power_limit_w") is None:
+                    values["power_limit_w"] = parse_reading(cells[i], "power_limit_enforced_w", layout.names[i],
+                                                            layout.units[i])
             if layout.reasons and not layout.has_mask:
                 bits = [(bit, parse_number(cells[i])) for i, bit in layout.reasons]
                 known = [(bit, v) for bit, v in bits if v is not None]

@@ -187,14 +187,14 @@ def test_without_a_limit_column_the_datasheet_limit_of_the_named_gpu_is_used(
     assert [(r["power_limited"], r["cause"], r["power_limit_w"]) for r in runs] == [(True, "power_cap", 700.0)] * 3
 
 
-def test_a_flat_power_plateau_while_the_clock_moves_is_likely_a_cap(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_flat_power_plateau_while_the_clock_moves_is_held_at_a_limit(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """No limit anywhere (no column, a name no datasheet knows): the shape of the log still says it."""
     log = _without_columns(H100_PCIE, tmp_path / "anon.csv", ("power.limit", "enforced.power.limit", "name"))
     assert main(["analyze", str(log), "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)
     assert run["power_limited"] and run["power_cap"] == "plateau" and run["power_limit_w"] is None
-    assert "likely power-capped at ~348 W" in run["sentence"]
+    assert "held at a power limit near 348 W (no limit in the log)" in run["sentence"]
     # A steady load that draws what it needs at a fixed clock is no plateau: the A10 never mentions power.
     assert main(["analyze", str(_without_columns(A10_IDLE, tmp_path / "a10.csv", ("power.limit", "name"))),
                  "--json"]) == 0
