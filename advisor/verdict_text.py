@@ -136,6 +136,17 @@ def _start_temperature(trace: RunTrace) -> float | None:
     return float(finite[0]) if len(finite) else None
 
 
+def _throttled_where(verdict: Verdict, trace: RunTrace, cap: str) -> str:
+    """Where a throttled run met its cause: " at 87 °C", " at the 700 W limit", or the plateau / the steps."""
+    if verdict.cause == "power_cap" and (verdict.power_cap == "plateau" or len(verdict.power_limit_steps) > 1):
+        return f", {cap}"  # the plateau, or the limit step by step
+    if verdict.cause_family == "power" and trace.power_limit_w:
+        return f" at the {trace.power_limit_w:.0f} W limit"
+    if verdict.onset_temperature_c is not None and verdict.cause_family == "thermal":
+        return f" at {verdict.onset_temperature_c:.0f} °C"
+    return ""
+
+
 def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> str:
     """The sentence for a judged run: "Throttled after 3 min 40 s: HW thermal slowdown at 87 °C; ..." and the like."""
     unit = f" {verdict.unit}" if verdict.unit else ""
@@ -157,13 +168,7 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
         figures = (f"sustained {verdict.basis} {_pct(verdict.sustained_ratio)} of its early sustained level "
                    f"({_fmt(verdict.sustained, verdict.unit)} vs {_fmt(verdict.peak, verdict.unit)}{unit})")
         if verdict.onset_s is not None:
-            where = ""
-            if verdict.onset_temperature_c is not None and verdict.cause_family == "thermal":
-                where = f" at {verdict.onset_temperature_c:.0f} °C"
-            if verdict.cause_family == "power" and trace.power_limit_w:
-                where = f" at the {trace.power_limit_w:.0f} W limit"
-            if verdict.cause == "power_cap" and (verdict.power_cap == "plateau" or len(verdict.power_limit_steps) > 1):
-                where = f", {cap}"  # the plateau, or the limit step by step
+            where = _throttled_where(verdict, trace, cap)
             when = "from the start" if verdict.onset_s <= 0.0 else f"after {format_duration(verdict.onset_s)}"
             main = verdict.cause_shares.get(verdict.cause, 0.0) if verdict.cause in SLOWDOWN_CAUSES else 0.0
             share = f" ({_share_pct(main)} of the time under load)" if main > 0 else ""
@@ -175,7 +180,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             if start_c is not None and verdict.cause_family == "thermal" and verdict.onset_s > 0.0:
                 text += f"; the test started from {start_c:.0f} °C"
         elif verdict.throttled:
-            text = f"Throttled: {label or CAUSE_LABELS['unexplained']}; {figures}"
+            held = f", {cap}" if verdict.cause == "power_cap" and verdict.power_cap == "plateau" else ""
+            text = f"Throttled: {label or CAUSE_LABELS['unexplained']}{held}; {figures}"
         elif verdict.status == "inconclusive":
             text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising "
                     f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run a longer test (the Sustained preset, "
