@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,21 +17,64 @@ from desktop.errors import UserError
 if TYPE_CHECKING:
     from advisor.frame import GpuMeta
     from advisor.log_verdict import RunVerdict
+    from advisor.verdict_model import PowerLimitSource
 
 HELP = "throttle verdict for an nvidia-smi log or a stored time range"
+#: A --power-limit above this is a typo (the largest board limit known is the GH200's 900 W; a whole node is not a GPU).
+MAX_POWER_LIMIT_W = 2000.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE", help="nvidia-smi CSV log (omit to use --from/--to)")
     add_range(parser, "1 h ago")
-    parser.add_argument("--gpu", type=int, default=None, metavar="INDEX",
-                        help="judge only this GPU (its index in the history, or its place in the log)")
+    parser.add_argument("--gpu", default=None, metavar="INDEX|NAME",
+                        help="digits: judge only this GPU (its index in the history, or its place in the log); "
+                             "a name (e.g. 'NVIDIA H100 PCIe'): the GPU's model, for its datasheet power limit "
+                             "where the log has no limit column; an unknown name says the close ones")
+    parser.add_argument("--power-limit", type=_watts, default=None, metavar="W", dest="power_limit_w",
+                        help="the GPU's enforced power limit in W, for a log that has none (it replaces any "
+                             "limit the log or the history holds; the sentence says it was given)")
     add_db(parser)
     add_json(parser)
 
 
+def _watts(text: str) -> float:
+    """argparse ``type`` of ``--power-limit``: a positive number of watts (else exit 2)."""
+    try:
+        watts = float(text.strip().removesuffix("W").removesuffix("w"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{printable(text)!r} is not a number of watts") from None
+    if not math.isfinite(watts) or not 0.0 < watts <= MAX_POWER_LIMIT_W:
+        raise argparse.ArgumentTypeError(f"{text.strip()} W is not a power limit (0 .. {MAX_POWER_LIMIT_W:.0f} W)")
+    return watts
+
+
+def gpu_choice(text: str | None) -> tuple[int | None, str | None]:
+    """``--gpu``: digits are an index; anything else a datasheet name (an unknown one: exit 2 with the close ones)."""
+    if text is None:
+        return None, None
+    if text.strip().isdigit():
+        return int(text.strip()), None
+    from advisor.gpu_names import close_datasheet_names, resolve_datasheet_name
+
+    name = resolve_datasheet_name(text)
+    if name is not None:
+        return None, name
+    if "laptop" in text.lower():  # none is in the table: the nearest desktop name would mislead
+        raise UserError(f"--gpu {printable(text)!r}: a laptop GPU has no datasheet power limit (it moves with the "
+                        "machine and its power mode): give the limit with --power-limit W")
+    close = close_datasheet_names(text)
+    hint = f"did you mean {', '.join(close)}?" if close else "`rigscope analyze --help` says how to choose one"
+    raise UserError(f"--gpu {printable(text)!r}: no GPU of that name in the datasheet table; {hint} "
+                    "(digits choose a GPU by its index)")
+
+
 def main(args: argparse.Namespace) -> int:
-    results = _analyze_file(Path(args.file), args.gpu) if args.file else _analyze_stored(args)
+    index, name = gpu_choice(args.gpu)
+    if args.file:
+        results = _analyze_file(Path(args.file), index, gpu_name=name, power_limit_w=args.power_limit_w)
+    else:
+        results = _analyze_stored(args, index, gpu_name=name)
     if args.json:
         none: list[RunVerdict | None] = [None]  # a GPU with no load still gets its entry
         rows = [_run_json(label, run, meta) for label, meta, runs in results for run in (runs or none)]
@@ -89,7 +133,8 @@ def _run_json(label: str, run: RunVerdict | None, meta: GpuMeta) -> dict[str, An
             "evidence": advice.evidence if advice else None}
 
 
-def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
+def _analyze_file(path: Path, gpu: int | None, *, gpu_name: str | None = None, power_limit_w: float | None = None
+                  ) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     import numpy as np
 
     from advisor.log_verdict import verdicts_for_log
@@ -119,12 +164,17 @@ def _analyze_file(path: Path, gpu: int | None) -> list[tuple[str, GpuMeta, list[
         time_s, columns = series[key]
         info = imported.info.get(key, {})
         label = _log_gpu_label(key, info, several=len(series) > 1)
-        name = info["name"] if isinstance(info.get("name"), str) else None
+        # The name the user gave wins over the log's: it is there to say what the log does not.
+        name = gpu_name or (info["name"] if isinstance(info.get("name"), str) else None)
         index = info["index"] if isinstance(info.get("index"), int) else 0
-        out.append((label, gpu_meta_for(name, index), verdicts_for_log(np.asarray(time_s), dict(columns),
+        limit, columns = _number(info.get("power_limit_enforced_w")), dict(columns)
+        source: PowerLimitSource = "log"
+        if power_limit_w is not None:  # the user's figure replaces the log's limit, the per-row one too
+            limit, source = power_limit_w, "given"
+            columns.pop("power_limit_w", None)
+        out.append((label, gpu_meta_for(name, index), verdicts_for_log(np.asarray(time_s), columns,
                                             sm_clock_max_mhz=_number(info.get("sm_clock_max_mhz")),
-                                            power_limit_w=_number(info.get("power_limit_enforced_w")),
-                                            power_limit_source="log", gpu_name=name)))
+                                            power_limit_w=limit, power_limit_source=source, gpu_name=name)))
     return out
 
 
@@ -145,7 +195,8 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
-def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
+def _analyze_stored(args: argparse.Namespace, gpu: int | None, *, gpu_name: str | None = None
+                    ) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     from advisor.causes import CAUSE_COUNTER_FIELDS
     from advisor.log_verdict import verdicts_for_log
     from desktop.advice import gpu_meta_for
@@ -158,10 +209,10 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[R
     store = HistoryStore.open(path, readonly=True)
     try:
         gpus = store.gpus()
-        if args.gpu is not None:
-            gpus = [g for g in gpus if g.index == args.gpu]
+        if gpu is not None:
+            gpus = [g for g in gpus if g.index == gpu]
             if not gpus:
-                raise UserError(f"the history has no GPU {args.gpu}")
+                raise UserError(f"the history has no GPU {gpu}")
         metrics = ["utilization_gpu_pct", "sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons"]
         # NVML's exact time under each throttle cause, where this history stores it.
         metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
@@ -173,10 +224,16 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[R
             meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
                                 power_limit_settable=getattr(info, "power_limit_settable", None),
                                 power_limit_w=info.power_limit_enforced_w)
+            columns = dict(rows.columns)
+            limit = info.power_limit_enforced_w
+            source: PowerLimitSource = "reported"
+            if args.power_limit_w is not None:  # the user's figure replaces the stored one
+                limit, source = args.power_limit_w, "given"
+                columns.pop("power_limit_w", None)
             out.append((f"GPU {info.index} {info.name}", meta,
-                        verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
-                                         power_limit_w=info.power_limit_enforced_w, gpu_name=info.name,
-                                         temp_slowdown_c=info.temp_slowdown_c)))
+                        verdicts_for_log(rows.time_s, columns, sm_clock_max_mhz=info.sm_clock_max_mhz,
+                                         power_limit_w=limit, power_limit_source=source,
+                                         gpu_name=gpu_name or info.name, temp_slowdown_c=info.temp_slowdown_c)))
         if samples == 0:  # nothing to judge is not "held its speed": say so (exit 2)
             span = store.time_range()
             held = (f"it holds {iso_local(span[0])} .. {iso_local(span[1])}" if span is not None
