@@ -101,14 +101,15 @@ def at_power_cap(clock_event_reasons: int | None, power_w: float | None, power_l
 
 
 def estimate_array(cal: Calibration, power_w: npt.ArrayLike, sm_clock_mhz: npt.ArrayLike,
-                   utilization_pct: npt.ArrayLike, *, power_limit_w: float | None = None,
+                   utilization_pct: npt.ArrayLike, *, power_limit_w: float | npt.ArrayLike | None = None,
                    clock_event_reasons: npt.ArrayLike | None = None,
                    hold_samples: int = CAP_HOLD_SAMPLES) -> FloatArray:
     """Effective load in % per sample (NaN where power is missing or the clock under half the calibration's).
 
-    ``power_limit_w`` (the enforced limit) and ``clock_event_reasons`` (the raw masks) tell where
-    the power cap binds: there, and ``hold_samples`` samples after, the reading is its utilization
-    (see the module docstring).
+    ``power_limit_w`` (the enforced limit: one value, or the limit in force at each sample, NaN where
+    unknown, as it moves on laptops) and ``clock_event_reasons`` (the raw masks) tell where the power
+    cap binds: there, and ``hold_samples`` samples after, the reading is its utilization (see the
+    module docstring).
     """
     power = np.asarray(power_w, dtype=np.float64)
     clock = np.asarray(sm_clock_mhz, dtype=np.float64)
@@ -118,8 +119,10 @@ def estimate_array(cal: Calibration, power_w: npt.ArrayLike, sm_clock_mhz: npt.A
     pct = np.clip((power - cal.idle_w) / full_dynamic, 0.0, 1.0) * 100.0
     pct = np.where(ratio < MIN_CLOCK_RATIO, np.nan, pct)
     capped = np.zeros(np.broadcast(power, clock).shape, dtype=bool)
-    if power_limit_w is not None and power_limit_w > 0:
-        capped |= power >= AT_LIMIT_SHARE * power_limit_w
+    if power_limit_w is not None:
+        limit = np.asarray(power_limit_w, dtype=np.float64)
+        known = np.isfinite(limit) & (limit > 0)
+        capped |= known & (power >= AT_LIMIT_SHARE * np.where(known, limit, np.inf))
     if clock_event_reasons is not None:
         reasons = np.asarray(clock_event_reasons, dtype=np.float64)
         capped |= (np.where(np.isfinite(reasons), reasons, 0.0).astype(np.int64) & _SW_POWER_CAP) != 0

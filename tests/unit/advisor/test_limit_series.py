@@ -108,3 +108,18 @@ def test_the_trace_reads_the_series_from_a_power_limit_column() -> None:
     assert trace.power_limit_series_w is not None and trace.power_limit_series_w.tolist() == [80.0, 80.0, 175.0]
     assert trace.power_limit_w == 150.0
     assert RunTrace.from_columns(np.arange(3.0), {"power_w": columns["power_w"]}).power_limit_series_w is None
+
+
+def test_effective_load_reads_the_limit_in_force_at_each_sample() -> None:
+    """78 W is at the 80 W limit in force (the cap binds: the reading is the utilization), not at 175 W."""
+    from advisor.effective_load import Calibration, estimate_array
+
+    cal = Calibration(5.0, 150.0, 2200.0, "datasheet")
+    power = np.full(20, 78.0)
+    limit = np.concatenate([np.full(10, 80.0), np.full(10, 175.0)])
+    limit[3] = np.nan  # unknown in one sample: no cap from the limit there (the bit or the hold still can)
+    pct = estimate_array(cal, power, np.full(20, 2200.0), np.full(20, 100.0), power_limit_w=limit, hold_samples=1)
+    assert pct[:3].tolist() == [100.0] * 3 and pct[4:10].tolist() == [100.0] * 6
+    assert pct[3] < 100.0 and (pct[10:] < 100.0).all()
+    scalar = estimate_array(cal, power, np.full(20, 2200.0), np.full(20, 100.0), power_limit_w=80.0, hold_samples=1)
+    assert scalar.tolist() == [100.0] * 20
