@@ -216,6 +216,8 @@ def _analyze_stored(args: argparse.Namespace, gpu: int | None, *, gpu_name: str 
         metrics = ["utilization_gpu_pct", "sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons"]
         # NVML's exact time under each throttle cause, where this history stores it.
         metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
+        # The limit in force at each sample, where this history stores it (the verdict judges each run at it).
+        metrics += [name for name in ("power_limit_w",) if name in QUERYABLE]
         out = []
         samples = 0
         for info in gpus:
