@@ -45,6 +45,9 @@ from desktop.telemetry.simulated import SimulatedBackend
 log = logging.getLogger(__name__)
 
 SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample))
+#: The enforced power limit in force at each sample (the GPU's info as the backend re-read it: it moves with
+#: Dynamic Boost, the firmware mode and the battery), so the verdict judges each moment at its own limit.
+LIMIT_COLUMN = "power_limit_w"
 #: How long the child may take to import torch and allocate before it counts as hung.
 START_TIMEOUT_S = 120.0
 
@@ -55,14 +58,16 @@ class _Recorder:
     def __init__(self) -> None:
         self.time_s: list[float] = []
         self.throughput: list[float] = []
-        self.columns: dict[str, list[float]] = {name: [] for name in SAMPLE_FIELDS}
+        self.columns: dict[str, list[float]] = {name: [] for name in (*SAMPLE_FIELDS, LIMIT_COLUMN)}
 
-    def add(self, time_s: float, throughput: float | None, sample: GpuSample | None) -> None:
+    def add(self, time_s: float, throughput: float | None, sample: GpuSample | None,
+            limit_w: float | None = None) -> None:
         self.time_s.append(time_s)
         self.throughput.append(np.nan if throughput is None else throughput)
         for name in SAMPLE_FIELDS:
             value = getattr(sample, name) if sample is not None else None
             self.columns[name].append(np.nan if value is None else float(value))
+        self.columns[LIMIT_COLUMN].append(np.nan if limit_w is None else float(limit_w))
 
     def arrays(self) -> tuple[FloatArray, FloatArray, dict[str, FloatArray]]:
         return (np.asarray(self.time_s, dtype=np.float64), np.asarray(self.throughput, dtype=np.float64),
@@ -177,6 +182,10 @@ class StressRunner:
         reading = self._reading(snapshot)
         return reading.sample if reading is not None else None
 
+    def _limit_w(self, snapshot: Snapshot | None) -> float | None:
+        reading = self._reading(snapshot)
+        return reading.info.power_limit_enforced_w if reading is not None else None
+
     def _guard_stop(self, snapshot: Snapshot | None, now_s: float) -> str | None:
         """Why the guard stops the run now (GPU or HBM too hot, temperature unknown), or None; also
         notes foreign processes on the GPU."""
@@ -271,7 +280,7 @@ class StressRunner:
                 sample = self._sample(snapshot)
                 throughput = backend.throughput_tflops(cfg.gpu_index)
                 now = self.clock.now()
-                recorder.add(now, throughput, sample)
+                recorder.add(now, throughput, sample, self._limit_w(snapshot))
                 elapsed = now - started
                 self._report(elapsed, throughput, "TFLOP/s", sample)
                 stop = self._guard_stop(snapshot, now)
@@ -352,7 +361,7 @@ class StressRunner:
                 if state.started and started is None:
                     started = now
                 if state.progress_seen:
-                    recorder.add(now, state.throughput, sample)
+                    recorder.add(now, state.throughput, sample, self._limit_w(snapshot))
                 elapsed = now - started if started is not None else 0.0
                 self._report(elapsed, state.throughput, state.unit, sample, errors=state.errors,
                              checks=state.checks, phase="running" if state.progress_seen else "starting")
@@ -392,7 +401,7 @@ class StressRunner:
             points = reader.points()
             time_s = started + np.asarray([t for t, _ in points], dtype=np.float64)
             throughput_arr = np.asarray([v for _, v in points], dtype=np.float64)
-            columns = {name: np.full(time_s.shape[0], np.nan) for name in SAMPLE_FIELDS}
+            columns = {name: np.full(time_s.shape[0], np.nan) for name in (*SAMPLE_FIELDS, LIMIT_COLUMN)}
         extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency, **self.watch.extra()}
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index
