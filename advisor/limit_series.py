@@ -67,10 +67,11 @@ def limit_steps(time_s: FloatArray, limit_w: FloatArray) -> list[LimitStep]:
         return []
     starts = [0]
     current = float(limit_w[0])
-    for i in range(1, n):
+    # Only where the value changed at all (a limit holds for minutes: a 7 ms log has few such samples).
+    for i in np.flatnonzero(np.diff(limit_w) != 0) + 1:
         value = float(limit_w[i])
         if abs(value - current) > max(LIMIT_STEP_MIN_W, LIMIT_STEP_SHARE * current):
-            starts.append(i)
+            starts.append(int(i))
             current = value
     bounds = [*starts, n]
     steps: list[LimitStep] = []
