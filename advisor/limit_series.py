@@ -81,17 +81,30 @@ def limit_steps(time_s: FloatArray, limit_w: FloatArray) -> list[LimitStep]:
         if steps and (end_s - float(time_s[start]) < MIN_STEP_S and stop < n):
             steps[-1] = LimitStep(steps[-1].start, stop, steps[-1].limit_w)  # a blip
             continue
-        if steps and abs(limit - steps[-1].limit_w) <= max(LIMIT_STEP_MIN_W, LIMIT_STEP_SHARE * steps[-1].limit_w):
+        if steps and _same(steps[-1].limit_w, limit):
             steps[-1] = LimitStep(steps[-1].start, stop, steps[-1].limit_w)  # back to the same limit after a blip
             continue
         steps.append(LimitStep(start, stop, limit))
+    if len(steps) > 1 and float(time_s[steps[1].start] - time_s[0]) < MIN_STEP_S:
+        steps[:2] = [LimitStep(0, steps[1].stop, steps[1].limit_w)]  # a blip as the log starts
     return steps
 
 
+def _same(a_w: float, b_w: float) -> bool:
+    return abs(a_w - b_w) <= max(LIMIT_STEP_MIN_W, LIMIT_STEP_SHARE * a_w)
+
+
 def loaded_steps(time_s: FloatArray, limit_w: FloatArray, loaded: BoolArray) -> list[LimitStep]:
-    """``limit_steps`` of the samples under load only (a limit that moved while idle does not split the run)."""
+    """``limit_steps`` of the samples under load only: a limit that moved while idle does not split the run, and
+    one limit on both sides of an idle step is one step."""
     steps = limit_steps(time_s, limit_w)
-    return [s for s in steps if loaded[s.start:s.stop].any()] or steps[:1]
+    out: list[LimitStep] = []
+    for step in (s for s in steps if loaded[s.start:s.stop].any()):
+        if out and _same(out[-1].limit_w, step.limit_w):
+            out[-1] = LimitStep(out[-1].start, step.stop, out[-1].limit_w)
+        else:
+            out.append(step)
+    return out or steps[:1]
 
 
 def steps_power_cap(steps: list[LimitStep], time_s: FloatArray, *, power_w: FloatArray | None,

@@ -68,10 +68,24 @@ def plateau_clause(level_w: float) -> str:
     return f"held at a power limit near {level_w:.0f} W (no limit in the log)"
 
 
+#: More steps than this are said as a range ("moved 12 times between 80 and 175 W"), not one by one.
+MAX_STEPS_SAID = 4
+
+
 def limit_steps_clause(steps: list[dict[str, object]]) -> str:
     """A run whose limit moved, step by step: "at its 80 W power limit until 10:04, then at its 175 W limit: the
     limit moved under load (...)". Each step against its own limit; times are local, to the second only where
-    two changes share a minute."""
+    two changes share a minute. Over ``MAX_STEPS_SAID`` steps, the range and the share of the load at the limit
+    in force."""
+    why = "the limit moved under load (Dynamic Boost, a power mode or the battery); each step judged at its own limit"
+    if len(steps) > MAX_STEPS_SAID:
+        limits = [float(step["limit_w"]) for step in steps]  # type: ignore[arg-type]
+        load_s = [float(step["load_s"]) for step in steps]  # type: ignore[arg-type]
+        at = sum(float(step["power_at_limit_share"] or 0.0) * s  # type: ignore[arg-type]
+                 for step, s in zip(steps, load_s, strict=True))
+        share = at / sum(load_s) if sum(load_s) > 0 else 0.0
+        return (f"at its power limit {_pct(share)} of the load as the limit moved {len(steps) - 1} times between "
+                f"{min(limits):.0f} and {max(limits):.0f} W: {why}")
     ends = [datetime.fromtimestamp(float(step["end_s"]), tz=UTC).astimezone()  # type: ignore[arg-type]
             for step in steps[:-1]]
     pattern = "%H:%M" if len({end.strftime("%H:%M") for end in ends}) == len(ends) else "%H:%M:%S"
@@ -86,8 +100,7 @@ def limit_steps_clause(steps: list[dict[str, object]]) -> str:
         else:
             text = f"under {limit}"
         parts.append(text + (f" until {ends[index].strftime(pattern)}" if index < len(ends) else ""))
-    return (", then ".join(parts) + ": the limit moved under load (Dynamic Boost, a power mode or the battery); "
-            "each step judged at its own limit")
+    return ", then ".join(parts) + f": {why}"
 
 
 def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:

@@ -123,3 +123,26 @@ def test_effective_load_reads_the_limit_in_force_at_each_sample() -> None:
     assert pct[3] < 100.0 and (pct[10:] < 100.0).all()
     scalar = estimate_array(cal, power, np.full(20, 2200.0), np.full(20, 100.0), power_limit_w=80.0, hold_samples=1)
     assert scalar.tolist() == [100.0] * 20
+
+
+def test_a_blip_as_the_run_starts_and_a_limit_on_both_sides_of_an_idle_step_are_one_step() -> None:
+    time_s = np.arange(100, dtype=np.float64)
+    limit = np.full(100, 80.0)
+    limit[:2] = 175.0  # the limit read before nvidia-powerd lowered it, two samples
+    assert [(s.start, s.stop, s.limit_w) for s in limit_steps(time_s, limit)] == [(0, 100, 80.0)]
+    from advisor.limit_series import loaded_steps
+
+    limit = np.concatenate([np.full(40, 80.0), np.full(20, 175.0), np.full(40, 80.0)])
+    loaded = np.ones(100, dtype=bool)
+    loaded[40:60] = False  # the 175 W stretch fell in a bridged pause: the run is at 80 W throughout
+    assert [(s.start, s.stop, s.limit_w) for s in loaded_steps(time_s, limit, loaded)] == [(0, 100, 80.0)]
+
+
+def test_a_limit_that_keeps_moving_is_said_as_its_range(utc: None) -> None:
+    """nvidia-powerd can move the limit every few seconds: the sentence gives the range, not 12 times 'then'."""
+    limits = [(30, 80.0 + 8.0 * (i % 4)) for i in range(12)]
+    verdict = judge(_gemm(limits), min_load_s=60.0)
+    assert len(verdict.power_limit_steps) == 12
+    assert "at its power limit 100 % of the load as the limit moved 11 times between 80 and 104 W" \
+        in verdict.sentence, verdict.sentence
+    assert "then" not in verdict.sentence
