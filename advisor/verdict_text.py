@@ -7,6 +7,7 @@ regression rule.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -68,6 +69,12 @@ def plateau_clause(level_w: float) -> str:
     return f"held at a power limit near {level_w:.0f} W (no limit in the log)"
 
 
+def _number(step: Mapping[str, object], key: str) -> float:
+    """A figure of a ``Verdict.power_limit_steps`` entry; 0 where it is missing."""
+    value = step.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 #: More steps than this are said as a range ("moved 12 times between 80 and 175 W"), not one by one.
 MAX_STEPS_SAID = 4
 
@@ -79,24 +86,23 @@ def limit_steps_clause(steps: list[dict[str, object]]) -> str:
     in force."""
     why = "the limit moved under load (Dynamic Boost, a power mode or the battery); each step judged at its own limit"
     if len(steps) > MAX_STEPS_SAID:
-        limits = [float(step["limit_w"]) for step in steps]  # type: ignore[arg-type]
-        load_s = [float(step["load_s"]) for step in steps]  # type: ignore[arg-type]
-        at = sum(float(step["power_at_limit_share"] or 0.0) * s  # type: ignore[arg-type]
-                 for step, s in zip(steps, load_s, strict=True))
-        share = at / sum(load_s) if sum(load_s) > 0 else 0.0
+        limits = [_number(step, "limit_w") for step in steps]
+        load_s = sum(_number(step, "load_s") for step in steps)
+        at_s = sum(_number(step, "power_at_limit_share") * _number(step, "load_s") for step in steps)
+        share = at_s / load_s if load_s > 0 else 0.0
         return (f"at its power limit {_pct(share)} of the load as the limit moved {len(steps) - 1} times between "
                 f"{min(limits):.0f} and {max(limits):.0f} W: {why}")
-    ends = [datetime.fromtimestamp(float(step["end_s"]), tz=UTC).astimezone()  # type: ignore[arg-type]
-            for step in steps[:-1]]
+    ends = [datetime.fromtimestamp(_number(step, "end_s"), tz=UTC).astimezone() for step in steps[:-1]]
     pattern = "%H:%M" if len({end.strftime("%H:%M") for end in ends}) == len(ends) else "%H:%M:%S"
     parts = []
     for index, step in enumerate(steps):
-        limit = f"its {float(step['limit_w']):.0f} W {'power limit' if index == 0 else 'limit'}"  # type: ignore[arg-type]
-        level = step.get("power_level_w")
+        limit_w = _number(step, "limit_w")
+        limit = f"its {limit_w:.0f} W {'power limit' if index == 0 else 'limit'}"
+        level = _number(step, "power_level_w")
         if step.get("power_cap") == "at_limit":
             text = f"at {limit}"
-        elif isinstance(level, float) and level > 0:
-            text = f"at {level:.0f} W, {_pct(level / float(step['limit_w']))} of {limit}"  # type: ignore[arg-type]
+        elif level > 0 and limit_w > 0:
+            text = f"at {level:.0f} W, {_pct(level / limit_w)} of {limit}"
         else:
             text = f"under {limit}"
         parts.append(text + (f" until {ends[index].strftime(pattern)}" if index < len(ends) else ""))
