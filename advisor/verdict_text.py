@@ -84,7 +84,8 @@ def limit_steps_clause(steps: list[dict[str, object]]) -> str:
     limit moved under load (...)". Each step against its own limit; times are local, to the second only where
     two changes share a minute. Over ``MAX_STEPS_SAID`` steps, the range and the share of the load at the limit
     in force."""
-    why = "the limit moved under load (Dynamic Boost, a power mode or the battery); each step judged at its own limit"
+    why = ("the limit moved under load (Dynamic Boost, a power mode, the battery or a limit set by hand); "
+           "each step judged at its own limit")
     if len(steps) > MAX_STEPS_SAID:
         limits = [_number(step, "limit_w") for step in steps]
         load_s = sum(_number(step, "load_s") for step in steps)

@@ -61,7 +61,7 @@ def test_a_mistyped_command_is_still_an_invalid_choice(gui_calls: list[argparse.
 #: What a placeholder in a synopsis stands for.
 PLACEHOLDERS = {"PATH": "h.sqlite", "FILE": "log.csv", "S": "1", "N": "1", "M": "0.5", "C": "80", "NAME": "box",
                 "ADDR:PORT": "127.0.0.1:9835", "PROFILES": "rtx4090", "ISO": "2026-11-20", "ID": "1", "X": "0.5",
-                "PCT": "10", "CMD": "python", "ARGS": "train.py"}
+                "PCT": "10", "CMD": "python", "ARGS": "train.py", "W": "150"}
 
 
 def _readme_commands() -> list[str]:
