@@ -64,9 +64,10 @@ def _limit_text(verdict: Verdict, trace: RunTrace) -> str:
     return text
 
 
-def plateau_clause(level_w: float) -> str:
+def plateau_clause(level_w: float, trace: RunTrace) -> str:
     """A limit the log does not name, seen in its power plateau (``advisor.power_plateau``)."""
-    return f"held at a power limit near {level_w:.0f} W (no limit in the log)"
+    where = "in the log" if trace.power_limit_source in ("log", "datasheet", "given") else "reported"
+    return f"held at a power limit near {level_w:.0f} W (no limit {where})"
 
 
 def _number(step: Mapping[str, object], key: str) -> float:
@@ -129,7 +130,7 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
             return text + ": another limit than the board power (a clock setting or power policy)"
         return text + (f"; the clock at {of_max} is what that limit buys" if of_max else "")
     if verdict.power_cap == "plateau" and level is not None:
-        return plateau_clause(level)
+        return plateau_clause(level, trace)
     return ""
 
 

@@ -65,3 +65,9 @@ def test_a_known_limit_is_used_before_any_plateau() -> None:
     (run,) = verdicts_for_log(np.arange(300.0), _capped_gemm(), power_limit_w=350.0, power_limit_source="given")
     assert run.verdict.power_cap == "at_limit" and run.verdict.power_limit_w == 350.0
     assert run.verdict.power_limit_source == "given" and "near 348 W" not in run.verdict.sentence
+
+
+def test_a_stress_run_without_a_reported_limit_says_so_not_the_log() -> None:
+    """The same shape in a live run (NVML gave no limit): the sentence does not speak of a log."""
+    verdict = judge(RunTrace.from_columns(np.arange(300.0), _capped_gemm()), min_load_s=30.0)
+    assert "held at a power limit near 348 W (no limit reported)" in verdict.sentence, verdict.sentence
