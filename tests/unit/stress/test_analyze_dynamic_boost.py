@@ -62,3 +62,11 @@ def test_the_first_run_is_at_its_80_w_limit_and_the_second_is_judged_step_by_ste
     assert all(s["power_at_limit_share"] > 0.9 and 0.95 * s["limit_w"] <= s["power_level_w"] <= s["limit_w"]
                for s in steps)
     assert [round(s["end_s"] - s["start_s"]) for s in steps] == [120, 120, 120, 120]
+
+
+def test_the_fixture_is_what_its_script_writes(tmp_path: Path) -> None:
+    """The committed log is the deterministic output of tests/fixtures/make_dynamic_boost_fixture.py."""
+    from tests.fixtures.make_dynamic_boost_fixture import main as write_fixture
+
+    write_fixture(tmp_path / "log.csv")
+    assert (tmp_path / "log.csv").read_bytes() == FIXTURE.read_bytes()
