@@ -9,6 +9,7 @@ throttle events and minute rollups are derived from the traces in memory. The me
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -122,7 +123,7 @@ def _day_chunks(start_s: float, end_s: float) -> list[tuple[float, float]]:
             cuts.append(cut)
         day += 86400.0
     cuts.append(end_s)
-    return list(zip(cuts[:-1], cuts[1:], strict=True))
+    return list(itertools.pairwise(cuts))
 
 
 #: The demo laptop's nvidia-powerd crashes while the forgotten notebook holds the GPU (Wed 12:00 - Thu
@@ -155,7 +156,7 @@ def envelope_events(scenario: WeekScenario, infos: list[GpuInfo], start_s: float
     return out
 
 
-def _write_aux(store: HistoryStore, scenario: WeekScenario, infos: list[GpuInfo], start_s: float,
+def _write_aux(store: HistoryStore, scenario: WeekScenario, infos: list[GpuInfo], start_s: float, *,
                lo_s: float, hi_s: float) -> None:
     """Host and process samples every five seconds from ``start_s``, those in ``(lo_s, hi_s]``."""
     first = math.floor((lo_s - start_s) / _AUX_PERIOD_S) + 1
@@ -237,7 +238,7 @@ def write_demo(path: Path, profiles: list[GpuProfile], *, days: float = 7.0, see
                     rollup.roll_arrays(store, gid, trace.time_s, trace.columns)
                     episodes[i].feed(trace.time_s, trace.columns["clock_event_reasons"])
                     del trace
-                _write_aux(store, scenario, infos, start, lo, hi)
+                _write_aux(store, scenario, infos, start, lo_s=lo, hi_s=hi)
                 store.set_meta("rollup_minute_until", repr(math.floor(hi / 60) * 60.0))
                 rollup.maintain(store, retention, hi)
             for one in episodes:

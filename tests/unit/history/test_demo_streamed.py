@@ -8,6 +8,7 @@ samples for the raw days only and minute rollups for the whole span. Memory is m
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from desktop.config import RetentionSettings
@@ -22,7 +23,7 @@ def test_day_chunks_cut_on_the_sample_grid_just_before_each_midnight() -> None:
     start = NOW_S - 2.5 * 86400 + 0.25
     chunks = _day_chunks(start, NOW_S)
     assert chunks[0][0] == start and chunks[-1][1] == NOW_S and len(chunks) == 4  # three midnights crossed
-    for (_, hi), (lo, _) in zip(chunks[:-1], chunks[1:], strict=True):
+    for (_, hi), (lo, _) in itertools.pairwise(chunks):
         assert hi == lo
         assert (hi - start) % 1.0 == 0.0  # on the 1 s grid the traces are sampled on
         midnight = (hi // 86400 + 1) * 86400
