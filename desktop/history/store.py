@@ -483,9 +483,13 @@ class HistoryStore:
         """The job's throughput series; empty when it reported none."""
         return jobs.job_series(self, job_id)
 
-    def jobs(self, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
-        """Stored jobs, newest first; optionally those that started in [start_s, end_s)."""
-        return jobs.jobs(self, start_s, end_s)
+    def jobs(self, start_s: float | None = None, end_s: float | None = None, *,
+             limit: int | None = None) -> list[JobRecord]:
+        """Stored jobs, newest first; optionally those that started in [start_s, end_s), the newest ``limit``."""
+        return jobs.jobs(self, start_s, end_s, limit=limit)
+
+    def job_count(self) -> int:
+        return jobs.job_count(self)
 
     def job(self, job_id: int) -> JobRecord | None:
         """One job with its events; None when there is no such job."""
