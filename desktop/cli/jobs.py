@@ -58,12 +58,13 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--limit takes a whole number of jobs, 1 or more (got {args.limit}); --all lists every job")
     store = open_history(db_path(args))
     try:
-        records = store.jobs(limit=None if args.all else args.limit)
-        total = store.job_count() if not args.all and len(records) >= args.limit else len(records)
+        # One more than shown says whether older ones exist, without counting them all.
+        records = store.jobs(limit=None if args.all else args.limit + 1)
     finally:
         store.close()
-    if total > len(records):
-        print(f"the newest {len(records)} of {total} jobs; `rigscope jobs --all` lists every one, "
+    if not args.all and len(records) > args.limit:
+        records = records[:args.limit]
+        print(f"the newest {args.limit} jobs; older ones: `rigscope jobs --all` lists every one, "
               "`--limit N` the newest N", file=sys.stderr)
     if args.json:
         print(json.dumps([record_json(r) for r in records], indent=2))

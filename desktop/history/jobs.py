@@ -192,11 +192,6 @@ def jobs(db: StoreApi, start_s: float | None = None, end_s: float | None = None,
     return [replace(r, events=events.get(r.job_id, ())) for r in records]
 
 
-def job_count(db: StoreApi) -> int:
-    """How many jobs the history holds."""
-    return int(db.conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
-
-
 def job(db: StoreApi, job_id: int) -> JobRecord | None:
     """One job with its events; None when there is no such job."""
     row = db.conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()

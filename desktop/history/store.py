@@ -488,9 +488,6 @@ class HistoryStore:
         """Stored jobs, newest first; optionally those that started in [start_s, end_s), the newest ``limit``."""
         return jobs.jobs(self, start_s, end_s, limit=limit)
 
-    def job_count(self) -> int:
-        return jobs.job_count(self)
-
     def job(self, job_id: int) -> JobRecord | None:
         """One job with its events; None when there is no such job."""
         return jobs.job(self, job_id)
