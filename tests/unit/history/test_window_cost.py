@@ -103,3 +103,46 @@ def test_a_window_read_costs_the_window_not_the_history(histories: dict[str, Pat
         cost[name] = count[0] * STEP
     assert cost["short"] > 0
     assert cost["long"] <= 1.3 * cost["short"], f"{read}: {cost['long']:,} vs {cost['short']:,} instructions"
+
+
+#: Tables that hold a few rows whatever the history's length: a scan of them is no cost.
+SMALL_TABLES = {"gpus", "meta", "sqlite_master", "sqlite_schema"}
+
+
+def _unbounded_scans(statements: list[str], db: Path) -> set[tuple[str, str]]:
+    """``(plan step, statement)`` for each read that walks a history table: a SCAN not of a small table, not
+    of a partial index, and not one a LIMIT stops."""
+    found = set()
+    with contextlib.closing(sqlite3.connect(db)) as check:
+        for sql in statements:
+            text = sql.strip()
+            if not text.upper().startswith(("SELECT", "WITH")):
+                continue
+            for _, _, _, step in check.execute("EXPLAIN QUERY PLAN " + text):
+                words = step.split()
+                if words[0] != "SCAN" or words[1] in SMALL_TABLES or "jobs_running" in step:
+                    continue
+                if " LIMIT " in text.upper() and "USING" in step:  # newest-first along an index, then stops
+                    continue
+                found.add((step, text[:120]))
+    return found
+
+
+@pytest.mark.parametrize("read", list(READS))
+def test_no_window_read_walks_a_history_table(histories: dict[str, Path], read: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # EXPLAIN QUERY PLAN of every statement the read runs: each history table is searched along its key or an
+    # index, so the rows visited are the window's (a `SCAN` walks the table: stress runs and jobs did).
+    statements: list[str] = []
+    real = sqlite3.connect
+
+    def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = real(*args, **kwargs)  # type: ignore[arg-type]
+        conn.set_trace_callback(statements.append)  # with the bound values written in
+        return conn
+
+    with monkeypatch.context() as m:
+        m.setattr(sqlite3, "connect", connect)
+        READS[read](histories["long"])
+    assert statements
+    assert _unbounded_scans(statements, histories["long"]) == set()
