@@ -88,18 +88,19 @@ def _import_file(store: HistoryStore, file: Path, machine: str | None, now_s: fl
         size = file.stat().st_size
         bar = ProgressBar(size, f"reading {printable(file.name)}") if size >= _PROGRESS_MIN_BYTES else None
         try:
-            result = parse_nvsmi_csv(file, progress=bar.update if bar else None, now_s=now_s)
+            # Written a chunk at a time as it is read: a year-long log imports in the memory of 100,000 rows.
+            result = parse_nvsmi_csv(file, progress=bar.update if bar else None, now_s=now_s,
+                                     sink=lambda chunk: import_result(store, chunk, machine=machine))
         finally:
             if bar:
                 bar.close()
     except OSError as exc:
         return {"file": str(file), "error": f"cannot read: {exc.strerror or exc}"}
-    if not result.series:  # binary, /dev/zero, another CSV: no sample in it at all
+    if not result.gpu_keys():  # binary, /dev/zero, another CSV: no sample in it at all
         reasons = [reason for _, reason in result.skipped]
         why = next((r for r in reasons if "binary" in r), reasons[0] if reasons else "no data lines")
         return {"file": str(file), "error": f"not an nvidia-smi log, nothing imported ({why})"}
-    imported = import_result(store, result, machine=machine)
-    return _import_report(file, result, imported, machine)
+    return _import_report(file, result, result.imported, machine)
 
 
 def _import_report(file: Path, result: ImportResult, imported: int, machine: str | None) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def _import_report(file: Path, result: ImportResult, imported: int, machine: str
         "file": str(file),
         "rows": result.rows,
         "imported": imported,
-        "gpus": sorted(result.series),
+        "gpus": result.gpu_keys(),
         "skipped": [{"line": line, "reason": reason} for line, reason in result.skipped],
         "notes": list(result.notes),
     }

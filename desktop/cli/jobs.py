@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,17 @@ HELP = "list the jobs recorded by `rigscope run`, or show one job's card"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", nargs="?", default="list", metavar="list|show",
-                        help="list (the default): every job, newest first; show ID (or just ID): that job's card")
+                        help="list (the default): the newest jobs first; show ID (or just ID): that job's card")
     parser.add_argument("job_id", nargs="?", type=int, metavar="ID", help="the job to show (an ID from the list)")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                        help=f"list the newest N jobs (default {DEFAULT_LIMIT})")
+    parser.add_argument("--all", action="store_true", help="list every job")
     add_db(parser)
     add_json(parser)
+
+
+#: `rigscope jobs` lists this many of the newest jobs unless told otherwise: a year of jobs lists as fast as a week's.
+DEFAULT_LIMIT = 50
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,11 +54,18 @@ def main(args: argparse.Namespace) -> int:
     if args.job_id is not None:
         raise UserError(f"`rigscope jobs` lists every job; to see job {args.job_id}: "
                         f"rigscope jobs show {args.job_id}")
+    if args.limit < 1:
+        raise UserError(f"--limit takes a whole number of jobs, 1 or more (got {args.limit}); --all lists every job")
     store = open_history(db_path(args))
     try:
-        records = sorted(store.jobs(), key=lambda r: (r.started_s, r.job_id), reverse=True)
+        # One more than shown says whether older ones exist, without counting them all.
+        records = store.jobs(limit=None if args.all else args.limit + 1)
     finally:
         store.close()
+    if not args.all and len(records) > args.limit:
+        records = records[:args.limit]
+        print(f"the newest {args.limit} jobs; older ones: `rigscope jobs --all` lists every one, "
+              "`--limit N` the newest N", file=sys.stderr)
     if args.json:
         print(json.dumps([record_json(r) for r in records], indent=2))
     elif not records:

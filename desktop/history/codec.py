@@ -136,6 +136,20 @@ def info_from_json(text: str) -> GpuInfo:
     return GpuInfo(**{k: v for k, v in data.items() if k in known})
 
 
+def ts_bounds(conn: sqlite3.Connection, table: str, gpu_id: int | None = None) -> tuple[int, int] | None:
+    """(min(ts), max(ts)) of ``table`` (of one GPU where given), or None when it has no rows.
+
+    Two single-aggregate queries: SQLite answers a lone min() or max() from the (gpu, ts) key in one
+    index step, but ``SELECT min(ts), max(ts)`` walks every row of the GPU (issue 38: 0.35 s of a week
+    report on a 42-day history)."""
+    where, params = ("WHERE gpu = ?", (gpu_id,)) if gpu_id is not None else ("", ())
+    lo = conn.execute(f"SELECT min(ts) FROM {table} {where}", params).fetchone()[0]
+    if lo is None:
+        return None
+    hi = conn.execute(f"SELECT max(ts) FROM {table} {where}", params).fetchone()[0]
+    return int(lo), int(hi)
+
+
 def int_column(values: npt.ArrayLike, scale: int) -> list[int | None]:
     """A float column (NaN = missing) as the scaled Python ints / None that SQLite stores."""
     arr = np.asarray(values, dtype=np.float64) * scale

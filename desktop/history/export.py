@@ -52,12 +52,14 @@ def raw_time_range(store: Any) -> tuple[float, float] | None:
     """(first, last) raw GPU sample time, what an export can write; None when there is none.
 
     ``store.time_range()`` spans the minute and hour aggregates too, which outlive the raw rows."""
+    from desktop.history import codec
+
     lows: list[float] = []
     highs: list[float] = []
     for info in store.gpus():
-        lo, hi = store.conn.execute("SELECT min(ts), max(ts) FROM gpu_samples WHERE gpu = ?",
-                                    (store.gpu_id(info.uuid),)).fetchone()
-        if lo is not None:
+        bounds = codec.ts_bounds(store.conn, "gpu_samples", store.gpu_id(info.uuid))
+        if bounds is not None:
+            lo, hi = bounds
             lows.append(lo / 1000.0)
             highs.append(hi / 1000.0)
     return (min(lows), max(highs)) if lows else None

@@ -133,6 +133,11 @@ def _processes(store: StoreApi, start_s: float, end_s: float,
     )
 
 
+#: The stress runs a frame carries: the newest before its end. The advisor wants the latest run of each GPU and
+#: each kind's baseline among its last ten (``advisor.baseline``); a year of daily runs stays a bounded read.
+STRESS_RUNS_READ = 200
+
+
 def load_frame(store: StoreApi, start_s: float, end_s: float, *, platform: str = sys.platform,
                demo: bool = False) -> HistoryFrame:
     """Everything the advisor may look at in [start_s, end_s)."""
@@ -142,7 +147,7 @@ def load_frame(store: StoreApi, start_s: float, end_s: float, *, platform: str =
     ids = {info.uuid: gid for info in infos if (gid := store.gpu_id(info.uuid)) is not None}
     index_of_gpu = {ids[info.uuid]: info.index for info in infos if info.uuid in ids}
     key_of_gpu = {ids[s.meta.uuid]: s.meta.key for s in series if s.meta.uuid in ids}
-    stress = [r for r in stress_runs.runs(store) if r.started_s < end_s]
+    stress = stress_runs.runs(store, before_s=end_s, limit=STRESS_RUNS_READ)
     return HistoryFrame(
         start_s=start_s,
         end_s=end_s,

@@ -24,7 +24,7 @@ _GPU_INFO_FIELDS = {f.name for f in dataclasses.fields(GpuInfo)}
 
 def needs_machine(result: ImportResult) -> bool:
     """True when some GPU of the log is known by its index only."""
-    return any(key.startswith("index:") for key in result.series)
+    return any(key.startswith("index:") for key in result.gpu_keys())
 
 
 def machine_of(result: ImportResult, machine: str | None) -> str:
@@ -66,7 +66,8 @@ class KnownGpus:
 
 
 def import_result(store: HistoryStore, result: ImportResult, *, machine: str | None = None) -> int:
-    """Write every GPU series of ``result``; returns (and records in it) the rows newly stored.
+    """Write every GPU series of ``result``; returns (and adds to ``result.imported``) the rows newly stored:
+    called once per chunk when the log is read in chunks (``parse_nvsmi_csv``'s ``sink``).
 
     ``machine`` names the machine index-only GPUs are filed under (default: the log's file name)."""
     known = KnownGpus(store)
@@ -79,5 +80,5 @@ def import_result(store: HistoryStore, result: ImportResult, *, machine: str | N
         stored = {column: values for column, values in columns.items() if column in GPU_METRIC_NAMES}
         imported += write_gpu_columns(store, info, time_s, stored)
         known.add(info)
-    result.imported = imported
+    result.imported += imported
     return imported

@@ -172,8 +172,10 @@ def _record(row: tuple[Any, ...]) -> JobRecord:
         lost=extra.get("lost") is True and data["exit_code"] is None and data["ended_s"] is not None)
 
 
-def jobs(db: StoreApi, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
-    """Stored jobs, newest first; optionally those that started in [start_s, end_s)."""
+def jobs(db: StoreApi, start_s: float | None = None, end_s: float | None = None, *,
+         limit: int | None = None) -> list[JobRecord]:
+    """Stored jobs, newest first; optionally those that started in [start_s, end_s), and only the newest
+    ``limit`` (read from the ``jobs_started`` index: a year of jobs costs what the newest ``limit`` do)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE 1"
     params: list[float] = []
     if start_s is not None:
@@ -182,7 +184,10 @@ def jobs(db: StoreApi, start_s: float | None = None, end_s: float | None = None)
     if end_s is not None:
         sql += " AND started_s < ?"
         params.append(end_s)
-    records = [_record(row) for row in db.conn.execute(sql + " ORDER BY started_s DESC, job_id DESC", params)]
+    sql += " ORDER BY started_s DESC, job_id DESC"
+    if limit is not None:
+        sql += f" LIMIT {max(0, int(limit))}"
+    records = [_record(row) for row in db.conn.execute(sql, params)]
     events = _events(db, [r.job_id for r in records])
     return [replace(r, events=events.get(r.job_id, ())) for r in records]
 

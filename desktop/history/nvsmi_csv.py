@@ -104,6 +104,10 @@ REASON_FIELDS: dict[str, int] = {
 }
 _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
+#: Rows an import holds before writing them (``parse_lines``' ``sink``): ~10 MB of columns.
+CHUNK_ROWS = 100_000
+
+
 def _field_name(header_cell: str) -> str:
     """``"memory.used [MiB]"`` -> ``"memory.used"``."""
     return header_cell.split("[", 1)[0].strip().lower()
@@ -141,6 +145,12 @@ class ImportResult:
     source: str = ""
     #: What the reader could not settle but stored anyway (an hour a DST change ran twice, one pass seen).
     notes: list[str] = field(default_factory=list)
+    #: GPU keys whose rows were handed to a ``sink`` and left ``series`` (a log read in chunks).
+    written_keys: list[str] = field(default_factory=list)
+
+    def gpu_keys(self) -> list[str]:
+        """Every GPU the log held, whether its rows are still in ``series`` or went to a sink."""
+        return sorted({*self.series, *self.written_keys})
 
 
 class _Layout:
@@ -198,14 +208,27 @@ def _consumed(lines: Iterable[str], chars: int) -> int:
     return lines.bytes_read if isinstance(lines, LogLines) else chars
 
 
+def _hand_over(result: ImportResult, logs: dict[str, _GpuLog], sink: Callable[[ImportResult], object]) -> None:
+    """Give the rows read so far to ``sink`` and forget them: memory stays that of one chunk (issue 38)."""
+    _merge(result, logs)
+    logs.clear()
+    sink(result)
+    result.written_keys.extend(k for k in result.series if k not in result.written_keys)
+    result.series.clear()
+
+
 def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[int], None] | None = None,
-                *, now_s: float | None = None) -> None:
+                *, now_s: float | None = None, sink: Callable[[ImportResult], object] | None = None,
+                chunk_rows: int = CHUNK_ROWS) -> None:
     """Parse nvidia-smi CSV ``lines`` into ``result`` (several calls may share one result).
 
-    ``now_s`` ends the sane span of sample times (now + 1 day); tests pass a fixed instant."""
+    ``now_s`` ends the sane span of sample times (now + 1 day); tests pass a fixed instant. With ``sink``,
+    every ``chunk_rows`` rows are merged into ``result.series``, handed to it and dropped (the importer writes
+    them), so a log of any length is read in the memory of one chunk."""
     layout: _Layout | None = None
     clock = Clock(time.time() if now_s is None else now_s)
     logs: dict[str, _GpuLog] = {}
+    pending = 0
     chars = 0
     for line_no, raw_line in enumerate(lines, start=1):
         chars += len(raw_line) + 1
@@ -294,10 +317,17 @@ def parse_lines(lines: Iterable[str], result: ImportResult, progress: Callable[[
             if name not in values:
                 column.append(np.nan)
         result.rows += 1
+        pending += 1
+        if sink is not None and pending >= chunk_rows:
+            _hand_over(result, logs, sink)
+            pending = 0
     if progress is not None:
         progress(_consumed(lines, chars))
     result.notes.extend(note for note in clock.fold_notes() if note not in result.notes)
-    _merge(result, logs)
+    if sink is not None:
+        _hand_over(result, logs, sink)
+    else:
+        _merge(result, logs)
 
 
 def _merge(result: ImportResult, logs: dict[str, _GpuLog]) -> None:
@@ -318,16 +348,18 @@ def _merge(result: ImportResult, logs: dict[str, _GpuLog]) -> None:
 
 
 def parse_nvsmi_csv(path_or_lines: str | Path | Iterable[str],
-                    progress: Callable[[int], None] | None = None, *, now_s: float | None = None) -> ImportResult:
-    """Parse one log (a path, or its lines) without touching any database; ``now_s`` as in ``parse_lines``."""
+                    progress: Callable[[int], None] | None = None, *, now_s: float | None = None,
+                    sink: Callable[[ImportResult], object] | None = None, chunk_rows: int = CHUNK_ROWS) -> ImportResult:
+    """Parse one log (a path, or its lines) without touching any database; ``now_s``, ``sink`` and
+    ``chunk_rows`` as in ``parse_lines``."""
     result = ImportResult()
     if isinstance(path_or_lines, (str, Path)) and not (isinstance(path_or_lines, str) and "\n" in path_or_lines):
         path = Path(path_or_lines)
         result.source = str(path)
         with open_stream(path) as handle:  # a FIFO nobody writes to must not hang import
-            parse_lines(LogLines(handle), result, progress, now_s=now_s)
+            parse_lines(LogLines(handle), result, progress, now_s=now_s, sink=sink, chunk_rows=chunk_rows)
     elif isinstance(path_or_lines, str):
-        parse_lines(path_or_lines.splitlines(), result, progress, now_s=now_s)
+        parse_lines(path_or_lines.splitlines(), result, progress, now_s=now_s, sink=sink, chunk_rows=chunk_rows)
     else:
-        parse_lines(path_or_lines, result, progress, now_s=now_s)
+        parse_lines(path_or_lines, result, progress, now_s=now_s, sink=sink, chunk_rows=chunk_rows)
     return result

@@ -304,9 +304,15 @@ def _v10(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _jobs_running_index(conn: sqlite3.Connection) -> None:
+    """Issue 38: every command closes orphaned jobs at its start (``jobs.close_orphaned_jobs``), asking for the
+    jobs still running; without an index that walks every job ever run. The partial index holds only those."""
+    conn.execute("CREATE INDEX IF NOT EXISTS jobs_running ON jobs (job_id) WHERE ended_s IS NULL")
+
+
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
 MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7,
-                                                                       _v8, _v9, _v10)
+                                                                       _v8, _v9, _v10, _jobs_running_index)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

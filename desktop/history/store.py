@@ -483,9 +483,10 @@ class HistoryStore:
         """The job's throughput series; empty when it reported none."""
         return jobs.job_series(self, job_id)
 
-    def jobs(self, start_s: float | None = None, end_s: float | None = None) -> list[JobRecord]:
-        """Stored jobs, newest first; optionally those that started in [start_s, end_s)."""
-        return jobs.jobs(self, start_s, end_s)
+    def jobs(self, start_s: float | None = None, end_s: float | None = None, *,
+             limit: int | None = None) -> list[JobRecord]:
+        """Stored jobs, newest first; optionally those that started in [start_s, end_s), the newest ``limit``."""
+        return jobs.jobs(self, start_s, end_s, limit=limit)
 
     def job(self, job_id: int) -> JobRecord | None:
         """One job with its events; None when there is no such job."""
@@ -537,8 +538,9 @@ class HistoryStore:
         gids = [int(r[0]) for r in self.conn.execute("SELECT id FROM gpus")]
         for table, unit in (("gpu_samples", 1000.0), ("gpu_minute", 1.0), ("gpu_hour", 1.0)):
             for gid in gids:
-                lo, hi = self.conn.execute(f"SELECT min(ts), max(ts) FROM {table} WHERE gpu = ?", (gid,)).fetchone()
-                if lo is not None:
+                bounds = codec.ts_bounds(self.conn, table, gid)
+                if bounds is not None:
+                    lo, hi = bounds
                     lows.append(lo / unit)
                     highs.append(hi / unit + (0.0 if unit > 1 else (60.0 if table == "gpu_minute" else 3600.0)))
         if not lows:

@@ -41,10 +41,15 @@ def add_points(db: StoreApi, run_id: int, time_s: npt.ArrayLike, columns: dict[s
         db.conn.executemany("INSERT OR REPLACE INTO stress_series (run_id, name, data) VALUES (?, ?, ?)", rows)
 
 
-def runs(db: StoreApi, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
-    """Stored runs, newest first, optionally for one GPU and/or one workload."""
+def runs(db: StoreApi, gpu_uuid: str | None = None, workload: str | None = None, *,
+         before_s: float | None = None, limit: int | None = None) -> list[StressResult]:
+    """Stored runs, newest first, optionally for one GPU and/or one workload, started before ``before_s``,
+    the newest ``limit`` of them (read from the ``stress_runs_started`` index)."""
     sql = f"SELECT run_id, {', '.join(_FIELDS)}, extra_json FROM stress_runs WHERE 1"
     params: list[Any] = []
+    if before_s is not None:
+        sql += " AND started_s < ?"
+        params.append(before_s)
     if gpu_uuid is not None:
         sql += " AND gpu_uuid = ?"
         params.append(gpu_uuid)
@@ -52,7 +57,10 @@ def runs(db: StoreApi, gpu_uuid: str | None = None, workload: str | None = None)
         sql += " AND workload = ?"
         params.append(workload)
     out = []
-    for row in db.conn.execute(sql + " ORDER BY started_s DESC, run_id DESC", params):
+    sql += " ORDER BY started_s DESC, run_id DESC"
+    if limit is not None:
+        sql += f" LIMIT {max(0, int(limit))}"
+    for row in db.conn.execute(sql, params):
         data = dict(zip(("run_id", *_FIELDS), row[:-1], strict=True))
         data["throttled"] = bool(data["throttled"])
         out.append(StressResult(**data, aborted=_aborted(row[-1])))

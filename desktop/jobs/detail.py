@@ -36,6 +36,8 @@ CHARTS: tuple[tuple[str, str, str], ...] = (
 #: Chart points across a job where the chart's width is not known: a 12 h job at 1 Hz is 43,200 samples,
 #: far more than pixels.
 CHART_BINS = 800
+#: The Jobs page lists the newest jobs, this many (issue 38: a year of jobs opens as fast as a week's).
+JOBS_LISTED = 500
 #: A long job is drawn as one mean per this many pixels of chart: at one per pixel (or more) the means of
 #: a job that idles in a short cycle (a data-starved loader, 40 s on and off) zigzag from pixel to pixel
 #: and alias into a moire; a few pixels per mean read as a band at the job's typical level.
@@ -93,8 +95,8 @@ class JobsHistory:
 
         return open_history(self.db_path)
 
-    def jobs(self) -> list[JobRecord]:
-        """Every recorded job, newest first; none when there is no history (or no job in it) yet."""
+    def jobs(self, limit: int | None = JOBS_LISTED) -> list[JobRecord]:
+        """The newest ``limit`` recorded jobs, newest first; none when there is no history (or no job in it) yet."""
         from desktop.errors import UserError
 
         try:
@@ -102,7 +104,8 @@ class JobsHistory:
         except UserError:
             return []
         try:
-            return sorted(store.jobs(), key=lambda r: (r.started_s, r.job_id), reverse=True)
+            records: list[JobRecord] = store.jobs(limit=limit)
+            return records
         finally:
             store.close()
 

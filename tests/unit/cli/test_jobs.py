@@ -159,3 +159,25 @@ def test_a_job_with_no_samples_still_gets_a_card(tmp_path: Path) -> None:
     card = _card(db, job_id)
     assert card.gpus == () and card.energy_wh is None and "No GPU samples" in card.verdict
     assert card.duration_s == 100.0 and "n/a" in format_card(card)
+
+
+def test_jobs_lists_the_newest_fifty_and_says_how_to_see_every_one(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # A year of recording holds hundreds of jobs: the list reads the newest from the started_s index (issue 38).
+    db = tmp_path / "h.sqlite"
+    with HistoryStore.open(db) as store:
+        ids = [store.add_job(record(name=f"job{n}.py", started_s=START + 60.0 * n, ended_s=START + 60.0 * n + 30.0))
+               for n in range(60)]
+    assert cli.main(["jobs", "--db", str(db), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert [d["job_id"] for d in json.loads(captured.out)] == ids[::-1][:50]
+    assert "the newest 50 jobs" in captured.err and "--all" in captured.err
+    assert cli.main(["jobs", "--db", str(db), "--limit", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == [str(i) for i in ids[::-1][:3]]
+    assert cli.main(["jobs", "--db", str(db), "--all", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)) == 60 and captured.err == ""
+    assert cli.main(["jobs", "--db", str(db), "--limit", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--limit takes a whole number of jobs" in err and len(err.strip().splitlines()) == 1

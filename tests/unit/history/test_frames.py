@@ -88,8 +88,12 @@ def test_long_spans_use_minute_rollups_with_the_same_totals(tmp_path: Path) -> N
                                                                                                 "windows")
 
 
-def test_demo_throttle_events_match_what_the_recorder_writes(tmp_path: Path) -> None:
-    from desktop.history.demo import _throttle_events
+@pytest.mark.parametrize("cuts", [(), (130,), (7, 250, 251, 420), tuple(range(25, 600, 25))],
+                         ids=["whole", "one-cut-in-an-episode", "uneven", "every-25-s"])
+def test_demo_throttle_events_match_what_the_recorder_writes(tmp_path: Path, cuts: tuple[int, ...]) -> None:
+    # The demo feeds its traces a day at a time (issue 38): however the trace is cut, the events are the
+    # recorder's, none split at a cut and none lost at the end.
+    from desktop.history.demo import _ThrottleEpisodes
     from tests.unit.history.helpers import FULL_SAMPLE, snapshot
 
     rng = np.random.default_rng(5)
@@ -100,7 +104,10 @@ def test_demo_throttle_events_match_what_the_recorder_writes(tmp_path: Path) -> 
                               for ti, m in zip(t, masks, strict=True)])
         with demo.transaction():
             demo.ensure_gpu(FULL_INFO, NOW)
-            _throttle_events(demo, FULL_INFO.uuid, t, masks.astype(np.float64))
+        episodes = _ThrottleEpisodes(demo, FULL_INFO.uuid)
+        for lo, hi in zip((0, *cuts), (*cuts, 600), strict=True):
+            episodes.feed(t[lo:hi], masks[lo:hi].astype(np.float64))
+        episodes.finish()
         seen = [(e.time_s, e.kind, e.detail) for e in live.events(0, 2e9)]
         assert seen == [(e.time_s, e.kind, e.detail) for e in demo.events(0, 2e9)]
         assert [k for _, k, _ in seen].count("throttle_start") == 3
