@@ -179,11 +179,14 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
     path = session.request.db_path
     saved = [(r.run_id, r.save_error) for r in runs]
     sentences = mode_sentences([r.figures() for r in runs])
-    comparison = compare([r.record for r in runs])
+    # One run only (stopped or guarded in the first mode): nothing to set it beside, its own line still said.
+    comparison = compare([r.record for r in runs]) if len(runs) >= 2 else None
     if args.json:
-        print(json.dumps(_json(runs, saved, sentences, comparison.as_dict()), indent=2, default=str))
+        print(json.dumps(_json(runs, saved, sentences, comparison.as_dict() if comparison else None),
+                         indent=2, default=str))
     else:
-        print(text_report(comparison, [f"run {rid}" if rid is not None else "not saved" for rid, _ in saved]))
+        if comparison is not None:
+            print(text_report(comparison, [f"run {rid}" if rid is not None else "not saved" for rid, _ in saved]))
         for run_ in runs:
             print(f"{printable(run_.name)}: {printable(str(run_.result.extra.get('power_limit_line', '')))}; "
                   f"{printable(run_.verdict.sentence)}")
@@ -196,7 +199,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
 
 def _json(runs: list[ModeRun], saved: list[tuple[int | None, str | None]], sentences: list[str],
-          comparison: dict[str, Any]) -> dict[str, Any]:
+          comparison: dict[str, Any] | None) -> dict[str, Any]:
     return {"modes": [{"mode": r.mode, "name": r.name, "run_id": rid, "status": r.result.status,
                        "power_limit_line": r.result.extra.get("power_limit_line"),
                        "throughput": r.record.throughput, "unit": r.record.unit,

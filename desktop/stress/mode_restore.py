@@ -186,7 +186,8 @@ class ModeKeeper:
             changed = ok
         if ok:
             self._restored = True
-            self.say(f"restored firmware mode {name}" if changed else f"firmware mode {name} as found")
+            if changed:  # a mode in force as found needs no word
+                self.say(f"restored firmware mode {name}")
             self._forget()
             return True
         command = self.switch.restore_command(self.found)
