@@ -217,33 +217,35 @@ def restore_left_over(say: Callable[[str], None], *, folder: Path | None = None,
     state_path, lock_path = _state_paths(folder)
     if not state_path.exists():
         return None
-    own = lock is None
-    held = lock if lock is not None else _ModeLock(lock_path)
-    if own:
-        try:
-            held.acquire()
-        except UserError:  # a run switching modes now: its state, its restore
-            return None
-        except OSError:
-            return None
+    if lock is not None:
+        return _restore_state(state_path, say)
+    own = _ModeLock(lock_path)
     try:
-        try:
-            found = _read_state(state_path)
-        except ValueError as exc:  # not ours to act on; removed so that it is said once
-            say(f"removed a firmware mode state that cannot be read: {exc}")
-            state_path.unlink(missing_ok=True)
-            return None
-        if found is None:
-            return None
-        why = _put_back(found)
-        if why is None:
-            say(f"restored firmware mode {found.name} (a run that ended without restoring it, pid {found.pid}, "
-                "had switched it)")
-            state_path.unlink(missing_ok=True)
-            return True
-        say(f"could not restore firmware mode {found.name} that an earlier run left switched ({why}); "
-            f"to restore it, run: {restore_command(found.file, found.mode)}")
-        return False
+        own.acquire()
+    except (UserError, OSError):  # a run switching modes now (its state, its restore), or no lock to take
+        return None
+    try:
+        return _restore_state(state_path, say)
     finally:
-        if own:
-            held.release()
+        own.release()
+
+
+def _restore_state(state_path: Path, say: Callable[[str], None]) -> bool | None:
+    """``restore_left_over`` once the lock is held."""
+    try:
+        found = _read_state(state_path)
+    except ValueError as exc:  # not ours to act on; removed so that it is said once
+        say(f"removed a firmware mode state that cannot be read: {exc}")
+        state_path.unlink(missing_ok=True)
+        return None
+    if found is None:
+        return None
+    why = _put_back(found)
+    if why is None:
+        say(f"restored firmware mode {found.name} (a run that ended without restoring it, pid {found.pid}, "
+            "had switched it)")
+        state_path.unlink(missing_ok=True)
+        return True
+    say(f"could not restore firmware mode {found.name} that an earlier run left switched ({why}); "
+        f"to restore it, run: {restore_command(found.file, found.mode)}")
+    return False

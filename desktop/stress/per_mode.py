@@ -232,6 +232,12 @@ def check_mode_file(path: Path, root: Path) -> None:
     real_root, real = os.path.realpath(root), os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise ModeFileRefused(f"{path} resolves to {real}, outside the sysfs root {root}: not written")
+    try:
+        problem = refusal(path, os.lstat(path).st_mode)
+    except OSError:  # missing or unreadable: the write says so (and a missing mode is never chosen)
+        return
+    if problem is not None:  # a FIFO would block or fail the open, a folder cannot be written
+        raise ModeFileRefused(str(problem))
 
 
 def restore_command(path: Path, mode: str) -> str:

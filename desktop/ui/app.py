@@ -221,14 +221,15 @@ class RigscopeApp(QObject):
 
     def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
         """The Stress page's "Compare modes": the simulated laptop's modes, or msi-ec / platform_profile's."""
-        from desktop.stress.per_mode import ModeSwitch, SimulatedModes, SysfsModes
+        from desktop.stress.per_mode import ModeSwitch, SysfsModes, simulated_switch
         from desktop.ui.pages.stress_modes import ModeCompare
 
         switch: ModeSwitch
         if isinstance(gpu, SimulatedBackend):
             if not gpu.machine.laptop:
                 return
-            switch = SimulatedModes(gpu.machine)
+            # The model's modes, or a fake msi-ec tree under RIGSCOPE_SYSFS_ROOT read as a real laptop's.
+            switch = simulated_switch(gpu.machine, allow_write=False)
         else:
             switch = SysfsModes()  # reads only: the user switches when asked
         if len(switch.available()) >= 2:
@@ -406,6 +407,9 @@ class RigscopeApp(QObject):
         self.calibration_loader.wait(2.0)
         if self.window.is_built("stress"):
             self.stress.shutdown()
+        compare = getattr(self, "mode_compare", None)
+        if compare is not None:
+            compare.shutdown()  # a comparison cut short by quitting puts the mode it found back
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
         self.simulated.shutdown()  # a demo week half written is replaced by the next one
         if self._shown_store is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.envelope import PowerEnvelope
+from desktop.safeio import read_bounded
 from desktop.telemetry.model import (
     GPU_METRIC_NAMES,
     DeviceState,
@@ -28,7 +29,6 @@ from desktop.telemetry.model import (
     GpuSample,
     SourceInfo,
 )
-from desktop.safeio import read_bounded
 from desktop.telemetry.simulated.envelope import SHIFT_MODES, SimulatedEnvelope, enforced_limit_w, thermal_r_c_per_w
 from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel

@@ -12,6 +12,7 @@ card says so ("restored firmware mode Balanced", or the command that restores it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
@@ -26,6 +27,8 @@ from desktop.stress.mode_restore import ModeKeeper
 from desktop.stress.per_mode import ModeRun, ModeSwitch, mode_name
 from desktop.stress.portable import record_from_stress
 from desktop.ui.pages.stress_page import StressPage
+
+log = logging.getLogger(__name__)
 
 #: The Quick preset's place among the page's presets ("Quick 2 min").
 QUICK_PRESET = 0
@@ -129,6 +132,12 @@ class ModeCompare(QObject):
                 keeper.close()
         return [line[0].upper() + line[1:] + "." for line in self.restore_lines]
 
+    def shutdown(self) -> None:
+        """The window quits: a comparison under way ends here and the mode found is put back."""
+        self.current, self.queue = None, []
+        for line in self._put_back():  # no card to show it in any more
+            log.warning("%s", printable(line))
+
     def _stop(self, message: str | None) -> None:
         self.current, self.queue = None, []
         said = self._put_back()
@@ -148,4 +157,4 @@ class ModeCompare(QObject):
                                                                (f.sm_clock_mhz, "MHz")) if value is not None]
             lines.append(f"{f.name}: {', '.join(parts)}")
         lines += said
-        self.page.verdict_card.comparison.setText(printable("\n".join(lines)))
+        self.page.verdict_card.comparison.setText(printable("\n".join(lines), keep_newlines=True))
