@@ -68,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{QUICK_MINUTES:g}")
     parser.add_argument("--switch-modes", action="store_true",
                         help="with --per-mode: let Rigscope switch msi-ec / platform_profile itself (needs root); "
-                             "otherwise you are asked to switch")
+                             "otherwise you are asked to switch. The mode found is put back at the end, on Ctrl+C "
+                             "and SIGTERM, or by the next stress run after a crash")
 
 
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
