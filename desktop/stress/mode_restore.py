@@ -115,10 +115,15 @@ def _read_mode(path: Path) -> str | None:
     return words[0] if words else None
 
 
+#: ``_put_back``'s answer for a mode file that already reads the mode found (nothing written, nothing to say).
+_UNCHANGED = ""
+
+
 def _put_back(found: FoundMode) -> str | None:
-    """Write ``found``'s mode back; None when the file reads it after, else why not."""
+    """Write ``found``'s mode back: None when written and read back, ``_UNCHANGED`` when it was in force
+    already (the run died before its first switch, or the user put it back), else why not."""
     if _read_mode(found.file) == found.mode:
-        return None
+        return _UNCHANGED
     try:
         write_mode_file(found.file, found.sysfs_root, found.mode)
     except UserError as exc:
@@ -241,9 +246,10 @@ def _restore_state(state_path: Path, say: Callable[[str], None]) -> bool | None:
     if found is None:
         return None
     why = _put_back(found)
-    if why is None:
-        say(f"restored firmware mode {found.name} (a run that ended without restoring it, pid {found.pid}, "
-            "had switched it)")
+    if why is None or why == _UNCHANGED:
+        if why is None:
+            say(f"restored firmware mode {found.name} (a run that ended without restoring it, pid {found.pid}, "
+                "had switched it)")
         state_path.unlink(missing_ok=True)
         return True
     say(f"could not restore firmware mode {found.name} that an earlier run left switched ({why}); "

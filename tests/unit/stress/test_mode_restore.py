@@ -103,6 +103,11 @@ def test_a_left_over_state_that_cannot_be_restored_is_kept_with_the_command(tmp_
     assert elsewhere.read_text() == "turbo\n" and (state / STATE_NAME).exists()
     assert len(said) == 1 and said[0].startswith("could not restore firmware mode Eco that an earlier run left")
     assert said[0].endswith(f"to restore it, run: echo eco | sudo tee {shift_mode} >/dev/null")
+    shift_mode.unlink()
+    shift_mode.write_text("eco\n")  # put back by hand meanwhile: the state goes, nothing to say
+    said.clear()
+    assert restore_left_over(said.append, folder=state) is True
+    assert said == [] and not (state / STATE_NAME).exists()
     (state / STATE_NAME).write_bytes(b"\xff{not json")
     said.clear()
     assert restore_left_over(said.append, folder=state) is None  # unreadable: said once, removed
