@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
+from advisor.safetext import printable
 from desktop import config
 from desktop.config import Settings
 from desktop.paths import config_dir, default_db_path, demo_db_path
@@ -332,10 +333,20 @@ class RigscopeApp(QObject):
 
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:
+        self.restore_firmware_mode()
         self.sampling.start()
         self.calibration_timer.start()
         if show:
             self.window.show()
+
+    def restore_firmware_mode(self) -> None:
+        """Put back a firmware mode a killed `stress --per-mode` (or comparison) left switched; say it in a banner."""
+        from desktop.stress.mode_restore import restore_left_over
+
+        def say(text: str) -> None:
+            self.window.show_banner(printable(text[:1].upper() + text[1:]) + ".",
+                                    "info" if text.startswith("restored") else "warning", key="firmware-mode")
+        restore_left_over(say)
 
     def on_snapshot(self, snap: Snapshot) -> None:
         """GUI thread: feed the pages, the tray and the alert rules."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pytestqt.qtbot import QtBot
 
 from advisor.verdict import Verdict
@@ -144,3 +147,24 @@ def test_compare_modes_cancelled_or_quit_mid_run_puts_back_the_mode(qtbot: QtBot
     compare.shutdown()
     page.shutdown()
     assert machine.envelope_state.shift_mode == "comfort" and not compare.active
+
+
+def test_the_window_start_restores_a_mode_a_killed_run_left(make_app: Any, tmp_path: Path) -> None:
+    """A `stress --per-mode` killed in Eco left its state file: the window's start puts Balanced back and says so."""
+    import json
+    import os
+
+    from desktop.stress.mode_restore import STATE_NAME
+
+    ec = tmp_path / "sys" / "devices" / "platform" / "msi-ec"
+    ec.mkdir(parents=True)
+    (ec / "shift_mode").write_text("eco\n")
+    state = Path(os.environ["RIGSCOPE_STATE_DIR"])
+    state.mkdir(parents=True, exist_ok=True)
+    (state / STATE_NAME).write_text(json.dumps({"kind": "msi-ec", "mode": "comfort", "file": str(ec / "shift_mode"),
+                                                "sysfs_root": str(tmp_path / "sys"), "pid": 4321, "since_s": 0.0}))
+    h = make_app()
+    h.app.start(show=False)
+    assert (ec / "shift_mode").read_text() == "comfort\n" and not (state / STATE_NAME).exists()
+    assert h.app.window.banners.texts() == [
+        "Restored firmware mode Balanced (a run that ended without restoring it, pid 4321, had switched it)."]
