@@ -6,7 +6,9 @@ file (``firmware-mode.json`` in the state folder, desktop/paths.py). At the end,
 SIGTERM the caller calls ``restore``: the mode is written back, said ("restored firmware mode
 Balanced") and the state file removed; where it cannot be written, the exact command that restores
 it is said instead and the state file kept. A run killed outright (SIGKILL, a power cut) leaves the
-state file: the next start calls ``restore_left_over``, which puts that mode back and says so.
+state file: the next start calls ``restore_left_over``, which puts that mode back and says so. A run
+without ``--switch-modes`` (the user switched when asked) is not written back for: its mode is said
+with the command that restores it, once.
 
 The state file is guarded by an OS file lock (``firmware-mode.lock``) held for the whole run: it dies
 with its process, so a state file whose lock nobody holds was left by a run that ended without
@@ -55,6 +57,8 @@ class FoundMode:
     sysfs_root: Path
     pid: int
     since_s: float
+    #: Whether the run was allowed to write the mode (``--switch-modes``): only then is it written back for it.
+    may_write: bool = True
 
     @property
     def name(self) -> str:
@@ -62,7 +66,8 @@ class FoundMode:
 
     def as_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "mode": self.mode, "file": os.fsdecode(self.file),
-                "sysfs_root": os.fsdecode(self.sysfs_root), "pid": self.pid, "since_s": self.since_s}
+                "sysfs_root": os.fsdecode(self.sysfs_root), "pid": self.pid, "since_s": self.since_s,
+                "may_write": self.may_write}
 
     @classmethod
     def from_json(cls, data: object) -> FoundMode:
@@ -73,7 +78,7 @@ class FoundMode:
             raise ValueError("kind, mode, file or sysfs_root missing")
         pid, since = data.get("pid"), data.get("since_s")
         return cls(str(kind), str(mode), Path(str(file)), Path(str(root)), pid if isinstance(pid, int) else 0,
-                   float(since) if isinstance(since, int | float) else 0.0)
+                   float(since) if isinstance(since, int | float) else 0.0, data.get("may_write") is not False)
 
 
 def _state_paths(folder: Path | None) -> tuple[Path, Path]:
@@ -167,7 +172,8 @@ class ModeKeeper:
                 restore_left_over(self.say, folder=self.state_path.parent, lock=self._lock)
         self.found = self.switch.current()
         if self.found is not None and mode_file is not None:
-            found = FoundMode(self.switch.kind, self.found, mode_file[0], mode_file[1], os.getpid(), self._clock())
+            found = FoundMode(self.switch.kind, self.found, mode_file[0], mode_file[1], os.getpid(), self._clock(),
+                              self.switch.allow_write)
             try:
                 _write_state(self.state_path, found)
                 self._state_written = True
@@ -198,6 +204,8 @@ class ModeKeeper:
         command = self.switch.restore_command(self.found)
         how = f"to restore it, run: {command}" if command else f"switch it back to {name} yourself"
         self.say(f"could not restore firmware mode {name} ({self.switch.kind} {self.found}); {how}")
+        if not self.switch.allow_write:  # the user switched by hand and has been told; nothing for a later start
+            self._forget()
         return False
 
     def _forget(self) -> None:
@@ -245,6 +253,15 @@ def _restore_state(state_path: Path, say: Callable[[str], None]) -> bool | None:
         return None
     if found is None:
         return None
+    if not found.may_write:  # the user switched by hand when asked: Rigscope reminds, it does not write
+        now = _read_mode(found.file)
+        state_path.unlink(missing_ok=True)
+        if now == found.mode:
+            return True
+        say(f"firmware mode {mode_name(found.kind, now) if now else 'unknown'} is still in force where a run that "
+            f"ended without restoring it (pid {found.pid}) found {found.name}; to restore it, run: "
+            f"{restore_command(found.file, found.mode)}")
+        return False
     why = _put_back(found)
     if why is None or why == _UNCHANGED:
         if why is None:

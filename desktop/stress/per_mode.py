@@ -77,6 +77,8 @@ class ModeSwitch(Protocol):
 
     #: "msi-ec", "platform_profile" or "simulated": the names modes are shown by.
     kind: str
+    #: Whether Rigscope may write the mode (``--switch-modes``); without it the user switches, and back.
+    allow_write: bool
 
     def available(self) -> tuple[str, ...]: ...
 
@@ -157,6 +159,7 @@ class SimulatedModes:
     """The simulated laptop's msi-ec modes: always switchable."""
 
     kind = "simulated"
+    allow_write = True
 
     def __init__(self, machine: SimulatedMachine) -> None:
         self.machine = machine

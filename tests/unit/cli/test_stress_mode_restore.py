@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,7 @@ def test_a_per_mode_run_puts_back_the_mode_it_found(tmp_path: Path, monkeypatch:
         mode = _mode(shift_mode)
         if mode and (not seen or seen[-1] != mode):
             seen.append(mode)
+        time.sleep(0.005)  # a poll interval (each mode holds for seconds), leaving the cores to the child
     out, err = _ended(proc, tmp_path)
     assert proc.returncode == 0, err
     assert _mode(shift_mode) == "eco" and shift_mode.read_text() == "eco\n"  # as found, nothing left behind
@@ -140,3 +142,39 @@ def test_a_symlinked_mode_file_is_refused_with_one_line(tmp_path: Path, monkeypa
     assert result.stderr.startswith(f"rigscope stress: {shift_mode} is a symbolic link (to {elsewhere})")
     assert elsewhere.read_text() == "comfort\n" and shift_mode.is_symlink()
     assert not _state_file().exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a terminal from the pty module")
+def test_without_switch_modes_the_user_is_asked_and_given_the_command_back(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --switch-modes: Rigscope asks on the terminal, never writes, and at the end prints the command that
+    puts the mode found back; run as printed (less sudo, as root here or in a test) it does."""
+    import pty
+    import shlex
+
+    shift_mode = _fake_msi_ec(tmp_path, monkeypatch, "comfort")
+    controller, terminal = pty.openpty()
+    try:
+        with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "desktop", "stress", "--device", "sim", "--per-mode",
+                                     "turbo,eco", "--minutes", "0.05", "--db", str(tmp_path / "h.sqlite")],
+                                    stdin=terminal, stdout=out, stderr=err)
+        try:
+            for mode, name in (("turbo", "Extreme Performance"), ("eco", "Eco")):
+                prompt = f"Switch the firmware to {name} (msi-ec {mode}) now, then press Enter"
+                until(lambda p=prompt: p in (tmp_path / "err").read_text())  # asked: waiting on the terminal
+                shift_mode.write_text(mode + "\n")  # the user switches in MSI Center
+                os.write(controller, b"\n")
+        finally:
+            _out, err_text = _ended(proc, tmp_path)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert proc.returncode == 0, err_text
+    command = f"echo comfort | sudo tee {shift_mode} >/dev/null"
+    said = f"rigscope stress: could not restore firmware mode Balanced (msi-ec comfort); to restore it, run: {command}"
+    assert said in err_text.splitlines()
+    assert shift_mode.read_text() == "eco\n" and not _state_file().exists()  # never written by Rigscope; told once
+    assert shlex.split(command)[3] == "sudo"
+    subprocess.run(["sh", "-c", command.replace("| sudo ", "| ", 1)], check=True)  # as printed, less sudo
+    assert shift_mode.read_text() == "comfort\n"

@@ -72,6 +72,7 @@ def test_a_mode_that_cannot_be_written_back_says_the_command(tmp_path: Path) -> 
     said: list[str] = []
     keeper = ModeKeeper(SysfsModes(_reader(root, tmp_path)), say=said.append, state_folder=tmp_path / "state")
     assert keeper.remember() == "comfort"
+    assert json.loads((tmp_path / "state" / STATE_NAME).read_text())["may_write"] is False
     shift_mode.write_text("eco\n")  # what the user did in MSI Center
     try:
         assert keeper.restore() is False
@@ -79,13 +80,37 @@ def test_a_mode_that_cannot_be_written_back_says_the_command(tmp_path: Path) -> 
         keeper.close()
     assert said == [f"could not restore firmware mode Balanced (msi-ec comfort); to restore it, run: "
                     f"echo comfort | sudo tee {shift_mode} >/dev/null"]
-    assert (tmp_path / "state" / STATE_NAME).exists()  # kept: the next start tries again
-    # The next start, allowed to write where the run was (the file is writable here), puts it back.
-    again: list[str] = []
-    assert restore_left_over(again.append, folder=tmp_path / "state") is True
+    assert shift_mode.read_text() == "eco\n"  # not written: --switch-modes was not given
+    assert not (tmp_path / "state" / STATE_NAME).exists()  # told once: nothing for the next start
+
+
+def test_a_killed_run_that_was_not_allowed_to_write_is_reminded_once(tmp_path: Path) -> None:
+    root, shift_mode = _tree(tmp_path, "comfort")
+    keeper = ModeKeeper(SysfsModes(_reader(root, tmp_path)), say=print, state_folder=tmp_path / "state")
+    keeper.remember()
+    keeper.close()  # the run was killed here: its lock died with it, its state stayed
+    shift_mode.write_text("eco\n")  # switched by hand when asked
+    said: list[str] = []
+    assert restore_left_over(said.append, folder=tmp_path / "state") is False
+    assert shift_mode.read_text() == "eco\n"
+    assert said == [f"firmware mode Eco is still in force where a run that ended without restoring it "
+                    f"(pid {os.getpid()}) found Balanced; to restore it, run: "
+                    f"echo comfort | sudo tee {shift_mode} >/dev/null"]
+    assert restore_left_over(said.append, folder=tmp_path / "state") is None and len(said) == 1
+
+
+def test_a_killed_run_that_switched_is_restored_at_the_next_start(tmp_path: Path) -> None:
+    root, shift_mode = _tree(tmp_path, "comfort")
+    modes = SysfsModes(_reader(root, tmp_path), allow_write=True)
+    keeper = ModeKeeper(modes, say=print, state_folder=tmp_path / "state")
+    keeper.remember()
+    assert modes.set("eco")
+    keeper.close()  # killed: no restore
+    said: list[str] = []
+    assert restore_left_over(said.append, folder=tmp_path / "state") is True
     assert shift_mode.read_text() == "comfort\n" and not (tmp_path / "state" / STATE_NAME).exists()
-    assert again == [f"restored firmware mode Balanced (a run that ended without restoring it, pid {os.getpid()}, "
-                     "had switched it)"]
+    assert said == [f"restored firmware mode Balanced (a run that ended without restoring it, pid {os.getpid()}, "
+                    "had switched it)"]
 
 
 def test_a_left_over_state_that_cannot_be_restored_is_kept_with_the_command(tmp_path: Path) -> None:
