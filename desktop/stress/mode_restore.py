@@ -113,6 +113,9 @@ def _read_state(path: Path) -> FoundMode | None:
 
 
 def _read_mode(path: Path) -> str | None:
+    """The mode a mode file reads (its first word); None when unreadable or a link (not read through)."""
+    if os.path.islink(path):
+        return None
     try:
         words = read_bounded(path, 4096, truncate=True).decode("utf-8", "surrogateescape").split()
     except OSError:
