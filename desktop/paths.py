@@ -42,6 +42,12 @@ def data_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+def state_dir() -> Path:
+    """Small state that outlives a run (the firmware mode a `stress --per-mode` found, to put back after a crash)."""
+    override = os.environ.get("RIGSCOPE_STATE_DIR")
+    return Path(override) if override else Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))
+
+
 def config_file() -> Path:
     return config_dir() / "settings.toml"
 

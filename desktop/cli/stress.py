@@ -89,7 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from desktop.sessions.stress import StressSession
+    from desktop.stress.mode_restore import restore_left_over
 
+    # A `--per-mode` run killed outright left the firmware in its last mode: put the one it found back first
+    # (a run in Eco would measure Eco), and say so.
+    restore_left_over(lambda text: _say(printable(text)))
     settings, _problems = load_settings()
     session = StressSession(request_from(args), settings=settings.stress, on_warning=_say,
                             regression_pct=settings.advisor.stress_regression_pct)

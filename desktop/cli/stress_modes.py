@@ -4,17 +4,22 @@ On the simulated laptop Rigscope switches the (simulated) msi-ec mode itself; on
 writes msi-ec's ``shift_mode`` or ACPI ``platform_profile`` only with ``--switch-modes`` and where the
 file is writable (root), otherwise it asks the user to switch and reads the mode back. Each run is the
 stress session's (``StressSession.run_next``): the device lock held across the runs, each run's GPU lock,
-its verdict against the earlier runs and its save to the history, as any stress run. What is left here is
-the printing: the table is `rigscope compare`'s, one column per mode.
+its verdict against the earlier runs and its save to the history, as any stress run. The mode found is put
+back at the end, on Ctrl+C and on SIGTERM (a signal cancels the run in progress and no further mode is
+switched), and said on stderr, with --json too (desktop/stress/mode_restore.py). What is left here is the
+printing: the table is `rigscope compare`'s, one column per mode.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from advisor.baseline import QUICK_S
@@ -38,6 +43,15 @@ COOL_LIMIT_S = 180.0
 ProgressLine = Callable[[ProgressBar], Callable[["Progress"], None]]  # Progress: imported when run
 
 
+#: Signals that stop the runs as Ctrl+C does (the mode found is put back before the process ends).
+_STOP_SIGNALS = (signal.SIGINT,) if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
+
+
+def _tell(text: str) -> None:
+    """A line about the machine's state (the mode put back): said with --json too, on stderr."""
+    print(f"rigscope stress: {printable(text)}", file=sys.stderr, flush=True)
+
+
 def _ask(prompt: str) -> None:
     if not sys.stdin.isatty():
         raise UserError(f"{prompt}: no terminal to ask on; run rigscope as root with --switch-modes, "
@@ -54,13 +68,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{QUICK_MINUTES:g}")
     parser.add_argument("--switch-modes", action="store_true",
                         help="with --per-mode: let Rigscope switch msi-ec / platform_profile itself (needs root); "
-                             "otherwise you are asked to switch")
+                             "otherwise you are asked to switch. The mode found is put back at the end, on Ctrl+C "
+                             "and SIGTERM, or by the next stress run after a crash")
 
 
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
     """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
     from advisor.run_compare import compare
-    from desktop.stress.per_mode import SimulatedModes, SysfsModes, choose_modes, run_modes, wait_cool
+    from desktop.stress.mode_restore import ModeKeeper
+    from desktop.stress.per_mode import SysfsModes, choose_modes, run_modes, simulated_switch, wait_cool
     from desktop.stress.run_model import RealClock
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler, open_gpu_backend
@@ -90,7 +106,8 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
     switch: ModeSwitch
     if device == "sim":
         backend = SimulatedBackend(parse_profile_list(None))
-        switch = SimulatedModes(backend.machine)
+        # The model's own modes, or a (fake) msi-ec tree under RIGSCOPE_SYSFS_ROOT that the laptop follows.
+        switch = simulated_switch(backend.machine, allow_write=bool(args.switch_modes))
 
         def make_runner(config: StressConfig) -> StressRunner:  # each run a reader of the one simulated laptop
             return StressRunner(config, Sampler(backend.view()))
@@ -110,30 +127,67 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
             return sample.temperature_c if sample is not None else None
         closing = watcher.close
 
-    def run_one(_mode: str) -> StressOutcome:
+    stop = threading.Event()
+    asking = [False]
+
+    def run_one(_mode: str) -> StressOutcome:  # session.run_next, with a stop that no new runner misses
         session.on_progress = new_bar()
-        return session.run_next()
+        session.runner = None
+        session.prepare()
+        if stop.is_set():
+            session.cancel()
+        return session.run()
+
+    def handle(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+        session.cancel()
+        if asking[0]:  # waiting on the terminal: end the wait (the mode found is still put back)
+            raise KeyboardInterrupt
+
+    def ask(prompt: str) -> None:
+        asking[0] = True
+        try:
+            _ask(prompt)
+        finally:
+            asking[0] = False
+
+    keeper = ModeKeeper(switch, say=_tell)
+    previous: dict[int, Any] = {}
     try:
         try:
             modes = choose_modes(requested, switch.available())
         except ValueError as exc:
             raise UserError(str(exc)) from None
+        keeper.remember()  # before the first switch; ModesBusy while another run switches modes
+        previous = {signum: signal.signal(signum, handle) for signum in _STOP_SIGNALS}
         start = temperature()
-        cool = (lambda: wait_cool(temperature, start + COOL_MARGIN_C, RealClock(), limit_s=COOL_LIMIT_S)
-                ) if start is not None else None
-        runs = run_modes(modes, switch, run_one, ask=_ask, cool_down=cool, say=say)
+        cool = (lambda: wait_cool(temperature, start + COOL_MARGIN_C, RealClock(), limit_s=COOL_LIMIT_S,
+                                  stop=stop)) if start is not None else None
+        runs = run_modes(modes, switch, run_one, ask=ask, cool_down=cool, say=say, stop=stop)
     finally:
+        asking[0] = False  # a second signal from here on only sets stop: the restore is not cut short
         for bar in bar_holder:
             bar.close()
-        closing()
+        try:
+            keeper.restore()
+        finally:
+            keeper.close()
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+            closing()
+    if not runs:  # stopped before the first run
+        return 4
     path = session.request.db_path
     saved = [(r.run_id, r.save_error) for r in runs]
     sentences = mode_sentences([r.figures() for r in runs])
-    comparison = compare([r.record for r in runs])
+    # One run only (stopped or guarded in the first mode): nothing to set it beside, its own line still said.
+    comparison = compare([r.record for r in runs]) if len(runs) >= 2 else None
     if args.json:
-        print(json.dumps(_json(runs, saved, sentences, comparison.as_dict()), indent=2, default=str))
+        print(json.dumps(_json(runs, saved, sentences, comparison.as_dict() if comparison else None),
+                         indent=2, default=str))
     else:
-        print(text_report(comparison, [f"run {rid}" if rid is not None else "not saved" for rid, _ in saved]))
+        if comparison is not None:
+            print(text_report(comparison, [f"run {rid}" if rid is not None else "not saved" for rid, _ in saved]))
         for run_ in runs:
             print(f"{printable(run_.name)}: {printable(str(run_.result.extra.get('power_limit_line', '')))}; "
                   f"{printable(run_.verdict.sentence)}")
@@ -146,7 +200,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
 
 def _json(runs: list[ModeRun], saved: list[tuple[int | None, str | None]], sentences: list[str],
-          comparison: dict[str, Any]) -> dict[str, Any]:
+          comparison: dict[str, Any] | None) -> dict[str, Any]:
     return {"modes": [{"mode": r.mode, "name": r.name, "run_id": rid, "status": r.result.status,
                        "power_limit_line": r.result.extra.get("power_limit_line"),
                        "throughput": r.record.throughput, "unit": r.record.unit,

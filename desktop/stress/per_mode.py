@@ -7,12 +7,19 @@ Between runs the GPU cools to near its first start temperature (at most ``cooldo
 mode does not start hot. Each run is the stress session's (``run_test``: its locks, its judging
 against the earlier runs, its saving; desktop/sessions/stress.py); here it becomes a portable record
 (advisor/portable.py) compared as any other, plus one sentence per neighbouring pair
-(advisor/mode_compare.py).
+(advisor/mode_compare.py). The mode found before the first switch is put back afterwards, on Ctrl+C and
+after a crash (desktop/stress/mode_restore.py).
+
+A mode file is written in place and only there (``write_mode_file``): never through a symbolic link,
+never outside the sysfs root, never emptied before the new value is in it. With ``RIGSCOPE_SYSFS_ROOT``
+naming a tree that has msi-ec's ``shift_mode`` (a fake one in tests), the simulated laptop follows that
+file as a real laptop's EC does, so the simulated run switches and restores through the same code.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,9 +30,11 @@ from advisor.envelope import MSI_SHIFT_MODE_NAMES, PLATFORM_PROFILE_NAMES
 from advisor.mode_compare import ModeFigures
 from advisor.portable import PortableRecord
 from advisor.verdict_model import Verdict
+from desktop.errors import UserError
+from desktop.safeio import refusal
 from desktop.stress.portable import record_from_stress
 from desktop.stress.run_model import Clock, RunResult
-from desktop.telemetry.envelope import MSI_EC, EnvelopeReader
+from desktop.telemetry.envelope import MSI_EC, SYSFS_ROOT_ENV, EnvelopeReader
 from desktop.telemetry.simulated import SimulatedMachine
 
 
@@ -68,6 +77,8 @@ class ModeSwitch(Protocol):
 
     #: "msi-ec", "platform_profile" or "simulated": the names modes are shown by.
     kind: str
+    #: Whether Rigscope may write the mode (``--switch-modes``); without it the user switches, and back.
+    allow_write: bool
 
     def available(self) -> tuple[str, ...]: ...
 
@@ -76,6 +87,65 @@ class ModeSwitch(Protocol):
     def set(self, mode: str) -> bool:
         """Switch to ``mode``; False when Rigscope may not (the user is asked instead)."""
         ...
+
+    def restore_command(self, mode: str) -> str | None:
+        """The shell command that sets ``mode`` by hand (None: nothing outside Rigscope can)."""
+        ...
+
+    @property
+    def mode_file(self) -> tuple[Path, Path] | None:
+        """(the mode file, the sysfs root it must stay under) when the mode lives in a file that outlives
+        this process; None for a mode that dies with it (the simulated laptop's model)."""
+        ...
+
+
+class ModeFileRefused(UserError):
+    """A firmware mode file Rigscope will not write: a symbolic link, outside the sysfs root, not a regular file."""
+
+
+def write_mode_file(path: Path, root: Path, value: str) -> None:
+    """Write ``value`` (plus a newline, as ``echo`` does) into the sysfs attribute ``path`` under ``root``.
+
+    Opened with ``O_NOFOLLOW`` and no ``O_CREAT``/``O_TRUNC``: a symbolic link (to /etc/passwd, say) is
+    refused instead of truncated and written, and the resolved path must stay under ``root``. The value
+    goes in one ``write`` at offset 0, as sysfs wants it; only a plain file longer than the value (a fake
+    tree) is cut to it afterwards, so no reader ever sees it empty. ModeFileRefused says why not; an
+    OSError is the write's own (EACCES without root, EINVAL from a driver that does not know the mode)."""
+    check_mode_file(path, root)
+    real_root = os.path.realpath(root)
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if os.path.islink(path):  # swapped for a link since the check (O_NOFOLLOW: ELOOP)
+            raise ModeFileRefused(f"{path} became a symbolic link: not written") from None
+        raise exc
+    try:
+        st = os.fstat(fd)
+        problem = refusal(path, st.st_mode)
+        if problem is not None:
+            raise ModeFileRefused(str(problem))
+        opened = _opened_path(fd)
+        if opened is not None and os.path.commonpath([real_root, opened]) != real_root:
+            raise ModeFileRefused(f"{path} opened {opened}, outside the sysfs root {root}: not written")
+        data = (value + "\n").encode("utf-8", "surrogateescape")
+        if os.pwrite(fd, data, 0) != len(data):
+            raise OSError(f"{path}: short write")
+        if os.fstat(fd).st_size > len(data):
+            try:  # a plain file in a fake tree keeps no tail of a longer old value; sysfs ignores this
+                os.ftruncate(fd, len(data))
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path the kernel opened for ``fd`` (Linux), to check it after the open as well as before."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
 
 
 def mode_name(kind: str, mode: str) -> str:
@@ -89,6 +159,7 @@ class SimulatedModes:
     """The simulated laptop's msi-ec modes: always switchable."""
 
     kind = "simulated"
+    allow_write = True
 
     def __init__(self, machine: SimulatedMachine) -> None:
         self.machine = machine
@@ -103,9 +174,19 @@ class SimulatedModes:
         self.machine.set_envelope(shift_mode=mode)
         return True
 
+    def restore_command(self, mode: str) -> str | None:
+        return None
+
+    @property
+    def mode_file(self) -> tuple[Path, Path] | None:
+        return None
+
 
 class SysfsModes:
-    """msi-ec's shift_mode where the driver is loaded, else ACPI platform_profile; written only if ``allow_write``."""
+    """msi-ec's shift_mode where the driver is loaded, else ACPI platform_profile; written only if ``allow_write``.
+
+    With ``allow_write`` a mode file that would not be written in place (a symbolic link, a path out of
+    the sysfs root) is refused at once (ModeFileRefused), before any mode is switched."""
 
     def __init__(self, reader: EnvelopeReader | None = None, *, allow_write: bool = False) -> None:
         self.reader = reader or EnvelopeReader()
@@ -118,6 +199,8 @@ class SysfsModes:
         else:
             self.kind = "platform_profile"
             self._file = sysfs / "firmware" / "acpi" / "platform_profile"
+        if allow_write:
+            check_mode_file(self._file, sysfs)
 
     def available(self) -> tuple[str, ...]:
         envelope = self.reader.read()
@@ -131,10 +214,52 @@ class SysfsModes:
         if not self.allow_write or not os.access(self._file, os.W_OK):
             return False
         try:
-            self._file.write_text(mode + "\n")
-        except OSError:
+            write_mode_file(self._file, self.reader.sysfs_root, mode)
+        except OSError:  # ModeFileRefused is no OSError: it stops the run with its one line
             return False
         return self.current() == mode
+
+    def restore_command(self, mode: str) -> str | None:
+        return restore_command(self._file, mode)
+
+    @property
+    def mode_file(self) -> tuple[Path, Path]:
+        return self._file, self.reader.sysfs_root
+
+
+def check_mode_file(path: Path, root: Path) -> None:
+    """ModeFileRefused when ``path`` would not be written in place under ``root`` (``write_mode_file``'s checks)."""
+    if os.path.islink(path):
+        raise ModeFileRefused(f"{path} is a symbolic link (to {os.readlink(path)}): firmware mode files are "
+                              "written only in place, never through a link")
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise ModeFileRefused(f"{path} resolves to {real}, outside the sysfs root {root}: not written")
+    try:
+        problem = refusal(path, os.lstat(path).st_mode)
+    except OSError:  # missing or unreadable: the write says so (and a missing mode is never chosen)
+        return
+    if problem is not None:  # a FIFO would block or fail the open, a folder cannot be written
+        raise ModeFileRefused(str(problem))
+
+
+def restore_command(path: Path, mode: str) -> str:
+    """The command a user runs to set ``mode`` in ``path`` by hand."""
+    return f"echo {shlex.quote(mode)} | sudo tee {shlex.quote(str(path))} >/dev/null"
+
+
+def simulated_switch(machine: SimulatedMachine, *, allow_write: bool) -> ModeSwitch:
+    """The simulated laptop's modes: where ``RIGSCOPE_SYSFS_ROOT`` names a tree with msi-ec's ``shift_mode``
+    (a fake one), the laptop follows that file as a real EC does and the modes are switched through it
+    (``SysfsModes``, written only with ``allow_write``, as on a real laptop); else the model's own modes."""
+    if os.environ.get(SYSFS_ROOT_ENV) and machine.laptop:
+        reader = EnvelopeReader()
+        mode_file = reader.sysfs_root / MSI_EC / "shift_mode"
+        if os.path.lexists(mode_file):
+            switch = SysfsModes(reader, allow_write=allow_write)
+            machine.follow_mode_file(mode_file)
+            return switch
+    return SimulatedModes(machine)
 
 
 def choose_modes(requested: Sequence[str], available: Sequence[str]) -> list[str]:
@@ -152,11 +277,16 @@ def choose_modes(requested: Sequence[str], available: Sequence[str]) -> list[str
 
 def run_modes(modes: Sequence[str], switch: ModeSwitch, run_test: Callable[[str], JudgedRun], *,
               ask: Callable[[str], None], cool_down: Callable[[], object] | None = None,
-              say: Callable[[str], None] = lambda _text: None, machine: str | None = None) -> list[ModeRun]:
+              say: Callable[[str], None] = lambda _text: None, machine: str | None = None,
+              stop: threading.Event | None = None) -> list[ModeRun]:
     """Run once per mode: switch (or ask), cool down, run, record. ``run_test(mode)`` runs, judges and stores
-    one test (the stress session's ``run_next``); this loop only sets the mode before each and labels it."""
+    one test (the stress session's ``run_next``); this loop only sets the mode before each and labels it.
+    ``stop`` set (Ctrl+C, SIGTERM) ends the loop before the next switch; putting the mode found back is the
+    caller's (``mode_restore.ModeKeeper``)."""
     runs: list[ModeRun] = []
     for position, mode in enumerate(modes):
+        if stop is not None and stop.is_set():
+            break
         name = mode_name(switch.kind, mode)
         if not switch.set(mode):
             ask(f"Switch the firmware to {name} ({switch.kind} {mode}) now, then press Enter")
@@ -167,6 +297,8 @@ def run_modes(modes: Sequence[str], switch: ModeSwitch, run_test: Callable[[str]
         if position > 0 and cool_down is not None:
             say("cooling down before the next mode…")
             cool_down()
+            if stop is not None and stop.is_set():
+                break
         say(f"running {name}…")
         judged = run_test(actual)
         result, verdict = judged.result, judged.verdict
@@ -178,12 +310,14 @@ def run_modes(modes: Sequence[str], switch: ModeSwitch, run_test: Callable[[str]
 
 
 def wait_cool(read_temperature: Callable[[], float | None], target_c: float, clock: Clock, *,
-              limit_s: float = 120.0, step_s: float = 2.0) -> float | None:
-    """Idle until the GPU is at or below ``target_c`` or ``limit_s`` passed; the last temperature read."""
-    never = threading.Event()
+              limit_s: float = 120.0, step_s: float = 2.0, stop: threading.Event | None = None) -> float | None:
+    """Idle until the GPU is at or below ``target_c``, ``limit_s`` passed or ``stop`` is set; the last temperature
+    read."""
+    wake = stop if stop is not None else threading.Event()
     start = clock.now()
     temperature = read_temperature()
-    while temperature is not None and temperature > target_c and clock.now() - start < limit_s:
-        clock.sleep(step_s, never)
+    while (temperature is not None and temperature > target_c and clock.now() - start < limit_s
+           and not wake.is_set()):
+        clock.sleep(step_s, wake)
         temperature = read_temperature()
     return temperature

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
+from advisor.safetext import printable
 from desktop import config
 from desktop.config import Settings
 from desktop.paths import config_dir, default_db_path, demo_db_path
@@ -221,14 +222,15 @@ class RigscopeApp(QObject):
 
     def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
         """The Stress page's "Compare modes": the simulated laptop's modes, or msi-ec / platform_profile's."""
-        from desktop.stress.per_mode import ModeSwitch, SimulatedModes, SysfsModes
+        from desktop.stress.per_mode import ModeSwitch, SysfsModes, simulated_switch
         from desktop.ui.pages.stress_modes import ModeCompare
 
         switch: ModeSwitch
         if isinstance(gpu, SimulatedBackend):
             if not gpu.machine.laptop:
                 return
-            switch = SimulatedModes(gpu.machine)
+            # The model's modes, or a fake msi-ec tree under RIGSCOPE_SYSFS_ROOT read as a real laptop's.
+            switch = simulated_switch(gpu.machine, allow_write=False)
         else:
             switch = SysfsModes()  # reads only: the user switches when asked
         if len(switch.available()) >= 2:
@@ -331,10 +333,20 @@ class RigscopeApp(QObject):
 
     # --- running --------------------------------------------------------------------
     def start(self, show: bool = True) -> None:
+        self.restore_firmware_mode()
         self.sampling.start()
         self.calibration_timer.start()
         if show:
             self.window.show()
+
+    def restore_firmware_mode(self) -> None:
+        """Put back a firmware mode a killed `stress --per-mode` (or comparison) left switched; say it in a banner."""
+        from desktop.stress.mode_restore import restore_left_over
+
+        def say(text: str) -> None:
+            self.window.show_banner(printable(text[:1].upper() + text[1:]) + ".",
+                                    "info" if text.startswith("restored") else "warning", key="firmware-mode")
+        restore_left_over(say)
 
     def on_snapshot(self, snap: Snapshot) -> None:
         """GUI thread: feed the pages, the tray and the alert rules."""
@@ -406,6 +418,9 @@ class RigscopeApp(QObject):
         self.calibration_loader.wait(2.0)
         if self.window.is_built("stress"):
             self.stress.shutdown()
+        compare = getattr(self, "mode_compare", None)
+        if compare is not None:
+            compare.shutdown()  # a comparison cut short by quitting puts the mode it found back
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
         self.simulated.shutdown()  # a demo week half written is replaced by the next one
         if self._shown_store is not None:

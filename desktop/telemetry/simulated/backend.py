@@ -14,9 +14,11 @@ import dataclasses
 import getpass
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from advisor.envelope import PowerEnvelope
+from desktop.safeio import read_bounded
 from desktop.telemetry.model import (
     GPU_METRIC_NAMES,
     DeviceState,
@@ -27,7 +29,7 @@ from desktop.telemetry.model import (
     GpuSample,
     SourceInfo,
 )
-from desktop.telemetry.simulated.envelope import SimulatedEnvelope, enforced_limit_w, thermal_r_c_per_w
+from desktop.telemetry.simulated.envelope import SHIFT_MODES, SimulatedEnvelope, enforced_limit_w, thermal_r_c_per_w
 from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel
 from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
@@ -70,15 +72,43 @@ class SimulatedMachine:
         self._util: list[tuple[float, float] | None] = [None for _ in profiles]
         #: The simulated laptop's charger, nvidia-powerd and firmware mode (``set_envelope`` changes them).
         self.envelope_state = SimulatedEnvelope()
+        #: An msi-ec ``shift_mode`` file the firmware mode follows (``follow_mode_file``), as a real EC's does.
+        self._mode_file: Path | None = None
 
     # --- the simulated laptop's power envelope ------------------------------------------
     @property
     def laptop(self) -> bool:
         return any(p.is_laptop for p in self.profiles)
 
+    def follow_mode_file(self, path: Path) -> None:
+        """Take the firmware mode from ``path`` (a fake msi-ec tree's ``shift_mode``) at each reading, as a real
+        laptop's EC takes what is written there: a mode this laptop has switches it, anything else is ignored
+        (msi-ec refuses an unknown mode)."""
+        with self.lock:
+            self._mode_file = path
+            self._follow_mode_file()
+
+    def devices(self) -> list[GpuInfo]:
+        """Each GPU's info, its enforced power limit as the firmware mode in force sets it."""
+        with self.lock:
+            self._follow_mode_file()
+            return list(self.infos)
+
+    def _follow_mode_file(self) -> None:
+        if self._mode_file is None:
+            return
+        try:
+            raw = read_bounded(self._mode_file, 4096, truncate=True)
+        except OSError:
+            return
+        words = raw.decode("utf-8", "replace").split()
+        if words and words[0] in SHIFT_MODES and words[0] != self.envelope_state.shift_mode:
+            self.set_envelope(shift_mode=words[0])
+
     def power_envelope(self) -> PowerEnvelope:
         """The envelope as the sysfs reader would give it on a real laptop; empty for simulated desktops."""
         with self.lock:
+            self._follow_mode_file()
             return self.envelope_state.power_envelope() if self.laptop else PowerEnvelope(simulated=True)
 
     def set_envelope(self, *, on_ac: bool | None = None, powerd_running: bool | None = None,
@@ -106,6 +136,7 @@ class SimulatedMachine:
         """Advance to ``now_s`` (never back) and read every GPU: its sample (None when lost), the counters and
         what GPM measures (None where the profile has no GPM)."""
         with self.lock:
+            self._follow_mode_file()
             self.model.advance(now_s)
             out: list[tuple[GpuSample | None, _Counts, GpmActivity | None]] = []
             for info in self.infos:
@@ -232,7 +263,7 @@ class SimulatedBackend:
         return self.machine.manual
 
     def devices(self) -> list[GpuInfo]:
-        return list(self.machine.infos)
+        return self.machine.devices()
 
     def sample(self, now_s: float) -> list[GpuReading]:
         readings = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pytestqt.qtbot import QtBot
 
 from advisor.verdict import Verdict
@@ -67,6 +70,7 @@ def test_compare_modes_runs_the_quick_test_per_mode_and_compares(qtbot: QtBot) -
     text = page.verdict_card.comparison.text()
     assert text.startswith("Extreme Performance buys ") and " over Eco at +" in text.splitlines()[0]
     assert "Eco: " in text and " W, " in text
+    assert "\\x0a" not in text and text.splitlines()[2].startswith("Eco: ")  # one line each, not an escaped newline
 
 
 def test_compare_modes_asks_where_it_may_not_switch(qtbot: QtBot) -> None:
@@ -112,3 +116,55 @@ def test_compare_modes_cancelled_when_the_user_declines(qtbot: QtBot) -> None:
     declined.run_action.trigger()
     assert not page.running and not declined.active
     assert page.verdict_card.text.text() == "Mode comparison cancelled."
+
+
+def test_compare_modes_puts_back_the_mode_it_found(qtbot: QtBot) -> None:
+    """Issue 34 item 1: a laptop found in Balanced is in Balanced again after comparing Extreme Performance, Eco."""
+    page, compare = _compare_page(qtbot)
+    machine = compare.switch.machine  # type: ignore[attr-defined]
+    assert machine.envelope_state.shift_mode == "comfort"
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.run_action.trigger()
+    qtbot.waitUntil(lambda: not compare.active, timeout=60_000)
+    assert [r.name for r in compare.runs] == ["Extreme Performance", "Eco"]
+    assert machine.envelope_state.shift_mode == "comfort"
+    assert page.verdict_card.comparison.text().splitlines()[-1] == "Restored firmware mode Balanced."
+
+
+def test_compare_modes_cancelled_or_quit_mid_run_puts_back_the_mode(qtbot: QtBot) -> None:
+    page, compare = _compare_page(qtbot)
+    machine = compare.switch.machine  # type: ignore[attr-defined]
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.run_action.trigger()
+    assert machine.envelope_state.shift_mode == "turbo" and page.running
+    page.cancel()  # the Stress page's Cancel
+    qtbot.waitUntil(lambda: not compare.active, timeout=60_000)
+    assert [r.name for r in compare.runs] == ["Extreme Performance"]  # no further mode after a cancelled run
+    assert machine.envelope_state.shift_mode == "comfort"
+    assert "Restored firmware mode Balanced." in page.verdict_card.comparison.text()
+    compare.run_action.trigger()  # and the window quitting in the middle of a comparison
+    assert machine.envelope_state.shift_mode == "turbo"
+    compare.shutdown()
+    page.shutdown()
+    assert machine.envelope_state.shift_mode == "comfort" and not compare.active
+
+
+def test_the_window_start_restores_a_mode_a_killed_run_left(make_app: Any, tmp_path: Path) -> None:
+    """A `stress --per-mode` killed in Eco left its state file: the window's start puts Balanced back and says so."""
+    import json
+    import os
+
+    from desktop.stress.mode_restore import STATE_NAME
+
+    ec = tmp_path / "sys" / "devices" / "platform" / "msi-ec"
+    ec.mkdir(parents=True)
+    (ec / "shift_mode").write_text("eco\n")
+    state = Path(os.environ["RIGSCOPE_STATE_DIR"])
+    state.mkdir(parents=True, exist_ok=True)
+    (state / STATE_NAME).write_text(json.dumps({"kind": "msi-ec", "mode": "comfort", "file": str(ec / "shift_mode"),
+                                                "sysfs_root": str(tmp_path / "sys"), "pid": 4321, "since_s": 0.0}))
+    h = make_app()
+    h.app.start(show=False)
+    assert (ec / "shift_mode").read_text() == "comfort\n" and not (state / STATE_NAME).exists()
+    assert h.app.window.banners.texts() == [
+        "Restored firmware mode Balanced (a run that ended without restoring it, pid 4321, had switched it)."]
