@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from desktop.reporting import HistorySource
     from desktop.stress.run_model import Clock
     from desktop.ui.pages.advisor_history import HistoryPage
+    from desktop.ui.pages.jobs_page import JobsPage
     from desktop.ui.pages.processes import ProcessesPage
     from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.pages.stress_page import StressPage
@@ -251,7 +252,8 @@ class RigscopeApp(QObject):
         from desktop.jobs.detail import JobsHistory
         from desktop.ui.pages.jobs_page import JobsPage
 
-        return JobsPage(JobsHistory(self.db_path, lambda: self.settings.costs), self.theme)
+        # The history shown (the demo week's jobs while it is shown), like the Advisor, Costs and History pages.
+        return JobsPage(JobsHistory(self.history_path, lambda: self.settings.costs), self.theme)
 
     def _build_history_page(self) -> HistoryPage:
         from desktop.ui.pages.advisor_history import HistoryPage
@@ -310,7 +312,7 @@ class RigscopeApp(QObject):
         self.simulated.load_demo_week()
 
     def show_history(self, path: Path) -> None:
-        """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs and History pages."""
+        """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs, History and Jobs pages."""
         from desktop.history.store import HistoryStore
 
         if path == self.db_path:  # back from the demo: the recording's own reader (None before anything is recorded)
@@ -325,6 +327,8 @@ class RigscopeApp(QObject):
         self.history_path = path
         if self._history_source is not None:
             self._history_source.db_path = path
+        if self.window.is_built("jobs"):
+            cast("JobsPage", self.window.page("jobs")).show_history(path)
         for key in ("advisor", "costs", "history"):
             if self.window.is_built(key):
                 self.window.page(key).refresh()

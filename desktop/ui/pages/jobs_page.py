@@ -9,6 +9,7 @@ with the thermal guard's pauses shaded.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -167,7 +168,15 @@ class JobsPage(PageWidget):
         return self.list_loader.busy or self.detail_loader.busy
 
     def page_shown(self) -> None:
-        if not self._loaded_once and not self.list_loader.busy:
+        # Read again each time: a job that `rigscope run` finished in a terminal meanwhile appears.
+        if not self.list_loader.busy:
+            self.refresh()
+
+    def show_history(self, db_path: Path) -> None:
+        """List the jobs of the history at ``db_path`` (the demo week's, or this machine's again)."""
+        self.source.db_path = db_path
+        self.detail = None
+        if self._loaded_once:
             self.refresh()
 
     def refresh(self) -> None:
