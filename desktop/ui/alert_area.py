@@ -18,6 +18,7 @@ from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from desktop.ui.text import heading
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.elided_label import elide_words
 
@@ -200,7 +201,7 @@ class AlertPanel(QFrame):
         layout.setContentsMargins(8, 6, 8, 8)
         top = QHBoxLayout()
         self.title = QLabel("Alerts")
-        self.title.setStyleSheet("font-weight: bold;")
+        heading(self.title)
         self.dismiss_all = QPushButton("Dismiss all")
         self.dismiss_all.setFlat(True)
         self.dismiss_all.clicked.connect(stack.clear)

@@ -42,6 +42,7 @@ from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
+from desktop.ui.text import heading
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.charts import LEFT_AXIS_WIDTH_PX
 from desktop.ui.widgets.plot_column import PlotColumn
@@ -119,7 +120,7 @@ class JobsPage(PageWidget):
         right_layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel("")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
-        self.title.setStyleSheet("font-weight: bold; font-size: 13pt;")
+        heading(self.title, 13.0)
         right_layout.addWidget(self.title)
         self.card_table = QTableWidget(0, 2)
         self.card_table.horizontalHeader().setVisible(False)
