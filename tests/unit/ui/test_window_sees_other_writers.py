@@ -51,6 +51,11 @@ def test_load_demo_week_lists_the_demos_jobs_on_the_jobs_page(make_app, tmp_path
     assert [r.name for r in jobs.records] == ["finetune_lora.py", "finetune_lora.py"]
     assert jobs.stack.currentWidget() is not jobs.empty
     assert jobs.status.text() == "2 jobs recorded (newest first)."
+    jobs.detail_loader.wait(DEADLINE_S)
+    app.qt_app.processEvents()
+    cells = [jobs.card_table.item(r, 1).text() for r in range(jobs.card_table.rowCount())]
+    assert any("(Vast.ai, market)" in c for c in cells)  # the card's cloud rows: never "(Vast.ai (market))"
+    assert not any("))" in c for c in cells), cells
     app.dashboard.simulated_bar.demo_button.click()  # Leave demo: this machine's (empty) list again
     jobs.list_loader.wait(DEADLINE_S)
     app.qt_app.processEvents()
