@@ -7,6 +7,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.history.store import HistoryStore
 from desktop.ui.theme import DARK
+from desktop.ui.widgets.charts import _SWATCHES as _SWATCH
 from desktop.ui.widgets.simulated_bar import DEMO_IDLE_TEXT, IDLE_TEXT, SimulatedBar
 from tests.unit.ui.conftest import FakeClock
 from tests.unit.ui.test_window_sees_other_writers import _after_two_finetune_jobs
@@ -70,3 +71,25 @@ def test_a_window_with_live_minutes_and_no_older_history_says_what_it_shows(make
     assert note == "Showing the live readings of the last 9 min: nothing recorded before them", note
     live_t, _ = dash.panels[0].plots.plot("util").data("utilization_gpu_pct")
     assert live_t.size >= 9 * 60 - 1  # the plot does hold the 9 minutes the note names
+
+
+def test_every_line_of_the_utilization_plot_is_named_where_it_is_drawn(make_app) -> None:
+    h = make_app()
+    h.app.window.show()
+    h.tick(5)
+    util = h.app.dashboard.panels[0].plots.plot("util")
+    band = util.readout.textItem.toPlainText().replace("\xa0", " ")
+    assert f"{_SWATCH['dot']} Memory" in band, band  # the dotted line, named in the band above it
+    # The dotted memory line (orange in the dark theme) and the dashed load line, each after a swatch of its style.
+    for key, (label, colour, style) in zip(util.series_keys(), util.legend(), strict=True):
+        assert f"{_SWATCH[style]} {label}" in band, (key, band)
+        assert colour == util._series[key].colour
+    assert [label for label, _c, _s in util.legend()] == ["GPU", "Memory", "Effective load (estimate)"]
+    assert dict((label, style) for label, _c, style in util.legend())["Memory"] == "dot"
+    # The legend fits the band above the plot, beside the title, not over the data.
+    h.app.qt_app.processEvents()
+    assert util.readout.sceneBoundingRect().right() <= util.item.sceneBoundingRect().right()
+    assert util.readout.sceneBoundingRect().bottom() <= util.item.vb.sceneBoundingRect().top() + 1
+    assert h.app.last_snapshot is not None
+    util.show_readout(h.app.last_snapshot.time_s)  # hovering: the values instead of the legend
+    assert "Memory" in util.readout.textItem.toPlainText()
