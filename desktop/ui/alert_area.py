@@ -32,7 +32,7 @@ BUTTON_MAX_WIDTH_PX = 560
 PANEL_WIDTH_PX = 760
 PANEL_MARGIN_PX = 8
 #: What the level looks like on the button (a symbol as well as a colour: colour alone says nothing to some).
-LEVEL_MARKS = {"error": "⛔", "warning": "⚠", "info": "ℹ"}
+LEVEL_MARKS = {"error": "✖", "warning": "⚠", "info": "ℹ"}  # glyphs DejaVu Sans has (⛔ was a box)
 
 
 class Banner(QFrame):
