@@ -5,8 +5,8 @@ fires once per episode (while its condition holds it stays quiet) and an episode
 again within ``debounce_s`` of the last notice of the same alert on the same GPU is not
 announced again (a temperature that wobbles around the threshold). After each ``check``,
 ``ended`` lists the ``(kind, gpu_uuid)`` episodes whose condition stopped holding in that
-snapshot, so whoever shows an alert (the banner) takes it down again. Pure logic: no Qt, so
-it is tested with plain snapshots; the app shows the result in the banner and the tray.
+snapshot, so whoever shows an alert (the status bar's alert list) takes it down again. Pure logic: no Qt, so
+it is tested with plain snapshots; the app shows the result in the status bar and the tray.
 """
 
 from __future__ import annotations

@@ -354,7 +354,7 @@ class RigscopeApp(QObject):
         self.update_recording_status()
         for alert in self.alerts.check(snap):
             self.fired.append(alert)
-            # One banner per alert kind and GPU: a repeat replaces it instead of pushing others out.
+            # One alert per kind and GPU in the status bar's list: a repeat replaces it instead of pushing others out.
             self.window.show_banner(alert.message, alert.level, key=f"alert.{alert.kind}.{alert.gpu_uuid}")
             self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
             self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)
