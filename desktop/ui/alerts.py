@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.wording import parenthesized
 from desktop.config import AlertSettings
 from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, DeviceState, Snapshot
 
@@ -51,7 +52,7 @@ class AlertMonitor:
         for reading in snap.gpus:
             info = reading.info
             index = info.index
-            name = f"GPU {index} ({info.name})"
+            name = f"GPU {index} {parenthesized(info.name)}"  # "(… Laptop GPU, simulated)", not "(… (simulated))"
             conditions: dict[str, str | None] = {}
             lost = reading.state is DeviceState.LOST
             conditions["lost"] = (f"{name} stopped answering: {reading.state_detail or 'lost'}"

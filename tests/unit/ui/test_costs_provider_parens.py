@@ -33,3 +33,14 @@ def test_the_costs_pages_answer_names_the_market_offer_without_doubled_parenthes
     assert "Vast.ai" in answer  # the demo's cheapest RTX 4090 is the market offer
     assert "(Vast.ai, market)" in answer and "))" not in answer
     assert answer.count("(") == answer.count(")")
+
+
+def test_an_alert_names_the_simulated_gpu_without_doubled_parentheses(make_app) -> None:
+    from desktop.config import AlertSettings, Settings
+
+    h = make_app(settings=Settings(alerts=AlertSettings(vram_pct=50.0, debounce_s=0.0)))
+    h.backend.manual.set(0, 0.5, 12000.0)  # 12 GB of 16 GB: over 50 %
+    h.tick(3)
+    message = next(a.message for a in h.app.fired if a.kind == "vram")
+    assert message.startswith("GPU 0 (NVIDIA GeForce RTX 4090 Laptop GPU, simulated) VRAM is"), message
+    assert "))" not in message and "))" not in h.app.window.alert_button.summary
