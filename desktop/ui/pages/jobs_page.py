@@ -190,6 +190,9 @@ class JobsPage(PageWidget):
 
     def _show_list(self, records: Any) -> None:
         selected = self.detail.record.job_id if self.detail is not None else None
+        if self.detail is not None and list(records) == self.records:
+            self._say_count()  # read again on show, nothing new: the shown card and charts stay as they are
+            return
         self.records = list(records)
         self.table.blockSignals(True)
         self.table.setRowCount(len(self.records))
@@ -209,10 +212,13 @@ class JobsPage(PageWidget):
             self.status.setText("")
             return
         self.stack.setCurrentIndex(1)
-        count = len(self.records)
-        self.status.setText(f"{count} job{'s' if count != 1 else ''} recorded (newest first).")
+        self._say_count()
         ids = [r.job_id for r in self.records]
         self.table.selectRow(ids.index(selected) if selected in ids else 0)
+
+    def _say_count(self) -> None:
+        count = len(self.records)
+        self.status.setText(f"{count} job{'s' if count != 1 else ''} recorded (newest first).")
 
     def _selection_changed(self) -> None:
         rows = self.table.selectionModel().selectedRows()

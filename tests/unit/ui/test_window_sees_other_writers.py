@@ -56,6 +56,12 @@ def test_load_demo_week_lists_the_demos_jobs_on_the_jobs_page(make_app, tmp_path
     cells = [jobs.card_table.item(r, 1).text() for r in range(jobs.card_table.rowCount())]
     assert any("(Vast.ai, market)" in c for c in cells)  # the card's cloud rows: never "(Vast.ai (market))"
     assert not any("))" in c for c in cells), cells
+    shown = jobs.detail
+    app.window.show_page("dashboard")
+    app.window.show_page("jobs")  # read again on show; nothing new: the card is not read again
+    jobs.list_loader.wait(DEADLINE_S)
+    app.qt_app.processEvents()
+    assert not jobs.detail_loader.busy and jobs.detail is shown
     app.dashboard.simulated_bar.demo_button.click()  # Leave demo: this machine's (empty) list again
     jobs.list_loader.wait(DEADLINE_S)
     app.qt_app.processEvents()
