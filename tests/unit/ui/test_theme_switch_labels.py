@@ -1,6 +1,7 @@
 """Issue 37 item 6: every message readable in both themes, after a switch too. A label styled by a style sheet
 kept the palette of the theme it was first shown in: the Jobs card's title stayed the light theme's near-black
-(#1b1b1f) on the dark theme's near-black (#1e1f22) after Settings switched to dark."""
+(#1b1b1f) on the dark theme's near-black (#1e1f22) after Settings switched to dark. Every label of every page
+and of the status bar is checked after the switch, both ways."""
 
 from __future__ import annotations
 
@@ -10,14 +11,20 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from desktop.config import AppearanceSettings, Settings
 from desktop.ui.pages.jobs_page import JobsPage
 from desktop.ui.theme import DARK, LIGHT, TEXT_CONTRAST, Theme, contrast_ratio
 from tests.unit.ui.conftest import FakeClock
 from tests.unit.ui.test_window_sees_other_writers import _after_two_finetune_jobs
-from tests.waits import DEADLINE_S
+from tests.waits import DEADLINE_S, until
+
+
+def _wait_loaded(qt_app: QApplication, page: QWidget) -> None:
+    """A page that reads on a worker (Advisor, Costs, History, Jobs) shows its answer before it is checked."""
+    until(lambda: (qt_app.processEvents(), not getattr(page, "loading", False))[1])
+    qt_app.processEvents()
 
 
 def _ink_contrast(page: QWidget, label: QLabel, theme: Theme) -> float:
@@ -55,12 +62,12 @@ def test_the_jobs_card_title_and_every_label_read_after_a_theme_switch(make_app,
     app.apply_settings(replace(app.settings, appearance=AppearanceSettings(theme=then.name)))
     app.qt_app.processEvents()
     assert _ink_contrast(jobs, jobs.title, then) >= TEXT_CONTRAST
-    for key in ("jobs", "stress", "dashboard"):
+    for key in app.window.page_keys():
         app.window.show_page(key)
-        app.qt_app.processEvents()
         page = app.window.page(key)
+        _wait_loaded(app.qt_app, page)
         low = {}
-        for label in page.findChildren(QLabel):
+        for label in [*page.findChildren(QLabel), *app.window.statusBar().findChildren(QLabel)]:
             if label.isVisibleTo(app.window) and label.text().strip():
                 ink = label.palette().color(label.foregroundRole()).name()
                 if contrast_ratio(ink, then.window) < TEXT_CONTRAST:
