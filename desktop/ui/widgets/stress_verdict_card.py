@@ -17,7 +17,7 @@ from advisor.safetext import printable
 from advisor.verdict import Verdict
 from desktop.advice import gpu_meta_for, verdict_advice
 from desktop.telemetry.model import GpuInfo
-from desktop.ui.text import code_as_text, heading
+from desktop.ui.text import code_as_text
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.stress_runs import NO_RUN_TITLE, last_run_card
 
@@ -44,7 +44,7 @@ class VerdictCard(QFrame):
         self.setObjectName("verdictCard")
         card = QVBoxLayout(self)
         self.title = QLabel(NO_RUN_TITLE)
-        heading(self.title, 14.0)
+        self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
         self.text = QLabel("")
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.TextFormat.PlainText)
