@@ -91,7 +91,7 @@ class RigscopeApp(QObject):
         self._unseen_by_processes: list[Snapshot] = []
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
-        #: The history the Advisor, Costs and History pages read: the recorded one, or the demo week.
+        #: The history the Advisor, Costs, History and Jobs pages read: the recorded one, or the demo week.
         self.history_path = self.db_path
         #: Where the Stress page's runs take time from (read when the page is built).
         self.stress_clock = stress_clock

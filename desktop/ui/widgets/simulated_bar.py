@@ -35,7 +35,7 @@ PROGRESS_WIDTH_PX = 300
 PROGRESS_PADDING_PX = 12
 
 DEMO_TOOLTIP = ("Write a simulated week into a separate demo database (never your own history) and show it on "
-                "the Dashboard, Advisor, Costs and History pages")
+                "the Dashboard, Advisor, Costs, History and Jobs pages")
 
 
 class SimulatedBar(QFrame):
