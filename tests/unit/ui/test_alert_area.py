@@ -38,10 +38,13 @@ def _where(window: MainWindow, button: QPushButton) -> QPoint:
 def test_alerts_arriving_leave_the_pages_buttons_where_they_were(qtbot: QtBot) -> None:
     window, button = _window(qtbot)
     before = _where(window, button)
+    page_height, bar_height = window.stack.height(), window.statusBar().height()
     for text, level in ALERTS:
         window.show_banner(text, level)
         qtbot.wait(1)  # the layout settles, as it would under the user's pointer
         assert _where(window, button) == before  # used to move down ~31 px per banner
+        # The status bar keeps its height: the page's bottom edge does not move either.
+        assert (window.stack.height(), window.statusBar().height()) == (page_height, bar_height)
     assert window.alert_button.isVisible()
     window.alert_button.click()  # reading them all opens a panel over the page: still nothing moves
     assert window.alert_panel.isVisible()
