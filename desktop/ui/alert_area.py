@@ -26,8 +26,10 @@ from desktop.ui.widgets.elided_label import elide_words
 BANNER_RANK = {"error": 0, "warning": 1, "info": 2}
 #: The most banners kept at once; past it the least important (the oldest of them) goes.
 MAX_BANNERS = 4
-#: The status-bar button's widest text (px): the source and recording lines keep the rest of the row.
+#: The status-bar button's widest text (px), and its share of a narrower window's width: the source and
+#: recording lines keep the rest of the row.
 BUTTON_MAX_WIDTH_PX = 560
+BUTTON_WINDOW_SHARE = 0.4
 #: The open panel's width (px) at most, and its gap to the window's edges.
 PANEL_WIDTH_PX = 760
 PANEL_MARGIN_PX = 8
@@ -160,24 +162,38 @@ class AlertButton(QPushButton):
         self.setFlat(True)
         self.summary = ""
         self.level = "info"
+        #: The widest the button may be (px): ``BUTTON_MAX_WIDTH_PX``, less in a narrow window (``fit``).
+        self.max_width_px = BUTTON_MAX_WIDTH_PX
+        self._shown: tuple[str, int] = ("", 0)
         self.hide()
 
     def show_summary(self, top_text: str, level: str, count: int, theme: Theme) -> None:
         """``top_text`` of ``count`` alerts (0: the button goes)."""
         self.level = level
+        self._shown = (top_text, count)
         if count == 0:
             self.summary = ""
             self.hide()
             return
-        more = f" (+{count - 1} more)" if count > 1 else ""
-        mark = LEVEL_MARKS.get(level, LEVEL_MARKS["info"])
-        room = BUTTON_MAX_WIDTH_PX - self.fontMetrics().horizontalAdvance(f"{mark}  {more}") - 24
-        self.summary = f"{mark} {elide_words(top_text, self.fontMetrics(), room)}{more}"
-        self.setText(self.summary.replace("&", "&&"))  # a button reads "&" as a mnemonic
+        self._write()
         self.setToolTip(f"{count} alert{'s' if count != 1 else ''}: click to read {'them' if count > 1 else 'it'} "
                         "whole and dismiss")
         self.paint(theme)
         self.show()
+
+    def fit(self, max_width_px: int) -> None:
+        """The window was resized: shorten (or lengthen) the summary to at most ``max_width_px``."""
+        self.max_width_px = max(120, min(BUTTON_MAX_WIDTH_PX, max_width_px))
+        if self._shown[1]:
+            self._write()
+
+    def _write(self) -> None:
+        top_text, count = self._shown
+        more = f" (+{count - 1} more)" if count > 1 else ""
+        mark = LEVEL_MARKS.get(self.level, LEVEL_MARKS["info"])
+        room = self.max_width_px - self.fontMetrics().horizontalAdvance(f"{mark}  {more}") - 24
+        self.summary = f"{mark} {elide_words(top_text, self.fontMetrics(), room)}{more}"
+        self.setText(self.summary.replace("&", "&&"))  # a button reads "&" as a mnemonic
 
     def paint(self, theme: Theme) -> None:
         colour = theme.severity(self.level)

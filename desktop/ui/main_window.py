@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import SourceInfo
-from desktop.ui.alert_area import MAX_BANNERS, AlertButton, AlertPanel, Banner, BannerStack
+from desktop.ui.alert_area import BUTTON_WINDOW_SHARE, MAX_BANNERS, AlertButton, AlertPanel, Banner, BannerStack
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.elided_label import ElidedLabel
@@ -102,7 +102,7 @@ class MainWindow(QMainWindow):
         self._build_alerts(theme)
         # The source names the driver and GPUs, the recording line the database path: shown verbatim, shortened
         # at a word with the whole line as tooltip when the row is too narrow.
-        self.source_label = ElidedLabel("Source: starting")
+        self.source_label = ElidedLabel("Source: starting", min_width_px=240)
         self.recording_label = ElidedLabel("Recording: starting", min_width_px=160)
         self.statusBar().addWidget(self.source_label, 1)
         #: Shown while the pages show demo data (the demo week, or a demo database opened with --db).
@@ -265,6 +265,7 @@ class MainWindow(QMainWindow):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self.alert_button.fit(round(self.width() * BUTTON_WINDOW_SHARE))
         if self.alert_panel.isVisible():
             self.alert_panel.place(self.statusBar().geometry())
 

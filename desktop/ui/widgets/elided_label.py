@@ -18,21 +18,38 @@ ELLIPSIS = "…"
 
 
 def elide_words(text: str, metrics: QFontMetrics, width_px: int) -> str:
-    """``text`` whole when it fits ``width_px``, else its longest run of whole words that fits with "…" after it;
-    a first word wider than the room on its own is cut by Qt (nothing shorter could say anything)."""
+    """``text`` whole when it fits ``width_px``, else its longest run of whole words that fits with "…" after it.
+
+    One word too long to keep (a path: "/home/me/.local/share/rigscope/history.sqlite") would leave most of the
+    room empty, or nothing at all when it comes first: that word alone is shortened in its middle
+    ("/home/me/…/history.sqlite"), which keeps both of its ends; no other word is ever cut.
+    """
     if metrics.horizontalAdvance(text) <= width_px:
         return text
     words = text.split(" ")
     low, high = 0, len(words) - 1  # the most words (low) whose prefix fits, found by bisection
     while low < high:
         middle = (low + high + 1) // 2
-        if metrics.horizontalAdvance(" ".join(words[:middle]).rstrip(" ,;:·—-") + ELLIPSIS) <= width_px:
+        if metrics.horizontalAdvance(_cut(words[:middle]) + ELLIPSIS) <= width_px:
             low = middle
         else:
             high = middle - 1
+    kept = _cut(words[:low])
+    if metrics.horizontalAdvance(kept) < width_px / 2:  # the next word is too long to keep whole
+        lead = " ".join(words[:low]) + " " if low else ""
+        tail = f" {ELLIPSIS}" if low + 1 < len(words) else ""
+        room = width_px - metrics.horizontalAdvance(lead + tail)
+        word = metrics.elidedText(words[low], Qt.TextElideMode.ElideMiddle, room)
+        if len(word) > len(ELLIPSIS):
+            return lead + word + tail
     if low == 0:
         return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width_px)
-    return " ".join(words[:low]).rstrip(" ,;:·—-") + ELLIPSIS
+    return kept + ELLIPSIS
+
+
+def _cut(words: list[str]) -> str:
+    """Words joined, without a dangling separator before the "…"."""
+    return " ".join(words).rstrip(" ,;:·—-")
 
 
 class ElidedLabel(QLabel):
@@ -59,7 +76,9 @@ class ElidedLabel(QLabel):
         return QSize(self.fontMetrics().horizontalAdvance(self.full_text) + 2 * self.margin() + 4, hint.height())
 
     def minimumSizeHint(self) -> QSize:
-        return QSize(self._min_width_px, super().minimumSizeHint().height())
+        # At least ``min_width_px`` (or the whole text, when shorter): a squeezed row shortens the others first.
+        whole = self.fontMetrics().horizontalAdvance(self.full_text) + 4
+        return QSize(min(self._min_width_px, whole), super().minimumSizeHint().height())
 
     @property
     def elided(self) -> bool:

@@ -8,6 +8,7 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
+from desktop.ui.alert_area import BUTTON_WINDOW_SHARE
 from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import DARK, LIGHT
@@ -104,7 +105,20 @@ def test_elide_words_ends_at_a_word() -> None:
     kept = shown[: -len(ELLIPSIS)]
     assert text.startswith(kept) and text[len(kept)] in " :"  # a whole word, never half of one
     one_word = "x" * 200
-    assert metrics.horizontalAdvance(elide_words(one_word, metrics, 50)) <= 50  # cut by Qt: nothing shorter says more
+    assert metrics.horizontalAdvance(elide_words(one_word, metrics, 50)) <= 50  # one word: only it can be shortened
+
+
+def test_a_path_too_long_to_keep_is_shortened_in_its_middle_not_dropped() -> None:
+    metrics = _font_metrics()
+    text = "Recording to /home/somebody/.local/share/rigscope/history.sqlite every 1 s, rollups hourly"
+    lead = metrics.horizontalAdvance("Recording to ")
+    width = lead + metrics.horizontalAdvance("/home/somebody/.local/share/rigscope/history.sqlite") * 2 // 3
+    shown = elide_words(text, metrics, width)
+    assert metrics.horizontalAdvance(shown) <= width
+    # "Recording to…" would leave most of the room empty: the path is kept, shortened between its two ends.
+    assert shown.startswith("Recording to /home/") and shown.endswith(" …"), shown
+    path = shown.split(" ")[2]
+    assert ELLIPSIS in path and path.endswith("sqlite"), path
 
 
 def test_status_bar_lines_are_shortened_at_a_word_with_the_whole_line_as_tooltip(qtbot: QtBot) -> None:
@@ -124,6 +138,9 @@ def test_status_bar_lines_are_shortened_at_a_word_with_the_whole_line_as_tooltip
     assert "history.sqlite" in label.toolTip() and "pid 1234" in label.toolTip()
     summary = window.alert_button.summary
     assert summary.startswith("ℹ Showing the demo week")
+    # In a narrow window the alert takes at most its share of the row: the status lines keep room too.
+    assert window.alert_button.width() <= round(window.width() * BUTTON_WINDOW_SHARE)
+    assert window.source_label.width() >= window.source_label.minimumSizeHint().width()
     window.banners.clear()
     window.resize(1600, 800)  # room again: the whole line
     qtbot.waitUntil(lambda: label.text() == text)
