@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from advisor.span import MONTH_S as MONTH_S  # noqa: PLC0414 (re-exported: the month of every monthly figure)
 from advisor.span import RecordedSpan
-from advisor.wording import duration_text
+from advisor.wording import duration_text, parenthesized
 
 #: Share of datasheet peak a large bf16 GEMM reaches on data-centre GPUs (H100: ~795 of 989 TFLOP/s).
 CLOUD_EFFICIENCY = 0.80
@@ -257,7 +257,7 @@ def cost_answer(c: CostComparison, price_field: str = "on the Costs page") -> st
     best = c.options[0]
     offer = best.offer
     rent = (f"Renting {_article(offer.gpu_model)} {offer.gpu_model} at {offer.on_demand_usd_h:.2f} USD/h "
-            f"({offer.provider}) would cost {best.on_demand_month:,.2f} USD a month for your "
+            f"{parenthesized(offer.provider)} would cost {best.on_demand_month:,.2f} USD a month for your "
             f"{c.busy_hours_month:,.0f} busy hours a month (from {days}, extrapolated to 30 days)")
     if not c.priced:
         return (f"{rent}; owning costs {money(c.owned_energy_month)} a month in power. Enter the purchase price "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["count_text", "duration_text", "plural_word"]
+__all__ = ["count_text", "duration_text", "parenthesized", "plural_word"]
 
 _SIBILANT_ENDINGS = ("s", "sh", "ch", "x", "z")
 
@@ -22,6 +22,18 @@ def plural_word(count: float, singular: str, plural: str | None = None) -> str:
     if plural is not None:
         return plural
     return singular + ("es" if singular.endswith(_SIBILANT_ENDINGS) else "s")
+
+
+_TRAILING_ASIDE = re.compile(r"^(?P<head>.*\S)\s*\((?P<aside>[^()]*)\)\s*$")
+
+
+def parenthesized(text: str) -> str:
+    """``text`` in parentheses, an aside of its own turned into a comma clause: "(Vast.ai, market)" for the
+    provider "Vast.ai (market)", never "(Vast.ai (market))"."""
+    match = _TRAILING_ASIDE.match(text)
+    if match is not None:
+        text = f"{match['head']}, {match['aside']}"
+    return f"({text})"
 
 
 def count_text(count: float, singular: str, plural: str | None = None) -> str:

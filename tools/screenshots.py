@@ -72,6 +72,13 @@ def _select_starved_job(app: RigscopeApp) -> None:
         page.table.selectRow(names.index("train_dataloader.py"))
 
 
+def _show_alerts(app: RigscopeApp) -> None:
+    """The alert panel open over the Dashboard: the live part's alerts (one per kind, as the window keeps them)."""
+    for alert in {a.kind: a for a in app.fired}.values():
+        app.window.show_banner(alert.message, alert.level, key=f"alert.{alert.kind}.{alert.gpu_uuid}")
+    app.window.toggle_alerts()
+
+
 def _show_week(app: RigscopeApp) -> None:
     """The History page opens on the newest week; the picture shows the last full one."""
     combo = app.history_page.week_combo
@@ -91,6 +98,8 @@ SHOTS: list[Shot] = [
     Shot("stress", "stress-empty.png", "dark"),  # before the first run: the empty state, not 0-1 charts
     Shot("history", "history.png", "dark", prepare=_show_week),
     Shot("jobs", "jobs.png", "dark", prepare=_select_starved_job),
+    # Alerts in the status bar and, opened from it, the panel over the page (nothing above the page moves).
+    Shot("dashboard", "alerts.png", "dark", window="1 h", prepare=_show_alerts),
 ]
 
 
@@ -210,7 +219,7 @@ def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
             for _ in range(LIVE_TICKS):
                 clock.now_s += 1.0
                 app.on_snapshot(app.sampler.tick())
-            app.window.banners.clear()  # the live ticks' alerts stack up; the pictures show the demo note only
+            app.window.banners.clear()  # the live ticks' alerts; the pictures show the demo note (alerts.png: them)
             app.window.show_banner("Demo: a simulated RTX 4090 Laptop GPU running the demo week's training job.",
                                    "info")
             for shot in shots:
@@ -218,6 +227,7 @@ def take(out_dir: Path, shots: Sequence[Shot] = SHOTS) -> list[Path]:
                 apply_theme(qt_app, theme)
                 app.theme = theme
                 app.window.apply_theme(theme)
+                app.window.alert_panel.hide()  # opened for one picture only
                 app.window.show_page(shot.page)
                 if shot.window:
                     app.dashboard.set_window(shot.window)

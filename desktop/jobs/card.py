@@ -24,6 +24,7 @@ from advisor.thresholds import Thresholds
 from advisor.verdict import MIN_SUSTAINED_S, RunTrace, judge
 from advisor.verdict_model import Verdict
 from advisor.verdict_text import format_duration
+from advisor.wording import parenthesized
 from desktop.config import CostSettings
 from desktop.history.frames import RAW_SPAN_LIMIT_S, load_frame
 from desktop.history.store import HistoryStore
@@ -323,8 +324,9 @@ def card_rows(card: JobCard) -> list[tuple[str, str]]:
             gpus = f"{c.gpus} x " if c.gpus > 1 else ""
             spot = f", {money_text(c.spot_usd, 'USD')} spot" if c.spot_usd is not None else ""
             overall = f"{c.overall_speed:.2g}x overall: " if c.overall_speed is not None else ""
+            where = parenthesized(c.provider)  # "(Vast.ai, market)", never "(Vast.ai (market))"
             rows.append(("in the cloud" if i == 0 else "",
-                         f"{gpus}{c.gpu_model} ({c.provider}): {money_text(c.on_demand_usd, 'USD')}{spot}, "
+                         f"{gpus}{c.gpu_model} {where}: {money_text(c.on_demand_usd, 'USD')}{spot}, "
                          f"{duration_text(c.hours * 3600.0)} ({overall}{part} at {c.relative_speed:.2g}x, {basis})"))
     rows.extend(("note", n) for n in card.notes if n not in lost)
     return rows

@@ -5,14 +5,15 @@ fires once per episode (while its condition holds it stays quiet) and an episode
 again within ``debounce_s`` of the last notice of the same alert on the same GPU is not
 announced again (a temperature that wobbles around the threshold). After each ``check``,
 ``ended`` lists the ``(kind, gpu_uuid)`` episodes whose condition stopped holding in that
-snapshot, so whoever shows an alert (the banner) takes it down again. Pure logic: no Qt, so
-it is tested with plain snapshots; the app shows the result in the banner and the tray.
+snapshot, so whoever shows an alert (the status bar's alert list) takes it down again. Pure logic: no Qt, so
+it is tested with plain snapshots; the app shows the result in the status bar and the tray.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.wording import parenthesized
 from desktop.config import AlertSettings
 from desktop.telemetry.model import THROTTLE_REASONS, ClockEventReason, DeviceState, Snapshot
 
@@ -51,7 +52,7 @@ class AlertMonitor:
         for reading in snap.gpus:
             info = reading.info
             index = info.index
-            name = f"GPU {index} ({info.name})"
+            name = f"GPU {index} {parenthesized(info.name)}"  # "(… Laptop GPU, simulated)", not "(… (simulated))"
             conditions: dict[str, str | None] = {}
             lost = reading.state is DeviceState.LOST
             conditions["lost"] = (f"{name} stopped answering: {reading.state_detail or 'lost'}"

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from desktop.reporting import HistorySource
     from desktop.stress.run_model import Clock
     from desktop.ui.pages.advisor_history import HistoryPage
+    from desktop.ui.pages.jobs_page import JobsPage
     from desktop.ui.pages.processes import ProcessesPage
     from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.pages.stress_page import StressPage
@@ -91,7 +92,7 @@ class RigscopeApp(QObject):
         self._unseen_by_processes: list[Snapshot] = []
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
-        #: The history the Advisor, Costs and History pages read: the recorded one, or the demo week.
+        #: The history the Advisor, Costs, History and Jobs pages read: the recorded one, or the demo week.
         self.history_path = self.db_path
         #: Where the Stress page's runs take time from (read when the page is built).
         self.stress_clock = stress_clock
@@ -253,7 +254,8 @@ class RigscopeApp(QObject):
         from desktop.jobs.detail import JobsHistory
         from desktop.ui.pages.jobs_page import JobsPage
 
-        return JobsPage(JobsHistory(self.db_path, lambda: self.settings.costs), self.theme)
+        # The history shown (the demo week's jobs while it is shown), like the Advisor, Costs and History pages.
+        return JobsPage(JobsHistory(self.history_path, lambda: self.settings.costs), self.theme)
 
     def _build_history_page(self) -> HistoryPage:
         from desktop.ui.pages.advisor_history import HistoryPage
@@ -312,7 +314,7 @@ class RigscopeApp(QObject):
         self.simulated.load_demo_week()
 
     def show_history(self, path: Path) -> None:
-        """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs and History pages."""
+        """Read the history at ``path`` (the demo week) on the Dashboard, Advisor, Costs, History and Jobs pages."""
         from desktop.history.store import HistoryStore
 
         if path == self.db_path:  # back from the demo: the recording's own reader (None before anything is recorded)
@@ -327,6 +329,8 @@ class RigscopeApp(QObject):
         self.history_path = path
         if self._history_source is not None:
             self._history_source.db_path = path
+        if self.window.is_built("jobs"):
+            cast("JobsPage", self.window.page("jobs")).show_history(path)
         for key in ("advisor", "costs", "history"):
             if self.window.is_built(key):
                 self.window.page(key).refresh()
@@ -362,7 +366,7 @@ class RigscopeApp(QObject):
         self.update_recording_status()
         for alert in self.alerts.check(snap):
             self.fired.append(alert)
-            # One banner per alert kind and GPU: a repeat replaces it instead of pushing others out.
+            # One alert per kind and GPU in the status bar's list: a repeat replaces it instead of pushing others out.
             self.window.show_banner(alert.message, alert.level, key=f"alert.{alert.kind}.{alert.gpu_uuid}")
             self.tray.notify("Rigscope alert", alert.message, error=alert.level == "error")
             self.recording.add_event(alert.time_s, f"alert.{alert.kind}", alert.message, alert.gpu_uuid)

@@ -25,7 +25,7 @@ from desktop.ui.recording import open_recording
 def run_window(sampler: Sampler, settings: Settings, db: Path,
                problems: Sequence[tuple[str, str]] = ()) -> int:
     """Open the window on ``sampler``, recording to ``db``, until the user quits (`rigscope gui`,
-    wired in desktop/cli/gui.py); ``problems`` in the settings are shown in a banner."""
+    wired in desktop/cli/gui.py); ``problems`` in the settings are shown among the alerts (status bar)."""
     ensure_private_dir(db.parent)  # 0700 when created here; an existing folder keeps its mode
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qt_app, QApplication)

@@ -1,4 +1,4 @@
-"""The main window: a sidebar of pages, an alert banner, and a status bar with source and recording state.
+"""The main window: a sidebar of pages, and a status bar with the alerts, the source and the recording state.
 
 Pages are registered, not hard-coded, so a feature adds itself with one line in app.py::
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -33,12 +33,15 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.telemetry.model import SourceInfo
+from desktop.ui.alert_area import BUTTON_WINDOW_SHARE, MAX_BANNERS, AlertButton, AlertPanel, Banner, BannerStack
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.text import plain, plain_tooltip
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.elided_label import ElidedLabel
 
 if TYPE_CHECKING:
     from desktop.ui.widgets.compare_dialog import CompareDialog
+
+__all__ = ["MAX_BANNERS", "Banner", "BannerStack", "MainWindow", "PageEntry"]
 
 SIDEBAR_WIDTH_PX = 150
 
@@ -52,125 +55,6 @@ class PageEntry:
     shortcut: QShortcut | None
     #: Builds the page on first use (``widget`` is an empty placeholder until then).
     factory: Callable[[], PageWidget] | None = None
-
-
-#: How each banner level ranks: a more important banner is shown above, and stays when the stack is full.
-BANNER_RANK = {"error": 0, "warning": 1, "info": 2}
-#: The most banners shown at once; past it the least important (the oldest of them) goes.
-MAX_BANNERS = 4
-
-
-class Banner(QFrame):
-    """A dismissible one-line message above the pages (an alert, a recovered database, invalid settings)."""
-
-    dismissed = Signal(object)  # this banner
-
-    def __init__(self, key: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("banner")
-        #: Banners with the same key replace each other (by default the text itself).
-        self.key = key
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(10, 4, 6, 4)
-        self.label = QLabel()
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.close_button = QPushButton("Dismiss")
-        self.close_button.setFlat(True)
-        self.close_button.clicked.connect(lambda: self.dismissed.emit(self))
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.close_button)
-        self.level = "info"
-        #: Order of arrival, for "newest first" within a level.
-        self.serial = 0
-
-    def show_message(self, text: str, level: str, theme: Theme) -> None:
-        self.level = level if level in BANNER_RANK else "info"
-        self.paint(theme)
-        self.label.setText(text)
-
-    def paint(self, theme: Theme) -> None:
-        colour = {"error": theme.bad, "warning": theme.warn}.get(self.level, theme.accent)
-        self.setStyleSheet(f"#banner {{ border: 1px solid {colour}; border-left: 6px solid {colour};"
-                           f" border-radius: 3px; }}")
-
-
-class BannerStack(QWidget):
-    """The banners above the pages: one row each, the most important first, so none hides another.
-
-    A banner with the key of one already shown replaces it in place (a repeated alert does not
-    pile up); past ``MAX_BANNERS`` the least important, oldest first, goes. Each row has its own
-    Dismiss button.
-    """
-
-    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.theme = theme
-        self._layout = QVBoxLayout(self)
-        self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.setSpacing(4)
-        self._banners: list[Banner] = []
-        self._serial = 0
-        self.hide()
-
-    def banners(self) -> list[Banner]:
-        """The banners shown, top to bottom."""
-        return list(self._banners)
-
-    def texts(self) -> list[str]:
-        return [banner.label.text() for banner in self._banners]
-
-    def show_message(self, text: str, level: str = "warning", key: str | None = None) -> Banner:
-        key = key if key is not None else text
-        banner = next((b for b in self._banners if b.key == key), None)
-        if banner is None:
-            banner = Banner(key, self)
-            banner.dismissed.connect(self.dismiss)
-            self._banners.append(banner)
-        self._serial += 1
-        banner.serial = self._serial
-        banner.show_message(text, level, self.theme)
-        self._banners.sort(key=lambda b: (BANNER_RANK[b.level], -b.serial))
-        while len(self._banners) > MAX_BANNERS:
-            # The least important goes; among equals the oldest (a new one only goes when all others outrank it).
-            victim = max(self._banners, key=lambda b: (BANNER_RANK[b.level], -b.serial))
-            self._remove(victim)
-        self._relayout()
-        return banner
-
-    def clear_key(self, key: str) -> None:
-        """Take down the banner shown under ``key`` (its condition ended); nothing when none is."""
-        for banner in [b for b in self._banners if b.key == key]:
-            self.dismiss(banner)
-
-    def dismiss(self, banner: Banner) -> None:
-        if banner in self._banners:
-            self._remove(banner)
-            self._relayout()
-
-    def clear(self) -> None:
-        for banner in list(self._banners):
-            self._remove(banner)
-        self._relayout()
-
-    def _remove(self, banner: Banner) -> None:
-        self._banners.remove(banner)
-        self._layout.removeWidget(banner)
-        banner.hide()
-        banner.deleteLater()
-
-    def _relayout(self) -> None:
-        for banner in self._banners:
-            self._layout.removeWidget(banner)
-        for banner in self._banners:
-            self._layout.addWidget(banner)
-            banner.show()
-        self.setVisible(bool(self._banners))
-
-    def apply_theme(self, theme: Theme) -> None:
-        self.theme = theme
-        for banner in self._banners:
-            banner.paint(theme)
 
 
 class MainWindow(QMainWindow):
@@ -201,13 +85,11 @@ class MainWindow(QMainWindow):
         self.sidebar.setFrameShape(QFrame.Shape.NoFrame)
         self.sidebar.currentRowChanged.connect(self._row_changed)
         self.stack = QStackedWidget()
-        self.banners = BannerStack(theme)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(6, 6, 6, 0)
         right_layout.setSpacing(6)
-        right_layout.addWidget(self.banners)
         right_layout.addWidget(self.stack, 1)
         central = QWidget()
         layout = QHBoxLayout(central)
@@ -217,9 +99,11 @@ class MainWindow(QMainWindow):
         layout.addWidget(right, 1)
         self.setCentralWidget(central)
 
-        # The source names the driver and GPUs, the recording line the database path: shown verbatim.
-        self.source_label = plain(QLabel("Source: starting"))
-        self.recording_label = plain(QLabel("Recording: starting"))
+        self._build_alerts(theme)
+        # The source names the driver and GPUs, the recording line the database path: shown verbatim, shortened
+        # at a word with the whole line as tooltip when the row is too narrow.
+        self.source_label = ElidedLabel("Source: starting", min_width_px=240)
+        self.recording_label = ElidedLabel("Recording: starting", min_width_px=160)
         self.statusBar().addWidget(self.source_label, 1)
         #: Shown while the pages show demo data (the demo week, or a demo database opened with --db).
         self.demo_label = QLabel("DEMO DATA")
@@ -240,6 +124,16 @@ class MainWindow(QMainWindow):
         self._shortcut("Ctrl+K", self.open_compare)
         self.compare_dialog: CompareDialog | None = None
         self.apply_theme(theme)
+
+    def _build_alerts(self, theme: Theme) -> None:
+        # Alerts live in the status bar (a row of fixed height) and a panel over the page opened from it: a new
+        # alert never pushes the page's buttons down while the user clicks (they used to stack above every page).
+        self.banners = BannerStack(theme)
+        self.alert_panel = AlertPanel(self.banners, theme, self)
+        self.alert_button = AlertButton()
+        self.alert_button.clicked.connect(self.toggle_alerts)
+        self.banners.changed.connect(self._alerts_changed)
+        self.statusBar().addWidget(self.alert_button)
 
     # --- pages ----------------------------------------------------------------------
     def add_page(self, key: str, title: str, widget: PageWidget | Callable[[], PageWidget],
@@ -325,12 +219,10 @@ class MainWindow(QMainWindow):
             text = f"Source: simulated GPU{why}"
         else:
             text = f"Source: NVIDIA driver (NVML) — {source.detail}"
-        self.source_label.setText(text)
-        self.source_label.setToolTip(plain_tooltip(source.detail))
+        self.source_label.set_full_text(text, source.detail)
 
     def set_recording(self, text: str, tooltip: str = "") -> None:
-        self.recording_label.setText(text)
-        self.recording_label.setToolTip(plain_tooltip(tooltip))
+        self.recording_label.set_full_text(text, tooltip)
 
     def set_demo_shown(self, shown: bool) -> None:
         """Label every page (the status bar) while the history shown is demo data."""
@@ -343,15 +235,39 @@ class MainWindow(QMainWindow):
                                       " padding: 0 6px; font-weight: bold;")
 
     def show_banner(self, text: str, level: str = "warning", key: str | None = None) -> None:
-        """Show ``text`` in a banner of its own (``level``: error, warning or info) without hiding the others;
-        a banner with the same ``key`` (default: the same text) is replaced instead of repeated."""
+        """Add ``text`` to the alerts (``level``: error, warning or info) without hiding the others; one with the
+        same ``key`` (default: the same text) is replaced instead of repeated. The status bar shows the most
+        important; its button opens them all."""
         self.banners.show_message(text, level, key)
 
     @property
     def banner(self) -> Banner | None:
-        """The top banner: the most important, the newest among equals (None when none is shown)."""
+        """The top alert: the most important, the newest among equals (None when there is none)."""
         banners = self.banners.banners()
         return banners[0] if banners else None
+
+    def toggle_alerts(self) -> None:
+        """Open the alert panel over the bottom of the page (or close it)."""
+        if self.alert_panel.isVisible():
+            self.alert_panel.hide()
+        elif self.banners.banners():
+            self.alert_panel.open_at(self.statusBar().geometry())
+
+    def _alerts_changed(self) -> None:
+        top = self.banner
+        count = len(self.banners.banners())
+        self.alert_button.show_summary(top.label.text() if top else "", top.level if top else "info", count,
+                                       self.theme)
+        if count == 0:
+            self.alert_panel.hide()
+        elif self.alert_panel.isVisible():  # one more or one fewer: the panel fits its alerts again
+            self.alert_panel.place(self.statusBar().geometry())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.alert_button.fit(round(self.width() * BUTTON_WINDOW_SHARE))
+        if self.alert_panel.isVisible():
+            self.alert_panel.place(self.statusBar().geometry())
 
     # --- window behaviour -----------------------------------------------------------
     def open_compare(self) -> None:
@@ -391,6 +307,8 @@ class MainWindow(QMainWindow):
             f"#sidebar::item:selected {{ background: {theme.accent}; color: {'#000' if theme.dark else '#fff'}; }}"
         )
         self.banners.apply_theme(theme)
+        self.alert_panel.paint(theme)
+        self.alert_button.paint(theme)
         for entry in self._pages.values():
             if entry.factory is None:  # a lazy page is themed when built
                 entry.widget.apply_theme(theme)

@@ -115,7 +115,7 @@ class SimulatedActions(QObject):
         self.window.set_demo_shown(True)
         self.window.show_banner(
             f"Showing the demo week from {path}: a simulated week, not your own history, on the Dashboard's "
-            f"24 h and 7 d windows and on the Advisor, Costs and History pages. Recording goes on into "
+            f"24 h and 7 d windows and on the Advisor, Costs, History and Jobs pages. Recording goes on into "
             f"{self.db_path}; Leave demo (on the simulated bar) shows your own history again.", "info",
             key="demo-week")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
 
 from advisor.wording import CODE_SPAN
@@ -27,6 +28,18 @@ def plain(label: QLabel) -> QLabel:
 def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
     """A QLabel that shows ``text`` (and every later ``setText``) verbatim."""
     return plain(QLabel(text, parent))
+
+
+def heading(label: QLabel, point_size: float | None = None) -> QLabel:
+    """``label`` in bold (at ``point_size`` pt when given), by its font: a style sheet would fix its palette at
+    the theme it was first shown in, and after a switch to the dark theme its text stayed the light theme's
+    near-black on near-black (the Jobs card's title). Returned for chaining."""
+    font = QFont(label.font())
+    font.setBold(True)
+    if point_size is not None:
+        font.setPointSizeF(point_size)
+    label.setFont(font)
+    return label
 
 
 def code_as_text(text: str) -> str:

@@ -2,7 +2,7 @@
 
 Where no tray host exists (offscreen, a bare X server, some Wayland desktops)
 ``QSystemTrayIcon.isSystemTrayAvailable()`` is False: then there is no icon, closing the
-window quits, and notifications go to the banner only. Tests inject ``available``.
+window quits, and notifications go to the window's alerts (status bar) only. Tests inject ``available``.
 """
 
 from __future__ import annotations

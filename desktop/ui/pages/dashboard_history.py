@@ -50,6 +50,14 @@ def history_note(live_s: float, resolution: str) -> str:
     return f"Before the last {live_span_text(live_s)}: from the history ({words})"
 
 
+def empty_history_note(live_s: float) -> str:
+    """The note when the history holds nothing before the live readings: what the plot does show (its live part),
+    not "No history for this window yet" over 9 minutes of data."""
+    if live_s <= 0:
+        return "No history for this window yet"
+    return f"Showing the live readings of the last {live_span_text(live_s)}: nothing recorded before them"
+
+
 class HistoryQuery(Protocol):
     """What the dashboard needs from the history store (``desktop.history.store.HistoryStore``)."""
 
@@ -151,7 +159,7 @@ class HistoryFill(QObject):
             panel = panels[index]
             panel.paint_history(part.time_s, part.columns)
             self.note.setText(history_note(self.live_s, part.resolution) if part.time_s.size else
-                              "No history for this window yet")
+                              empty_history_note(self.live_s))
             panel.painted_version = -1
             panel.painted_end_s = None
         self.on_filled()

@@ -30,8 +30,8 @@ RING_COLUMNS = ("utilization_gpu_pct", "utilization_mem_pct", "vram_used_mib", "
 #: measured SM activity where the GPU has GPM (Hopper, Blackwell), else the power/clock estimate.
 EFFECTIVE_LOAD_LABEL = "Effective load (estimate)"
 MEASURED_LOAD_LABEL = "SM activity (measured)"
-UTIL_TITLES = {False: "Utilization · effective load (dashed, estimate)",
-               True: "Utilization · SM activity (dashed, measured)"}
+#: The legend beside the title names each line (the estimate or measurement in the dashed line's label).
+UTIL_TITLES = {False: "Utilization", True: "Utilization"}
 LANE_REASONS = (
     ClockEventReason.SW_POWER_CAP,
     ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,

@@ -9,6 +9,7 @@ with the thermal guard's pauses shaded.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses
 from desktop.jobs.model import JobRecord
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
+from desktop.ui.text import heading
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.charts import LEFT_AXIS_WIDTH_PX
 from desktop.ui.widgets.plot_column import PlotColumn
@@ -118,7 +120,7 @@ class JobsPage(PageWidget):
         right_layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel("")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
-        self.title.setStyleSheet("font-weight: bold; font-size: 13pt;")
+        heading(self.title, 13.0)
         right_layout.addWidget(self.title)
         self.card_table = QTableWidget(0, 2)
         self.card_table.horizontalHeader().setVisible(False)
@@ -167,7 +169,15 @@ class JobsPage(PageWidget):
         return self.list_loader.busy or self.detail_loader.busy
 
     def page_shown(self) -> None:
-        if not self._loaded_once and not self.list_loader.busy:
+        # Read again each time: a job that `rigscope run` finished in a terminal meanwhile appears.
+        if not self.list_loader.busy:
+            self.refresh()
+
+    def show_history(self, db_path: Path) -> None:
+        """List the jobs of the history at ``db_path`` (the demo week's, or this machine's again)."""
+        self.source.db_path = db_path
+        self.detail = None
+        if self._loaded_once:
             self.refresh()
 
     def refresh(self) -> None:
@@ -180,6 +190,9 @@ class JobsPage(PageWidget):
 
     def _show_list(self, records: Any) -> None:
         selected = self.detail.record.job_id if self.detail is not None else None
+        if self.detail is not None and list(records) == self.records:
+            self._say_count()  # read again on show, nothing new: the shown card and charts stay as they are
+            return
         self.records = list(records)
         self.table.blockSignals(True)
         self.table.setRowCount(len(self.records))
@@ -199,10 +212,13 @@ class JobsPage(PageWidget):
             self.status.setText("")
             return
         self.stack.setCurrentIndex(1)
-        count = len(self.records)
-        self.status.setText(f"{count} job{'s' if count != 1 else ''} recorded (newest first).")
+        self._say_count()
         ids = [r.job_id for r in self.records]
         self.table.selectRow(ids.index(selected) if selected in ids else 0)
+
+    def _say_count(self) -> None:
+        count = len(self.records)
+        self.status.setText(f"{count} job{'s' if count != 1 else ''} recorded (newest first).")
 
     def _selection_changed(self) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -22,8 +22,8 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
+from PySide6.QtGui import QHideEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -81,6 +81,9 @@ DEFAULT_PRESET = 1
 START_SHORTCUT = "Ctrl+Return"
 #: How long quitting waits for a run being stored.
 SHUTDOWN_WAIT_S = 5.0
+#: While the page is shown, how often it reads the stored runs again: a run that `rigscope stress` (or
+#: another window) saved meanwhile appears in "Earlier runs" without a restart.
+RUNS_RELOAD_S = 5.0
 
 
 class StressPage(PageWidget):
@@ -115,6 +118,10 @@ class StressPage(PageWidget):
         #: Reads the table of earlier runs; ``judging`` judges and stores a finished run.
         self.runs_loader = Loader(self, name="stress-runs")
         self.judging = Loader(self, name="stress-judge")
+        #: Reads the stored runs again while the page is shown (other processes store runs too).
+        self.runs_timer = QTimer(self)
+        self.runs_timer.setInterval(round(RUNS_RELOAD_S * 1000))
+        self.runs_timer.timeout.connect(self.reload_runs)
         self._build()
         self._set_running(False)
         if device == "sim":
@@ -324,6 +331,7 @@ class StressPage(PageWidget):
 
     def shutdown(self) -> None:
         """Stop a running test and wait for it, and for a run being stored (the app calls this on quit)."""
+        self.runs_timer.stop()
         if self.worker is not None:
             self.worker.cancel()
             self.worker.wait(5000)
@@ -429,6 +437,29 @@ class StressPage(PageWidget):
         self.runs_title.setText("Earlier runs: reading…")
         db_path, read_runs = self.db_path, self.read_runs
         self.runs_loader.run(lambda: read_runs(db_path), self._show_runs, self._runs_failed)
+
+    def reload_runs(self) -> None:
+        """Read the stored runs again (the page shown, or its timer while shown); the table changes only when the
+        stored runs did, and a run under way or being stored is left alone (it refreshes the table itself)."""
+        if self.db_path is None or self.runs_loader.busy or self.running:
+            return
+        db_path, read_runs = self.db_path, self.read_runs
+        self.runs_loader.run(lambda: read_runs(db_path), self._runs_reloaded,
+                             lambda error: log.warning("cannot list stress runs: %s", error))
+
+    def _runs_reloaded(self, runs: Sequence[StressResult]) -> None:
+        if [r.run_id for r in runs] != [r.run_id for r in self.runs]:
+            self._show_runs(runs)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.reload_runs()
+        self.runs_timer.start()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        # Another page, the window closed or hidden in the tray: nobody looks at the table.
+        self.runs_timer.stop()
+        super().hideEvent(event)
 
     @property
     def loading(self) -> bool:

@@ -558,7 +558,8 @@ class TimePlot:
         return None
 
     def show_readout(self, time_s: float | None) -> None:
-        """The title with units; while hovering, the values at ``time_s`` and the clock time."""
+        """The title with units and, with several series, a legend; while hovering, the values at ``time_s`` and
+        the clock time instead of the legend."""
         muted, text = self.theme.muted, self.theme.text
         unit = f" ({self.unit})" if self.unit else ""
         parts = [f"<span style='color:{text}'><b>{self.title}</b></span><span style='color:{muted}'>{unit}</span>"]
@@ -577,7 +578,18 @@ class TimePlot:
                                  f"&nbsp;<span style='color:{text}'>{series.label} {shown}</span>")
             (x0, x1), _ = self.item.viewRange()
             parts.append(f"<span style='color:{muted}'>{readout_time(time_s, x0, x1)}</span>")
+        elif len(self._series) > 1 and not self.categories:
+            # Not hovering: a legend, so every line is named where it is drawn (the dotted memory line was not).
+            parts.extend(f"<span style='color:{series.colour}'>{_SWATCHES[series.style]}</span>"
+                         f"&nbsp;<span style='color:{muted}'>{series.label}</span>"
+                         for series in self._series.values())
         self.readout.setHtml("&nbsp;&nbsp;".join(parts))
+
+    def legend(self) -> list[tuple[str, str, str]]:
+        """What the title band names when not hovering: (label, colour, line style) of each series, in order."""
+        if len(self._series) < 2 or self.categories:
+            return []
+        return [(series.label, series.colour, series.style) for series in self._series.values()]
 
     def set_crosshair(self, time_s: float | None) -> None:
         if time_s is None:

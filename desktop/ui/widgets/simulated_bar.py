@@ -19,14 +19,23 @@ from desktop.telemetry.simulated import WORKLOADS
 from desktop.telemetry.simulated.envelope import DEFAULT_MODE, SHIFT_MODES
 from desktop.ui.text import plain
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.elided_label import elide_words
 
 IDLE_TEXT = ("Simulated GPU, nothing running on it: its graphs stay flat until something loads it. "
              "Start a simulated workload, or load a demo week of history to look back on.")
+#: Idle while the demo week is shown: its history fills the 24 h and 7 d windows, so the graphs are not flat.
+DEMO_IDLE_TEXT = ("Showing the demo week: its history fills the 24 h and 7 d windows. The simulated GPU runs "
+                  "nothing now, so the live readings stay flat until you start a simulated workload.")
 _WORKLOAD_PIDS = {w.pid for w in WORKLOADS.values()}
 
 
+#: The demo week's progress bar: wide enough for "Writing host and process samples… 80 %" in the default font.
+PROGRESS_WIDTH_PX = 300
+#: What the bar's frame and text margins take from its width (px).
+PROGRESS_PADDING_PX = 12
+
 DEMO_TOOLTIP = ("Write a simulated week into a separate demo database (never your own history) and show it on "
-                "the Dashboard, Advisor, Costs and History pages")
+                "the Dashboard, Advisor, Costs, History and Jobs pages")
 
 
 class SimulatedBar(QFrame):
@@ -52,7 +61,7 @@ class SimulatedBar(QFrame):
         self.demo_button.clicked.connect(self._demo_clicked)
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
-        self.progress.setFixedWidth(220)
+        self.progress.setFixedWidth(PROGRESS_WIDTH_PX)
         self.progress.hide()
         self.workload_button = QPushButton("Start simulated &workload ▾")
         self.workload_button.setToolTip("Give the simulated GPU something to do: every page, alert and the "
@@ -115,18 +124,25 @@ class SimulatedBar(QFrame):
             self.text.setText("Simulated GPU running " + shown
                               + ". The Dashboard, Processes page, alerts and recording all see this load.")
         else:
-            self.text.setText(IDLE_TEXT)
+            self.text.setText(self.idle_text())
+
+    def idle_text(self) -> str:
+        """What the bar says while nothing runs on the simulated GPU (the demo week shown or not)."""
+        return DEMO_IDLE_TEXT if self.demo_shown else IDLE_TEXT
 
     # --- the demo week ---------------------------------------------------------------
     def demo_started(self) -> None:
         self.demo_button.setEnabled(False)
-        self.progress.setValue(0)
-        self.progress.setFormat("Writing the demo week… %p %")
         self.progress.show()
+        self.demo_progress(0.0, "Writing the demo week…")
 
     def demo_progress(self, fraction: float, step: str) -> None:
         self.progress.setValue(round(100 * max(0.0, min(1.0, fraction))))
-        self.progress.setFormat(f"{step} %p %")
+        # Inside the bar, shortened at a word when it would overflow it; the whole step as tooltip.
+        metrics = self.progress.fontMetrics()
+        room = self.progress.contentsRect().width() - PROGRESS_PADDING_PX - metrics.horizontalAdvance(" 100 %")
+        self.progress.setFormat(f"{elide_words(step, metrics, room)} %p %")
+        self.progress.setToolTip(step)
 
     def demo_finished(self, message: str) -> None:
         self.progress.hide()
@@ -138,7 +154,10 @@ class SimulatedBar(QFrame):
 
     def set_demo_shown(self, shown: bool) -> None:
         """The pages show the demo week (the button says "Leave demo"), or this machine's history again."""
+        was_idle = self.text.text() in (IDLE_TEXT, DEMO_IDLE_TEXT)
         self.demo_shown = shown
+        if was_idle:
+            self.text.setText(self.idle_text())
         self.demo_button.setText("&Leave demo" if shown else "&Load demo week")
         self.demo_button.setToolTip("Show this machine's own history again" if shown else DEMO_TOOLTIP)
 

@@ -40,7 +40,8 @@ def test_the_plot_line_is_relabelled_when_the_gpu_measures(qtbot: QtBot, theme: 
     panel = GpuPanel(estimated_info, 600, theme)
     qtbot.addWidget(panel)
     util = panel.plots.plot("util")
-    assert util.title == "Utilization · effective load (dashed, estimate)"
+    assert util.title == "Utilization"
+    assert ("Effective load (estimate)", "dash") in [(label, st) for label, _c, st in util.legend()]
     assert util._series["effective_load_pct"].label == EFFECTIVE_LOAD_LABEL
     for i in range(60):  # an estimate first (a GPU whose GPM only answered after a while) ...
         panel.add_reading(T0 + i, _reading(estimated_info, 80.0))
@@ -48,7 +49,7 @@ def test_the_plot_line_is_relabelled_when_the_gpu_measures(qtbot: QtBot, theme: 
         panel.add_reading(T0 + i, _reading(H100, 62.0, GpmActivity(62.0, 41.0, 55.0)))
     panel.resize(900, 700)
     panel.paint(T0, T0 + 120)
-    assert util.title == "Utilization · SM activity (dashed, measured)"
+    assert ("SM activity (measured)", "dash") in [(label, st) for label, _c, st in util.legend()]
     assert util._series["effective_load_pct"].label == MEASURED_LOAD_LABEL == "SM activity (measured)"
     assert panel.card.values["utilization"].text() == "100 % · act. 62 %"
     panel.grab().save(f"/tmp/gpm_panel_{'dark' if theme is DARK else 'light'}.png")

@@ -101,7 +101,7 @@ def test_a_damaged_database_moved_aside_at_start_is_shown_in_the_window(make_app
     assert recording.writer is not None and recording.writer.recovered_from is not None
     h = make_app(recording=recording)
     banner = h.app.window.banner
-    assert banner.isVisibleTo(h.app.window)
+    assert banner is not None and h.app.window.alert_button.isVisibleTo(h.app.window)  # said in the status bar
     assert "damaged" in banner.label.text() and str(recording.writer.recovered_from) in banner.label.text()
 
 

@@ -1,4 +1,5 @@
-"""Banners do not lose each other: a settings banner after the recovered-database one leaves both in view."""
+"""Alerts do not lose each other: a settings alert after the recovered-database one leaves both listed (the status
+bar names the most important, its panel lists them all)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def test_a_settings_banner_does_not_replace_the_recovered_database_banner(qtbot:
     window.show_banner(RECOVERED, "warning")
     window.show_banner(SETTINGS, "warning")
     assert window.banners.texts() == [SETTINGS, RECOVERED]  # newest first among equals
+    assert window.alert_button.isVisibleTo(window) and "(+1 more)" in window.alert_button.summary
+    window.alert_button.click()  # the panel lists them all
     assert all(b.isVisibleTo(window) for b in window.banners.banners())
     # An error goes on top; an info below the warnings.
     window.show_banner("Sampling failed: NVML lost", "error")
@@ -82,4 +85,6 @@ def test_the_app_keeps_the_recovered_database_banner_under_a_settings_banner(mak
     h.app.window.show_banner(SETTINGS, "warning")  # what run_window does with invalid settings
     texts = h.app.window.banners.texts()
     assert len(texts) == 2 and any("damaged" in t for t in texts) and SETTINGS in texts
+    h.app.window.show()
+    h.app.window.alert_button.click()
     assert all(b.isVisibleTo(h.app.window) for b in h.app.window.banners.banners())
