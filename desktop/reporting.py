@@ -33,6 +33,7 @@ from advisor.rules import Recommendation
 from advisor.safetext import printable
 from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
 from advisor.usage import NO_KEY, GpuEnergy, ProcessUsageRows, UsageTable, account_usage
+from advisor.wording import parenthesized
 from desktop import config
 from desktop.advice import (
     Advice,
@@ -139,7 +140,7 @@ def load_usage_rows(store: Any, frame: HistoryFrame) -> ProcessUsageRows:
 def gpu_labels(gpus: list[tuple[int, str, str]]) -> dict[str, str]:
     """(index, uuid, name) -> {uuid: "GPU 0 (name)"}; cards that share slot and name also show their uuid."""
     shared = Counter((index, name) for index, _, name in gpus)
-    return {uuid: f"GPU {index} ({name})" + (f" [{uuid}]" if shared[(index, name)] > 1 else "")
+    return {uuid: f"GPU {index} {parenthesized(name)}" + (f" [{uuid}]" if shared[(index, name)] > 1 else "")
             for index, uuid, name in gpus}
 
 

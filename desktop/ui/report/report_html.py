@@ -28,7 +28,7 @@ from markupsafe import Markup
 from advisor.costs import break_even_text, cost_answer
 from advisor.profile import KIND_LABELS, KINDS
 from advisor.safetext import printable
-from advisor.wording import CODE_SPAN
+from advisor.wording import CODE_SPAN, parenthesized
 from desktop.reporting import gpu_name, shared_slot_label
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _gpu_section(data: ReportData) -> str:
     s = data.summary
     cur = e(s.currency)
     parts = ["<h2>GPUs</h2>"]
-    headers = ["", *[data.labels.get(g.uuid, f"GPU {g.index} ({g.name})")
+    headers = ["", *[data.labels.get(g.uuid, f"GPU {g.index} {parenthesized(g.name)}")
                      + (" (simulated)" if g.simulated and "simulated" not in g.name else "") for g in s.gpus]]
     rows: list[tuple[str, Callable[..., str]]] = [
         ("Busy", lambda g: num(g.busy_hours, 1, "h")),

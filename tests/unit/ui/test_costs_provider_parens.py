@@ -44,3 +44,11 @@ def test_an_alert_names_the_simulated_gpu_without_doubled_parentheses(make_app) 
     message = next(a.message for a in h.app.fired if a.kind == "vram")
     assert message.startswith("GPU 0 (NVIDIA GeForce RTX 4090 Laptop GPU, simulated) VRAM is"), message
     assert "))" not in message and "))" not in h.app.window.alert_button.summary
+
+
+def test_the_reports_gpu_header_names_the_simulated_gpu_without_doubled_parentheses() -> None:
+    # The History page's report table header read "GPU 0 (NVIDIA GeForce RTX 4090 Laptop GPU (simulated))".
+    from desktop.reporting import gpu_labels
+
+    labels = gpu_labels([(0, "GPU-a", "NVIDIA GeForce RTX 4090 Laptop GPU (simulated)"), (1, "GPU-b", "NVIDIA H100")])
+    assert labels == {"GPU-a": "GPU 0 (NVIDIA GeForce RTX 4090 Laptop GPU, simulated)", "GPU-b": "GPU 1 (NVIDIA H100)"}
