@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
+from advisor.safetext import printable
 from desktop.config import RetentionSettings
 from desktop.telemetry.model import Snapshot
 
@@ -207,6 +208,9 @@ class RecordingSession:
             # "Recording" only while samples land: waiting ones that no commit took are said.
             text = (f"Recording problem: nothing written since {time.strftime('%H:%M:%S', time.localtime(stalled))}"
                     f" ({status.rows_pending:,} samples waiting)")
+        elif self.sink is not None and (unrecorded := self.sink.source.unrecorded) is not None:
+            # A simulated GPU standing in for one NVML cannot read is shown, never written into the history.
+            text, tip = "Recording the host only", f"{tip}; {printable(unrecorded)}"
         return text, tip
 
     def record(self, sampler: Any, stop: threading.Event, *, interval_s: float, exporter: Any | None = None,

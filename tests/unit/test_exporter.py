@@ -66,7 +66,8 @@ def test_dcgm_names_labels_and_values_per_gpu() -> None:
     assert temp == snapshot.gpus[0].sample.temperature_c  # type: ignore[union-attr]
     assert page["rigscope_power_limit_watts"][0][1] == info.power_limit_enforced_w
     assert page["rigscope_sm_clock_max_mhz"][1][1] == snapshot.gpus[1].info.sm_clock_max_mhz
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0, "asleep": 0.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0, "asleep": 0.0,
+                                                                      "unavailable": 0.0}
     assert page["rigscope_info"][0][0]["source"] == "simulated"
     backend.close()
 
@@ -100,7 +101,8 @@ def test_lost_gpu_series_disappear_and_the_others_stay() -> None:
         gpus = {lab.get("gpu") for lab, _ in rows if "gpu" in lab}
         assert "1" not in gpus, name
     assert [lab["gpu"] for lab, _ in page["DCGM_FI_DEV_GPU_TEMP"]] == ["0"]
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0, "asleep": 0.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0, "asleep": 0.0,
+                                                                      "unavailable": 0.0}
     backend.model.set_lost(1, False)
     collector.update(sampler.tick())
     assert [lab["gpu"] for lab, _ in scrape(collector)["DCGM_FI_DEV_GPU_TEMP"]] == ["0", "1"]
