@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
         if source.unavailable:
-            note = f", {source.detail}: {printable(source.fallback_reason or '')}"
+            note = f", the host only: {source.detail} ({printable((source.fallback_reason or '').rstrip('. '))})"
         extra = f"; Prometheus metrics on {exporter.url}" if exporter is not None else ""
         print(f"Recording to {path} every {interval_s:g} s{note}{extra}. Ctrl+C or SIGTERM stops.",
               file=sys.stderr, flush=True)

@@ -34,7 +34,7 @@ def _open_nvml() -> GpuBackend:
 def unavailable_source(reason: str, retry_period_s: float) -> SourceInfo:
     """The source of a machine with no readable GPU: what the status line, `doctor` and the exporter say."""
     return SourceInfo(kind="unavailable",
-                      detail=f"no GPU readable (host only; NVML is tried again every {retry_period_s:g} s)",
+                      detail=f"no GPU readable; NVML is tried again every {retry_period_s:g} s",
                       fallback_reason=reason)
 
 
