@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from desktop import cli
 from desktop.exporter import SnapshotCollector
 from desktop.history.store import HistoryStore
 from desktop.recorder import SampleSink
@@ -210,8 +211,8 @@ class _FixedHost:
         return list(processes)  # type: ignore[call-overload]
 
 
-def test_record_run_in_process_with_no_driver_writes_host_rows_only(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_run_in_process_with_no_driver_writes_host_rows_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     FakeNvml([desktop_gpu()], init_error=MISMATCH).install(monkeypatch)
     db = tmp_path / "h.sqlite"
     ticks = iter(range(1_000))
@@ -228,3 +229,7 @@ def test_record_run_in_process_with_no_driver_writes_host_rows_only(tmp_path: Pa
         counts = store.counts()
     assert counts["gpu_samples"] == 0 and counts["gpus"] == 0 and counts["host_samples"] == 6
     assert not said  # the first line of `record` says it; nothing changed while it ran
+    # `advise` on that history says why it holds no GPU (one line, exit 2), not "record some".
+    assert cli.main(["advise", "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds no GPU samples" in err and "version mismatch" in err, err
