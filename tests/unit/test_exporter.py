@@ -329,6 +329,46 @@ def test_last_stress_is_read_from_the_history_at_start(tmp_path: Path) -> None:
     assert newest is not None and newest.summary == "new" and not newest.throttled
 
 
+def test_serve_without_a_driver_serves_no_gpu_and_says_it_is_unavailable(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: Prometheus is a history too: with no usable driver it got a simulated GPU's series as this
+    machine's. Now no GPU series, rigscope_gpus{state="unavailable"} 1, and the reason on stderr."""
+    from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
+
+    FakeNvml([desktop_gpu()], init_error=18).install(monkeypatch)  # LIB_RM_VERSION_MISMATCH
+    handles: list[exporter.ExporterHandle] = []
+    started = threading.Event()
+    real_start = exporter.start_exporter
+
+    def spy(listen: str, hostname: str | None = None) -> exporter.ExporterHandle:
+        handles.append(real_start(listen, hostname))
+        started.set()
+        return handles[0]
+
+    monkeypatch.setattr(exporter, "start_exporter", spy)
+    stop = threading.Event()
+    args = argparse.Namespace(listen="127.0.0.1:0", interval=0.1, simulate=None, db=None)
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(serve.main(args, stop)))
+    thread.start()
+    try:
+        assert started.wait(10.0)
+        page = ""
+        for _ in range(200):  # the first tick lands within one interval of the start
+            page = urllib.request.urlopen(handles[0].url, timeout=5).read().decode()
+            if "rigscope_gpus{" in page:
+                break
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        thread.join(10.0)
+    assert result == [0]
+    assert 'state="unavailable"} 1.0' in page and "DCGM_FI_DEV_GPU_TEMP{" not in page
+    err = capsys.readouterr().err
+    assert "no GPU" in err and "version mismatch" in err
+
+
+
 @pytest.mark.parametrize(("interval", "simulate", "message"), [
     (0.0, "", "--interval"),
     (1.0, "no-such-gpu", "no-such-gpu"),
