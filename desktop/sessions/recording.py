@@ -190,6 +190,8 @@ class RecordingSession:
         self.events.append((time_s, kind, message))
         if self.writer is None:
             return
+        if gpu_uuid is not None and self.sink is not None and self.sink.source.unrecorded is not None:
+            return  # an alert of the simulated GPU standing in for one NVML cannot read: shown, not recorded
         try:
             self.writer.add_event(time_s, kind, gpu_uuid, message)
         except Exception as exc:  # recording an event must never break alerting

@@ -157,6 +157,11 @@ def test_the_windows_fallback_simulation_is_shown_but_only_the_host_is_written(t
             session.submit(snap)
         text, tip = session.status_text(time.time())  # the writer's own clock: samples land
         assert text == "Recording the host only" and "simulated" in tip and "version mismatch" in tip
+        # The window's alerts of that simulated GPU are shown (its own list), not stored as this machine's.
+        gpu_uuid = shown[0].gpus[0].info.uuid
+        session.add_event(clock.now, "alert.temperature", "GPU 0 at 88 °C", gpu_uuid)
+        session.add_event(clock.now, "alert.ram", "RAM 95 % used")  # the host's: this machine's own
+        assert [kind for _t, kind, _m in session.events] == ["alert.temperature", "alert.ram"]
     finally:
         session.close()
     with HistoryStore.open(db, readonly=True) as store:
@@ -164,6 +169,7 @@ def test_the_windows_fallback_simulation_is_shown_but_only_the_host_is_written(t
         assert counts["gpus"] == 0 and counts["gpu_samples"] == 0 and counts["host_samples"] == 5
         (event,) = store.events(0.0, 4e9, ["gpu_unavailable"])
         assert "version mismatch" in event.detail
+        assert [e.kind for e in store.events(0.0, 4e9) if e.kind.startswith("alert.")] == ["alert.ram"]
 
 
 def test_a_chosen_simulation_is_recorded_as_asked() -> None:
