@@ -85,6 +85,11 @@ class NoGpuBackend:
                 self._source = unavailable_source(str(exc), self.retry_period_s)
             log.debug("NVML still unavailable: %s", exc)
             return
+        except Exception as exc:  # a binding or driver fault nobody foresaw: the recorder goes on with the host
+            log.exception("trying NVML again failed")
+            self._source = unavailable_source(f"NVML could not start: {type(exc).__name__}: {exc}",
+                                              self.retry_period_s)
+            return
         log.info("NVML answers again: %s", self.current.source.detail)
 
     def processes(self) -> list[GpuProcess]:

@@ -92,6 +92,19 @@ def test_a_clock_set_back_does_not_postpone_the_next_try() -> None:
     assert tries == [1]
 
 
+def test_an_unforeseen_fault_at_the_retry_costs_only_that_try(caplog: pytest.LogCaptureFixture) -> None:
+    """The recorder samples through this: an exception escaping ``sample`` would end the recording."""
+    answers: list[object] = [RuntimeError("ctypes: bad symbol"), BackendUnavailable("still none")]
+
+    def opener() -> GpuBackend:
+        raise answers.pop(0)  # type: ignore[misc]
+
+    backend = NoGpuBackend("none", opener=opener, retry_period_s=60.0)
+    assert backend.sample(T0) == []
+    assert backend.sample(T0 + 60) == [] and "RuntimeError: ctypes: bad symbol" in backend.reason
+    assert backend.sample(T0 + 120) == [] and backend.reason == "still none" and not answers
+
+
 def _snapshots(sampler: Sampler, clock: _Clock, n: int) -> list[Snapshot]:
     out = []
     for _ in range(n):
