@@ -23,6 +23,7 @@ from advisor.frame import GpuMeta, GpuSeries, HistoryFrame
 from advisor.profile import INFERENCE, WorkloadProfile, gpu_profile, workload_profiles
 from advisor.rules import Recommendation, run_rules
 from advisor.rules.actions import throttle_action
+from advisor.safetext import printable
 from advisor.span import RecordedSpan, frame_span, recorded_span
 from advisor.stats import busy_seconds, energy_kwh, nanmax
 from advisor.thresholds import Thresholds
@@ -214,14 +215,23 @@ def open_history(db: str | Path) -> Any:
     return HistoryStore.open(path, readonly=True)
 
 
+def _no_gpu_samples(store: Any) -> str:
+    """Why a history has no GPU sample to advise on: nothing recorded yet, or only the host, with NVML's reason."""
+    unavailable = store.events(0.0, math.inf, ["gpu_unavailable"])
+    if unavailable:
+        return (f"the history at {store.path} holds no GPU samples: no GPU could be read while it was recorded "
+                f"({printable(unavailable[-1].detail)}), so only the host was recorded; advice needs the GPU's")
+    return (f"the history at {store.path} has no samples yet: record some with `rigscope record`, "
+            f"or try `rigscope demo` and then `--db {demo_db_path()}`")
+
+
 def load_recent_frame(store: Any, days: float, now_s: float | None = None) -> HistoryFrame:
     """The last ``days`` of recorded history (ending at the newest sample, so an old database still works)."""
     from desktop.history.frames import load_frame
 
     span = store.time_range()
     if span is None:
-        raise UserError(f"the history at {store.path} has no samples yet: record some with `rigscope record`, "
-                        f"or try `rigscope demo` and then `--db {demo_db_path()}`")
+        raise UserError(_no_gpu_samples(store))
     end_s = min(span[1], now_s if now_s is not None else time.time())
     end_s = max(end_s, span[0] + 1.0)
     frame = load_frame(store, end_s - days * 86400.0, end_s, platform=sys.platform)

@@ -24,6 +24,7 @@ from desktop.telemetry.envelope import EnvelopeWatch
 from desktop.telemetry.limits import LimitsWatch
 from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import Snapshot
+from desktop.telemetry.no_gpu import SourceWatch, recordable
 
 if TYPE_CHECKING:  # the window imports this before its first paint; the history layer comes with the writer
     from desktop.history.writer import HistoryWriter
@@ -43,17 +44,24 @@ class _Ticker(Protocol):
 
 class SampleSink:
     """A snapshot into the writer with the events it implies: the laptop's power envelope changes (AC,
-    nvidia-powerd, firmware mode, each GPU's limit line) and the GPUs' enforced power limit and temperature
-    thresholds when they move. The recorder's and the window's recording (desktop/sessions/recording.py) alike."""
+    nvidia-powerd, firmware mode, each GPU's limit line), the GPUs' enforced power limit and temperature
+    thresholds when they move, and where the GPU numbers come from (``gpu_unavailable`` with NVML's reason,
+    ``gpu_available``). The recorder's and the window's recording (desktop/sessions/recording.py) alike: the one
+    write path, so nothing simulated that the user did not ask for reaches a history (``recordable``)."""
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
         self._envelope = EnvelopeWatch()
         self._limits = LimitsWatch()
+        self.source = SourceWatch()
 
     def submit(self, snapshot: Snapshot) -> None:
-        self.writer.submit(snapshot)
-        for time_s, kind, gpu_uuid, detail in [*self._envelope.events(snapshot), *self._limits.events(snapshot)]:
+        events = self.source.events(snapshot)
+        kept = recordable(snapshot)
+        self.writer.submit(kept)
+        if kept is snapshot:  # a fallback simulation's envelope and limits are the model's, not this machine's
+            events += [*self._envelope.events(snapshot), *self._limits.events(snapshot)]
+        for time_s, kind, gpu_uuid, detail in events:
             self.writer.add_event(time_s, kind, gpu_uuid, detail)
 
 
@@ -91,11 +99,13 @@ class Recorder:
         self._calibrated_at: float | None = None
         self._calibration: Future[dict[str, Calibration]] | None = None
         self.sink = sink if sink is not None else SampleSink(writer)
+        self._unrecorded: str | None = None
 
     def step(self) -> Snapshot:
         """One sample: read, queue for writing, feed the exporter, maybe start maintenance."""
         snapshot = self.sampler.tick()
         self.sink.submit(snapshot)
+        self._say_source(snapshot)
         self.ticks += 1
         status = self.writer.status
         if status.last_error != self._reported_error:  # say each problem once, and when it is over
@@ -121,6 +131,15 @@ class Recorder:
         if self.calibrate is not None:
             self._recalibrate(now)
         return snapshot
+
+    def _say_source(self, snapshot: Snapshot) -> None:
+        """Say when the GPU becomes unreadable (the command's first line says it at the start) or readable again."""
+        unrecorded = self.sink.source.unrecorded
+        if unrecorded is not None and self._unrecorded is None and self.ticks:
+            self.report(f"{unrecorded}; recording the host only")
+        elif unrecorded is None and self._unrecorded is not None:
+            self.report(f"the GPU is back ({snapshot.source.detail}); recording it again")
+        self._unrecorded = unrecorded
 
     def _recalibrate(self, now: float) -> None:
         """Apply calibrations read on the writer thread (here, on the sampling thread); read again when due."""

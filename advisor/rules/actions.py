@@ -8,8 +8,10 @@ unless the driver says the limit can be set (``power_limit_settable`` is True).
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
-from advisor.frame import GpuMeta
+from advisor.frame import GpuMeta, StressResult
+from advisor.safetext import printable
 
 
 def _windows(platform: str) -> bool:
@@ -100,9 +102,19 @@ def persistence() -> str:
             "`sudo systemctl enable --now nvidia-persistenced` (or `sudo nvidia-smi -pm 1`, lost at reboot).")
 
 
-def driver_changed() -> str:
-    return ("Re-run the stress test (Test page, or `rigscope stress`) so the baseline matches the new driver: "
-            "a driver update can change clocks, power management and throughput.")
+def driver_changed(before: StressResult, change: str | None = None) -> str:
+    """Rerun the Quick test now, and compare it with ``before``: the last stress run before the driver changed."""
+    when = datetime.fromtimestamp(before.started_s, tz=UTC).astimezone()
+    run = f"run {before.run_id}" if before.run_id > 0 else "the run"
+    figures = printable(f"{before.workload} {before.dtype}")
+    if before.sustained_throughput > 0:
+        figures += f", {before.sustained_throughput:.4g} {printable(before.unit)} sustained"
+    changed = f" ({printable(change)})" if change else ""
+    return ("Now is the time to rerun the Quick test (2 min: Test page, Quick 2 min, or `rigscope stress --minutes 2`)"
+            f": the driver changed{changed} since {run} of {when.day} {when.strftime('%b %Y')} ({figures}, driver "
+            f"{printable(before.driver_version or 'unknown')}), the last stress run before it. The new run's verdict "
+            "compares itself with your baseline, and the Test page's Earlier runs list both. A driver update can "
+            "change clocks, power management and throughput.")
 
 
 def stress_regression(meta: GpuMeta, platform: str) -> str:

@@ -100,7 +100,8 @@ def driver_change(ctx: RuleContext) -> list[Recommendation]:
         when = changes[0].time_s if changes else ctx.frame.end_s
         out.append(Recommendation("driver_change", "info",
                                   f"GPU {gpu.meta.index}: driver changed since the last stress test", evidence,
-                                  actions.driver_changed(), ((result.started_s, when),), gpu.meta.index,
+                                  actions.driver_changed(result, changes[0].detail if changes else None),
+                                  ((result.started_s, when),), gpu.meta.index,
                                   gpu_key=gpu.meta.key))
     return out
 

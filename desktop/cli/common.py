@@ -22,6 +22,7 @@ from desktop.telemetry.backend import GpuBackend
 
 if TYPE_CHECKING:
     from desktop.exporter import ExporterHandle
+    from desktop.telemetry.sampler import Fallback
 
 # --- the history database -------------------------------------------------------------------
 
@@ -144,13 +145,14 @@ def iso_local(time_s: float) -> str:
 # --- the GPU backend and settings -----------------------------------------------------------
 
 
-def open_backend(simulate: str | None) -> GpuBackend:
-    """The GPU backend for ``--simulate`` (None: NVML, or the simulated GPU when NVML cannot start);
-    an unknown simulated profile is the user's mistake, said in one line."""
+def open_backend(simulate: str | None, *, fallback: Fallback = "simulated") -> GpuBackend:
+    """The GPU backend for ``--simulate`` (None: NVML; when NVML cannot start, what ``fallback`` says: the
+    labelled simulated GPU, or "unavailable" for what records: no GPU, NVML tried again); an unknown
+    simulated profile is the user's mistake, said in one line."""
     from desktop.telemetry.sampler import open_gpu_backend
 
     try:
-        return open_gpu_backend(simulate)
+        return open_gpu_backend(simulate, fallback=fallback)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
 

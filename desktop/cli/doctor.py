@@ -9,6 +9,7 @@ from typing import Any
 from advisor.safetext import printable
 from desktop.cli.common import add_json, add_simulate, open_backend, text_table
 from desktop.telemetry.model import GPU_METRIC_NAMES, METRICS_BY_NAME
+from desktop.telemetry.no_gpu import NVML_RETRY_PERIOD_S
 
 HELP = "check the driver, GPUs and supported metrics"
 
@@ -21,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from desktop.telemetry.doctor import collect
 
-    backend = open_backend(args.simulate)
+    # No usable driver: the GPU is said to be unavailable, with NVML's reason (no simulated GPU is described).
+    backend = open_backend(args.simulate, fallback="unavailable")
     try:
         report = collect(backend, simulate_requested=args.simulate is not None)
     finally:
@@ -198,7 +200,12 @@ def render(report: dict[str, Any]) -> str:
     ]
     lines += [text_table(summary), ""]
     lines += _pytorch_lines(report.get("pytorch"))
-    if fallback["active"]:
+    if report["source"]["kind"] == "unavailable":
+        lines += ["GPU UNAVAILABLE: NVML cannot be used, so no GPU is read", f"  why: {printable(fallback['reason'])}",
+                  "  `rigscope record` and the recorder service record the host (CPU, RAM) only, store an event with "
+                  f"this reason and try NVML again every {NVML_RETRY_PERIOD_S:g} s; nothing simulated is recorded "
+                  "(--simulate shows the simulated GPU)", ""]
+    elif fallback["active"]:
         lines += [f"FALLBACK: using the {fallback['uses']}", f"  why: {fallback['reason']}", ""]
     elif fallback["reason"]:
         lines += [f"WARNING: {fallback['reason']}", ""]

@@ -47,7 +47,8 @@ def main(args: argparse.Namespace) -> int:
     interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
     check_interval(interval_s)
     path = db_path(args)
-    backend = open_backend(args.simulate)
+    # With no usable driver it records the host and no GPU (never a simulated one), trying NVML again.
+    backend = open_backend(args.simulate, fallback="unavailable")
     sampler = Sampler(backend, open_host_backend(), process_period_s=max(interval_s,
                                                                        settings.sampling.process_interval_s))
     session: RecordingSession | None = None
@@ -67,6 +68,8 @@ def main(args: argparse.Namespace) -> int:
         previous_handlers = _install_signals(stop)
         source = backend.source
         note = f" ({source.detail})" if source.simulated else ""
+        if source.unavailable:
+            note = f", the host only: {source.detail} ({printable((source.fallback_reason or '').rstrip('. '))})"
         extra = f"; Prometheus metrics on {exporter.url}" if exporter is not None else ""
         print(f"Recording to {path} every {interval_s:g} s{note}{extra}. Ctrl+C or SIGTERM stops.",
               file=sys.stderr, flush=True)

@@ -6,6 +6,7 @@ import argparse
 import sys
 import threading
 
+from advisor.safetext import printable
 from desktop.cli.common import (
     add_db,
     add_interval,
@@ -34,7 +35,8 @@ def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
 
     interval_s = args.interval if args.interval is not None else load_settings()[0].sampling.interval_s
     check_interval(interval_s)
-    backend = open_backend(args.simulate)
+    # No driver: no GPU series at all (rigscope_gpus{state="unavailable"} 1), never a simulated GPU's.
+    backend = open_backend(args.simulate, fallback="unavailable")
     # No host backend (CPU and memory are node_exporter's job), and no process polling after the
     # first tick: process lists are NVML's slowest call and nothing here exports them.
     sampler = Sampler(backend, None, process_period_s=float("inf"))
@@ -42,6 +44,8 @@ def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
         with start_prometheus(args.listen) as handle:
             handle.follow_stress_runs(db_path(args))
             note = " (simulated GPU)" if backend.source.simulated else ""
+            if backend.source.unavailable:
+                note = f" (no GPU: {printable(backend.source.fallback_reason or '')}; NVML is tried again)"
             print(f"Serving Prometheus metrics on {handle.url}{note}; Ctrl+C stops.", file=sys.stderr, flush=True)
             try:
                 run_loop(sampler.tick, handle, interval_s, stop or threading.Event())

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
+import time
 from dataclasses import asdict
+from pathlib import Path
 
+from advisor.safetext import printable
 from desktop import service
 from desktop.cli.common import add_db, add_json, db_path
 from desktop.paths import default_db_path
@@ -48,6 +52,26 @@ def _describe(state: ServiceStatus) -> str:
     if state.installed:
         db = service.recorded_db(state.command)
         lines.append(f"history database: {db if db is not None else f'the default ({default_db_path()})'}")
+        gpu = gpu_line(Path(db) if db is not None else default_db_path())
+        if gpu is not None:
+            lines.append(gpu)
     if state.detail:
         lines.append(f"note: {state.detail}")
     return "\n".join(lines)
+
+
+def gpu_line(db: Path) -> str | None:
+    """"GPU: not recorded since …" while the recorder last said no GPU could be read (its ``gpu_unavailable``
+    event, not followed by ``gpu_available``); None when it records the GPU, or the history cannot say."""
+    from desktop.history.store import HistoryStore
+
+    try:
+        with HistoryStore.open(db, readonly=True) as store:
+            events = store.events(0.0, math.inf, ["gpu_unavailable", "gpu_available"])
+    except Exception:  # no history yet, or one that cannot be read: the status says nothing about the GPU
+        return None
+    if not events or events[-1].kind != "gpu_unavailable":
+        return None
+    since = time.strftime("%Y-%m-%d %H:%M", time.localtime(events[-1].time_s))
+    reason = printable(events[-1].detail.rstrip(". "))
+    return f"GPU: not recorded since {since} (the host only): {reason}; the recorder tries NVML again every minute"

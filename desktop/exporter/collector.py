@@ -310,10 +310,12 @@ class SnapshotCollector(Collector):
                                       "When the latest GPU sample was taken (Unix time).", labels=["Hostname"])
             stamp.add_metric(host, snapshot.time_s)
             yield stamp
-            count = GaugeMetricFamily("rigscope_gpus", "GPUs by device state (ok, lost, asleep).",
-                                      labels=["Hostname", "state"])
+            count = GaugeMetricFamily("rigscope_gpus", "GPUs by device state (ok, lost, asleep); unavailable is 1 "
+                                      "while NVML cannot be used at all (no driver, a driver/library version "
+                                      "mismatch) and no GPU is read, else 0.", labels=["Hostname", "state"])
             for state in DeviceState:
                 count.add_metric([*host, state.value], float(sum(1 for r, _ in gpus if r.state is state)))
+            count.add_metric([*host, "unavailable"], 1.0 if snapshot.source.unavailable else 0.0)
             yield count
         if stress is not None:
             yield from _stress_metrics(stress, self.hostname)

@@ -81,11 +81,17 @@ class JobSession:
                 listed = ", ".join(str(d.index) for d in backend.devices()) or "none"
                 raise UserError(f"--gpu {self.gpu_index}: there is no such GPU here (GPUs: {listed})")
             if backend.source.simulated and not self.chose_simulated:
-                self.say(f"no NVIDIA GPU here ({backend.source.fallback_reason}); watching the simulated GPU")
+                # Watching the simulated GPU instead would write a simulated machine into the user's history
+                # and describe the simulation, not the job (issue 32): said before anything runs (exit 2).
+                raise UserError(f"no NVIDIA GPU answers here ({printable(backend.source.fallback_reason or '')}): "
+                                "there is no GPU to watch; add --simulate to try `rigscope run` on the simulated GPU")
             history = JobHistory(self.db_path)
             history.open()
             self.history = history
-            if history.other_writer:
+            if history.other_writer and backend.source.simulated:
+                self.say("the recorder writes the history; this job's figures come from its own simulated GPU "
+                         "(another process's simulated GPU is another machine)")
+            elif history.other_writer:
                 self.say("the recorder writes the history: its samples are the job's telemetry")
             host = open_host_backend() if history.writer is not None else None
             sampling = self.settings.sampling
@@ -196,7 +202,11 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
     """The job's one card: what it shows, stores (`rigscope jobs show`, the Jobs page) and writes with -o.
 
     From the history's samples over the job; where the history has none of the job's GPU (the recorder
-    writes it and watches another GPU), from the samples the run took itself."""
+    writes it and watches another GPU), or where the job ran on the simulated GPU, from the samples the run took
+    itself. A simulated GPU is its process's own machine: a simulated recorder or window beside the job writes
+    *its* machine (idle, under the same name and uuid) into the history, and a card from those samples said "GPU
+    busy 0 %" next to the job's own "at its 150 W power limit the whole run" (and its record a mean power of
+    12 W beside a median of 149 W). The verdict, the card and the record read the one machine the job loaded."""
     from desktop.advice import load_cloud_offers, load_gpu_specs
     from desktop.history.store import HistoryStore
     from desktop.jobs.card import build_card, job_frame, job_gpus
@@ -207,7 +217,8 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
 
     def make(store: HistoryStore) -> Any:
         frame = job_frame(store, run.record, now)
-        if not has_samples(job_gpus(run.record, frame), run.record.started_s, now):
+        simulated = run.record.source == "simulated"
+        if simulated or not has_samples(job_gpus(run.record, frame), run.record.started_s, now):
             arrays = {index: run.trace.arrays(index) for index in run.trace.columns}
             time_s = next(iter(arrays.values()))[0] if arrays else None
             if time_s is not None:
@@ -217,7 +228,7 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
         card = build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
                           specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
                           thresholds=settings.advisor)
-        if run.record.source == "simulated":
+        if simulated:
             card = replace(card, notes=(*card.notes, SIMULATED_LOAD_NOTE))
         return with_envelope_note(card, store, run.record, now)  # the laptop's power envelope over the job
 

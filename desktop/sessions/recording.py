@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
+from advisor.safetext import printable
 from desktop.config import RetentionSettings
 from desktop.telemetry.model import Snapshot
 
@@ -189,6 +190,8 @@ class RecordingSession:
         self.events.append((time_s, kind, message))
         if self.writer is None:
             return
+        if gpu_uuid is not None and self.sink is not None and self.sink.source.unrecorded is not None:
+            return  # an alert of the simulated GPU standing in for one NVML cannot read: shown, not recorded
         try:
             self.writer.add_event(time_s, kind, gpu_uuid, message)
         except Exception as exc:  # recording an event must never break alerting
@@ -207,6 +210,9 @@ class RecordingSession:
             # "Recording" only while samples land: waiting ones that no commit took are said.
             text = (f"Recording problem: nothing written since {time.strftime('%H:%M:%S', time.localtime(stalled))}"
                     f" ({status.rows_pending:,} samples waiting)")
+        elif self.sink is not None and (unrecorded := self.sink.source.unrecorded) is not None:
+            # A simulated GPU standing in for one NVML cannot read is shown, never written into the history.
+            text, tip = "Recording the host only", f"{tip}; {printable(unrecorded)}"
         return text, tip
 
     def record(self, sampler: Any, stop: threading.Event, *, interval_s: float, exporter: Any | None = None,

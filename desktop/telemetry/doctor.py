@@ -156,6 +156,9 @@ def _permissions(gpus: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _fallback(backend: GpuBackend, gpus: list[dict[str, Any]], simulate_requested: bool) -> dict[str, Any]:
     source = backend.source
+    if source.unavailable:  # `record`, the service and `serve` record the host only and try NVML again
+        reason = source.fallback_reason or "NVML cannot start"
+        return {"active": True, "uses": "no GPU (the host only)", "reason": reason}
     if source.simulated:
         reason = source.fallback_reason or ("--simulate was given" if simulate_requested else "no NVIDIA GPU")
         return {"active": True, "uses": source.detail, "reason": reason}

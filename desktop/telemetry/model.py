@@ -38,7 +38,9 @@ class DeviceState(enum.Enum):
     ASLEEP = "asleep"
 
 
-SourceKind = Literal["nvml", "simulated"]
+#: "unavailable": no usable NVML (no driver, a driver/library version mismatch) and no simulation asked for:
+#: no GPU readings at all, the host only (desktop/telemetry/no_gpu.py).
+SourceKind = Literal["nvml", "simulated", "unavailable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,17 @@ class SourceInfo:
     @property
     def simulated(self) -> bool:
         return self.kind == "simulated"
+
+    @property
+    def unavailable(self) -> bool:
+        """No GPU can be read and none is simulated: ``fallback_reason`` says why."""
+        return self.kind == "unavailable"
+
+    @property
+    def fallback_simulation(self) -> bool:
+        """The simulated GPU stands in for a real one that NVML could not read (not asked for with --simulate):
+        shown, labelled, but never written into a history."""
+        return self.kind == "simulated" and self.fallback_reason is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """The sampler: one ``tick()`` reads every backend once and returns a ``Snapshot``.
 
-Backends are chosen by ``open_gpu_backend``: real NVML when it starts, otherwise the
-simulated GPU with the reason NVML could not be used. Process lists are the slowest NVML
-call, so they are polled on their own period; lost GPUs are retried on another.
+Backends are chosen by ``open_gpu_backend``: real NVML when it starts, otherwise (by the caller's
+choice) the labelled simulated GPU or no GPU at all, with the reason NVML could not be used.
+Process lists are the slowest NVML call, so they are polled on their own period; lost GPUs are
+retried on another.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from desktop.telemetry.backend import BackendUnavailable, GpuBackend, HostBackend
 from desktop.telemetry.effective_load import EffectiveLoad
 from desktop.telemetry.envelope import EnvelopeSource
 from desktop.telemetry.model import DeviceState, GpuProcess, Snapshot
+from desktop.telemetry.no_gpu import NoGpuBackend
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 
 log = logging.getLogger(__name__)
@@ -22,14 +25,18 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_PROCESS_PERIOD_S = 5.0
 DEFAULT_REINIT_PERIOD_S = 15.0
+#: What stands in when NVML cannot start (``open_gpu_backend``).
+Fallback = Literal["simulated", "unavailable"]
 
 
-def open_gpu_backend(simulate: str | None = None, *, seed: int = 0) -> GpuBackend:
+def open_gpu_backend(simulate: str | None = None, *, seed: int = 0, fallback: Fallback = "simulated") -> GpuBackend:
     """Real NVML unless ``simulate`` is given ("" = the default profile, or "a,b" profiles).
 
-    Falls back to the simulated GPU when NVML cannot start; the backend's
-    ``source.fallback_reason`` says why, for the status bar and `doctor`.
-    Raises ValueError for an unknown simulated profile name (a user mistake).
+    When NVML cannot start, ``fallback`` says what stands in: "simulated" (the window, `sample`: a
+    labelled simulated GPU whose ``source.fallback_reason`` says why, never written into a history) or
+    "unavailable" (what records: `record`, the service, `serve`, `doctor`: no GPU, the host only, NVML
+    tried again every minute; desktop/telemetry/no_gpu.py). Raises ValueError for an unknown simulated
+    profile name (a user mistake).
     """
     if simulate is not None:
         return SimulatedBackend(parse_profile_list(simulate or None), seed=seed)
@@ -39,6 +46,10 @@ def open_gpu_backend(simulate: str | None = None, *, seed: int = 0) -> GpuBacken
         backend: GpuBackend = NvmlBackend.open()
         return backend
     except BackendUnavailable as exc:
+        if fallback == "unavailable":
+            none = NoGpuBackend(str(exc))
+            log.info("NVML unavailable, no GPU is read (NVML is tried again every %g s): %s", none.retry_period_s, exc)
+            return none
         log.info("NVML unavailable, using the simulated GPU: %s", exc)
         return SimulatedBackend(parse_profile_list(None), seed=seed, reason=str(exc))
 

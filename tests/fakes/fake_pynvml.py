@@ -17,6 +17,7 @@ default: a driver ioctl costs the caller CPU time) or sleeping (``"sleep"``).
 from __future__ import annotations
 
 import ctypes
+import json
 import re
 import sys
 import time
@@ -218,7 +219,10 @@ class FakeNvml:
 
     def __init__(self, gpus: Sequence[FakeGpu] | int = 2, *, latency_s: float = 0.0, latency_mode: str = "busy",
                  driver_version: str = "565.57.01", cuda_version: int = 12070,
-                 init_error: int | None = None) -> None:
+                 init_error: int | None = None, switch_file: str | None = None) -> None:
+        """``switch_file``: a JSON file read at every ``nvmlInit`` (another process may rewrite it between two):
+        ``{"init_error": 18 | null, "driver_version": "..."}``, each key optional; a missing file changes nothing.
+        It makes a driver fail and come back under a real program that runs on this fake."""
         if isinstance(gpus, int):
             gpus = [FakeGpu() for _ in range(gpus)]
         self.gpus = list(gpus)
@@ -229,6 +233,7 @@ class FakeNvml:
         self.driver_version = driver_version
         self.cuda_version = cuda_version
         self.init_error = init_error
+        self.switch_file = switch_file
         self.calls: Counter[str] = Counter()
         #: The same calls by (C symbol, GPU index or None for system calls).
         self.calls_by_gpu: Counter[tuple[str, int | None]] = Counter()
@@ -276,6 +281,17 @@ class FakeNvml:
             gpu.hw_power_brake_ns += held_ns if reasons & abi.nvmlClocksEventReasonHwPowerBrakeSlowdown else 0
             for metric, attr in _GPM_ACTIVITY.items():
                 gpu.gpm_active_s[metric] = gpu.gpm_active_s.get(metric, 0.0) + dt_s * getattr(gpu, attr) / 100.0
+
+    def _read_switch(self, path: str) -> None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except FileNotFoundError:
+            return
+        if "init_error" in state:
+            self.init_error = state["init_error"]
+        if "driver_version" in state:
+            self.driver_version = state["driver_version"]
 
     def install(self, monkeypatch: Any) -> types.ModuleType:
         monkeypatch.setitem(sys.modules, "pynvml", self.module)
@@ -458,6 +474,8 @@ class FakeNvml:
 
     def _bodies(self) -> dict[str, Callable[..., Any]]:
         def init(*_: Any) -> None:
+            if self.switch_file is not None:
+                self._read_switch(self.switch_file)
             if self.init_error is not None:
                 raise _real.NVMLError(self.init_error)
             self.init_count += 1

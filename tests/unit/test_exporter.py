@@ -66,7 +66,8 @@ def test_dcgm_names_labels_and_values_per_gpu() -> None:
     assert temp == snapshot.gpus[0].sample.temperature_c  # type: ignore[union-attr]
     assert page["rigscope_power_limit_watts"][0][1] == info.power_limit_enforced_w
     assert page["rigscope_sm_clock_max_mhz"][1][1] == snapshot.gpus[1].info.sm_clock_max_mhz
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0, "asleep": 0.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 2.0, "lost": 0.0, "asleep": 0.0,
+                                                                      "unavailable": 0.0}
     assert page["rigscope_info"][0][0]["source"] == "simulated"
     backend.close()
 
@@ -100,7 +101,8 @@ def test_lost_gpu_series_disappear_and_the_others_stay() -> None:
         gpus = {lab.get("gpu") for lab, _ in rows if "gpu" in lab}
         assert "1" not in gpus, name
     assert [lab["gpu"] for lab, _ in page["DCGM_FI_DEV_GPU_TEMP"]] == ["0"]
-    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0, "asleep": 0.0}
+    assert {lab["state"]: v for lab, v in page["rigscope_gpus"]} == {"ok": 1.0, "lost": 1.0, "asleep": 0.0,
+                                                                      "unavailable": 0.0}
     backend.model.set_lost(1, False)
     collector.update(sampler.tick())
     assert [lab["gpu"] for lab, _ in scrape(collector)["DCGM_FI_DEV_GPU_TEMP"]] == ["0", "1"]
@@ -325,6 +327,46 @@ def test_last_stress_is_read_from_the_history_at_start(tmp_path: Path) -> None:
         store.add_stress_run(replace(older, started_s=300.0, ended_s=400.0, summary="new", throttled=False))
     newest = exporter.load_last_stress(db)
     assert newest is not None and newest.summary == "new" and not newest.throttled
+
+
+def test_serve_without_a_driver_serves_no_gpu_and_says_it_is_unavailable(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: Prometheus is a history too: with no usable driver it got a simulated GPU's series as this
+    machine's. Now no GPU series, rigscope_gpus{state="unavailable"} 1, and the reason on stderr."""
+    from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
+
+    FakeNvml([desktop_gpu()], init_error=18).install(monkeypatch)  # LIB_RM_VERSION_MISMATCH
+    handles: list[exporter.ExporterHandle] = []
+    started = threading.Event()
+    real_start = exporter.start_exporter
+
+    def spy(listen: str, hostname: str | None = None) -> exporter.ExporterHandle:
+        handles.append(real_start(listen, hostname))
+        started.set()
+        return handles[0]
+
+    monkeypatch.setattr(exporter, "start_exporter", spy)
+    stop = threading.Event()
+    args = argparse.Namespace(listen="127.0.0.1:0", interval=0.1, simulate=None, db=None)
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(serve.main(args, stop)))
+    thread.start()
+    try:
+        assert started.wait(10.0)
+        page = ""
+        for _ in range(200):  # the first tick lands within one interval of the start
+            page = urllib.request.urlopen(handles[0].url, timeout=5).read().decode()
+            if "rigscope_gpus{" in page:
+                break
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        thread.join(10.0)
+    assert result == [0]
+    assert 'state="unavailable"} 1.0' in page and "DCGM_FI_DEV_GPU_TEMP{" not in page
+    err = capsys.readouterr().err
+    assert "no GPU" in err and "version mismatch" in err
+
 
 
 @pytest.mark.parametrize(("interval", "simulate", "message"), [

@@ -347,3 +347,23 @@ def test_cli_status_names_the_installed_database(unit_dir: Path, without_systemc
     (unit_dir / service.UNIT_NAME).write_text(service.render_unit(service.recorder_command(db_path=db)))
     assert cli_main(["service", "status"]) == 0
     assert f"history database: {db}" in capsys.readouterr().out
+
+
+def test_cli_status_says_the_gpu_is_not_recorded_while_the_recorder_has_no_driver(
+        unit_dir: Path, without_systemctl: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: the service records the host only while NVML cannot be used; its status says so, with the reason,
+    until the recorder stores that the GPU is back."""
+    from desktop.history.store import HistoryStore
+
+    db = tmp_path / "history.sqlite"
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    (unit_dir / service.UNIT_NAME).write_text(service.render_unit(service.recorder_command(db_path=db)))
+    with HistoryStore.open(db) as store:  # what the recorder stores (desktop/telemetry/no_gpu.py's SourceWatch)
+        store.add_event(1_800_000_000.0, "gpu_unavailable", None, "Driver/library version mismatch: reboot.")
+    assert cli_main(["service", "status"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("GPU:"))
+    assert "not recorded since" in line and "(the host only): Driver/library version mismatch: reboot;" in line
+    with HistoryStore.open(db) as store:
+        store.add_event(1_800_000_600.0, "gpu_available", None, "NVML answers again: NVML 570.86.16")
+    assert cli_main(["service", "status"]) == 0
+    assert "GPU:" not in capsys.readouterr().out

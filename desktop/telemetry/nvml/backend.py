@@ -105,17 +105,27 @@ class NvmlBackend:
             if count <= 0:
                 self.close()
                 raise BackendUnavailable("NVML started but found no NVIDIA GPU.")
-            self.driver_version = as_text(gateway.call("nvmlSystemGetDriverVersion"))
-            self.library_version = as_text(gateway.call("nvmlSystemGetNVMLVersion"))
-            cuda = gateway.call("nvmlSystemGetCudaDriverVersion_v2")
-            if cuda is MISSING:
-                cuda = gateway.call("nvmlSystemGetCudaDriverVersion")
-            if isinstance(cuda, int) and cuda > 0:
-                self.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}"
+            self._read_versions()
             self._devices = [self._open_device(i) for i in range(count)]
-            names = ", ".join(d.info.name for d in self._devices)
-            self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}",
-                                      processes_note=wsl_processes_note(self._osrelease))
+            self._describe_source()
+
+    def _read_versions(self) -> None:
+        """The driver, NVML and CUDA versions: at the start, and again when the session is renewed (a driver
+        reloaded underneath is another driver; the GPUs' info carries it, and the history stores the change)."""
+        gateway = self._gateway
+        # A session that could not be renewed answers nothing: the versions known stay until one answers.
+        self.driver_version = as_text(gateway.call("nvmlSystemGetDriverVersion")) or self.driver_version
+        self.library_version = as_text(gateway.call("nvmlSystemGetNVMLVersion")) or self.library_version
+        cuda = gateway.call("nvmlSystemGetCudaDriverVersion_v2")
+        if cuda is MISSING:
+            cuda = gateway.call("nvmlSystemGetCudaDriverVersion")
+        if isinstance(cuda, int) and cuda > 0:
+            self.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}"
+
+    def _describe_source(self) -> None:
+        names = ", ".join(d.info.name for d in self._devices)
+        self._source = SourceInfo(kind="nvml", detail=f"NVML {self.driver_version or '?'}: {names}",
+                                  processes_note=wsl_processes_note(self._osrelease))
 
     def close(self) -> None:
         """Free the GPM samples and shut NVML down (once); also runs at interpreter exit."""
@@ -238,9 +248,11 @@ class NvmlBackend:
         with self._lock:
             if self._gateway.closed:
                 return
-            if self._devices and all(d.lost_detail is not None for d in self._devices):
-                # Every GPU lost (a driver reload, a reset): the NVML session itself may be stale.
+            renewed = bool(self._devices) and all(d.lost_detail is not None for d in self._devices)
+            if renewed:
+                # Every GPU lost (a driver reload, a reset): the NVML session itself may be stale, the driver new.
                 self._gateway.restart()
+                self._read_versions()
             for pos, dev in enumerate(self._devices):
                 if dev.lost_detail is None:
                     continue
@@ -250,6 +262,8 @@ class NvmlBackend:
                     self._devices[pos] = fresh
                 else:
                     dev.lost_detail = fresh.lost_detail
+            if renewed:
+                self._describe_source()
 
     @property
     def unknown_functions(self) -> frozenset[str]:

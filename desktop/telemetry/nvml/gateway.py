@@ -95,7 +95,8 @@ def reason_for_init_error(code: int | None, text: str) -> str:
     if code == 4:
         return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
     if code == 18:
-        return "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot."
+        return ("Driver/library version mismatch: the NVIDIA driver was upgraded but the old kernel module is "
+                "still loaded: reboot (or reload the nvidia kernel modules).")
     return f"NVML could not start: {text}"
 
 

@@ -265,6 +265,18 @@ def test_driver_change_since_the_last_stress_test() -> None:
     assert only(run_rules(f), "driver_change").time_ranges[0][1] == START_S - 86400
 
 
+def test_driver_change_offers_the_quick_test_and_names_the_run_before_it() -> None:
+    """Issue 32: the card is the time to rerun the Quick test, with the last run before the change named (its
+    number, date, figures and driver) for the before/after comparison, and the change as stored."""
+    older, before = _stress(3, 30, 140.0, driver="550.54"), _stress(7, 10, 150.0, driver="555.42")
+    f = frame(stress_results=(older, before),
+              events=(Event(START_S - 86400, "driver_change", "GPU-desk-0", "555.42 -> 560.35"),))
+    action = only(run_rules(f), "driver_change").action
+    assert "Quick test" in action and "rigscope stress --minutes 2" in action
+    assert "run 7 of " in action and "150 TFLOP/s sustained" in action and "driver 555.42" in action
+    assert "(555.42 -> 560.35)" in action and "run 3" not in action
+
+
 def test_driver_change_silent_when_unchanged_or_before_the_test() -> None:
     f = frame(stress_results=(_stress(1, 10, 150.0),),
               events=(Event(START_S - 20 * 86400, "driver_change", "GPU-desk-0"),))

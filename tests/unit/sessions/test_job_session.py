@@ -100,3 +100,16 @@ def test_a_command_that_cannot_start_is_said_like_a_shell_says_it(tmp_path: Path
 def test_no_command_is_a_user_error() -> None:
     with pytest.raises(UserError, match="what should it run"):
         JobSession([], _backend(), Path("unused.sqlite"), config.Settings())
+
+
+def test_no_driver_and_no_simulate_refuses_the_job_before_anything_is_written(tmp_path: Path) -> None:
+    """Issue 32: it used to say "watching the simulated GPU" and write that simulated machine into the history."""
+    log: list[tuple[str, str]] = []
+    fallback = SimulatedBackend(parse_profile_list(None), reason="Driver/library version mismatch: reboot")
+    session = JobSession([sys.executable, "-c", "pass"], fallback, tmp_path / "h.sqlite", config.Settings(),
+                         interval_s=0.2, say=lambda m: log.append(("say", m)))
+    with pytest.raises(UserError, match=r"no NVIDIA GPU answers here \(Driver/library version mismatch: reboot\)"
+                                        r".*--simulate"):
+        session.run()
+    assert session.job is None and not log
+    assert not (tmp_path / "h.sqlite").exists()  # nothing simulated reached the history

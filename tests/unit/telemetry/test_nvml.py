@@ -379,6 +379,22 @@ def test_every_gpu_lost_renews_the_nvml_session(fake: FakeNvml, backend: NvmlBac
     assert fake.calls["nvmlInit"] == 2 and fake.init_count == 1  # shut down, then started again
 
 
+def test_a_renewed_session_reads_the_driver_version_again(fake: FakeNvml, backend: NvmlBackend) -> None:
+    """Issue 32: a driver reloaded under a running recorder (every GPU lost, then back) is a new driver: the
+    GPUs' info carries its version, so the history stores the change (``driver_change``) at the re-init."""
+    assert {d.driver_version for d in backend.devices()} == {"565.57.01"}
+    fake.lose(0)
+    fake.lose(1)
+    assert all(r.state is DeviceState.LOST for r in backend.sample(1.0))
+    fake.driver_version = "570.86.16"
+    fake.recover(0)
+    fake.recover(1)
+    backend.reinit()
+    assert all(r.state is DeviceState.OK for r in backend.sample(2.0))
+    assert {d.driver_version for d in backend.devices()} == {"570.86.16"}
+    assert backend.driver_version == "570.86.16" and "570.86.16" in backend.source.detail
+
+
 def test_module_without_nvml_error_class_is_contained() -> None:
     fake = FakeNvml([desktop_gpu(), desktop_gpu()])  # GPUs that answer every call at open
     del fake.module.NVMLError  # a broken binding: its errors cannot be matched by class
