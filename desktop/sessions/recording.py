@@ -146,9 +146,11 @@ class RecordingSession:
         connection (a second descriptor opened and closed after it would drop the process's locks).
         The rollups and retention are ``record``'s to schedule, on its own clock."""
         from desktop.history.calibration import load_calibrations
+        from desktop.history.media import require_writable_folder
         from desktop.history.store import HistoryStore
         from desktop.history.writer import HistoryWriter
 
+        require_writable_folder(db_path)  # read-only media: one line (exit 2), before the calibrations are read
         sampler.effective_load.calibrate_all(load_calibrations(db_path))  # each GPU's own stress run, where one is
         writer = HistoryWriter(db_path, maintenance_period_s=None)
         try:
