@@ -97,6 +97,8 @@ class Recorder:
         snapshot = self.sampler.tick()
         self.sink.submit(snapshot)
         self.ticks += 1
+        for notice in self.writer.take_notices():  # the database file replaced: where the samples go now
+            self.report(notice)
         status = self.writer.status
         if status.last_error != self._reported_error:  # say each problem once, and when it is over
             if status.last_error is not None:

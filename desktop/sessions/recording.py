@@ -196,6 +196,12 @@ class RecordingSession:
         except Exception as exc:  # recording an event must never break alerting
             log.warning("could not record event %s: %s", kind, exc)
 
+    def take_notices(self) -> list[str]:
+        """What the writer has to say once (its database file replaced, where the samples go now): the window's
+        banner; `rigscope record` prints them through its ``report``."""
+        take = getattr(self.writer, "take_notices", None)
+        return list(take()) if callable(take) else []
+
     def status_text(self, now_s: float) -> tuple[str, str]:
         """What the status bar says (recording, reading and who writes, off and why, or the write problem),
         and its tooltip."""
