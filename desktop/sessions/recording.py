@@ -59,6 +59,22 @@ def stalled_since(status: Any, started_s: float, now_s: float) -> float | None:
     return since if now_s - since > STALL_AFTER_S else None
 
 
+def _read_only(db_path: Path) -> bool:
+    """Whether ``db_path`` cannot be written for good (read-only media, a folder or a file made read-only):
+    the window then reads the history instead of recording."""
+    from desktop.errors import UserError
+    from desktop.history.dbfile import check_writable
+    from desktop.history.media import folder_unwritable
+
+    if folder_unwritable(db_path.parent):
+        return True
+    try:
+        check_writable(db_path)
+    except UserError:
+        return True
+    return False
+
+
 @dataclass
 class RecordingSession:
     """One recording: a writer (when recording), a store to read, and why it is the one or the other."""
@@ -101,6 +117,8 @@ class RecordingSession:
             return cls("off", f"history storage is not available ({exc})")
         writer: Any | None = None
         busy: str | None = None
+        #: Why a history on read-only media (or a read-only file) is read, not recorded.
+        read_only: str | None = None
         maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
         if record and db_path.exists():
             # `rigscope demo`'s database (meta demo=1) holds a simulated week: live samples of this machine
@@ -122,7 +140,9 @@ class RecordingSession:
             except DatabaseBusy as exc:
                 busy = describe_holder(exc.holder)
             except Exception as exc:  # disk full, read-only folder, a broken file: the live view still works
-                return cls("off", f"cannot record to {db_path}: {exc}")
+                if not _read_only(db_path):
+                    return cls("off", f"cannot record to {db_path}: {exc}")
+                read_only = str(exc)  # read-only media or file: the history is still read (the message says why)
         store: Any | None = None
         try:
             if db_path.exists():
@@ -131,6 +151,8 @@ class RecordingSession:
             log.warning("cannot read history from %s: %s", db_path, exc)
         if writer is not None:
             return cls("recording", f"writing to {db_path}", writer=writer, store=store, maintenance=maintenance)
+        if read_only is not None:
+            return cls("reading" if store else "off", read_only, store=store)
         if busy is not None:
             if store is None:
                 return cls("off", f"the database is written by {busy} and cannot be read here")

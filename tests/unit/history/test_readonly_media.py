@@ -189,3 +189,34 @@ def test_readers_and_record_in_a_read_only_folder(tmp_path: Path) -> None:
         assert sorted(os.listdir(folder)) == ["h.sqlite"]
     finally:
         folder.chmod(0o700)
+
+
+def test_the_window_reads_a_history_on_a_readonly_bind_mount(tmp_path: Path, ro_mount: tuple[Path, Path]) -> None:
+    """The window's recording: on read-only media (and below, with the file made read-only) it reads the history
+    instead of showing none (the README says the window reads a read-only database)."""
+    from desktop.sessions.recording import RecordingSession
+
+    source, mount = ro_mount
+    _history(source / "h.sqlite")
+    session = RecordingSession.open(mount / "h.sqlite")
+    try:
+        assert session.mode == "reading" and session.writer is None, session.detail
+        assert "its folder is on a read-only file system" in session.detail
+        assert session.store is not None and session.store.counts()["host_samples"] == ROWS
+    finally:
+        session.close()
+
+
+def test_the_window_reads_a_history_made_read_only(tmp_path: Path) -> None:
+    from desktop.sessions.recording import RecordingSession
+
+    kept = tmp_path / "kept.sqlite"
+    _history(kept)
+    kept.chmod(0o444)
+    session = RecordingSession.open(kept)
+    try:
+        assert session.mode == "reading" and session.writer is None, session.detail
+        assert f"the history database {kept} is read-only" in session.detail
+        assert session.store is not None and session.store.counts()["host_samples"] == ROWS
+    finally:
+        session.close()
