@@ -112,26 +112,35 @@ def reopen(path: Path, *, stale: str | None, kept: int) -> tuple[HistoryStore, P
     Raises what opening raises for a passing condition (a full disk, a busy file): the caller retries."""
     shown = printable(path)
     what = f"{kept:,} sample{'' if kept == 1 else 's'} waiting" if kept else "the samples from now on"
+    what += " goes" if kept == 1 else " go"
     change = "was replaced by another file" if os.path.lexists(path) else "was moved away or deleted"
     head = (f"the history database {shown} {change} (a restored backup, a sync tool?); stopped writing into the "
             "file this recording opened")
-    why = stale
-    if why is None:
-        try:
-            check_target(Path(str(path)))  # a plain Path: checked again, as the file there is another one
-        except UserError as exc:
-            why = str(exc)
-    if why is None:
-        try:
-            store = HistoryStore.open(resolve_db(path), verify=True)
-        except UserError as exc:  # another program's (or a damaged foreign) file: not ours to write
-            why = str(exc)
-        else:
-            moved = (f" (it was damaged: moved to {printable(store.recovered_from)}, a fresh one started)"
-                     if store.recovered_from is not None else "")
-            return store, None, (f"{head}; {what} go to the file now at that name{moved}, after its own rows, "
-                                 "which are kept")
+    store, why = (None, stale) if stale is not None else _open_there(path)
+    if store is not None:
+        moved = (f" (it was damaged: moved to {printable(store.recovered_from)}, a fresh one started)"
+                 if store.recovered_from is not None else "")
+        return store, None, (f"{head}; {what} to the file now at that name{moved}, after its own rows, "
+                             "which are kept")
     aside = aside_path(Path(str(path)))
-    store = HistoryStore.open(resolve_db(aside))
-    return store, aside, (f"{head}; {what} go to a new file beside it, {printable(aside)}, and the file at that "
+    try:
+        store = HistoryStore.open(resolve_db(aside))
+    except BaseException:  # a full disk: tried again next time, without a trail of empty files
+        if os.stat(aside).st_size == 0:
+            os.unlink(aside)
+        raise
+    return store, aside, (f"{head}; {what} to a new file beside it, {printable(aside)}, and the file at that "
                           f"name is left as it is ({printable(why)})")
+
+
+def _open_there(path: Path) -> tuple[HistoryStore | None, str | None]:
+    """The history now at ``path`` opened for writing, or None and why it is not one to write."""
+    try:
+        check_target(Path(str(path)))  # a plain Path: checked again, as the file there is another one
+        store = HistoryStore.open(resolve_db(path), verify=True)
+    except UserError as exc:  # another program's file (damaged or not), a folder: not ours to write
+        return None, str(exc)
+    if store.is_demo:  # live samples never mix into a simulated week (the window's rule too)
+        store.close()
+        return None, "it is a demo database (rigscope demo), which live samples never go into"
+    return store, None

@@ -221,3 +221,24 @@ def test_a_replaced_file_still_open_in_this_process_sends_the_samples_aside(tmp_
     assert writer.aside is not None
     assert _times(writer.aside) == [RECENT + i for i in range(1, 11)]
     assert _times(db) == restored
+
+
+def test_a_demo_database_renamed_over_is_left_alone_and_the_samples_go_aside(tmp_path: Path) -> None:
+    from desktop import cli
+
+    db, demo = tmp_path / "h.sqlite", tmp_path / "demo.sqlite"
+    assert cli.main(["demo", "--days", "0.01", "--db", str(demo)], now_s=RECENT) == 0
+    demo_times = _times(demo)
+    writer = _writer(db)
+    try:
+        writer.submit(snapshot(RECENT + 1))
+        assert writer.flush(timeout_s=60)
+        os.replace(demo, db)
+        writer.submit(snapshot(RECENT + 2))
+        assert writer.flush(timeout_s=60)
+        notices = writer.take_notices()
+        assert len(notices) == 1 and "it is a demo database" in notices[0], notices
+    finally:
+        writer.close()
+    assert writer.aside is not None and _times(writer.aside) == [RECENT + 2]
+    assert _times(db) == demo_times
