@@ -93,6 +93,8 @@ class RecordingSession:
     #: After ``close``: the writer's last status (None: there was no writer) and what it could not write.
     final_status: Any | None = field(default=None, init=False)
     lost_on_close: str | None = field(default=None, init=False)
+    #: After ``close``: the file beside the database the samples went to after it was replaced (None: none).
+    aside: Path | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.sink is None and self.writer is not None:
@@ -279,6 +281,9 @@ class RecordingSession:
             self.final_status = status
             log.info("history: %d of %d samples written (%d dropped)", status.rows_written, status.rows_submitted,
                      status.rows_dropped)
+        aside = getattr(self.writer, "aside", None)
+        if isinstance(aside, Path):
+            self.aside = aside
         lost = getattr(self.writer, "lost_on_close", None)
         if isinstance(lost, str):
             self.lost_on_close = lost

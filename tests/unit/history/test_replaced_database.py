@@ -164,6 +164,7 @@ def test_another_programs_file_renamed_over_is_left_alone_and_the_samples_go_asi
     assert code == 0, err
     line = recorder.said("go to a new file beside it")
     assert line is not None and str(asides[0]) in line and "is not a Rigscope history database" in line
+    assert f"(the last of them to {asides[0]}, since the database was replaced)" in err  # said again at the end
     assert db.read_bytes() == their_bytes  # byte for byte as their program wrote it
     assert len(_times(old)) + len(_times(asides[0])) == _written(err)
     assert _integrity(asides[0]) == "ok"
