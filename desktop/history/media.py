@@ -12,7 +12,6 @@ one line naming the folder (`rigscope record` exits 2, no traceback).
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sqlite3
@@ -70,7 +69,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA user_version").fetchone()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        # "unable to open" on a read-only mount, SQLITE_READONLY_DIRECTORY in a folder without write permission
+        # "unable to open" on a read-only mount, "readonly" (its -shm's folder) in a folder without write permission
         if dberrors.problem(exc) not in ("cannot_open", "read_only") or not folder_unwritable(path.parent):
             raise
         conn = connect(f"{uri}?immutable=1", uri=True)
@@ -109,10 +108,10 @@ def refuse_write(db_path: Path, exc: OSError | None) -> UserError:
     no permission; ``exc``: the error that showed it, None when ``folder_unwritable`` did): what `record`,
     `import`, `stress` and the window say instead of a traceback."""
     folder = db_path.parent
-    code = exc.errno if exc is not None else None
-    if code == errno.EROFS or readonly_mount(folder):
+    found = dberrors.problem(exc) if exc is not None else None
+    if found == "read_only" or readonly_mount(folder):
         why = "its folder is on a read-only file system"
-    elif exc is None or code in (errno.EACCES, errno.EPERM):
+    elif exc is None or found == "no_permission":
         why = "you have no permission to create files in its folder"
     else:
         why = exc.strerror or str(exc)

@@ -20,7 +20,6 @@ as a Protocol); code outside ``desktop.history`` calls this class's methods, nev
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sqlite3
@@ -142,17 +141,15 @@ class HistoryStore:
         path = resolve_db(path)
         if readonly:
             return cls._open_readonly(path)
+        media.require_writable_folder(path)  # read-only media: one line, before anything is made or written
         try:
             ensure_private_dir(path.parent)
             if not path.exists():
                 _create_private(path)
         except OSError as exc:
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                raise media.refuse_write(path, exc) from exc
             raise UserError(f"cannot create the history database {path}: {exc.strerror or exc} "
                             "(a read-only file system, missing permission, or a file where a folder should be)"
                             ) from exc
-        media.require_writable_folder(path)  # its -wal could not be made there: refused before any write
         recovered: Path | None = None
         try:
             conn = connect_rw(path, verify)
