@@ -17,6 +17,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from advisor.safetext import printable
 from desktop.errors import UserError
 from desktop.history import dberrors
 from desktop.history.dbfile import connect
@@ -91,7 +92,8 @@ def _say(path: Path, *, immutable: bool) -> None:
     _SAID.add(path)
     where = why_unwritable(path.parent)
     if not immutable:
-        log.warning("the history database %s is %s: reading it read-only (nothing is written to it)", path, where)
+        log.warning("the history database %s is %s: reading it read-only (nothing is written to it)",
+                    printable(path), where)
         return
     try:
         log_bytes = os.stat(f"{path}-wal").st_size
@@ -100,7 +102,7 @@ def _say(path: Path, *, immutable: bool) -> None:
     unread = (f"; its write-ahead log ({log_bytes:,} bytes, the last samples a writer committed) cannot be read "
               "without a -shm file there and is left out" if log_bytes else "")
     log.warning("the history database %s is %s: reading it read-only, as a file that does not change "
-                "(SQLite cannot make its -shm file there)%s", path, where, unread)
+                "(SQLite cannot make its -shm file there)%s", printable(path), where, unread)
 
 
 def refuse_write(db_path: Path, exc: OSError | None) -> UserError:
@@ -116,7 +118,7 @@ def refuse_write(db_path: Path, exc: OSError | None) -> UserError:
     else:
         why = exc.strerror or str(exc)
     readers = "readers (advise, export, report) can still read it, and " if db_path.exists() else ""
-    return UserError(f"cannot write the history database {db_path}: {why} ({folder}); {readers}"
+    return UserError(f"cannot write the history database {printable(db_path)}: {why} ({printable(folder)}); {readers}"
                      "--db PATH writes to a writable place")
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from advisor.safetext import printable
 from desktop.history import dberrors, replaced
 from desktop.history.dbfile import file_id, resolve_db
 from desktop.history.lock import WriterLock
@@ -333,8 +334,8 @@ class HistoryWriter:
                     self.store_path, stale=self._stale or "the file at that name could not be opened", kept=kept)
         except Exception as exc:  # kept in memory; tried again at the next interval
             with self._cond:
-                self._last_error = (f"the history database {self.store_path} was replaced by another file, which "
-                                    f"cannot be opened yet ({exc}); keeping samples in memory")
+                self._last_error = (f"the history database {printable(self.store_path)} was replaced by another "
+                                    f"file, which cannot be opened yet ({exc}); keeping samples in memory")
             return
         self._store = store
         self._target = aside if aside is not None else self.store_path

@@ -141,6 +141,16 @@ def test_a_killed_writers_log_is_read_where_its_shm_is_and_said_left_out_where_n
     assert f"its write-ahead log ({wal_bytes:,} bytes" in said and "left out" in said, said
 
 
+def test_a_name_with_control_bytes_is_said_escaped_on_one_line(tmp_path: Path, ro_mount: tuple[Path, Path]) -> None:
+    source, mount = ro_mount
+    name = "h\x1b[2Jx\n.sqlite"  # a terminal escape and a newline: shown escaped, never acted on
+    _history(source / name)
+    for args in (READERS["advise"], ["record", "--simulate", "--interval", "0.2"]):
+        done = _rigscope(tmp_path, [*args, "--db", str(mount / name)])
+        said = _one_line(done.stderr)
+        assert "h\\x1b[2Jx\\x0a.sqlite" in said and "\x1b" not in said, said
+
+
 def test_record_on_a_readonly_bind_mount_is_one_line_and_exit_2(tmp_path: Path,
                                                                ro_mount: tuple[Path, Path]) -> None:
     source, mount = ro_mount
