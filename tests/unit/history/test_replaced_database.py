@@ -243,3 +243,39 @@ def test_a_demo_database_renamed_over_is_left_alone_and_the_samples_go_aside(tmp
         writer.close()
     assert writer.aside is not None and _times(writer.aside) == [RECENT + 2]
     assert _times(db) == demo_times
+
+
+#: Another program reading the database: a connection that has read it (so it is attached to its -shm), held.
+_READER = """
+import sqlite3, sys
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+conn.execute("SELECT count(*) FROM host_samples").fetchone()
+print("reading", flush=True)
+sys.stdin.read()
+conn.close()
+"""
+
+
+def test_a_replaced_file_another_program_still_reads_sends_the_samples_aside(tmp_path: Path) -> None:
+    db, backup = tmp_path / "h.sqlite", tmp_path / "backup.sqlite"
+    _history(backup, N, RECENT - 1000.0)
+    restored = _times(backup)
+    writer = _writer(db)
+    reader = None
+    try:
+        writer.submit(snapshot(RECENT))
+        assert writer.flush(timeout_s=60)
+        reader = subprocess.Popen([sys.executable, "-c", _READER, str(db)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "reading"
+        os.replace(backup, db)
+        writer.submit(snapshot(RECENT + 1))
+        assert writer.flush(timeout_s=60)
+        notices = writer.take_notices()
+        assert len(notices) == 1 and "another program still has the replaced file open" in notices[0], notices
+    finally:
+        if reader is not None:
+            reader.communicate(input="", timeout=60)
+        writer.close()
+    assert writer.aside is not None and _times(writer.aside) == [RECENT + 1]
+    assert _times(db) == restored
