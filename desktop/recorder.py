@@ -107,6 +107,8 @@ class Recorder:
         self.sink.submit(snapshot)
         self._say_source(snapshot)
         self.ticks += 1
+        for notice in self.writer.take_notices():  # the database file replaced: where the samples go now
+            self.report(notice)
         status = self.writer.status
         if status.last_error != self._reported_error:  # say each problem once, and when it is over
             if status.last_error is not None:

@@ -83,7 +83,9 @@ def main(args: argparse.Namespace) -> int:
             session.close(say_loss=False)  # said below, in the last line
         sampler.close()
     written = session.final_status.rows_written if session.final_status is not None else 0
-    print(f"Stopped: {written:,} samples written to {path}"
+    aside = (f" (the last of them to {printable(session.aside)}, since the database was replaced)"
+             if session.aside is not None else "")
+    print(f"Stopped: {written:,} samples written to {path}{aside}"
           + (f"; {printable(session.lost_on_close)}" if session.lost_on_close else ""), file=sys.stderr)
     return 0
 

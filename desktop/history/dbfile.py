@@ -103,7 +103,11 @@ def open_here(path: Path) -> bool:
     """Whether this process holds a live connection to the file at ``path`` (any name of it).
 
     While it does, nothing in this process may open the file by other means (see the module text)."""
-    file = file_id(path)
+    return id_open_here(file_id(path))
+
+
+def id_open_here(file: tuple[int, int] | None) -> bool:
+    """``open_here`` for the file with this (st_dev, st_ino), whatever its name now (or none)."""
     if file is None:
         return False
     with _OPEN_LOCK:

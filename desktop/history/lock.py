@@ -21,6 +21,7 @@ from typing import IO, Any, Self
 from advisor.safetext import printable
 from desktop.errors import UserError
 from desktop.history.dbfile import resolve_db
+from desktop.history.media import refuse_write
 from desktop.paths import ensure_private_dir
 
 #: Windows locks byte ranges and refuses reads inside them: lock a byte far past the holder text.
@@ -179,3 +180,11 @@ class WriterLock(FileLock):
 
     def _busy(self) -> UserError:
         return DatabaseBusy(self.db_path, read_holder(self.lock_path))
+
+    def acquire(self) -> None:
+        """Take the lock; a folder that takes no lock file (read-only media, no permission) is one line, not a
+        traceback (``media.refuse_write``)."""
+        try:
+            super().acquire()
+        except OSError as exc:
+            raise refuse_write(self.db_path, exc) from exc

@@ -38,12 +38,11 @@ from advisor.progress import JobSeries
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
 from desktop.errors import UserError
-from desktop.history import bulk, codec, dberrors, jobs, packing, rollup, schema, stress_runs, usage_query
+from desktop.history import bulk, codec, dberrors, jobs, media, packing, rollup, schema, stress_runs, usage_query
 from desktop.history.dbfile import (
     DbPath,
     NotOurDatabase,
     Transaction,
-    connect,
     connect_rw,
     is_own_connection,
     may_move_aside,
@@ -51,6 +50,7 @@ from desktop.history.dbfile import (
     resolve_db,
 )
 from desktop.history.job_model import GuardEvent, JobRecord
+from desktop.history.media import connect_readonly
 from desktop.history.query import QUERYABLE, QueryResult, Resolution, process_history, run_query
 from desktop.paths import ensure_private_dir
 from desktop.telemetry.model import (
@@ -141,6 +141,7 @@ class HistoryStore:
         path = resolve_db(path)
         if readonly:
             return cls._open_readonly(path)
+        media.require_writable_folder(path)  # read-only media: one line, before anything is made or written
         try:
             ensure_private_dir(path.parent)
             if not path.exists():
@@ -169,7 +170,7 @@ class HistoryStore:
             raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
         conn: sqlite3.Connection | None = None
         try:
-            conn = connect(f"{path.as_uri()}?mode=ro", uri=True)
+            conn = connect_readonly(path)  # immutable=1 where read-only media take no -shm (said once)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             own = is_own_connection(conn)
         except sqlite3.DatabaseError as exc:
@@ -183,6 +184,10 @@ class HistoryStore:
             raise NotOurDatabase(path, "it is another program's SQLite database")
         if version < schema.SCHEMA_VERSION:  # an older file nobody has opened for writing yet
             conn.close()
+            if media.folder_unwritable(path.parent):
+                raise UserError(f"the history database {path} was written by an older Rigscope (schema version "
+                                f"{version}) and is upgraded once by writing it, but it is "
+                                f"{media.why_unwritable(path.parent)}: copy it to a writable folder and read the copy")
             cls.open(path).close()
             return cls._open_readonly(path)
         if version > schema.SCHEMA_VERSION:

@@ -9,7 +9,10 @@ same way), and anything else (a bug: logged with its traceback, that batch dropp
 The first two are logged at INFO only: ``status`` is how the owner (the recorder, the
 window) learns of them and tells the user once. Rollups and retention are the owner's: it
 hands in ``maintain`` (what to run, with the retention it wants), and the writer thread runs
-it every ``maintenance_period_s``.
+it every ``maintenance_period_s``. Before each batch it checks, with one ``stat``, that the database's name
+still means the file it opened: a file renamed over it (a restored backup) is never written through the old
+file's log; the samples go to the file now there, or beside it (``desktop.history.replaced``), said once
+through ``take_notices``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from desktop.history import dberrors
+from advisor.safetext import printable
+from desktop.history import dberrors, replaced
 from desktop.history.dbfile import file_id, resolve_db
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
@@ -108,6 +112,16 @@ class HistoryWriter:
         self._orphaned: list[HistoryStore] = []
         #: (st_dev, st_ino) of the ``-wal`` file this connection writes, once a commit made it.
         self._wal_id: tuple[int, int] | None = None
+        #: The file written (``store_path``, or the file beside it the samples went to) and its (st_dev, st_ino)
+        #: when opened: another file at that name (a backup renamed over it) is never written (``_follow_file``).
+        self._target: Path = self.store_path
+        self._db_id: tuple[int, int] | None = None
+        #: Why the file now at the name cannot be opened beside the replaced file's -wal/-shm (None: it can).
+        self._stale: str | None = None
+        #: Where the samples went instead of ``store_path`` (None: there).
+        self.aside: Path | None = None
+        #: Lines for the owner to say once each (``take_notices``): the database file replaced, and where samples go.
+        self._notices: list[str] = []
         self._thread: threading.Thread | None = None
         self.recovered_from: Path | None = None
         #: What ``close`` could not write (None when everything was), for the owner to tell the user.
@@ -131,6 +145,8 @@ class HistoryWriter:
                 self._lock.release()
             raise
         self.recovered_from = self._store.recovered_from
+        self._target = self.store_path
+        self._db_id = file_id(self.store_path)
         self._thread = threading.Thread(target=self._run, name="rigscope-history-writer", daemon=True)
         self._thread.start()
 
@@ -198,6 +214,12 @@ class HistoryWriter:
             self._cond.wait_for(lambda: self._flush_served >= ticket or self._thread is None, timeout_s)
             return not any(seq <= target for seq, _ in self._buffer) and not self._events
 
+    def take_notices(self) -> list[str]:
+        """What happened to the database file since the last call (one line each), for the owner to say."""
+        with self._cond:
+            notices, self._notices = self._notices, []
+        return notices
+
     @property
     def status(self) -> WriterStatus:
         with self._cond:
@@ -219,6 +241,10 @@ class HistoryWriter:
                 batch = list(self._buffer)
                 events = list(self._events)
                 tasks, self._tasks = self._tasks, []
+            try:
+                self._follow_file(final=stopping)
+            except Exception:  # the thread must survive anything: the samples wait in memory
+                log.exception("history: checking the database file failed")
             if batch or events:
                 self._write(batch, events)
             next_write = time.monotonic() + self.flush_interval_s
@@ -238,7 +264,9 @@ class HistoryWriter:
                 return
 
     def _maintain(self) -> None:
-        assert self._store is not None and self.maintenance is not None
+        assert self.maintenance is not None
+        if self._store is None:  # the replaced file's successor is not open yet
+            return
         try:
             self.maintenance(self._store, self._clock())
         except Exception as exc:  # logged; the writer thread goes on writing
@@ -248,7 +276,9 @@ class HistoryWriter:
     def _run_task(self, fn: Callable[[HistoryStore], Any], future: Future[Any]) -> None:
         if not future.set_running_or_notify_cancel():
             return
-        assert self._store is not None
+        if self._store is None:
+            future.set_exception(RuntimeError(self._last_error or "the history database file was replaced"))
+            return
         try:
             future.set_result(fn(self._store))
         except BaseException as exc:  # handed to whoever waits on the future
@@ -257,7 +287,7 @@ class HistoryWriter:
             future.set_exception(exc)
 
     def _wal_file_id(self) -> tuple[int, int] | None:
-        return file_id(Path(f"{self.store_path}-wal"))
+        return file_id(Path(f"{self._target}-wal"))
 
     def _check_wal(self) -> None:
         """Reopen the database when the write-ahead log this connection writes no longer has its name.
@@ -271,14 +301,54 @@ class HistoryWriter:
         assert self._store is not None
         message = ("the history database's write-ahead log was removed behind this writer (its file locks "
                    "were lost); reopened the database so that samples land in it again")
-        log.error("history: %s (%s)", message, self.store_path)
+        log.error("history: %s (%s)", message, self._target)
         self._orphaned.append(self._store)
-        self._store = HistoryStore.open(self.store_path)
+        self._store = HistoryStore.open(self._target)
         self._wal_id = None
         with self._cond:
             self._last_error = message
 
+    def _follow_file(self, *, final: bool = False) -> None:
+        """Stop writing the file it opened once its name means another file; write to the one there, or aside.
+
+        One ``stat`` when nothing changed. The samples stay in memory until the new file is open; a new file
+        that cannot be opened now (busy, a full disk) is tried again next time, and aside at the ``final``
+        write, so nothing waits past the close."""
+        if self._store is not None:
+            if self._db_id is None or file_id(self._target) == self._db_id:
+                return
+            log.info("history: %s no longer is the file this writer opened (renamed over or removed); "
+                     "closing the old one", self._target)
+            self._stale = replaced.retire(self._store, self._db_id)
+            self._store = None
+            self._wal_id = None
+        with self._cond:
+            kept = len(self._buffer)
+        try:
+            try:
+                store, aside, line = replaced.reopen(self.store_path, stale=self._stale, kept=kept)
+            except Exception:
+                if not final:
+                    raise
+                store, aside, line = replaced.reopen(  # the last chance: aside
+                    self.store_path, stale=self._stale or "the file at that name could not be opened", kept=kept)
+        except Exception as exc:  # kept in memory; tried again at the next interval
+            with self._cond:
+                self._last_error = (f"the history database {printable(self.store_path)} was replaced by another "
+                                    f"file, which cannot be opened yet ({exc}); keeping samples in memory")
+            return
+        self._store = store
+        self._target = aside if aside is not None else self.store_path
+        self._db_id = file_id(self._target)
+        self.aside = aside
+        log.info("history: %s", line)  # said by the owner (take_notices)
+        with self._cond:
+            self._notices.append(line)
+            self._last_error = None
+
     def _write(self, batch: list[tuple[int, Snapshot]], events: list[tuple[float, str, str | None, str]]) -> None:
+        if self._store is None:  # the replaced file's successor is not open yet: the batch waits
+            return
         try:
             self._check_wal()
         except Exception as exc:  # the reopen failed: the batch stays in memory, retried next interval

@@ -60,6 +60,22 @@ def stalled_since(status: Any, started_s: float, now_s: float) -> float | None:
     return since if now_s - since > STALL_AFTER_S else None
 
 
+def _read_only(db_path: Path) -> bool:
+    """Whether ``db_path`` cannot be written for good (read-only media, a folder or a file made read-only):
+    the window then reads the history instead of recording."""
+    from desktop.errors import UserError
+    from desktop.history.dbfile import check_writable
+    from desktop.history.media import folder_unwritable
+
+    if folder_unwritable(db_path.parent):
+        return True
+    try:
+        check_writable(db_path)
+    except UserError:
+        return True
+    return False
+
+
 @dataclass
 class RecordingSession:
     """One recording: a writer (when recording), a store to read, and why it is the one or the other."""
@@ -78,6 +94,8 @@ class RecordingSession:
     #: After ``close``: the writer's last status (None: there was no writer) and what it could not write.
     final_status: Any | None = field(default=None, init=False)
     lost_on_close: str | None = field(default=None, init=False)
+    #: After ``close``: the file beside the database the samples went to after it was replaced (None: none).
+    aside: Path | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.sink is None and self.writer is not None:
@@ -102,6 +120,8 @@ class RecordingSession:
             return cls("off", f"history storage is not available ({exc})")
         writer: Any | None = None
         busy: str | None = None
+        #: Why a history on read-only media (or a read-only file) is read, not recorded.
+        read_only: str | None = None
         maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
         if record and db_path.exists():
             # `rigscope demo`'s database (meta demo=1) holds a simulated week: live samples of this machine
@@ -123,7 +143,9 @@ class RecordingSession:
             except DatabaseBusy as exc:
                 busy = describe_holder(exc.holder)
             except Exception as exc:  # disk full, read-only folder, a broken file: the live view still works
-                return cls("off", f"cannot record to {db_path}: {exc}")
+                if not _read_only(db_path):
+                    return cls("off", f"cannot record to {db_path}: {exc}")
+                read_only = str(exc)  # read-only media or file: the history is still read (the message says why)
         store: Any | None = None
         try:
             if db_path.exists():
@@ -132,6 +154,8 @@ class RecordingSession:
             log.warning("cannot read history from %s: %s", db_path, exc)
         if writer is not None:
             return cls("recording", f"writing to {db_path}", writer=writer, store=store, maintenance=maintenance)
+        if read_only is not None:
+            return cls("reading" if store else "off", read_only, store=store)
         if busy is not None:
             if store is None:
                 return cls("off", f"the database is written by {busy} and cannot be read here")
@@ -147,9 +171,11 @@ class RecordingSession:
         connection (a second descriptor opened and closed after it would drop the process's locks).
         The rollups and retention are ``record``'s to schedule, on its own clock."""
         from desktop.history.calibration import load_calibrations
+        from desktop.history.media import require_writable_folder
         from desktop.history.store import HistoryStore
         from desktop.history.writer import HistoryWriter
 
+        require_writable_folder(db_path)  # read-only media: one line (exit 2), before the calibrations are read
         sampler.effective_load.calibrate_all(load_calibrations(db_path))  # each GPU's own stress run, where one is
         writer = HistoryWriter(db_path, maintenance_period_s=None)
         try:
@@ -196,6 +222,12 @@ class RecordingSession:
             self.writer.add_event(time_s, kind, gpu_uuid, message)
         except Exception as exc:  # recording an event must never break alerting
             log.warning("could not record event %s: %s", kind, exc)
+
+    def take_notices(self) -> list[str]:
+        """What the writer has to say once (its database file replaced, where the samples go now): the window's
+        banner; `rigscope record` prints them through its ``report``."""
+        take = getattr(self.writer, "take_notices", None)
+        return list(take()) if callable(take) else []
 
     def status_text(self, now_s: float) -> tuple[str, str]:
         """What the status bar says (recording, reading and who writes, off and why, or the write problem),
@@ -255,6 +287,9 @@ class RecordingSession:
             self.final_status = status
             log.info("history: %d of %d samples written (%d dropped)", status.rows_written, status.rows_submitted,
                      status.rows_dropped)
+        aside = getattr(self.writer, "aside", None)
+        if isinstance(aside, Path):
+            self.aside = aside
         lost = getattr(self.writer, "lost_on_close", None)
         if isinstance(lost, str):
             self.lost_on_close = lost

@@ -385,6 +385,8 @@ class RigscopeApp(QObject):
 
     def update_recording_status(self, now_s: float | None = None) -> None:
         """Recording / reading (who writes) / not recording (why), plus a write problem if any."""
+        for notice in self.recording.take_notices():  # the database file replaced: where the samples go now
+            self.window.show_banner(notice, "warning", key="recording.file")
         text, tip = self.recording.status_text(time.time() if now_s is None else now_s)
         if text != self._recording_text:  # set only on change: a label relayout per tick is waste
             self._recording_text = text
