@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.causes import CAUSE_COUNTER_FIELDS, Cause, CauseFamily, CauseTiming, VerdictCause
+from advisor.clock_reference import ClockBasis
+from advisor.forecast import TemperatureForecast
 from advisor.power_cap import PowerCapKind
 
 FloatArray = npt.NDArray[np.float64]
@@ -51,6 +53,10 @@ class RunTrace:
     #: Where the limit came from: "reported" (NVML), "log" (a limit column) or "datasheet" (by ``gpu_name``).
     power_limit_source: PowerLimitSource = "reported"
     gpu_name: str | None = None
+    #: The clock the GPU held at full load in its own stress run (``advisor.clock_reference``), if known.
+    sm_clock_calibration_mhz: float | None = None
+    #: The datasheet boost clock for ``gpu_name``, if known: the reference of last resort.
+    sm_clock_boost_mhz: float | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
     checks: int = 0
@@ -83,7 +89,7 @@ class Verdict:
     sustained_ratio: float
     unit: str
     basis: Basis
-    clock_ratio: float | None  # sustained SM clock / sm_clock_max_mhz (information, not a verdict)
+    clock_ratio: float | None  # sustained SM clock / clock_reference_mhz (information, not a verdict)
     cause: VerdictCause | None
     cause_family: CauseFamily | None
     onset_temperature_c: float | None
@@ -102,6 +108,9 @@ class Verdict:
     power_limited: bool = False
     sm_clock_max_mhz: float | None = None
     sm_clock_max_source: ClockMaxSource | None = None
+    #: The clock ``clock_ratio`` is measured against and what it is (``advisor.clock_reference``).
+    clock_reference_mhz: float | None = None
+    clock_reference_basis: ClockBasis | None = None
     #: How the run met its power limit (``power_cap.PowerCap.kind``); ``power_limited`` is true for any of them.
     power_cap: PowerCapKind | None = None
     #: Averaged power under load (W), the limit it was judged against and where that came from.
@@ -115,6 +124,10 @@ class Verdict:
     #: A bf16 GEMM's dense peak for this GPU at its limit in force (advisor.dense_peak), and what it came from.
     dense_peak_tflops: float | None = None
     dense_peak_source: str | None = None
+    #: A stress run's forecast of where its temperature settles (``advisor.forecast``), or why there is none.
+    forecast: TemperatureForecast | None = None
+    forecast_unavailable: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v.as_json()
+                    if isinstance(v, TemperatureForecast) else v) for k, v in self.__dict__.items()}

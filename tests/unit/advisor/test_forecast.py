@@ -1,0 +1,93 @@
+"""The temperature forecast (issue 32 item 8): a first-order fit of the heating curve, with an interval.
+
+Synthetic curves T(t) = T_inf - (T_inf - T0)·e^(-t/tau) with sensor noise and the sensor's whole-degree
+steps: the fit recovers T_inf, its interval holds it, and it says why when it cannot tell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.forecast import TemperatureForecast, fit_first_order, forecast_temperature, run_forecast
+
+
+def heating(t_inf: float, t0: float, tau_s: float, *, seconds: float = 120.0, noise_c: float = 0.4,
+            seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A 1 Hz heating curve as a GPU sensor gives it: noise, then rounded to whole °C."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, seconds + 1.0)
+    temps = t_inf - (t_inf - t0) * np.exp(-t / tau_s) + rng.normal(0.0, noise_c, t.size)
+    return t, np.round(temps)
+
+
+def test_the_fit_recovers_a_noiseless_curve() -> None:
+    t = np.arange(0.0, 121.0)
+    fit = fit_first_order(t, 100.0 - 65.0 * np.exp(-t / 90.0))
+    assert fit is not None
+    assert fit.steady_c == pytest.approx(100.0, abs=0.05) and fit.tau_s == pytest.approx(90.0, rel=0.01)
+    assert fit.start_c == pytest.approx(35.0, abs=0.05) and fit.rms_c < 0.01
+    assert fit.time_to(87.0) == pytest.approx(90.0 * np.log(65.0 / 13.0), rel=0.01)
+
+
+@pytest.mark.parametrize(("t_inf", "t0", "tau_s"), [(100.0, 35.0, 90.0), (74.0, 40.0, 88.0), (94.0, 30.0, 60.0)])
+def test_two_minutes_of_noisy_heating_forecast_t_inf_inside_the_interval(t_inf: float, t0: float,
+                                                                         tau_s: float) -> None:
+    held, errors = 0, []
+    seeds = range(40)
+    for seed in seeds:
+        t, temps = heating(t_inf, t0, tau_s, seed=seed)
+        forecast = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0, seed=seed)
+        assert isinstance(forecast, TemperatureForecast), forecast
+        lo, hi = forecast.interval_c
+        assert lo <= forecast.steady_temperature_c <= hi
+        held += lo <= t_inf <= hi
+        errors.append(forecast.steady_temperature_c - t_inf)
+        assert forecast.reaches_slowdown == (forecast.steady_temperature_c >= 87.0)
+    # The 2.5-97.5th percentile interval holds the truth in ~90 % of runs (87-94 % measured over 100 seeds).
+    assert held >= 0.85 * len(seeds), (held, errors)
+    assert float(np.median(np.abs(errors))) < 1.5
+
+
+def test_the_forecast_is_labelled_as_one_in_its_json() -> None:
+    t, temps = heating(100.0, 35.0, 90.0)
+    forecast = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0)
+    assert isinstance(forecast, TemperatureForecast)
+    data = forecast.as_json()
+    assert data["measured"] is False and data["reaches_slowdown"] is True and data["slowdown_c"] == 87.0
+    assert set(data) >= {"steady_temperature_c", "interval_c", "reaches_slowdown", "slowdown_c", "time_constant_s",
+                         "basis"}
+    assert str(data["basis"]).startswith("first-order fit")
+    assert data["slowdown_after_s"] is not None and 130.0 <= float(str(data["slowdown_after_s"])) <= 160.0
+
+
+def test_a_curve_that_has_not_bent_gives_a_reason_not_a_number() -> None:
+    t = np.arange(0.0, 121.0)
+    straight = 40.0 + t * 0.1  # tau far beyond two minutes: nowhere to say it settles
+    reason = forecast_temperature(t, straight, np.ones(t.size, dtype=bool), 87.0)
+    assert isinstance(reason, str) and "still nearly straight" in reason
+
+
+def test_too_little_load_gives_a_reason() -> None:
+    t, temps = heating(100.0, 35.0, 90.0, seconds=30.0)
+    reason = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0)
+    assert isinstance(reason, str) and reason.startswith("too little free heating to fit (30 s")
+
+
+def test_a_measured_slowdown_is_not_forecast() -> None:
+    t, temps = heating(100.0, 35.0, 90.0, seconds=300.0)
+    bits = np.where(temps >= 87.0, 0x20, 0x4).astype(np.int64)
+    reason = run_forecast(t, temps, np.ones(t.size, dtype=bool), 87.0, bits)
+    assert reason == "the run reached a thermal slowdown: measured, not forecast"
+
+
+def test_the_fit_uses_only_the_load() -> None:
+    """Idle minutes before the load are not the heating curve: the fit starts at the first loaded sample."""
+    t, temps = heating(100.0, 35.0, 90.0, seconds=120.0, noise_c=0.0)
+    idle = np.full(60, 35.0)
+    all_t = np.arange(0.0, 60.0 + t.size)
+    loaded = np.r_[np.zeros(60, dtype=bool), np.ones(t.size, dtype=bool)]
+    forecast = forecast_temperature(all_t, np.r_[idle, temps], loaded, 87.0)
+    assert isinstance(forecast, TemperatureForecast)
+    assert forecast.steady_temperature_c == pytest.approx(100.0, abs=1.0)
+    assert forecast.fitted_s == pytest.approx(120.0)
