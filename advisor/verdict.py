@@ -174,6 +174,10 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                            sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
                            clock_reference_mhz=ref_mhz, clock_reference_basis=clock_ref.basis if clock_ref else None,
                            **_power_fields(trace, cap))
+    forecast = (run_forecast(time_s, trace.temperature_c, loaded, trace.temp_slowdown_c,
+                             reason_bits(trace.clock_event_reasons, n)) if steady_state else None)
+    said: _Forecast = _Forecast(forecast=forecast if isinstance(forecast, TemperatureForecast) else None,
+                                forecast_unavailable=forecast if isinstance(forecast, str) else None)
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
@@ -181,7 +185,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                           clock_ratio=_clock_ratio(trace, loaded, ref_mhz),
                           cause="power_cap" if cap.limited else None, cause_family="power" if cap.limited else None,
                           onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
-                          **common)
+                          **said, **common)
         return _with_sentence(verdict, trace, min_load_s)
     best_early = _best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
     sustained = _level(signal[run.end]) if np.isfinite(signal[run.end]).any() else _level(signal)
@@ -205,8 +209,6 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         cause = "power_cap" if cap.limited else None
     status: VerdictStatus = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
-    forecast = (run_forecast(time_s, trace.temperature_c, loaded, trace.temp_slowdown_c,
-                             reason_bits(trace.clock_event_reasons, n)) if steady_state else None)
     if steady_state and status == "passed" and _still_heating(trace, rising) and not _settles_below(forecast):
         status = "inconclusive"
     verdict = Verdict(status=status, rising_c_per_min=rising, throttled=throttled,
@@ -215,9 +217,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                       cause_family=CAUSE_FAMILY.get(cause) if cause else None,
                       onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
                       cause_shares=shares, cause_seconds=seconds,
-                      forecast=forecast if isinstance(forecast, TemperatureForecast) else None,
-                      forecast_unavailable=forecast if isinstance(forecast, str) else None,
-                      **common)
+                      **said, **common)
     return _with_sentence(verdict, trace, min_load_s)
 
 
@@ -225,6 +225,13 @@ def _settles_below(forecast: TemperatureForecast | str | None) -> bool:
     """The forecast's whole interval lies below the slowdown temperature: heating, but towards a safe level."""
     return (isinstance(forecast, TemperatureForecast) and forecast.slowdown_c is not None
             and forecast.interval_c[1] < forecast.slowdown_c)
+
+
+class _Forecast(TypedDict):
+    """A stress run's temperature forecast (``advisor.forecast``), or why there is none."""
+
+    forecast: TemperatureForecast | None
+    forecast_unavailable: str | None
 
 
 class _PowerFields(TypedDict):

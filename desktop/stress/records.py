@@ -75,7 +75,7 @@ def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
         verdict = judge_cpu_run(verdict, trace, result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S,
                                 other_cores=result.extra.get("other_cpu_cores"), cores=result.extra.get("cpu_cores"))
     if verdict.status == "no_data":  # a few samples: too short to judge, said as such
-        verdict = replace(verdict, status="too_short",
+        verdict = replace(verdict, status="too_short", forecast_unavailable="too few samples under load to fit",
                           sentence=f"Load of {format_duration(result.ended_s - result.started_s)}: too short to "
                                    f"judge (needs {format_duration(MIN_STRESS_LOAD_S)}). {verdict.sentence}")
     if result.aborted:
