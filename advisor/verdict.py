@@ -174,10 +174,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                            sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
                            clock_reference_mhz=ref_mhz, clock_reference_basis=clock_ref.basis if clock_ref else None,
                            **_power_fields(trace, cap))
-    forecast = (run_forecast(time_s, trace.temperature_c, loaded, trace.temp_slowdown_c,
-                             reason_bits(trace.clock_event_reasons, n)) if steady_state else None)
-    said: _Forecast = _Forecast(forecast=forecast if isinstance(forecast, TemperatureForecast) else None,
-                                forecast_unavailable=forecast if isinstance(forecast, str) else None)
+    said = _forecast(trace, time_s, loaded) if steady_state else _Forecast(forecast=None, forecast_unavailable=None)
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
@@ -209,7 +206,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         cause = "power_cap" if cap.limited else None
     status: VerdictStatus = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
-    if steady_state and status == "passed" and _still_heating(trace, rising) and not _settles_below(forecast):
+    if steady_state and status == "passed" and _still_heating(trace, rising) and not _settles_below(said["forecast"]):
         status = "inconclusive"
     verdict = Verdict(status=status, rising_c_per_min=rising, throttled=throttled,
                       onset_s=onset, peak=peak, sustained=sustained,
@@ -221,10 +218,17 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     return _with_sentence(verdict, trace, min_load_s)
 
 
-def _settles_below(forecast: TemperatureForecast | str | None) -> bool:
+def _settles_below(forecast: TemperatureForecast | None) -> bool:
     """The forecast's whole interval lies below the slowdown temperature: heating, but towards a safe level."""
-    return (isinstance(forecast, TemperatureForecast) and forecast.slowdown_c is not None
-            and forecast.interval_c[1] < forecast.slowdown_c)
+    return forecast is not None and forecast.slowdown_c is not None and forecast.interval_c[1] < forecast.slowdown_c
+
+
+def _forecast(trace: RunTrace, time_s: FloatArray, loaded: BoolArray) -> _Forecast:
+    """Where a stress run's temperature settles (``advisor.forecast``), or why that cannot be said."""
+    found = run_forecast(time_s, trace.temperature_c, loaded, trace.temp_slowdown_c,
+                         reason_bits(trace.clock_event_reasons, loaded.shape[0]))
+    return _Forecast(forecast=found if isinstance(found, TemperatureForecast) else None,
+                     forecast_unavailable=found if isinstance(found, str) else None)
 
 
 class _Forecast(TypedDict):
