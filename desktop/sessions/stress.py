@@ -195,9 +195,9 @@ def calibration_clock(db_path: Path | None, result: RunResult) -> float | None:
     calibration, ``desktop.history.calibration``): the verdict's clock reference where there is one."""
     if db_path is None or result.gpu is None or result.config.device == "cpu":
         return None
-    from desktop.history.calibration import load_calibrations
+    from desktop.history.calibration import load_calibration
 
-    calibration = load_calibrations(db_path).get(result.gpu.uuid)  # unreadable history: {} (no reference)
+    calibration = load_calibration(db_path, result.gpu)  # unreadable history: None (no such reference)
     return calibration.full_clock_mhz if calibration is not None else None
 
 
