@@ -16,6 +16,15 @@ from advisor.wording import format_duration
 LONGER_TEST = "the Sustained preset, or `rigscope stress --minutes 10`"
 
 
+def _load_length(seconds: float) -> str:
+    """The load's length as the preset named it: "2 min" for 121 s of 1 Hz samples (the last sample's second
+    counts), else to the second."""
+    minutes = round(seconds / 60.0)
+    if minutes >= 1 and abs(seconds - 60.0 * minutes) <= 2.0:
+        return f"{minutes} min"
+    return format_duration(seconds)
+
+
 def forecast_clause(forecast: TemperatureForecast) -> str:
     """ "forecast, not measured: the temperature settles near 100 °C (99-101 °C; ...), above its 87 °C slowdown
     temperature, which it reaches after about 2 min 25 s of load: a longer run will likely throttle"."""
@@ -59,7 +68,7 @@ def still_heating_sentence(verdict: Verdict, cap: str, clock: str, figures: str)
     text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising {rising:.1f} °C/min) — run a longer "
             f"test ({LONGER_TEST}) to measure the heat")
     held = f"held its speed{' ' if cap.startswith('at ') else ': '}{cap}" if cap else "held its speed"
-    parts = [f"what {format_duration(verdict.load_s)} of load can judge: {held}", figures]
+    parts = [f"what {_load_length(verdict.load_s)} of load can judge: {held}", figures]
     if clock and clock.removeprefix("clock at ") not in cap:
         parts.append(clock)
     if verdict.forecast is not None:

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from advisor.forecast import TemperatureForecast, fit_first_order, forecast_temperature, run_forecast
+from advisor.forecast_text import forecast_clause
+from advisor.verdict import RunTrace, judge
 
 
 def heating(t_inf: float, t0: float, tau_s: float, *, seconds: float = 120.0, noise_c: float = 0.4,
@@ -91,3 +93,32 @@ def test_the_fit_uses_only_the_load() -> None:
     assert isinstance(forecast, TemperatureForecast)
     assert forecast.steady_temperature_c == pytest.approx(100.0, abs=1.0)
     assert forecast.fitted_s == pytest.approx(120.0)
+
+
+def _said(steady_c: float, interval_c: tuple[float, float], slowdown_c: float | None) -> str:
+    return forecast_clause(TemperatureForecast(
+        steady_temperature_c=steady_c, interval_c=interval_c, time_constant_s=89.3, start_c=35.0, fitted_s=120.0,
+        rms_c=0.3, slowdown_c=slowdown_c, reaches_slowdown=None if slowdown_c is None else steady_c >= slowdown_c,
+        slowdown_after_s=145.0 if slowdown_c is not None and steady_c >= slowdown_c else None))
+
+
+def test_the_forecast_in_words_says_it_is_one_and_where_it_lands_against_the_slowdown() -> None:
+    assert _said(99.8, (99.3, 101.1), 87.0) == (
+        "forecast, not measured: the temperature settles near 100 °C (99-101 °C; a first-order fit of 2 min of "
+        "heating, time constant 1 min 29 s), above its 87 °C slowdown temperature, which it reaches after about "
+        "2 min 25 s of load: a longer run will likely throttle")
+    assert _said(74.1, (73.3, 75.2), 86.0).endswith(
+        "below its 86 °C slowdown temperature: no thermal slowdown expected at this load")
+    assert _said(88.0, (85.0, 91.0), 87.0).endswith("around its 87 °C slowdown temperature: a longer run decides")
+    assert _said(70.0, (69.0, 71.0), None).endswith("; its slowdown temperature is unknown")
+
+
+def test_a_run_still_heating_without_a_forecast_says_why() -> None:
+    t = np.arange(0.0, 121.0)
+    trace = RunTrace(time_s=t, throughput=np.full(t.size, 50.0), unit="TFLOP/s", temperature_c=40.0 + t / 6.0,
+                     temp_slowdown_c=87.0)
+    verdict = judge(trace, min_load_s=30.0, steady_state=True)
+    assert verdict.status == "inconclusive" and verdict.forecast is None
+    assert verdict.sentence.startswith("Inconclusive: not at thermal steady state (still rising 10.0 °C/min)")
+    assert "what 2 min of load can judge: held its speed; sustained throughput 100 %" in verdict.sentence
+    assert "no temperature forecast: the heating curve is still nearly straight after 120 s" in verdict.sentence

@@ -124,7 +124,7 @@ def test_the_quick_test_names_what_two_minutes_judge_and_forecasts_the_heat() ->
     assert result.gpu is not None and result.gpu.sm_clock_max_mhz == 3105.0
     verdict = judge_run(result)
     sentence = verdict.sentence
-    assert "what 2 min 1 s of load can judge: held its speed at its 150 W power limit the whole run" in sentence
+    assert "what 2 min of load can judge: held its speed at its 150 W power limit the whole run" in sentence
     assert "of its early sustained clock (1,935 MHz)" in sentence and "3,105" not in sentence
     assert "forecast, not measured: the temperature settles near " in sentence
     assert "above its 87 °C slowdown temperature, which it reaches after about 2 min" in sentence
