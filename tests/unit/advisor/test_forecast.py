@@ -122,3 +122,12 @@ def test_a_run_still_heating_without_a_forecast_says_why() -> None:
     assert verdict.sentence.startswith("Inconclusive: not at thermal steady state (still rising 10.0 °C/min)")
     assert "what 2 min of load can judge: held its speed; sustained throughput 100 %" in verdict.sentence
     assert "no temperature forecast: the heating curve is still nearly straight after 120 s" in verdict.sentence
+
+
+def test_a_day_long_run_is_thinned_and_still_fits() -> None:
+    """A 24-hour stress run (the longest `rigscope stress` takes): at most MAX_FIT_POINTS readings are fitted."""
+    t, temps = heating(80.0, 35.0, 300.0, seconds=86_400.0)
+    forecast = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0)
+    assert isinstance(forecast, TemperatureForecast)
+    assert forecast.steady_temperature_c == pytest.approx(80.0, abs=0.5) and forecast.fitted_s == 86_400.0
+    assert forecast.reaches_slowdown is False
