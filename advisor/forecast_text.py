@@ -12,6 +12,10 @@ from advisor.forecast import TemperatureForecast
 from advisor.verdict_model import Verdict
 from advisor.wording import format_duration
 
+#: Still warming faster than this (°C per minute) at the end: a short run's forecast is said (the same line
+#: as ``advisor.verdict.RISING_C_PER_MIN``, which cannot be imported here: verdict imports this module's words).
+WARMING_C_PER_MIN = 1.0
+
 #: What the verdict says to measure what a forecast only estimates.
 LONGER_TEST = "the Sustained preset, or `rigscope stress --minutes 10`"
 
@@ -49,13 +53,18 @@ def forecast_title(verdict: Verdict) -> str | None:
     forecast = verdict.forecast
     if forecast is None or verdict.status not in ("inconclusive", "passed") or forecast.slowdown_c is None:
         return None
-    if verdict.status == "passed" and (verdict.rising_c_per_min or 0.0) <= 1.0:
+    if verdict.status == "passed" and not still_warming(verdict):
         return None  # at its steady temperature: the verdict is a measurement, not a forecast
     if forecast.straddles_slowdown:
         return "Held its speed so far; forecast: near its slowdown temperature"
     if forecast.reaches_slowdown:
         return "Held its speed so far; forecast: reaches its slowdown temperature"
     return "Held its speed so far; forecast: stays below its slowdown temperature"
+
+
+def still_warming(verdict: Verdict) -> bool:
+    """The run's temperature still rose faster than ``WARMING_C_PER_MIN`` at its end."""
+    return (verdict.rising_c_per_min or 0.0) > WARMING_C_PER_MIN
 
 
 def still_heating_sentence(verdict: Verdict, cap: str, clock: str, figures: str) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE, VerdictCause
 from advisor.clock_reference import ClockReference
-from advisor.forecast_text import forecast_clause, still_heating_sentence
+from advisor.forecast_text import forecast_clause, still_heating_sentence, still_warming
 from advisor.frame import StressResult
 from advisor.power_cap import WHOLE_RUN_SHARE
 from advisor.safetext import printable
@@ -147,7 +147,7 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             text += f"; {clock}" if clock and of_max not in cap else ""
         else:
             text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
-        if verdict.status == "passed" and verdict.forecast is not None and (verdict.rising_c_per_min or 0.0) > 1.0:
+        if verdict.status == "passed" and verdict.forecast is not None and still_warming(verdict):
             text += f"; still warming: {forecast_clause(verdict.forecast)}"  # a short run, heading somewhere safe
     if verdict.errors:
         text = (f"{count_text(verdict.errors, 'result error')} in {count_text(verdict.checks, 'check')} — "

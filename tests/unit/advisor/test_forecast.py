@@ -131,3 +131,11 @@ def test_a_day_long_run_is_thinned_and_still_fits() -> None:
     assert isinstance(forecast, TemperatureForecast)
     assert forecast.steady_temperature_c == pytest.approx(80.0, abs=0.5) and forecast.fitted_s == 86_400.0
     assert forecast.reaches_slowdown is False
+
+
+def test_the_warming_line_is_the_verdicts_rising_line() -> None:
+    """forecast_text cannot import verdict (verdict imports it): the two thresholds are kept equal here."""
+    from advisor.forecast_text import WARMING_C_PER_MIN
+    from advisor.verdict import RISING_C_PER_MIN
+
+    assert WARMING_C_PER_MIN == RISING_C_PER_MIN
