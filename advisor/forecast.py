@@ -9,13 +9,14 @@ For a fixed ``tau`` that is a straight line in ``exp(-t/tau)``, so the fit is li
 over a grid of time constants, refined around the best. The uncertainty comes from the data: a
 moving-block bootstrap of the fit's residuals (blocks keep the sensor's 1 °C steps and slow drifts
 together) refitted ``BOOTSTRAP_RUNS`` times; the interval is the 2.5-97.5th percentile of ``T_inf`` (on
-synthetic noisy 2-minute curves it held the true value in 87-94 % of runs: a percentile bootstrap of an
+synthetic noisy 2-minute curves it held the true value in 86-92 % of runs: a percentile bootstrap of an
 extrapolation is a little narrow, so the 95 % one is used for a ~90 % promise; tests/unit/advisor/test_forecast.py).
 A curve that has not bent yet (the best ``tau`` at the top of the grid, or far beyond the time
 fitted) cannot tell where it settles: no forecast then, with the reason.
 
-The fit reads the load up to the first thermal slowdown (after it the driver holds the temperature,
-which is no longer the free heating curve). Pure numpy; deterministic for a seed.
+The fit reads the load from ``SKIP_S`` after its start (the die's own fast rise) up to the first thermal
+slowdown (after it the driver holds the temperature, which is no longer the free heating curve); time is
+counted from the start of the load. Pure numpy; deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
+#: The fit starts this long after the load does (less where that would leave under ``MIN_FIT_S``): a real GPU
+#: heats as two masses, the die in seconds and the heatsink in minutes, and a fit from the first second takes
+#: the die's jump for the whole curve. A synthetic die 8 s + heatsink 90 s curve (true level 90 °C): fitted
+#: from 0 s, 80 °C; from 30 s, within 1 °C (median over seeds). With a 150 s heatsink (true 105 °C) 2 minutes
+#: are too few either way: 83 °C from 0 s, ~99 °C from 30 s. Single-mass curves lose precision only (median
+#: error 0.4 -> 0.8 °C, interval ~2 -> ~5 °C wide; tests/unit/advisor/test_forecast.py).
+SKIP_S = 30.0
 #: At least this much load, and this many readings, to fit a curve.
 MIN_FIT_S = 60.0
 MIN_FIT_POINTS = 20
@@ -76,6 +84,7 @@ class TemperatureForecast:
     interval_c: tuple[float, float]
     time_constant_s: float
     start_c: float
+    #: Seconds of load fitted; ``fit_to_s``: where that stretch ends (counted from the start of the load).
     fitted_s: float
     rms_c: float
     slowdown_c: float | None
@@ -83,11 +92,17 @@ class TemperatureForecast:
     reaches_slowdown: bool | None
     #: Seconds of load after which the fitted curve crosses the slowdown temperature; None: it does not.
     slowdown_after_s: float | None
+    fit_to_s: float = 0.0
+
+    @property
+    def fit_from_s(self) -> float:
+        return self.fit_to_s - self.fitted_s
 
     @property
     def basis(self) -> str:
-        return (f"first-order fit T(t) = T_inf - (T_inf - T0)·e^(-t/tau) of {self.fitted_s:.0f} s of load "
-                f"(T0 {self.start_c:.0f} °C, tau {self.time_constant_s:.0f} s, rms residual {self.rms_c:.2f} °C); "
+        return (f"first-order fit T(t) = T_inf - (T_inf - T0)·e^(-t/tau) of the load from {self.fit_from_s:.0f} s "
+                f"to {self.fit_to_s:.0f} s (T0 {self.start_c:.0f} °C, tau {self.time_constant_s:.0f} s, "
+                f"rms residual {self.rms_c:.2f} °C); "
                 f"interval: {INTERVAL_PCT[0]:g}-{INTERVAL_PCT[1]:g}th percentile of a block bootstrap of the "
                 "residuals")
 
@@ -102,7 +117,8 @@ class TemperatureForecast:
                 "interval_c": [round(self.interval_c[0], 1), round(self.interval_c[1], 1)],
                 "reaches_slowdown": self.reaches_slowdown, "slowdown_c": self.slowdown_c,
                 "time_constant_s": round(self.time_constant_s, 1), "start_c": round(self.start_c, 1),
-                "fitted_s": round(self.fitted_s, 1), "slowdown_after_s":
+                "fitted_s": round(self.fitted_s, 1), "fit_from_s": round(self.fit_from_s, 1),
+                "fit_to_s": round(self.fit_to_s, 1), "slowdown_after_s":
                     None if self.slowdown_after_s is None else round(self.slowdown_after_s, 1),
                 "basis": self.basis, "measured": False}
 
@@ -177,7 +193,10 @@ def forecast_temperature(time_s: FloatArray, temperature_c: FloatArray, loaded: 
         stopped = np.flatnonzero(np.asarray(stop, dtype=bool)[:temps.size] & use)
         if stopped.size:
             use &= np.arange(temps.size) < stopped[0]
-    t, y = time[use] - time[first], temps[use]
+    since = time[:temps.size] - time[first]
+    free_s = float(since[use].max()) if use.any() else 0.0
+    use &= since >= min(SKIP_S, max(0.0, free_s - MIN_FIT_S))  # t stays counted from the start of the load
+    t, y = since[use], temps[use]
     if t.size > MAX_FIT_POINTS:
         keep = np.unique(np.linspace(0, t.size - 1, MAX_FIT_POINTS).round().astype(np.int64))
         t, y = t[keep], y[keep]
@@ -187,8 +206,8 @@ def forecast_temperature(time_s: FloatArray, temperature_c: FloatArray, loaded: 
                 f"needs {MIN_FIT_S:.0f} s)")
     fit = fit_first_order(t, y)
     if fit is None or fit.tau_s >= TAU_GRID_S[-1] * 0.999 or fit.tau_s > MAX_TAU_PER_SPAN * span:
-        return (f"the heating curve is still nearly straight after {span:.0f} s: where it settles cannot be told "
-                "from it (run the Sustained test)")
+        return (f"the heating curve is still nearly straight after {float(t[-1]):.0f} s: where it settles cannot "
+                "be told from it (run the Sustained test)")
     residuals = y - fit.at(t)
     boot = _bootstrap_steady(t, fit, residuals, seed)
     lo, hi = (float(v) for v in np.percentile(boot, INTERVAL_PCT))
@@ -197,7 +216,8 @@ def forecast_temperature(time_s: FloatArray, temperature_c: FloatArray, loaded: 
     after = fit.time_to(slowdown_c) if slowdown_c else None
     return TemperatureForecast(steady_temperature_c=fit.steady_c, interval_c=(lo, hi), time_constant_s=fit.tau_s,
                                start_c=fit.start_c, fitted_s=span, rms_c=fit.rms_c, slowdown_c=slowdown_c,
-                               reaches_slowdown=reaches, slowdown_after_s=after)
+                               reaches_slowdown=reaches, slowdown_after_s=after,
+                               fit_to_s=float(t[-1]))
 
 
 #: Reasons whose bits end the free heating curve (the driver holds the temperature from there).

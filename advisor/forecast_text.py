@@ -34,7 +34,7 @@ def forecast_clause(forecast: TemperatureForecast) -> str:
     temperature, which it reaches after about 2 min 25 s of load: a longer run will likely throttle"."""
     lo, hi = forecast.interval_c
     text = (f"forecast, not measured: the temperature settles near {forecast.steady_temperature_c:.0f} °C "
-            f"({lo:.0f}-{hi:.0f} °C; a first-order fit of {format_duration(forecast.fitted_s)} of heating, "
+            f"({lo:.0f}-{hi:.0f} °C; a first-order fit of {format_duration(forecast.fit_to_s)} of heating, "
             f"time constant {format_duration(forecast.time_constant_s)})")
     slowdown = forecast.slowdown_c
     if slowdown is None:

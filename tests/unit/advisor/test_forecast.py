@@ -46,8 +46,8 @@ def test_two_minutes_of_noisy_heating_forecast_t_inf_inside_the_interval(t_inf: 
         held += lo <= t_inf <= hi
         errors.append(forecast.steady_temperature_c - t_inf)
         assert forecast.reaches_slowdown == (forecast.steady_temperature_c >= 87.0)
-    # The 2.5-97.5th percentile interval holds the truth in ~90 % of runs (87-94 % measured over 100 seeds).
-    assert held >= 0.85 * len(seeds), (held, errors)
+    # The 2.5-97.5th percentile interval holds the truth in ~90 % of runs (86-92 % measured over 100 seeds).
+    assert held >= 0.8 * len(seeds), (held, errors)
     assert float(np.median(np.abs(errors))) < 1.5
 
 
@@ -92,13 +92,14 @@ def test_the_fit_uses_only_the_load() -> None:
     forecast = forecast_temperature(all_t, np.r_[idle, temps], loaded, 87.0)
     assert isinstance(forecast, TemperatureForecast)
     assert forecast.steady_temperature_c == pytest.approx(100.0, abs=1.0)
-    assert forecast.fitted_s == pytest.approx(120.0)
+    assert forecast.fit_to_s == pytest.approx(120.0) and forecast.fit_from_s == pytest.approx(30.0)
 
 
 def _said(steady_c: float, interval_c: tuple[float, float], slowdown_c: float | None) -> str:
     return forecast_clause(TemperatureForecast(
-        steady_temperature_c=steady_c, interval_c=interval_c, time_constant_s=89.3, start_c=35.0, fitted_s=120.0,
-        rms_c=0.3, slowdown_c=slowdown_c, reaches_slowdown=None if slowdown_c is None else steady_c >= slowdown_c,
+        steady_temperature_c=steady_c, interval_c=interval_c, time_constant_s=89.3, start_c=35.0, fitted_s=90.0,
+        fit_to_s=120.0, rms_c=0.3, slowdown_c=slowdown_c,
+        reaches_slowdown=None if slowdown_c is None else steady_c >= slowdown_c,
         slowdown_after_s=145.0 if slowdown_c is not None and steady_c >= slowdown_c else None))
 
 
@@ -129,7 +130,7 @@ def test_a_day_long_run_is_thinned_and_still_fits() -> None:
     t, temps = heating(80.0, 35.0, 300.0, seconds=86_400.0)
     forecast = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0)
     assert isinstance(forecast, TemperatureForecast)
-    assert forecast.steady_temperature_c == pytest.approx(80.0, abs=0.5) and forecast.fitted_s == 86_400.0
+    assert forecast.steady_temperature_c == pytest.approx(80.0, abs=0.5) and forecast.fit_to_s == 86_400.0
     assert forecast.reaches_slowdown is False
 
 
@@ -139,3 +140,20 @@ def test_the_warming_line_is_the_verdicts_rising_line() -> None:
     from advisor.verdict import RISING_C_PER_MIN
 
     assert WARMING_C_PER_MIN == RISING_C_PER_MIN
+
+
+def test_a_two_mass_curve_is_fitted_after_the_dies_own_rise() -> None:
+    """A real GPU heats as a die (seconds) behind a heatsink (minutes): fitted from the first second, the die's
+    jump passes for the whole curve (83 °C forecast for a true 90 °C below). From ``SKIP_S`` on it is close."""
+    errors, held = [], 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        t = np.arange(0.0, 121.0)
+        temps = np.round(35.0 + 15.0 * (1 - np.exp(-t / 8.0)) + 40.0 * (1 - np.exp(-t / 90.0))
+                         + rng.normal(0.0, 0.4, t.size))
+        forecast = forecast_temperature(t, temps, np.ones(t.size, dtype=bool), 87.0, seed=seed)
+        assert isinstance(forecast, TemperatureForecast)
+        assert forecast.fit_from_s == pytest.approx(30.0)
+        errors.append(forecast.steady_temperature_c - 90.0)
+        held += forecast.interval_c[0] <= 90.0 <= forecast.interval_c[1]
+    assert abs(float(np.median(errors))) < 2.0 and held >= 0.75 * 30, (held, errors)

@@ -107,9 +107,10 @@ def test_a_throttled_verdict_gives_its_action_at_once_with_its_evidence(qtbot: Q
 
 def _forecast(steady_c: float, interval_c: tuple[float, float], slowdown_c: float | None = 87.0) -> TemperatureForecast:
     return TemperatureForecast(steady_temperature_c=steady_c, interval_c=interval_c, time_constant_s=90.0,
-                               start_c=35.0, fitted_s=120.0, rms_c=0.3, slowdown_c=slowdown_c,
+                               start_c=35.0, fitted_s=90.0, rms_c=0.3, slowdown_c=slowdown_c,
                                reaches_slowdown=None if slowdown_c is None else steady_c >= slowdown_c,
-                               slowdown_after_s=145.0 if slowdown_c is not None and steady_c >= slowdown_c else None)
+                               slowdown_after_s=145.0 if slowdown_c is not None and steady_c >= slowdown_c else None,
+                               fit_to_s=120.0)
 
 
 def test_a_forecast_gives_the_title_and_its_basis_never_as_a_measurement(qtbot: QtBot) -> None:
