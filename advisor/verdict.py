@@ -5,9 +5,10 @@ nvidia-smi log the same way. The performance signal is the workload's throughput
 is one, otherwise the SM clock in MHz. Throttled means the signal FELL during the run (the
 end of the run against the best sustained level of its first minute after warm-up), or a
 thermal or hardware slowdown appeared under load. The GPU's reported max clock is not a
-reference: it is the top of the V/F curve (3105 MHz on every Ada card) and never sustained,
-and a GEMM held at its power limit from the first second is the normal state of a
-datacenter GPU, so the SW power cap alone is reported (named: ``power_cap``), not judged. Reasons count only under
+reference unless the run reached it: on Ada it is the top of the V/F curve (3105 MHz) and never
+sustained, so the clock is said against a sustained reference (``advisor.clock_reference``); and a
+GEMM held at its power limit from the first second is the normal state of a datacenter GPU, so
+the SW power cap alone is reported (named: ``power_cap``), not judged. Reasons count only under
 load (A10, A40 and RTX 5090 report SW power cap Active at idle). Every decision reads a
 rolling median, so single noisy samples cannot trigger it.
 """
@@ -36,6 +37,8 @@ from advisor.causes import (
     sample_intervals,
 )
 from advisor.clock_events import ClockEventReason
+from advisor.clock_reference import ClockBasis, ClockReference, choose_reference
+from advisor.forecast import TemperatureForecast, run_forecast
 from advisor.limit_series import limit_in_force, loaded_steps, steps_power_cap
 from advisor.power_cap import PowerCap, PowerCapKind, power_cap
 from advisor.verdict_model import Basis, ClockMaxSource, PowerLimitSource, RunTrace, Verdict, VerdictStatus
@@ -145,37 +148,30 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     loaded = _load_mask(trace, raw_signal, basis, n)
     if n < 3 or raw_signal is None or int(loaded.sum()) < 3:
         return _no_data(trace, basis, unit)
-    interval_s = sample_intervals(time_s)
-    step = float(np.median(interval_s))
-    first = int(np.flatnonzero(loaded)[0])
-    rel = time_s - time_s[first]
-    span = float(rel[np.flatnonzero(loaded)[-1]]) + step
-    signal = np.where(loaded, raw_signal, np.nan)
-    warmup = min(WARMUP_S, span / 6.0)
-    reference = loaded & (rel >= warmup) & (rel <= warmup + min(REFERENCE_WINDOW_S, span / 3.0))
-    if not reference.any():
-        reference = loaded.copy()
-    run = _Run(rel=rel, interval_s=interval_s, loaded=loaded, signal=signal,
-               smooth=rolling_median(signal, max(1, round(SMOOTH_WINDOW_S / step))), reference=reference,
-               end=loaded & (rel >= span * 2.0 / 3.0), warmup_s=warmup,
-               causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
-    load_s = float(np.sum(interval_s[loaded]))
+    run, step, span = _run_of(trace, time_s, loaded, raw_signal)
+    rel, signal, reference = run.rel, run.signal, run.reference
+    load_s = float(np.sum(run.interval_s[loaded]))
     clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
+    clock_ref = _clock_reference(trace, loaded, reference, clock_max, step)
+    ref_mhz = clock_ref.mhz if clock_ref else None
     shares, seconds = _cause_shares(run)
     trace, cap, steps = _limit_in_force(trace, run, shares)
     common: _Common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span,
                            load_s=load_s, cause_timing=run.causes.timing if run.causes else "none",
                            sm_clock_max_mhz=clock_max,
                            sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
-                           power_limit_steps=steps, **_power_fields(trace, cap))
+                           power_limit_steps=steps,
+                           clock_reference_mhz=ref_mhz, clock_reference_basis=clock_ref.basis if clock_ref else None,
+                           **_power_fields(trace, cap))
+    said = _forecast(trace, time_s, loaded) if steady_state else _Forecast(forecast=None, forecast_unavailable=None)
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
         verdict = Verdict(status="errors" if trace.errors else "too_short", throttled=False, onset_s=None,
                           peak=math.nan, sustained=typical, sustained_ratio=math.nan,
-                          clock_ratio=_clock_ratio(trace, loaded, clock_max),
+                          clock_ratio=_clock_ratio(trace, loaded, ref_mhz),
                           cause="power_cap" if cap.limited else None, cause_family="power" if cap.limited else None,
                           onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
-                          **common)
+                          **said, **common)
         return _with_sentence(verdict, trace, min_load_s)
     best_early = _best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
     sustained = _level(signal[run.end]) if np.isfinite(signal[run.end]).any() else _level(signal)
@@ -201,16 +197,56 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
         cause = "power_cap" if cap.limited else None
     status: VerdictStatus = "errors" if trace.errors > 0 else "throttled" if throttled else "passed"
     rising = temperature_rise(trace, rel, loaded)
-    if steady_state and status == "passed" and _still_heating(trace, rising):
+    if steady_state and status == "passed" and _still_heating(trace, rising) and not _settles_below(said["forecast"]):
         status = "inconclusive"
     verdict = Verdict(status=status, rising_c_per_min=rising, throttled=throttled,
                       onset_s=onset, peak=peak, sustained=sustained,
-                      sustained_ratio=ratio, clock_ratio=_clock_ratio(trace, run.end, clock_max), cause=cause,
+                      sustained_ratio=ratio, clock_ratio=_clock_ratio(trace, run.end, ref_mhz), cause=cause,
                       cause_family=CAUSE_FAMILY.get(cause) if cause else None,
                       onset_temperature_c=_temperature_near(trace, rel, onset) if onset is not None else None,
                       cause_shares=shares, cause_seconds=seconds,
-                      **common)
+                      **said, **common)
     return _with_sentence(verdict, trace, min_load_s)
+
+
+def _run_of(trace: RunTrace, time_s: FloatArray, loaded: BoolArray,
+            raw_signal: FloatArray) -> tuple[_Run, float, float]:
+    """The run's time line, load and reference stretch; with its sample step and its span (s)."""
+    interval_s = sample_intervals(time_s)
+    step = float(np.median(interval_s))
+    first = int(np.flatnonzero(loaded)[0])
+    rel = time_s - time_s[first]
+    span = float(rel[np.flatnonzero(loaded)[-1]]) + step
+    signal = np.where(loaded, raw_signal, np.nan)
+    warmup = min(WARMUP_S, span / 6.0)
+    reference = loaded & (rel >= warmup) & (rel <= warmup + min(REFERENCE_WINDOW_S, span / 3.0))
+    if not reference.any():
+        reference = loaded.copy()
+    run = _Run(rel=rel, interval_s=interval_s, loaded=loaded, signal=signal,
+               smooth=rolling_median(signal, max(1, round(SMOOTH_WINDOW_S / step))), reference=reference,
+               end=loaded & (rel >= span * 2.0 / 3.0), warmup_s=warmup,
+               causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
+    return run, step, span
+
+
+def _settles_below(forecast: TemperatureForecast | None) -> bool:
+    """The forecast's whole interval lies below the slowdown temperature: heating, but towards a safe level."""
+    return forecast is not None and forecast.slowdown_c is not None and forecast.interval_c[1] < forecast.slowdown_c
+
+
+def _forecast(trace: RunTrace, time_s: FloatArray, loaded: BoolArray) -> _Forecast:
+    """Where a stress run's temperature settles (``advisor.forecast``), or why that cannot be said."""
+    found = run_forecast(time_s, trace.temperature_c, loaded, trace.temp_slowdown_c,
+                         reason_bits(trace.clock_event_reasons, loaded.shape[0]))
+    return _Forecast(forecast=found if isinstance(found, TemperatureForecast) else None,
+                     forecast_unavailable=found if isinstance(found, str) else None)
+
+
+class _Forecast(TypedDict):
+    """A stress run's temperature forecast (``advisor.forecast``), or why there is none."""
+
+    forecast: TemperatureForecast | None
+    forecast_unavailable: str | None
 
 
 class _PowerFields(TypedDict):
@@ -251,6 +287,24 @@ class _Common(_PowerFields):
     sm_clock_max_mhz: float | None
     sm_clock_max_source: ClockMaxSource | None
     power_limit_steps: list[dict[str, object]]
+    clock_reference_mhz: float | None
+    clock_reference_basis: ClockBasis | None
+
+
+def _clock_reference(trace: RunTrace, loaded: BoolArray, reference: BoolArray, clock_max: float | None,
+                     step: float) -> ClockReference | None:
+    """What the clock is measured against (``advisor.clock_reference``): never a V/F top the run did not reach."""
+    early = highest = None
+    if trace.sm_clock_mhz is not None:
+        n = loaded.shape[0]
+        clock = np.where(loaded, np.asarray(trace.sm_clock_mhz, dtype=np.float64)[:n], np.nan)
+        if np.isfinite(clock).any():
+            highest = float(np.nanmax(clock))
+            window = max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum())))
+            early = _best_level(clock, reference & np.isfinite(clock), window)
+    return choose_reference(calibration_mhz=trace.sm_clock_calibration_mhz, reported_max_mhz=clock_max,
+                            reported_from_log=trace.sm_clock_max_source == "log", highest_loaded_mhz=highest,
+                            early_mhz=early, boost_mhz=trace.sm_clock_boost_mhz)
 
 
 def _power_fields(trace: RunTrace, cap: PowerCap) -> _PowerFields:
@@ -349,12 +403,12 @@ def _load_mask(trace: RunTrace, signal: FloatArray | None, basis: Basis, n: int)
     return loaded
 
 
-def _clock_ratio(trace: RunTrace, mask: BoolArray, clock_max: float | None) -> float | None:
-    if trace.sm_clock_mhz is None or clock_max is None:
+def _clock_ratio(trace: RunTrace, mask: BoolArray, reference_mhz: float | None) -> float | None:
+    if trace.sm_clock_mhz is None or reference_mhz is None:
         return None
     clocks = trace.sm_clock_mhz[mask]
     clocks = clocks[np.isfinite(clocks)]
-    return float(np.median(clocks)) / clock_max if clocks.size else None
+    return float(np.median(clocks)) / reference_mhz if clocks.size else None
 
 
 def _cause_shares(run: _Run) -> tuple[dict[VerdictCause, float], dict[Cause, float]]:

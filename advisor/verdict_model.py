@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.causes import CAUSE_COUNTER_FIELDS, Cause, CauseFamily, CauseTiming, VerdictCause
+from advisor.clock_reference import ClockBasis
+from advisor.forecast import TemperatureForecast
 from advisor.power_cap import PowerCapKind
 
 FloatArray = npt.NDArray[np.float64]
@@ -55,6 +57,10 @@ class RunTrace:
     #: it moves on laptops (Dynamic Boost, firmware modes, battery). See ``advisor.limit_series``.
     power_limit_series_w: FloatArray | None = None
     gpu_name: str | None = None
+    #: The clock the GPU held at full load in its own stress run (``advisor.clock_reference``), if known.
+    sm_clock_calibration_mhz: float | None = None
+    #: The datasheet boost clock for ``gpu_name``, if known: the reference of last resort.
+    sm_clock_boost_mhz: float | None = None
     temp_slowdown_c: float | None = None
     errors: int = 0
     checks: int = 0
@@ -89,7 +95,7 @@ class Verdict:
     sustained_ratio: float
     unit: str
     basis: Basis
-    clock_ratio: float | None  # sustained SM clock / sm_clock_max_mhz (information, not a verdict)
+    clock_ratio: float | None  # sustained SM clock / clock_reference_mhz (information, not a verdict)
     cause: VerdictCause | None
     cause_family: CauseFamily | None
     onset_temperature_c: float | None
@@ -108,6 +114,9 @@ class Verdict:
     power_limited: bool = False
     sm_clock_max_mhz: float | None = None
     sm_clock_max_source: ClockMaxSource | None = None
+    #: The clock ``clock_ratio`` is measured against and what it is (``advisor.clock_reference``).
+    clock_reference_mhz: float | None = None
+    clock_reference_basis: ClockBasis | None = None
     #: How the run met its power limit (``power_cap.PowerCap.kind``); ``power_limited`` is true for any of them.
     power_cap: PowerCapKind | None = None
     #: Averaged power under load (W), the limit it was judged against and where that came from.
@@ -124,6 +133,10 @@ class Verdict:
     #: Where the limit moved during the run: one entry per limit in force, in time order (``limit_series.LimitStep``
     #: as a dict: start_s, end_s, limit_w, power_level_w, power_cap); empty when one limit held throughout.
     power_limit_steps: list[dict[str, object]] = field(default_factory=list)
+    #: A stress run's forecast of where its temperature settles (``advisor.forecast``), or why there is none.
+    forecast: TemperatureForecast | None = None
+    forecast_unavailable: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v.as_json()
+                    if isinstance(v, TemperatureForecast) else v) for k, v in self.__dict__.items()}

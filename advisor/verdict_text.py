@@ -13,22 +13,16 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from advisor.baseline import INCONCLUSIVE_PREFIX
 from advisor.causes import CAUSE_LABELS, SLOWDOWN_CAUSES, SLOWDOWN_MIN_SHARE, VerdictCause
+from advisor.clock_reference import ClockReference
+from advisor.forecast_text import forecast_clause, still_heating_sentence, still_warming
 from advisor.frame import StressResult
 from advisor.power_cap import WHOLE_RUN_SHARE
 from advisor.safetext import printable
 from advisor.verdict_model import RunTrace, Verdict
-from advisor.wording import count_text
+from advisor.wording import count_text, format_duration
 
-
-def format_duration(seconds: float) -> str:
-    """``145`` -> "2 min 25 s"."""
-    total = round(seconds)
-    minutes, secs = divmod(total, 60)
-    if minutes and secs:
-        return f"{minutes} min {secs} s"
-    return f"{minutes} min" if minutes else f"{secs} s"
+__all__ = ["compare_with_baseline", "format_duration", "power_cap_clause", "sentence_for", "shared_run_sentence"]
 
 
 def _fmt(value: float, unit: str = "") -> str:
@@ -45,11 +39,12 @@ def _pct(ratio: float) -> str:
 
 
 def _of_max_clock(verdict: Verdict) -> str:
-    """ "91 % of the GPU's reported max (1,980 MHz)": which max, said every time."""
-    if verdict.clock_ratio is None or verdict.sm_clock_max_mhz is None:
+    """ "91 % of the GPU's reported max (1,980 MHz)", "99 % of its early sustained clock (1,935 MHz)": the
+    reference (``advisor.clock_reference``) named every time."""
+    if verdict.clock_ratio is None or verdict.clock_reference_mhz is None or verdict.clock_reference_basis is None:
         return ""
-    which = "the highest clock in the log" if verdict.sm_clock_max_source == "log" else "the GPU's reported max"
-    return f"{_pct(verdict.clock_ratio)} of {which} ({verdict.sm_clock_max_mhz:,.0f} MHz)"
+    reference = ClockReference(verdict.clock_reference_mhz, verdict.clock_reference_basis)
+    return f"{_pct(verdict.clock_ratio)} of {reference.phrase()}"
 
 
 def _limit_text(verdict: Verdict, trace: RunTrace) -> str:
@@ -203,10 +198,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
         elif verdict.throttled:
             held = f", {cap}" if verdict.cause == "power_cap" and verdict.power_cap == "plateau" else ""
             text = f"Throttled: {label or CAUSE_LABELS['unexplained']}{held}; {figures}"
-        elif verdict.status == "inconclusive":
-            text = (f"{INCONCLUSIVE_PREFIX} not at thermal steady state (still rising "
-                    f"{verdict.rising_c_per_min or 0.0:.1f} °C/min) — run a longer test (the Sustained preset, "
-                    f"or `rigscope stress --minutes 10`); {figures}")
+        elif verdict.status == "inconclusive":  # what the run could judge, then the forecast (advisor.forecast_text)
+            text = still_heating_sentence(verdict, cap, clock, figures)
         elif cap:
             joint = " " if cap.startswith("at ") else " while " if cap.startswith("held ") else ": "
             text = f"Held its speed{joint}{cap}; {figures}"
@@ -215,6 +208,8 @@ def sentence_for(verdict: Verdict, trace: RunTrace, min_load_s: float = 0.0) -> 
             text += f"; {clock}" if clock and of_max not in cap else ""
         else:
             text = f"Held its speed: {figures}" + (f"; {clock}" if clock else "")
+        if verdict.status == "passed" and verdict.forecast is not None and still_warming(verdict):
+            text += f"; still warming: {forecast_clause(verdict.forecast)}"  # a short run, heading somewhere safe
     if len(verdict.power_limit_steps) > 1 and cap not in text:  # every verdict says the limit moved
         text += f"; {cap}"
     if verdict.errors:

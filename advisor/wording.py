@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["count_text", "duration_text", "parenthesized", "plural_word"]
+__all__ = ["count_text", "duration_text", "format_duration", "parenthesized", "plural_word"]
 
 _SIBILANT_ENDINGS = ("s", "sh", "ch", "x", "z")
 
@@ -40,6 +40,15 @@ def count_text(count: float, singular: str, plural: str | None = None) -> str:
     """"1 recommendation", "2 GPUs", "1,234 samples", "0 errors": the number and the word that fits it."""
     number = f"{count:,.0f}" if float(count).is_integer() else f"{count:,.1f}"
     return f"{number} {plural_word(float(number.replace(',', '')), singular, plural)}"
+
+
+def format_duration(seconds: float) -> str:
+    """``145`` -> "2 min 25 s" (the stress verdict's durations; ``advisor.verdict_text`` offers it too)."""
+    total = round(seconds)
+    minutes, secs = divmod(total, 60)
+    if minutes and secs:
+        return f"{minutes} min {secs} s"
+    return f"{minutes} min" if minutes else f"{secs} s"
 
 
 def duration_text(seconds: float) -> str:

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from advisor.clock_reference import is_vf_top
 from advisor.envelope import POWERD_COMMAND, Cause, cause_from_line
 from advisor.frame import Event, GpuSeries
 from advisor.rules.base import (
@@ -51,8 +52,18 @@ def _row_events(gpu: GpuSeries, events: list[Event]) -> np.ndarray:
     return np.asarray(np.searchsorted(times, gpu.time_s, side="right") - 1)
 
 
-def clock_lock_hint(gpu: GpuSeries) -> str:
+def _sustained_clock_mhz(gpu: GpuSeries) -> float | None:
+    """A clock this GPU sustains: its reported max unless that is a V/F top (Ada's 3,105 MHz, which no laptop
+    reaches; ``advisor.clock_reference``), else the 95th percentile of its clock while busy; None: unknown."""
     clock = gpu.meta.sm_clock_max_mhz
+    if clock and not is_vf_top(clock):
+        return clock
+    busy = (gpu.utilization_gpu_pct >= 50.0) & np.isfinite(gpu.sm_clock_mhz)
+    return float(np.percentile(gpu.sm_clock_mhz[busy], 95)) if busy.any() else None
+
+
+def clock_lock_hint(gpu: GpuSeries) -> str:
+    clock = _sustained_clock_mhz(gpu)
     top = int(round(clock * 0.85 / 15.0) * 15) if clock else 1800
     return (f"To trade speed for heat and noise instead, lock the clock: `sudo nvidia-smi -i {gpu.meta.index} "
             f"-lgc 210,{top}` (undo: `sudo nvidia-smi -i {gpu.meta.index} -rgc`); the power limit itself belongs "

@@ -179,4 +179,7 @@ def _json_report(result: RunResult, verdict: Verdict, run_id: int | None, code: 
                     "nvml_index": result.gpu.index if result.gpu is not None else None},
             "started_s": result.started_s,
             "ended_s": result.ended_s, "errors": result.errors, "checks": result.checks,
-            "extra": result.extra, "verdict": verdict.as_dict()}
+            "extra": result.extra, "verdict": verdict.as_dict(),
+            # Where the temperature settles (advisor.forecast): a forecast, never a measurement; null with the reason.
+            "forecast": verdict.forecast.as_json() if verdict.forecast is not None else None,
+            "forecast_unavailable": verdict.forecast_unavailable if verdict.forecast is None else None}

@@ -190,6 +190,17 @@ def read_earlier(db_path: Path | None, result: RunResult, warn: Callable[[str], 
         return []
 
 
+def calibration_clock(db_path: Path | None, result: RunResult) -> float | None:
+    """The clock the run's GPU held at full load in its own newest usable stress run (its effective-load
+    calibration, ``desktop.history.calibration``): the verdict's clock reference where there is one."""
+    if db_path is None or result.gpu is None or result.config.device == "cpu":
+        return None
+    from desktop.history.calibration import load_calibration
+
+    calibration = load_calibration(db_path, result.gpu)  # unreadable history: None (no such reference)
+    return calibration.full_clock_mhz if calibration is not None else None
+
+
 def save_safely(db_path: Path | None, result: RunResult, verdict: Verdict) -> tuple[int | None, str | None]:
     """(run id, None) once stored; (None, why) when the history cannot take it; (None, None): nothing to store."""
     if db_path is None or result.time_s.shape[0] == 0:
@@ -220,7 +231,8 @@ def judge_and_save(db_path: Path | None, result: RunResult, *, warn: Callable[[s
     baseline" and the advisor's stress-regression rule draw the line at the same drop."""
     phase("judging")
     earlier = read_earlier(db_path, result, warn)
-    verdict = judge_run(result, earlier, regression_pct, gpu_specs(warn))
+    verdict = judge_run(result, earlier, regression_pct, gpu_specs(warn),
+                        clock_calibration_mhz=calibration_clock(db_path, result))
     phase("saving")
     run_id, save_error = save_safely(db_path, result, verdict)
     code = exit_code(result, verdict)

@@ -62,15 +62,20 @@ def extra_json(result: RunResult, verdict: Verdict) -> str:
 
 
 def judge_run(result: RunResult, earlier: list[StressResult] | None = None,
-              regression_pct: float = Thresholds.stress_regression_pct, specs: Sequence[GpuSpec] = ()) -> Verdict:
+              regression_pct: float = Thresholds.stress_regression_pct, specs: Sequence[GpuSpec] = (), *,
+              clock_calibration_mhz: float | None = None) -> Verdict:
     """The verdict for a run, compared with its baseline among ``earlier`` runs (any; ``pick_baseline`` chooses);
-    a bf16 GEMM on a GPU in ``specs`` also says its share of the dense peak at the limit in force."""
-    verdict = with_dense_peak(judge(result.trace(), min_load_s=MIN_STRESS_LOAD_S, steady_state=True), result, specs)
+    a bf16 GEMM on a GPU in ``specs`` also says its share of the dense peak at the limit in force.
+    ``clock_calibration_mhz``: the clock the GPU held in its own earlier stress run, the clock reference."""
+    trace = result.trace()
+    if clock_calibration_mhz is not None:
+        trace = replace(trace, sm_clock_calibration_mhz=clock_calibration_mhz)
+    verdict = with_dense_peak(judge(trace, min_load_s=MIN_STRESS_LOAD_S, steady_state=True), result, specs)
     if result.config.device == "cpu":  # a drop inside the run's own noise band is not throttling
-        verdict = judge_cpu_run(verdict, result.trace(), result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S,
+        verdict = judge_cpu_run(verdict, trace, result.extra.get("warmup_noise_pct"), MIN_STRESS_LOAD_S,
                                 other_cores=result.extra.get("other_cpu_cores"), cores=result.extra.get("cpu_cores"))
     if verdict.status == "no_data":  # a few samples: too short to judge, said as such
-        verdict = replace(verdict, status="too_short",
+        verdict = replace(verdict, status="too_short", forecast_unavailable="too few samples under load to fit",
                           sentence=f"Load of {format_duration(result.ended_s - result.started_s)}: too short to "
                                    f"judge (needs {format_duration(MIN_STRESS_LOAD_S)}). {verdict.sentence}")
     if result.aborted:

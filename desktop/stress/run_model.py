@@ -18,6 +18,7 @@ import numpy.typing as npt
 from advisor.guard import DEFAULT_GUARD_OFFSET_C
 from advisor.verdict import RunTrace
 from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.simulated.profiles import datasheet_boost_mhz
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -125,6 +126,7 @@ class RunResult:
         return RunTrace.from_columns(
             self.time_s, self.columns, throughput=self.throughput, unit=self.unit,
             sm_clock_max_mhz=gpu.sm_clock_max_mhz if gpu else None,
+            sm_clock_boost_mhz=datasheet_boost_mhz(gpu.name) if gpu else None,
             power_limit_w=gpu.power_limit_enforced_w if gpu else None,
             temp_slowdown_c=gpu.temp_slowdown_c if gpu else None,
             errors=self.errors, checks=self.checks)

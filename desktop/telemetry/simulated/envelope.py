@@ -1,10 +1,10 @@
 """The simulated laptop's power envelope: AC or battery, nvidia-powerd, and the EC's firmware modes.
 
 It follows the MSI Vector 16 HX as msi-ec shows it (shift modes turbo / eco / comfort: msi-ec.c
-CONF_G2_10) and the 4090 Laptop's limits as NVML gives them (default 150 W, max 175 W with
-Dynamic Boost, min 80 W): Extreme Performance (turbo) with nvidia-powerd on AC is the max limit,
-Balanced (comfort) the default one, Eco the min one; without nvidia-powerd Dynamic Boost is off
-(at most the default limit), and on battery the firmware holds the GPU at 70 % of its min limit
+CONF_G2_10) and the 4090 Laptop's limits (default 150 W, max 175 W with Dynamic Boost, base TGP
+80 W; NVML's min limit is 5 W): Extreme Performance (turbo) with nvidia-powerd on AC is the max
+limit, Balanced (comfort) the default one, Eco the base TGP; without nvidia-powerd Dynamic Boost is off
+(at most the default limit), and on battery the firmware holds the GPU at 70 % of its base TGP
 (a 4090 Laptop at 56 W; reports of 55 W: open-gpu-kernel-modules #1295). The mode also sets the
 fan curve: Extreme Performance runs the fans harder (the cooling's thermal resistance 15 % lower),
 Eco keeps them quiet (10 % higher).
@@ -58,12 +58,12 @@ def enforced_limit_w(profile: GpuProfile, state: SimulatedEnvelope) -> float:
     if not profile.is_laptop:
         return profile.power_limit_w
     by_mode = {"turbo": profile.power_limit_max_w, "comfort": profile.power_limit_w,
-               "eco": profile.power_limit_min_w}
+               "eco": profile.base_limit_w}
     limit = by_mode.get(state.shift_mode, profile.power_limit_w)
     if not state.powerd_running:
         limit = min(limit, profile.power_limit_w)
     if not state.on_ac:
-        limit = min(limit, round(profile.power_limit_min_w * _BATTERY_SHARE_OF_MIN))
+        limit = min(limit, round(profile.base_limit_w * _BATTERY_SHARE_OF_MIN))
     return float(limit)
 
 

@@ -1,10 +1,10 @@
 """The thermal/power model of the simulated GPUs, independent of where time and load come from.
 
 Per GPU, advanced in steps of at most one second:
-  power  P = P_idle + L * I * (P_demand - P_idle) * (f / f_max)^3 (dynamic power ~ f·V², V ~ f)
+  power  P = P_idle + L * I * (P_demand - P_idle) * (f / f_boost)^3 (dynamic power ~ f·V², V ~ f)
          with I the demand's intensity: 1 for a compute-bound GEMM, ~0.35 for a memory-bound
          or data-starved job, which keeps kernels running (utilization ~L) at a third of the power
-  clock  f = f_max * thermal_cap, cut further so that P <= limit  (SwPowerCap bit)
+  clock  f = f_boost * thermal_cap, cut further so that P <= limit  (SwPowerCap bit)
   temp   dT/dt = (T_ambient + R·P - T) / tau                     (first-order response)
   thermal_cap falls while T >= T_slowdown and recovers below it  (SW/HW thermal bits)
 It is deterministic for a seed and the times passed in, so tests can run a simulated week in
@@ -46,7 +46,7 @@ def profile_calibration(profile: GpuProfile) -> Calibration:
     """
     full_w = min(profile.power_limit_w, profile.power_demand_w)
     ratio = ((full_w - profile.power_idle_w) / (profile.power_demand_w - profile.power_idle_w)) ** (1.0 / 3.0)
-    return Calibration(profile.power_idle_w, full_w, profile.sm_clock_max_mhz * ratio, "datasheet",
+    return Calibration(profile.power_idle_w, full_w, profile.sm_clock_boost_mhz * ratio, "datasheet",
                        profile.peak_bf16_tflops)
 
 
@@ -102,7 +102,7 @@ class SimulatedGpuModel:
             power = p.power_idle_w
             reasons = _IDLE
         else:
-            clock = p.sm_clock_max_mhz * gpu.thermal_cap
+            clock = p.sm_clock_boost_mhz * gpu.thermal_cap
             if gpu.thermal_cap < 0.999:
                 reasons = _SW_THERMAL
                 if gpu.temp_c >= p.temp_slowdown_c:
@@ -110,11 +110,11 @@ class SimulatedGpuModel:
             # Utilization follows the load; power follows load x intensity (a memory-bound kernel
             # keeps the SMs waiting on DRAM: busy in NVML's sense, cool and far below the limit).
             dynamic = load * demand.intensity * (p.power_demand_w - p.power_idle_w)
-            ratio = clock / p.sm_clock_max_mhz
+            ratio = clock / p.sm_clock_boost_mhz
             power = p.power_idle_w + dynamic * ratio * ratio * ratio
             if power > p.power_limit_w:
                 ratio_at_limit = ((p.power_limit_w - p.power_idle_w) / dynamic) ** (1.0 / 3.0)
-                clock = p.sm_clock_max_mhz * ratio_at_limit
+                clock = p.sm_clock_boost_mhz * ratio_at_limit
                 power = p.power_limit_w
                 reasons |= _POWER_CAP
         target = self.ambient_c + p.thermal_r_c_per_w * power
@@ -163,7 +163,7 @@ class SimulatedGpuModel:
         p = gpu.profile
         if gpu.load <= 0.02:
             return 0.0
-        return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_max_mhz) * gpu.load * gpu.intensity
+        return p.peak_bf16_tflops * (gpu.clock_mhz / p.sm_clock_boost_mhz) * gpu.load * gpu.intensity
 
     def set_power_limit(self, index: int, watts: float, thermal_r_c_per_w: float | None = None) -> None:
         """The enforced power limit (and the cooling's thermal resistance) from now on: the simulated
@@ -303,7 +303,7 @@ class SimulatedGpuModel:
         # estimates (the datasheet calibration), not read off the model.
         columns["effective_load_pct"] = (gpm.sm_active_pct(load) if p.gpm else np.round(estimate_array(
             profile_calibration(p), columns["power_w"], columns["sm_clock_mhz"], util), 1))
-        throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_max_mhz * load
+        throughput = np.where(busy, p.peak_bf16_tflops * np.asarray(clock_l) / p.sm_clock_boost_mhz * load
                               * np.asarray(intensity_l), 0.0)
         return Trace(time_s=times, columns=columns, throughput_tflops=throughput)
 

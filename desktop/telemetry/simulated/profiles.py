@@ -26,7 +26,10 @@ class GpuProfile:
     power_limit_settable: bool
     power_idle_w: float
     power_demand_w: float
+    #: What the driver reports as the max SM clock: the V/F curve's top on Ada (3105 MHz), never sustained.
     sm_clock_max_mhz: float
+    #: The datasheet boost clock: the model's clock at full load below the power limit.
+    sm_clock_boost_mhz: float
     sm_clock_idle_mhz: float
     mem_clock_max_mhz: float
     mem_clock_idle_mhz: float
@@ -42,9 +45,27 @@ class GpuProfile:
     is_laptop: bool
     #: NVML GPM answers (Hopper, Blackwell): effective load and DCGM_FI_PROF_* are measured (simulated/gpm.py).
     gpm: bool = False
+    #: A laptop's base TGP (W): what Eco mode and battery hold it to; the driver's min limit is a few W.
+    power_limit_base_w: float | None = None
+
+    @property
+    def base_limit_w(self) -> float:
+        """The lowest limit the firmware sets in use (Eco): the base TGP where known, else the min limit."""
+        return self.power_limit_base_w if self.power_limit_base_w is not None else self.power_limit_min_w
 
     def steady_state_temp_c(self, power_w: float, ambient_c: float = AMBIENT_C) -> float:
         return ambient_c + self.thermal_r_c_per_w * power_w
+
+
+def datasheet_boost_mhz(gpu_name: str | None) -> float | None:
+    """The datasheet boost clock of the profile named ``gpu_name`` (" (simulated)" ignored); None if unknown."""
+    if not gpu_name:
+        return None
+    name = gpu_name.removesuffix(" (simulated)").strip().casefold()
+    for _key, profile in _shipped_profiles():
+        if profile.name.casefold() == name:
+            return profile.sm_clock_boost_mhz
+    return None
 
 
 def load_profiles() -> dict[str, GpuProfile]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from advisor.forecast_text import forecast_title
 from advisor.frame import StressResult
 from advisor.safetext import printable
 from advisor.verdict import Verdict
@@ -51,6 +52,11 @@ class VerdictCard(QFrame):
         self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.comparison = QLabel("")
         self.comparison.setWordWrap(True)
+        #: What the temperature forecast rests on (the sentence says the forecast itself), hidden without one.
+        self.forecast = QLabel("")
+        self.forecast.setWordWrap(True)
+        self.forecast.setTextFormat(Qt.TextFormat.PlainText)
+        self.forecast.setVisible(False)
         #: A throttled run's action at once, with the evidence it rests on (the advisor's own texts).
         self.advice = QLabel("")
         self.advice.setWordWrap(True)
@@ -65,7 +71,7 @@ class VerdictCard(QFrame):
             button.setEnabled(False)
             exports.addWidget(button)
         exports.addStretch(1)
-        for widget in (self.title, self.text, self.comparison, self.advice):
+        for widget in (self.title, self.text, self.forecast, self.comparison, self.advice):
             card.addWidget(widget)
         card.addLayout(exports)
         self.paint(None)
@@ -85,6 +91,7 @@ class VerdictCard(QFrame):
         self.text.setText(what)
         self.comparison.setText("")
         self.advice.setVisible(False)
+        self.forecast.setVisible(False)
         self.paint(None)
 
     def show_verdict(self, verdict: Verdict, power_limit_line: str | None = None, gpu: GpuInfo | None = None) -> None:
@@ -99,9 +106,12 @@ class VerdictCard(QFrame):
         self.advice.setText(f"What to do: {code_as_text(advice.action)}\nEvidence: {advice.evidence}."
                             if advice else "")
         self.advice.setVisible(advice is not None)
-        self.title.setText(TITLES.get(verdict.status, verdict.status))
+        self.title.setText(forecast_title(verdict) or TITLES.get(verdict.status, verdict.status))
         line = f"\nPower limit: {printable(power_limit_line)}." if power_limit_line else ""
         self.text.setText(verdict.sentence + line)
+        self.forecast.setText(f"Forecast (not a measurement): {verdict.forecast.basis}." if verdict.forecast else "")
+        self.forecast.setVisible(verdict.forecast is not None and verdict.forecast.basis != ""
+                                 and forecast_title(verdict) is not None)
         self.comparison.setText(verdict.comparison[:1].upper() + verdict.comparison[1:] if verdict.comparison
                                 else "")
         self.paint(verdict)
@@ -112,6 +122,7 @@ class VerdictCard(QFrame):
         """Why a run did not start or end."""
         self.state = "message"
         self.advice.setVisible(False)
+        self.forecast.setVisible(False)
         self.title.setText(title)
         self.text.setText(text)
 

@@ -80,3 +80,17 @@ def test_battery_and_balanced_are_left_to_other_rules() -> None:
     events = (Event(_at(0), "envelope.limit", UUID, "capped at 150 W of 175 W: firmware mode Balanced"),
               Event(_at(200), "envelope.limit", UUID, "capped at 56 W of 175 W: on battery"))
     assert below_rated_power(RuleContext(_laptop_frame(events), Thresholds())) == []  # type: ignore[arg-type]
+
+
+def test_the_clock_lock_hint_is_below_a_clock_the_laptop_sustains_not_the_v_f_top() -> None:
+    """Issue 32: an Ada laptop reports 3,105 MHz as its max; 85 % of that (2,640 MHz) locks nothing on a laptop
+    running 1,935 MHz. The hint takes 85 % of the clock it held while busy (1,650 MHz), as the reported max of
+    a card whose max is a real clock (2,040 -> 1,740 MHz)."""
+    events = (Event(_at(0), "envelope.limit", UUID, RATED), Event(_at(60), "envelope.limit", UUID, POWERD),
+              Event(_at(204), "envelope.limit", UUID, RATED))
+    ada = frame((gpu(laptop_meta(sm_clock_max_mhz=3105.0), power_w=np.where(busy_mask(), 150.0, 12.0),
+                     sm_clock_mhz=np.where(busy_mask(), 1935.0, 210.0)),), events=events, host=host())
+    (rec,) = below_rated_power(RuleContext(ada, Thresholds()))  # type: ignore[arg-type]
+    assert "-lgc 210,1650`" in rec.action and "2640" not in rec.action
+    (old,) = below_rated_power(RuleContext(_laptop_frame(events), Thresholds()))  # type: ignore[arg-type]
+    assert "-lgc 210,1740`" in old.action

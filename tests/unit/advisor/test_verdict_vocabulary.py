@@ -101,7 +101,8 @@ def test_every_judged_run_stays_inside_the_typed_vocabularies() -> None:
     assert runs["at_limit"].power_cap == "at_limit" and runs["at_limit"].basis == "clock"
     assert runs["counters"].cause_timing == "counters" and runs["passed"].cause_timing == "none"
     for verdict in runs.values():
-        assert _check_literals(verdict) == 10  # status, basis, cause, family, shares, seconds, timing, 2 sources, cap
+        # status, basis, cause, family, shares, seconds, timing, 2 sources, cap, clock reference basis
+        assert _check_literals(verdict) == 11
 
 
 def test_a_log_judged_against_the_datasheet_names_its_sources_in_the_vocabulary() -> None:
@@ -110,7 +111,8 @@ def test_a_log_judged_against_the_datasheet_names_its_sources_in_the_vocabulary(
     (run,) = verdicts_for_log(t, {"sm_clock_mhz": np.full(n, 1700.0), "utilization_gpu_pct": np.full(n, 100.0),
                                   "power_w": np.full(n, 349.0)}, gpu_name="NVIDIA H100 PCIe")
     assert run.verdict.power_limit_source == "datasheet" and run.verdict.sm_clock_max_source == "log"
-    assert _check_literals(run.verdict) == 10
+    assert run.verdict.clock_reference_basis == "log"
+    assert _check_literals(run.verdict) == 11
 
 
 @pytest.mark.parametrize(("power", "cap_share", "limit", "kind"), [

@@ -113,6 +113,43 @@ def test_quick_two_minute_test_on_the_laptop_is_inconclusive_not_passed() -> Non
     assert exit_code(result, verdict) == 7
 
 
+def test_the_quick_test_names_what_two_minutes_judge_and_forecasts_the_heat() -> None:
+    """Issue 32 item 8: the Quick test on the simulated RTX 4090 Laptop used to end with "still heating up" and
+    nothing else, though it sat at its 150 W limit the whole time. It names that limit, the clock against a
+    clock the laptop sustains (not the 3,105 MHz it reports), and a labelled forecast that the 10-minute run
+    bears out: the temperature heads above the 87 °C slowdown, which the long run reaches within seconds of
+    the forecast's time."""
+    runner, _backend, _seen = sim_runner(duration_s=120.0)
+    result = runner.run()
+    assert result.gpu is not None and result.gpu.sm_clock_max_mhz == 3105.0
+    verdict = judge_run(result)
+    sentence = verdict.sentence
+    assert "what 2 min of load can judge: held its speed at its 150 W power limit the whole run" in sentence
+    assert "of its early sustained clock (1,935 MHz)" in sentence and "3,105" not in sentence
+    assert "forecast, not measured: the temperature settles near " in sentence
+    assert "above its 87 °C slowdown temperature, which it reaches after about 2 min" in sentence
+    forecast = verdict.forecast
+    assert forecast is not None and forecast.reaches_slowdown and forecast.slowdown_c == 87.0
+    assert forecast.slowdown_after_s is not None
+    # The 10-minute run on the same simulated laptop: where it really crossed 87 °C and throttled.
+    long_runner, _b, _s = sim_runner(duration_s=600.0)
+    long_run = long_runner.run()
+    long_verdict = judge_run(long_run)
+    assert long_verdict.throttled and long_verdict.cause_family == "thermal"
+    crossed = np.flatnonzero(long_run.columns["temperature_c"] >= 87.0)
+    crossed_s = float(long_run.time_s[crossed[0]] - long_run.time_s[0])
+    assert abs(forecast.slowdown_after_s - crossed_s) <= 10.0, (forecast.slowdown_after_s, crossed_s)
+
+
+def test_a_quick_test_on_a_desktop_heading_somewhere_safe_passes_with_its_forecast() -> None:
+    """The RTX 4090 desktop still warms at 2 min but settles near 74 °C, far under its 86 °C slowdown."""
+    runner, _backend, _seen = sim_runner("rtx4090", duration_s=120.0)
+    verdict = judge_run(runner.run())
+    assert verdict.status == "passed" and verdict.forecast is not None
+    assert verdict.forecast.reaches_slowdown is False and verdict.forecast.interval_c[1] < 86.0
+    assert "below its 86 °C slowdown temperature: no thermal slowdown expected at this load" in verdict.sentence
+
+
 def test_a_few_seconds_are_too_short_to_judge() -> None:
     runner, _backend, _seen = sim_runner(duration_s=3.0)
     result = runner.run()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QFileDialog
 from pytestqt.qtbot import QtBot
 
+from advisor.forecast import TemperatureForecast
 from advisor.frame import StressResult
 from advisor.verdict import Verdict
 from desktop.ui.pages.stress_page import StressPage
@@ -101,3 +103,33 @@ def test_a_throttled_verdict_gives_its_action_at_once_with_its_evidence(qtbot: Q
     card.grab().save(str(tmp_path / "verdict-card.png"))
     card.show_verdict(_verdict("passed"), None, laptop)
     assert not card.advice.isVisibleTo(card)
+
+
+def _forecast(steady_c: float, interval_c: tuple[float, float], slowdown_c: float | None = 87.0) -> TemperatureForecast:
+    return TemperatureForecast(steady_temperature_c=steady_c, interval_c=interval_c, time_constant_s=90.0,
+                               start_c=35.0, fitted_s=90.0, rms_c=0.3, slowdown_c=slowdown_c,
+                               reaches_slowdown=None if slowdown_c is None else steady_c >= slowdown_c,
+                               slowdown_after_s=145.0 if slowdown_c is not None and steady_c >= slowdown_c else None,
+                               fit_to_s=120.0)
+
+
+def test_a_forecast_gives_the_title_and_its_basis_never_as_a_measurement(qtbot: QtBot) -> None:
+    """Issue 32 item 8: a run still heating up is titled by its forecast, with what the forecast rests on."""
+    card = VerdictCard(DARK)
+    qtbot.addWidget(card)
+    heating = replace(_verdict("inconclusive"), forecast=_forecast(99.8, (99.3, 101.1)), rising_c_per_min=16.1)
+    card.show_verdict(heating)
+    assert card.title.text() == "Held its speed so far; forecast: reaches its slowdown temperature"
+    assert not card.forecast.isHidden()
+    assert card.forecast.text().startswith("Forecast (not a measurement): first-order fit")
+    near = replace(heating, forecast=_forecast(88.0, (85.0, 91.0)))
+    card.show_verdict(near)
+    assert card.title.text() == "Held its speed so far; forecast: near its slowdown temperature"
+    warming = replace(_verdict("passed"), forecast=_forecast(74.0, (73.0, 75.0), 86.0), rising_c_per_min=5.0)
+    card.show_verdict(warming)
+    assert card.title.text() == "Held its speed so far; forecast: stays below its slowdown temperature"
+    settled = replace(warming, rising_c_per_min=0.2)  # at its steady temperature: a measurement, no forecast title
+    card.show_verdict(settled)
+    assert card.title.text() == "Passed: held its speed" and card.forecast.isHidden()
+    card.show_verdict(_verdict("inconclusive"))  # no forecast (too short to fit): the plain title
+    assert card.title.text() == "Inconclusive: still heating up" and card.forecast.isHidden()
