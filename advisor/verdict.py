@@ -152,10 +152,11 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     rel, signal, reference = run.rel, run.signal, run.reference
     load_s = float(np.sum(run.interval_s[loaded]))
     clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
-    clock_ref = _clock_reference(trace, loaded, reference, clock_max, step)
-    ref_mhz = clock_ref.mhz if clock_ref else None
     shares, seconds = _cause_shares(run)
     trace, cap, steps = _limit_in_force(trace, run, shares)
+    # Under a limit that moved, the early level is the first limit's clock, not one to measure the rest by.
+    clock_ref = _clock_reference(trace, loaded, reference if len(steps) <= 1 else None, clock_max, step)
+    ref_mhz = clock_ref.mhz if clock_ref else None
     common: _Common = dict(unit=unit, basis=basis, errors=trace.errors, checks=trace.checks, duration_s=span,
                            load_s=load_s, cause_timing=run.causes.timing if run.causes else "none",
                            sm_clock_max_mhz=clock_max,
@@ -291,17 +292,19 @@ class _Common(_PowerFields):
     clock_reference_basis: ClockBasis | None
 
 
-def _clock_reference(trace: RunTrace, loaded: BoolArray, reference: BoolArray, clock_max: float | None,
+def _clock_reference(trace: RunTrace, loaded: BoolArray, reference: BoolArray | None, clock_max: float | None,
                      step: float) -> ClockReference | None:
-    """What the clock is measured against (``advisor.clock_reference``): never a V/F top the run did not reach."""
+    """What the clock is measured against (``advisor.clock_reference``): never a V/F top the run did not reach;
+    without a ``reference`` stretch (the limit moved during the run) never the early level either."""
     early = highest = None
     if trace.sm_clock_mhz is not None:
         n = loaded.shape[0]
         clock = np.where(loaded, np.asarray(trace.sm_clock_mhz, dtype=np.float64)[:n], np.nan)
         if np.isfinite(clock).any():
             highest = float(np.nanmax(clock))
-            window = max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum())))
-            early = _best_level(clock, reference & np.isfinite(clock), window)
+            if reference is not None:
+                window = max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum())))
+                early = _best_level(clock, reference & np.isfinite(clock), window)
     return choose_reference(calibration_mhz=trace.sm_clock_calibration_mhz, reported_max_mhz=clock_max,
                             reported_from_log=trace.sm_clock_max_source == "log", highest_loaded_mhz=highest,
                             early_mhz=early, boost_mhz=trace.sm_clock_boost_mhz)

@@ -51,6 +51,9 @@ def test_the_first_run_is_at_its_80_w_limit_and_the_second_is_judged_step_by_ste
             "limit until 10:08, then at its 150 W limit until 10:10, then at its 175 W limit: the limit moved under "
             "load") in second, second
     assert "another limit" not in second
+    # The clock under a limit that moved is not measured against the first limit's early clock (1,566 MHz
+    # while the run ended at 2,257 MHz read "clock at 100 % of its early sustained clock (1,566 MHz)").
+    assert "of its early sustained clock" not in second and "1,566" not in second
 
     assert main(["analyze", str(FIXTURE), "--json"]) == 0
     run1, run2 = json.loads(capsys.readouterr().out)
