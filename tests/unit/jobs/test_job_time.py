@@ -1,0 +1,93 @@
+"""A job's time is the job's (issue 34 item 3): taken around its process, never around rigscope's history writes.
+
+While another process held the history's write lock, `rigscope run -- sleep 0.3` measured 30 s (its card and the
+`-o` record that `compare` and CI gates read) and exited 30 s late: the job's row waited for the lock between its
+start and its measured end. Here the lock is really held (BEGIN IMMEDIATE in another process) and rigscope is
+really run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from desktop.history.store import HistoryStore
+from desktop.jobs.wrap import WrappedJob
+from tests.waits import WRITE_ATOMIC, read_when, until
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="os.waitid, a real held SQLite lock")
+REPO = Path(__file__).resolve().parents[3]
+
+#: Holds the history's write lock until its standard input closes; says so in ``argv[2]`` once it holds it.
+HOLD_WRITE_LOCK = WRITE_ATOMIC + (
+    "import sqlite3, sys\n"
+    "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+    "conn.execute('BEGIN IMMEDIATE')\n"
+    "_write(sys.argv[2], 'held')\n"
+    "sys.stdin.read()\n")
+
+
+class Counter:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_the_exit_is_timed_when_the_process_exits_not_when_rigscope_looks(tmp_path: Path) -> None:
+    clock = Counter(100.0)
+    with (tmp_path / "out").open("wb") as out:
+        job = WrappedJob(["true"], use_pty=False, monotonic=clock, stdout_fd=out.fileno(), stderr_fd=out.fileno())
+    until(lambda: job.exited_mono is not None)  # the exit watcher saw it end
+    assert job.process.returncode is None  # not reaped by the watcher: its PID (its group's) is still ours
+    clock.now_s = 130.0  # rigscope looks 30 s later (a history write waited for a lock meanwhile)
+    assert job.wait(60) == 0
+    assert job.duration_s == 0.0  # the moment it exited, not the moment rigscope looked
+    assert job.finish_output()
+
+
+def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_with_it(tmp_path: Path) -> None:
+    db, held, record_path = tmp_path / "h.sqlite", tmp_path / "held", tmp_path / "job.json"
+    HistoryStore.open(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db), str(held)], stdin=subprocess.PIPE)
+    try:
+        read_when(held, lambda text: text == "held" or int("not yet"))
+        started = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "desktop", "run", "--simulate", "--db", str(db),
+                              "-o", str(record_path), "--", "sleep", "0.3"],
+                             check=False, cwd=REPO, capture_output=True, timeout=120)
+        elapsed_s = time.monotonic() - started
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(60)
+    said = run.stderr.decode(errors="replace")
+    assert run.returncode == 0, said
+    record = json.loads(record_path.read_text())
+    assert 0.3 <= record["duration_s"] < 3.0, said  # was 30 s: the job's row waited for the lock
+    assert re.search(r"duration +< 1 s \(exit code 0\)", said), said  # the card
+    # It exits with the job: the end's history writes wait a few seconds, not the lock's 30 s (times two).
+    assert elapsed_s < 25.0, said
+    # What the history did not take is said, and kept in a database beside it: nothing is lost.
+    match = re.search(r"kept in (\S+\.sqlite) \(job (\d+)", said)
+    assert match is not None, said
+    aside, job_id = Path(match.group(1)), int(match.group(2))
+    assert aside.parent == tmp_path and aside.name.startswith("h.sqlite.aside-")
+    with HistoryStore.open(aside, readonly=True) as store:
+        kept = store.job(job_id)
+        samples = store.conn.execute("SELECT COUNT(*) FROM gpu_samples").fetchone()[0]
+    assert kept is not None and kept.exit_code == 0 and kept.card is not None
+    assert kept.duration_s is not None and 0.3 <= kept.duration_s < 3.0
+    assert samples >= 1  # the samples our writer could not write went with it
+    with HistoryStore.open(db, readonly=True) as store:
+        assert store.jobs() == []  # the lock was held throughout: nothing half-written there
