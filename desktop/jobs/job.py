@@ -622,8 +622,8 @@ class JobRun:
                      f"to the history ({why}) nor kept aside ({' '.join(printable(exc).split())})")
             return
         self.say(f"the history {printable(history.path)} did not take the job ({why}): its record and "
-                 f"{count_text(count, 'sample')} not written there are kept in {printable(path)} (job {job_id}: "
-                 f"`rigscope jobs show {job_id} --db {printable(path)}`)")
+                 f"{count_text(count, 'sample')} not written there are kept in {printable(path)} (job {job_id} there: "
+                 f"rigscope jobs show {job_id} --db {printable(path)})")
 
     def _heartbeat(self, now: float) -> None:
         """Every ``HEARTBEAT_S`` the job's row says this rigscope lives: if it dies, the next command
