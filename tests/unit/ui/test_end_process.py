@@ -51,7 +51,7 @@ def test_a_pid_that_now_belongs_to_another_process_is_refused_and_that_process_l
     confirmed_start = _start_of(sleeper.pid) - 30.0
     message = end_process(sleeper.pid, confirmed_start)
     assert message is not None and "no longer the process you confirmed" in message
-    time.sleep(0.2)
+    time.sleep(0.2)  # a "nothing happens in 0.2 s" check: refused, no signal went (a kill would end it at once)
     assert sleeper.poll() is None
 
 
@@ -118,7 +118,7 @@ try:
         print(json.dumps({"skip": f"the new process got PID {other.pid}, not {shown.pid}"}))
         raise SystemExit(0)
     message = end_process(shown.pid, started)  # the user clicks Yes
-    time.sleep(0.2)
+    time.sleep(0.2)  # a "nothing happens in 0.2 s" check: a signal sent would have ended it by now
     print(json.dumps({"message": message, "alive": other.poll() is None}))
 finally:
     other.kill()
