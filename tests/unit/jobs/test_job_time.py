@@ -91,3 +91,46 @@ def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_
     assert samples >= 1  # the samples our writer could not write went with it
     with HistoryStore.open(db, readonly=True) as store:
         assert store.jobs() == []  # the lock was held throughout: nothing half-written there
+
+
+def test_the_jobs_rows_wait_for_the_lock_off_its_path_and_are_all_written_when_it_is_free(tmp_path: Path) -> None:
+    """The job's row, its end and its series wait for the lock on a thread of their own: start() and the loop
+    do not (the guard's next look, the job's measured end), and nothing is dropped when the lock comes back."""
+    from desktop.jobs.job import JobHistory, JobRun
+    from desktop.telemetry.sampler import Sampler
+    from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+
+    db, held = tmp_path / "h.sqlite", tmp_path / "held"
+    HistoryStore.open(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db), str(held)], stdin=subprocess.PIPE)
+    history = JobHistory(db)
+    sampler = Sampler(SimulatedBackend(parse_profile_list("rtx4090-laptop")))
+    try:
+        read_when(held, lambda text: text == "held" or int("not yet"))
+        history.open()
+        assert history.writer is not None  # rigscope's own writer lock is free: it writes the samples too
+        with (tmp_path / "out").open("wb") as out:
+            run = JobRun(["sleep", "0.3"], sampler, history=history, interval_s=0.1, stdout_fd=out.fileno(),
+                         stderr_fd=out.fileno(), watchdog=False)
+            run.start()
+            assert not history.writes.settle(0.0) and run.stored_job_id() == 0  # the row waits, start() did not
+            assert run.run() == 0
+        duration = run.record.duration_s
+        assert duration is not None and 0.3 <= duration < 3.0
+        run.store_end(run.series()[0])
+        assert not history.writes.settle(0.0)  # still waiting for the lock
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()  # the lock comes back
+        holder.wait(60)
+    try:
+        assert history.writes.settle(60.0)
+    finally:
+        history.close()
+        sampler.close()
+    with HistoryStore.open(db, readonly=True) as store:
+        (stored,) = store.jobs()
+        samples = store.conn.execute("SELECT COUNT(*) FROM gpu_samples").fetchone()[0]
+    assert stored.job_id == run.stored_job_id() and stored.exit_code == 0
+    assert stored.duration_s == pytest.approx(duration)
+    assert samples >= 1
