@@ -25,9 +25,16 @@ from tests.waits import WRITE_ATOMIC, read_when, until
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="os.waitid, a real held SQLite lock")
 REPO = Path(__file__).resolve().parents[3]
 
-#: Holds the history's write lock until its standard input closes; says so in ``argv[2]`` once it holds it.
+#: Holds the history's write lock until its standard input closes; says so in ``argv[2]`` once it holds it. With
+#: ``argv[3]`` "recorder" it holds Rigscope's writer lock first, as the recorder does (`rigscope run` then writes
+#: beside it).
 HOLD_WRITE_LOCK = WRITE_ATOMIC + (
     "import sqlite3, sys\n"
+    "if sys.argv[3:] == ['recorder']:\n"
+    "    from pathlib import Path\n"
+    "    from desktop.history.lock import WriterLock\n"
+    "    lock = WriterLock(Path(sys.argv[1]))\n"
+    "    lock.acquire()\n"
     "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
     "conn.execute('BEGIN IMMEDIATE')\n"
     "_write(sys.argv[2], 'held')\n"
@@ -56,10 +63,15 @@ def test_the_exit_is_timed_when_the_process_exits_not_when_rigscope_looks(tmp_pa
     assert job.finish_output()
 
 
-def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_with_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["own", "recorder"])
+def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_with_it(tmp_path: Path,
+                                                                                        writer: str) -> None:
+    """``own``: `rigscope run` takes the writer lock and writes the samples too; ``recorder``: another process holds
+    it (the recorder) and the job's rows go beside it."""
     db, held, record_path = tmp_path / "h.sqlite", tmp_path / "held", tmp_path / "job.json"
     HistoryStore.open(db).close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db), str(held)], stdin=subprocess.PIPE)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db), str(held), writer], cwd=REPO,
+                              stdin=subprocess.PIPE)
     try:
         read_when(held, lambda text: text == "held" or int("not yet"))
         started = time.monotonic()
@@ -88,7 +100,10 @@ def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_
         samples = store.conn.execute("SELECT COUNT(*) FROM gpu_samples").fetchone()[0]
     assert kept is not None and kept.exit_code == 0 and kept.card is not None
     assert kept.duration_s is not None and 0.3 <= kept.duration_s < 3.0
-    assert samples >= 1  # the samples our writer could not write went with it
+    if writer == "own":
+        assert samples >= 1  # the samples our writer could not write went with it
+    else:
+        assert "the recorder writes the history" in said and samples == 0  # the recorder's samples are its own
     with HistoryStore.open(db, readonly=True) as store:
         assert store.jobs() == []  # the lock was held throughout: nothing half-written there
 
