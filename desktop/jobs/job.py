@@ -160,6 +160,7 @@ class JobHistory:
         write is in the file kept aside, and rigscope exits with the job (the writer's thread ends with it)."""
         if self.kept_aside is None:
             self.writes.settle(None)
+        self.writes.abandon()  # its thread ends (nothing is left to write, or it was kept aside)
         if self.writer is not None:
             writer, self.writer = self.writer, None
             if self.kept_aside is None:

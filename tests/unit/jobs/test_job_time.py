@@ -149,3 +149,18 @@ def test_the_jobs_rows_wait_for_the_lock_off_its_path_and_are_all_written_when_i
     assert stored.job_id == run.stored_job_id() and stored.exit_code == 0
     assert stored.duration_s == pytest.approx(duration)
     assert samples >= 1
+
+
+def test_job_writes_run_in_order_and_end_their_thread_when_abandoned() -> None:
+    from desktop.jobs.job_writes import JobWrites
+
+    done: list[int] = []
+    writes = JobWrites(lambda fn: fn(None))  # type: ignore[arg-type]
+    futures = [writes.later(lambda _store, n=n: done.append(n)) for n in range(50)]  # type: ignore[misc]
+    assert writes.settle(60.0) and done == list(range(50)) and all(f.done() for f in futures)
+    thread = writes._thread
+    assert thread is not None and thread.is_alive()
+    writes.abandon()
+    thread.join(60.0)
+    assert not thread.is_alive()
+    assert writes.later(lambda _store: None).cancelled()  # nothing runs after it
