@@ -18,6 +18,7 @@ from desktop.telemetry.model import GpuProcess
 from desktop.telemetry.sampler import end_process
 from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.theme import LIGHT
+from tests.waits import DEADLINE_S
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -63,7 +64,7 @@ def test_the_confirmed_process_is_ended_and_one_that_ignores_sigterm_is_killed(
     from desktop.telemetry.host import end_process as host_end_process
 
     assert host_end_process(sleeper.pid, started, timeout_s=0.3) is None
-    assert sleeper.wait(5) == -signal.SIGKILL  # SIGTERM ignored: the escalation reached the same process
+    assert sleeper.wait(DEADLINE_S) == -signal.SIGKILL  # SIGTERM ignored: the escalation reached the same process
     assert time.monotonic() - begun < 3.0
 
 
