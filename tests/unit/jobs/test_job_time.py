@@ -74,11 +74,10 @@ def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_
                               stdin=subprocess.PIPE)
     try:
         read_when(held, lambda text: text == "held" or int("not yet"))
-        started = time.monotonic()
         run = subprocess.run([sys.executable, "-m", "desktop", "run", "--simulate", "--db", str(db),
                               "-o", str(record_path), "--", "sleep", "0.3"],
                              check=False, cwd=REPO, capture_output=True, timeout=120)
-        elapsed_s = time.monotonic() - started
+        exited_s = time.time()
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
@@ -88,8 +87,10 @@ def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_
     record = json.loads(record_path.read_text())
     assert 0.3 <= record["duration_s"] < 3.0, said  # was 30 s: the job's row waited for the lock
     assert re.search(r"duration +< 1 s \(exit code 0\)", said), said  # the card
-    # It exits with the job: the end's history writes wait a few seconds, not the lock's 30 s (times two).
-    assert elapsed_s < 25.0, said
+    # It exits with the job: the end's history writes wait a few seconds (5 s, then 1 s for the writer to close),
+    # not the lock's 30 s. From the job's end as measured (its start is taken as it is spawned): rigscope's own
+    # start, slow on a busy machine, is not counted.
+    assert exited_s - (record["started_s"] + record["duration_s"]) < 15.0, said
     # What the history did not take is said, and kept in a database beside it: nothing is lost.
     match = re.search(r"kept in (\S+\.sqlite) \(job (\d+)", said)
     assert match is not None, said
