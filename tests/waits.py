@@ -44,3 +44,65 @@ def read_when(path: Path, parse: Callable[[str], T], timeout_s: float = DEADLINE
             if time.monotonic() > deadline:
                 raise AssertionError(f"{path} did not hold a readable value in {timeout_s:g} s") from None
             time.sleep(0.005)
+
+
+def handles_signal(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler installed for ``sig`` now (Linux: ``SigCgt`` in /proc/PID/status).
+
+    A signal sent to a program before it installed its handler takes the default action (SIGTERM kills, SIGTSTP
+    stops): a test that signals a child waits for this, not for a sign the child gave earlier."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+class TerminalOutput:
+    """What a child writes to a pseudo-terminal (``slave``: its stdout/stderr), read on a thread as it comes.
+
+    A program draws progress only on a terminal; reading it is how a test waits for the progress itself, and
+    reading it all the time keeps the child from blocking on a full terminal buffer."""
+
+    def __init__(self) -> None:
+        import os
+        import threading
+
+        self.master, self.slave = os.openpty()
+        self._data = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, name="terminal-output", daemon=True)
+
+    def start(self) -> None:
+        """Once the child holds ``slave``: close ours (the reader sees the end when the child's copy closes)."""
+        import os
+
+        os.close(self.slave)
+        self._thread.start()
+
+    def _read(self) -> None:
+        import os
+
+        while True:
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # EIO: every writer is gone
+                break
+            if not chunk:
+                break
+            with self._lock:
+                self._data += chunk
+        os.close(self.master)
+
+    @property
+    def data(self) -> bytes:
+        with self._lock:
+            return bytes(self._data)
+
+    def finish(self, timeout_s: float = DEADLINE_S) -> bytes:
+        """Everything written, once the child's end closed."""
+        self._thread.join(timeout_s)
+        return self.data

@@ -10,12 +10,15 @@ idle (its memory still held) while the guard keeps it stopped.
 
 from __future__ import annotations
 
+import collections
 import logging
 import shutil
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +36,7 @@ from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
 from desktop.jobs.card import judge_job
+from desktop.jobs.job_writes import JobWrites, keep_aside
 from desktop.jobs.model import GuardEvent, JobRecord
 from desktop.jobs.wrap import Watchdog, WrappedJob
 from desktop.telemetry import owned
@@ -70,6 +74,12 @@ class JobHistory:
         self._private: Path | None = None
         #: The laptop's power envelope changes, written beside the samples as the recorder writes them.
         self._envelope = EnvelopeWatch()
+        #: The job's own rows (start, heartbeats, guard events, end), in order, off the job's path.
+        self.writes = JobWrites(self.do)
+        #: The samples handed to our writer that it has not committed yet (the newest, as many as it holds).
+        self._unwritten: collections.deque[Snapshot] = collections.deque()
+        #: What could not be written in time was kept aside (``keep_aside``): closing waits no longer for it.
+        self.kept_aside: Path | None = None
 
     def open(self) -> None:
         try:
@@ -104,28 +114,61 @@ class JobHistory:
             self.writer.submit(snapshot)
             for event in self._envelope.events(snapshot):
                 self.writer.add_event(*event)
+            if self._private is None:
+                self._unwritten.append(snapshot)
+                pending = self.writer.status.rows_pending
+                while len(self._unwritten) > pending:
+                    self._unwritten.popleft()
 
-    def do(self, fn: Callable[[HistoryStore], T]) -> T:
+    def unwritten(self) -> list[Snapshot]:
+        """The samples our writer holds, not committed yet (none beside the recorder, or in a private database)."""
+        if self.writer is None or self._private is not None:
+            return []
+        pending = self.writer.status.rows_pending
+        return list(self._unwritten)[-pending:] if pending else []
+
+    def do(self, fn: Callable[[HistoryStore], T], timeout_s: float = 60.0) -> T:
         """``fn(store)`` on the writer's thread when we hold the lock, else on a short connection of its own."""
         if self.writer is not None:
             try:
-                return self.writer.call(fn).result(timeout=60)
+                return self.writer.call(fn).result(timeout=timeout_s)
             except FutureTimeout as exc:
-                raise OSError("the history database did not answer in 60 s") from exc
+                raise TimeoutError(f"the history database did not answer in {timeout_s:.3g} s") from exc
         store = HistoryStore.open(self.path)
         try:
             return fn(store)
         finally:
             store.close()
 
-    def flush(self) -> None:
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait up to ``timeout_s`` for the samples submitted so far to be written; True when they were."""
         if self.writer is not None:
-            self.writer.flush(timeout_s=30)
+            return self.writer.flush(timeout_s=max(0.0, timeout_s))
+        return True
+
+    def keep_aside(self, record: JobRecord, series: JobSeries | None, now_s: float) -> tuple[Path, int, int]:
+        """What the history did not take in time, in a database of its own beside it (``job_writes.keep_aside``):
+        (its path, the job's id there, how many samples); nothing more is written here after it."""
+        self.writes.abandon()
+        snapshots = self.unwritten()
+        path, job_id = keep_aside(self.path, record, series, snapshots, now_s)
+        self.kept_aside = path
+        return path, job_id, len(snapshots)
 
     def close(self) -> None:
+        """Write what is left, then close. After ``keep_aside`` it waits a second at most: what it could not
+        write is in the file kept aside, and rigscope exits with the job (the writer's thread ends with it)."""
+        if self.kept_aside is None:
+            self.writes.settle(None)
+        self.writes.abandon()  # its thread ends (nothing is left to write, or it was kept aside)
         if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+            writer, self.writer = self.writer, None
+            if self.kept_aside is None:
+                writer.close()
+            else:
+                closing = threading.Thread(target=writer.close, name="rigscope-run-close", daemon=True)
+                closing.start()
+                closing.join(1.0)
         if self._private is not None:
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = None
@@ -162,7 +205,8 @@ class JobRun:
     def __init__(self, argv: Sequence[str], sampler: Sampler, *, name: str | None = None,
                  history: JobHistory | None = None, gpu_index: int | None = None, guard: GuardSettings | None = None,
                  interval_s: float = 1.0, process_period_s: float = 5.0, progress_path: Path | None = None,
-                 clock: Callable[[], float] = time.time, wait: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] | None = None,
+                 wait: Callable[[float], None] | None = None,
                  say: Callable[[str], None] = log.warning, env: Mapping[str, str] | None = None,
                  use_pty: bool | None = None, stdout_fd: int = 1, stderr_fd: int = 2, watchdog: bool = True) -> None:
         self.argv = list(argv)
@@ -174,6 +218,9 @@ class JobRun:
         self.process_period_s = process_period_s
         self.progress_path = progress_path
         self.clock = clock
+        #: Times the job (its duration, from the wrapper's start and exit moments). A ``clock`` passed without it
+        #: stands for both (a test's simulated seconds); the wall clock's default is the monotonic clock.
+        self.monotonic = monotonic if monotonic is not None else (time.monotonic if clock is time.time else clock)
         self._wait = wait
         self.say = say
         self._env = env
@@ -207,6 +254,12 @@ class JobRun:
         self._tree_at: float | None = None
         self._warned_ranks = False
         self._history_problem: str | None = None
+        #: The job's row being added to the history (its id once done): None where there is no history row.
+        self._added: Future[int] | None = None
+        #: The job's end being written (``store_end``).
+        self._ended: Future[None] | None = None
+        #: Heartbeats asked for: one that a newer one follows in the queue is skipped (a held lock piles none up).
+        self._heartbeats = 0
         self.infos: dict[int, GpuInfo] = {info.index: info for info in sampler.gpu.devices()}
 
     # --- start ---------------------------------------------------------------------------
@@ -223,7 +276,7 @@ class JobRun:
         started = self.clock()
         self.record = replace(self.record, started_s=started, owner=this_process(), last_seen_s=started)
         self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
-                              stdout_fd=self._fds[0], stderr_fd=self._fds[1])
+                              monotonic=self.monotonic, stdout_fd=self._fds[0], stderr_fd=self._fds[1])
         self.pids[self.job.pid] = None
         if self._want_watchdog:
             try:
@@ -238,9 +291,20 @@ class JobRun:
             self.say(f"the history cannot take the job ({self.history.problem}): the job runs and its card is "
                      "printed, but it is not stored")
             return  # no job row (its id would name nothing `rigscope jobs` can show): the samples, for the card
-        job_id = self._store(lambda store: store.add_job(self.record))
-        if job_id:
+        record = self.record
+        self._added = self._later(lambda store: store.add_job(record))
+
+    def _note_job_id(self) -> None:
+        """``record.job_id`` once the history added the job's row (it is added off the job's path)."""
+        if not self.record.job_id and (job_id := self.stored_job_id()):
             self.record = replace(self.record, job_id=job_id)
+
+    def stored_job_id(self) -> int:
+        """The job's id in the history once its row was added (0 before, or when it could not be)."""
+        added = self._added
+        if added is None or not added.done() or added.cancelled() or added.exception() is not None:
+            return 0
+        return int(added.result() or 0)
 
     def _on_output(self, stream: int, chunk: bytes, time_s: float) -> None:
         self.output[stream].feed(chunk, time_s)
@@ -260,6 +324,7 @@ class JobRun:
             self._tree_at = now
             self._follow_tree(snapshot)
         self._read_protocol(now)
+        self._note_job_id()
         self._heartbeat(now)
         if self.guard is not None and self.job.poll() is None:
             self._guard(snapshot, now)
@@ -404,12 +469,18 @@ class JobRun:
         assert self.guard is not None
         self.events.append(event)
         action, temp, index = event.kind, event.temperature_c, event.gpu_index
-        if self.record.job_id:
+        if self._added is not None:
             at = f"{temp:.0f} °C" if temp is not None else "an unknown temperature"
-            detail = f"job {self.record.job_id} ({self.record.name}): {action} at {at}, guard " \
-                     f"{self.guard.settings.limit_c:g} °C"
+            limit_c, name = self.guard.settings.limit_c, self.record.name
             uuid = self.infos[index].uuid if index in self.infos else None
-            self._store(lambda store: store.add_job_event(self.record.job_id, event, uuid, detail))
+
+            def write(store: HistoryStore) -> None:
+                job_id = self.stored_job_id()  # its row was added before (the writes run in order), or never
+                if job_id:
+                    detail = f"job {job_id} ({name}): {action} at {at}, guard {limit_c:g} °C"
+                    store.add_job_event(job_id, event, uuid, detail)
+
+            self._later(write)
 
     def _set_sim_load(self, running: bool) -> None:
         backend = self.sampler.gpu
@@ -463,7 +534,7 @@ class JobRun:
         if self.watchdog is not None:
             # A process the job left (a daemon) still writes to its output: the watchdog passes it on from here.
             self.watchdog.close(done=True, relay=not ended)
-        end = self.clock()
+        end = self.ended_at()
         self._set_sim_load(running=False)
         if self.guard is not None and self.guard.paused and self.events:
             self.pauses.append((self.events[-1].time_s, end))
@@ -476,10 +547,19 @@ class JobRun:
                      '{"items": N, "unit": "..."} and were skipped')
         _series, unit = self.series()
         paused_s = self.guard.total_paused_s(end) if self.guard is not None else 0.0
+        self._note_job_id()
         self.record = replace(self.record, ended_s=end, exit_code=code, pids=tuple(self.pids),
                               gpu_uuids=tuple(u for u in self.gpus.values() if u), gpu_indices=tuple(self.gpus),
                               throughput_unit=unit, paused_s=paused_s, events=tuple(self.events))
         return self.record
+
+    def ended_at(self) -> float:
+        """When the job ended, on ``clock``: its start plus its duration as the wrapper timed it (the moment its
+        process exited, whatever rigscope did after); now, where that moment is unknown."""
+        duration = self.job.duration_s if self.job is not None else None
+        if duration is None:
+            return self.clock()
+        return self.record.started_s + duration
 
     def series(self) -> tuple[JobSeries, str | None]:
         rates = sorted((r for p in self.output.values() for r in p.readings), key=lambda r: r.time_s)
@@ -506,17 +586,45 @@ class JobRun:
                          power_limit_w=info.power_limit_enforced_w if info else None,
                          temp_slowdown_c=info.temp_slowdown_c if info else None).as_dict()
 
-    def store_end(self, series: JobSeries) -> None:
-        """The finished record and its series into the history (a no-op without one)."""
-        if not self.record.job_id:
-            return
+    def store_end(self, series: JobSeries) -> Future[None] | None:
+        """The finished record and its series into the history (None without one), after the writes asked for
+        before: not waited for here (``JobHistory.writes.settle`` does, time-boxed)."""
+        if self._added is None:
+            return None
         record = self.record
 
         def write(store: HistoryStore) -> None:
-            store.update_job(record)
-            store.set_job_series(record.job_id, series)
+            job_id = self.stored_job_id()
+            if job_id:
+                store.update_job(replace(record, job_id=job_id))
+                store.set_job_series(job_id, series)
 
-        self._store(write)
+        self._ended = self._later(write)
+        return self._ended
+
+    def settle_history(self, series: JobSeries, deadline: float) -> None:
+        """At the end: wait until ``deadline`` (``time.monotonic``) for the job's rows and samples to be written;
+        what the history did not take by then (a write lock held elsewhere) is kept aside and said, not lost."""
+        history = self.history
+        if history is None or self._added is None or history.kept_aside is not None:
+            return
+        rows_done = history.writes.settle(deadline - time.monotonic())
+        samples_done = history.flush(deadline - time.monotonic())
+        ended = self._ended
+        if rows_done and samples_done and self.stored_job_id() and ended is not None and ended.done() \
+                and not ended.cancelled() and ended.exception() is None:
+            return
+        why = "it did not answer in time: another process holds its write lock" if not (rows_done and samples_done) \
+            else (self._history_problem or "it refused the job")
+        try:
+            path, job_id, count = history.keep_aside(self.record, series, self.clock())
+        except Exception as exc:  # nowhere to keep it: said with what is lost
+            self.say(f"the job's record and {count_text(len(history.unwritten()), 'sample')} could not be written "
+                     f"to the history ({why}) nor kept aside ({' '.join(printable(exc).split())})")
+            return
+        self.say(f"the history {printable(history.path)} did not take the job ({why}): its record and "
+                 f"{count_text(count, 'sample')} not written there are kept in {printable(path)} (job {job_id} there: "
+                 f"rigscope jobs show {job_id} --db {printable(path)})")
 
     def _heartbeat(self, now: float) -> None:
         """Every ``HEARTBEAT_S`` the job's row says this rigscope lives: if it dies, the next command
@@ -526,24 +634,36 @@ class JobRun:
         # connection: every HEARTBEAT_S.
         own = self.history is not None and self.history.writer is not None
         period = max(1.0, self.interval_s) if own else HEARTBEAT_S
-        if not self.record.job_id or (seen is not None and now - seen < period):
+        if self._added is None or (seen is not None and now - seen < period):
             return
         self.record = replace(self.record, last_seen_s=now)
         record = self.record
-        self._store(lambda store: store.heartbeat(record, now))
+        self._heartbeats += 1
+        ticket = self._heartbeats
 
-    def _store(self, fn: Callable[[HistoryStore], T]) -> T | None:
-        """Write to the history; a failure is said once and the job goes on without it."""
+        def write(store: HistoryStore) -> None:
+            job_id = self.stored_job_id()
+            if job_id and ticket == self._heartbeats:
+                store.heartbeat(replace(record, job_id=job_id), now)
+
+        self._later(write)
+
+    def _later(self, fn: Callable[[HistoryStore], T]) -> Future[T] | None:
+        """Write to the history after the writes asked for before, off the job's path (``JobWrites``); a failure
+        is said once and the job goes on without it."""
         if self.history is None:
             return None
-        try:
-            return self.history.do(fn)
-        except Exception as exc:  # a full disk or a read-only file must not stop the user's job
+        future = self.history.writes.later(fn)
+        future.add_done_callback(self._said_failure)
+        return future
+
+    def _said_failure(self, future: Future[Any]) -> None:
+        exc = None if future.cancelled() else future.exception()
+        if isinstance(exc, Exception):  # a full disk or a read-only file must not stop the user's job
             problem = " ".join(printable(exc).split()) or type(exc).__name__
             if problem != self._history_problem:
                 self._history_problem = problem
                 self.say(f"could not write the job to the history ({problem}); the job goes on")
-            return None
 
 
 def _default_name(argv: Sequence[str]) -> str:

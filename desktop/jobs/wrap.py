@@ -101,8 +101,10 @@ class WrappedJob:
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                  on_output: OutputHook | None = None, use_pty: bool | None = None,
-                 clock: Callable[[], float] = time.time, stdout_fd: int = 1, stderr_fd: int = 2) -> None:
-        """``use_pty``: None decides from rigscope's own streams (a terminal gets a pty); False: pipes only."""
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 stdout_fd: int = 1, stderr_fd: int = 2) -> None:
+        """``use_pty``: None decides from rigscope's own streams (a terminal gets a pty); False: pipes only.
+        ``monotonic`` times the job (``started_mono``, ``exited_mono``: its duration), ``clock`` its output."""
         if not argv:
             raise ValueError("no command to run")
         self.argv = list(argv)
@@ -139,6 +141,10 @@ class WrappedJob:
             kwargs["start_new_session"] = True
         else:
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
+        # The job's own time: taken around the process (this, and the exit watcher's moment), never around
+        # what rigscope does before or after it (a history write that waits for a lock held elsewhere).
+        self._monotonic = monotonic
+        self.started_mono: float = monotonic()
         try:
             self.process = subprocess.Popen(self.argv, stdin=None, stdout=child_out, stderr=child_err,
                                             env=dict(env) if env is not None else None, **kwargs)  # type: ignore[call-overload]
@@ -160,7 +166,11 @@ class WrappedJob:
         self.session: owned.Session | None = owned.Session(self.pid) if owned.supported() else None
         self.started_s = clock()
         self._relays = relays
-        self._exited_at: float | None = None
+        #: When the job's first process exited (``monotonic``), taken by the exit watcher as it happens;
+        #: None while it runs (or where the moment could not be seen: then when ``poll`` first saw it).
+        self.exited_mono: float | None = None
+        self._exit_seen = threading.Event()
+        threading.Thread(target=self._watch_exit, name="rigscope-run-exit", daemon=True).start()
         #: Called with a relay's source descriptor when its reader went away (the watchdog closes its copy).
         self.on_reader_gone: Callable[[int], None] | None = None
         #: Held while a relay closes early, and while its descriptors are handed to the watchdog.
@@ -295,21 +305,44 @@ class WrappedJob:
 
     # --- life ----------------------------------------------------------------------------
 
+    def _watch_exit(self) -> None:
+        """Take the moment the job's first process exits, as it exits, without reaping it (``WNOWAIT``: its PID,
+        and so its group's, stays ours until ``poll`` reaps it): the job's end does not wait for rigscope's loop."""
+        try:
+            waitid = getattr(os, "waitid", None)
+            if waitid is not None:
+                waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            else:  # Windows (no reaping there: the handle stays valid), or a POSIX without waitid
+                self.process.wait()
+            self.exited_mono = self._monotonic()
+        except OSError:  # ECHILD: reaped elsewhere first; ``poll`` takes the moment it saw the end
+            pass
+        finally:
+            self._exit_seen.set()
+
     def poll(self) -> int | None:
         """The job's exit code (128 + N for signal N) once it ended, else None."""
-        if self._returncode is None:
+        if self._returncode is None and self._exit_seen.is_set():
             rc = self.process.poll()
             if rc is not None:
                 self._returncode = exit_code_of(rc)
-                self._exited_at = time.monotonic()
+                if self.exited_mono is None:
+                    self.exited_mono = self._monotonic()
         return self._returncode
 
     def wait(self, timeout_s: float | None = None) -> int | None:
+        if not self._exit_seen.wait(timeout_s):
+            return None
         try:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
             return None
         return self.poll()
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from the job's start to its first process's exit (``monotonic``); None while it runs."""
+        return None if self.exited_mono is None else max(0.0, self.exited_mono - self.started_mono)
 
     def finish_output(self, drain_s: float = DRAIN_S) -> bool:
         """After the job ended: wait for its output to be passed on (at most ``drain_s`` for what a child that

@@ -25,6 +25,7 @@ from advisor.safetext import printable
 from desktop import config
 from desktop.errors import UserError
 from desktop.jobs.job import JobHistory, JobRun
+from desktop.jobs.job_writes import END_WRITES_S
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
 log = logging.getLogger(__name__)
@@ -175,10 +176,15 @@ def conclude(run: JobRun, settings: config.Settings, history: JobHistory, output
     sentence = str(verdict.get("sentence", "")) if verdict else None
     throttled = verdict.get("throttled") if verdict else None
     card_dict: dict[str, Any] | None = None
+    # The history's writes at the end are time-boxed: rigscope exits with the job, what is not written is kept aside.
+    deadline = time.monotonic() + END_WRITES_S
     try:
-        history.flush()
+        history.writes.settle(deadline - time.monotonic())  # the job's row: its id is on the card
+        run.record = replace(run.record, job_id=run.stored_job_id() or run.record.job_id)
+        history.flush(deadline - time.monotonic())
         card = job_card(run, settings, history, series, sentence,
-                        throttled=throttled if isinstance(throttled, bool) else None)
+                        throttled=throttled if isinstance(throttled, bool) else None,
+                        timeout_s=deadline - time.monotonic())
         note = run.guard_note()
         if note is not None:
             card = replace(card, notes=(*card.notes, note))
@@ -193,30 +199,34 @@ def conclude(run: JobRun, settings: config.Settings, history: JobHistory, output
             say(sentence)
     run.record = replace(run.record, card=card_dict)
     run.store_end(series)
+    run.settle_history(series, deadline)
     if output is not None:
         write_output(run, output, card_dict, price_per_hour, settings.costs.currency, say=say)
 
 
 def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series: Any, verdict: str | None, *,
-             throttled: bool | None = None) -> Any:
+             throttled: bool | None = None, timeout_s: float = 60.0) -> Any:
     """The job's one card: what it shows, stores (`rigscope jobs show`, the Jobs page) and writes with -o.
 
     From the history's samples over the job; where the history has none of the job's GPU (the recorder
-    writes it and watches another GPU), or where the job ran on the simulated GPU, from the samples the run took
+    writes it and watches another GPU), or does not answer in ``timeout_s`` (our writer waits for a write
+    lock held elsewhere), or where the job ran on the simulated GPU, from the samples the run took
     itself. A simulated GPU is its process's own machine: a simulated recorder or window beside the job writes
     *its* machine (idle, under the same name and uuid) into the history, and a card from those samples said "GPU
     busy 0 %" next to the job's own "at its 150 W power limit the whole run" (and its record a mean power of
     12 W beside a median of 149 W). The verdict, the card and the record read the one machine the job loaded."""
+    from advisor.frame import HistoryFrame
     from desktop.advice import load_cloud_offers, load_gpu_specs
     from desktop.history.store import HistoryStore
-    from desktop.jobs.card import build_card, job_frame, job_gpus
+    from desktop.jobs.card import FRAME_MARGIN_S, build_card, job_frame, job_gpus
     from desktop.jobs.envelope_note import with_envelope_note
     from desktop.jobs.trace_frame import has_samples, trace_frame
 
     now = run.record.ended_s or run.clock()
 
-    def make(store: HistoryStore) -> Any:
-        frame = job_frame(store, run.record, now)
+    def make(store: HistoryStore | None) -> Any:
+        frame = job_frame(store, run.record, now) if store is not None else \
+            HistoryFrame(start_s=run.record.started_s, end_s=now + FRAME_MARGIN_S, gpus=())
         simulated = run.record.source == "simulated"
         if simulated or not has_samples(job_gpus(run.record, frame), run.record.started_s, now):
             arrays = {index: run.trace.arrays(index) for index in run.trace.columns}
@@ -230,9 +240,14 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
                           thresholds=settings.advisor)
         if simulated:
             card = replace(card, notes=(*card.notes, SIMULATED_LOAD_NOTE))
+        if store is None:
+            return card
         return with_envelope_note(card, store, run.record, now)  # the laptop's power envelope over the job
 
-    return history.do(make)
+    try:
+        return history.do(make, timeout_s=max(0.0, timeout_s))
+    except TimeoutError:  # our writer waits for the write lock: the card from the run's own samples
+        return make(None)
 
 
 def write_output(run: JobRun, output: Path, card: dict[str, Any] | None, price_per_hour: float | None = None,

@@ -20,6 +20,7 @@ from desktop import exporter
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
 from tests.integration.tools import free_port, require_tool
+from tests.waits import DEADLINE_S
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +96,7 @@ def _prometheus(tmp_path_factory: pytest.TempPathFactory, handle: exporter.Expor
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(lambda: _get(f"{base}/-/ready") is not None, 30.0, proc, tmp_path)
+        _wait_for(lambda: _get(f"{base}/-/ready") is not None, DEADLINE_S, proc, tmp_path)
         yield base
     finally:
         proc.terminate()
@@ -148,9 +149,9 @@ def test_prometheus_scrapes_dcgm_and_rigscope_series(
     def all_scraped() -> bool:
         return all(len(query(prometheus, name)) >= 2 for name in wanted)
 
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + DEADLINE_S
     while not all_scraped():
-        assert time.monotonic() < deadline, "Prometheus did not get every series within 30 s"
+        assert time.monotonic() < deadline, f"Prometheus did not get every series within {DEADLINE_S:g} s"
         time.sleep(0.2)
 
     assert [r["value"][1] for r in query(prometheus, 'up{job="rigscope"}')] == ["1"]
@@ -199,7 +200,7 @@ def test_promtool_reports_only_dcgm_camelcase_label_lint(
     promtool = require_tool("promtool", "prometheus")
     handle, _ = fed_exporter
     page = b""
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + DEADLINE_S
     while b"rigscope_clock_event_seconds_total{" not in page:
         assert time.monotonic() < deadline
         page = _get(handle.url) or b""
@@ -216,10 +217,10 @@ def _dashboard_finds_data(base: str, host: str, repo_root: Path) -> None:
     the host and GPU pickers list ``host`` and both GPUs."""
     dashboard = json.loads((repo_root / "packaging/grafana/rigscope.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + DEADLINE_S
     while len(query(base, "rigscope_clock_event_seconds_total[10s]")) < 1 or not query(
             base, "increase(rigscope_clock_event_seconds_total[10s])"):
-        assert time.monotonic() < deadline, "no two scrapes within 30 s"
+        assert time.monotonic() < deadline, f"no two scrapes within {DEADLINE_S:g} s"
         time.sleep(0.2)
     empty = []
     for expr in exprs:
@@ -246,9 +247,9 @@ def test_grafana_dashboard_queries_run_against_prometheus(prometheus: str, repo_
 
 def test_grafana_dashboard_accepts_the_lowercase_hostname_label(prometheus_lowercase: str, repo_root: Path) -> None:
     """dcgm-exporter is renaming `Hostname` to `hostname`: the same dashboard finds a host labelled either way."""
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + DEADLINE_S
     while not query(prometheus_lowercase, "DCGM_FI_DEV_GPU_TEMP"):
-        assert time.monotonic() < deadline, "nothing scraped within 30 s"
+        assert time.monotonic() < deadline, f"nothing scraped within {DEADLINE_S:g} s"
         time.sleep(0.2)
     assert {r["metric"].get("hostname") for r in query(prometheus_lowercase, "DCGM_FI_DEV_GPU_TEMP")} == {LOWER_HOST}
     assert not query(prometheus_lowercase, 'DCGM_FI_DEV_GPU_TEMP{Hostname!=""}')
@@ -282,9 +283,9 @@ def test_nvidia_dcgm_dashboard_panels_all_find_data(
     GPU Utilization panels from the simulated H100's GPM (DCGM_FI_PROF_*), which they were empty without."""
     _, backend = fed_exporter
     h100 = str(next(info.index for info in backend.devices() if info.gpm_supported))
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + DEADLINE_S
     while not query(prometheus, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"):
-        assert time.monotonic() < deadline, "no profiling series within 30 s"
+        assert time.monotonic() < deadline, f"no profiling series within {DEADLINE_S:g} s"
         time.sleep(0.2)
     empty = [title for title, expr in NVIDIA_PANELS.items()
              if not query(prometheus, expr.replace("$Hostname", HOST).replace("$gpu", ".*"))]

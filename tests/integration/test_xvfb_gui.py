@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow,
 
 # Generous limits: they only bound a hang, no expected value depends on them.
 _START_TIMEOUT_S = 60.0
-_PAINT_TIMEOUT_S = 30.0
+_PAINT_TIMEOUT_S = 60.0  # bounds a failure only: a busy machine paints late
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
 from desktop.recorder import Recorder
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot, SourceInfo
+from tests.waits import until
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 REPO = Path(__file__).resolve().parents[2]
@@ -42,6 +43,20 @@ def _integrity(path: Path) -> str:
         conn.close()
 
 
+def _committed_ticks(db: Path) -> int:
+    """Host samples (one per tick) committed to ``db`` so far; 0 before its schema is there."""
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return 0
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM host_samples").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
 @posix_only
 def test_record_simulate_then_sigterm_leaves_rows_and_exits_0(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
@@ -49,7 +64,9 @@ def test_record_simulate_then_sigterm_leaves_rows_and_exits_0(tmp_path: Path) ->
                              "--interval", "0.25", "--db", str(db)], stderr=subprocess.PIPE, text=True, env=_env())
     assert proc.stderr is not None
     assert "Recording to" in proc.stderr.readline()
-    time.sleep(5.0)  # the issue's "record for 5 s": what is measured is what is left afterwards
+    # Recording until the history holds ten ticks (what the issue's "record for 5 s" gave on an idle machine; a
+    # busy one took fewer in 5 s), then SIGTERM: what is measured is what is left afterwards.
+    until(lambda: _committed_ticks(db) >= 10 or proc.poll() is not None)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,8 +140,10 @@ def test_a_daemonised_worker_is_named_not_under_the_guard_instead_of_counted_as_
         daemon = read_when(pid_file, int)
         run.step()
         _until(lambda: _state(run.job.pid) == "T")  # type: ignore[union-attr]
-        time.sleep(0.1)
-        assert _state(daemon) != "T"  # out of the session: the guard cannot stop it
+        # Out of the session: the guard cannot stop it. Its signals were sent within step(): a SIGSTOP for the
+        # daemon would show now, taken or pending (``owned.is_stopped``), with no wait for it to land.
+        member = owned.read_stat(daemon)
+        assert member is not None and not owned.is_stopped(member)
         assert daemon in {pid for pid, _ in run.escaped}
         note = run.guard_note()
         assert note is not None and note.startswith("not under the guard") and f"pid {daemon} " in note
@@ -169,7 +170,7 @@ def test_the_watchdog_continues_only_the_session_whose_leader_is_the_job_it_was_
         assert leader is not None
         # The job it was told of started at another time: that session id is someone else's now.
         _watchdog("--pgid", str(other.pid), "--leader", f"{other.pid}:{leader.start_ticks + 1}")
-        time.sleep(0.1)
+        # The watchdog has exited: a SIGCONT it sent is delivered already (SIGCONT resumes as it is sent).
         assert _state(other.pid) == "T"
         _watchdog("--pgid", str(other.pid), "--leader", f"{other.pid}:{leader.start_ticks}")
         _until(lambda: _state(other.pid) != "T")

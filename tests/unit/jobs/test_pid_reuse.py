@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PI
 REPO = Path(__file__).resolve().parents[3]
 
 SCRIPT = r'''
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import psutil
@@ -37,12 +37,18 @@ code = ("import subprocess, time\n"
         "while True: time.sleep(0.02)\n")
 
 
-def until(condition, timeout_s=10.0):
+def until(condition, timeout_s=60.0):
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise SystemExit(json.dumps({"error": "timed out"}))
         time.sleep(0.005)
+
+
+def stop_pending(pid):
+    with open(f"/proc/{pid}/status") as handle:
+        masks = [int(line.split()[1], 16) for line in handle if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask >> (signal.SIGSTOP - 1) & 1 for mask in masks)
 
 
 def state(pid):
@@ -72,9 +78,11 @@ try:
     until(lambda: psutil.Process(child).name() == "sleep")
     run.guard = ThermalGuard(GuardSettings(30.0), time.time())  # now the GPU is over the guard
     run.step()
-    time.sleep(0.3)
+    # The job stopped (the guard's SIGSTOP taken), then the sleep: stopped, or a SIGSTOP still pending for it.
+    until(lambda: state(run.job.pid) == "T", 60.0)
     print(json.dumps({"child": child, "seen": child in run.pids, "job": state(run.job.pid),
-                      "sleep": state(sleeper.pid), "events": [e.kind for e in run.events]}))
+                      "sleep": "T" if stop_pending(sleeper.pid) else state(sleeper.pid),
+                      "events": [e.kind for e in run.events]}))
 finally:
     sleeper.kill()
     os.killpg(run.job.pid, 9)

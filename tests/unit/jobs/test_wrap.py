@@ -143,7 +143,7 @@ def test_stop_and_cont_stop_the_whole_group_children_included(tmp_path: Path) ->
             job.finish_output()
 
 
-def _wait_for(condition: object, timeout_s: float = 20.0) -> None:
+def _wait_for(condition: object, timeout_s: float = 60.0) -> None:  # bounds a failure only
     deadline = time.monotonic() + timeout_s
     while not condition():  # type: ignore[operator]
         if time.monotonic() > deadline:

@@ -18,6 +18,7 @@ from desktop.cli import main
 from desktop.history.lock import read_holder
 from desktop.history.store import HistoryStore
 from desktop.sessions.gpu_locks import DeviceBusy, DeviceLock
+from tests.waits import TerminalOutput, handles_signal, until
 
 #: The exit code of a run whose verdict was printed but could not be saved (README.md).
 NOT_SAVED = 6
@@ -93,16 +94,25 @@ def _wait_for_lock(proc: subprocess.Popen[str], device: str = "sim") -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is a POSIX signal; Windows has no SIGTERM handler")
 def test_sigterm_stores_an_aborted_run_like_ctrl_c(tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
-    proc = _start(db)
+    # Its progress bar, drawn on a terminal, is how the run's samples are waited for (a fixed 2.5 s was not
+    # enough for one sample while other work shared the two cores).
+    terminal = TerminalOutput()
+    proc = subprocess.Popen([sys.executable, "-m", "desktop", "stress", "--device", "sim", "--minutes", "1",
+                             "--db", str(db)], cwd=REPO, env=os.environ.copy(), text=True,
+                            stdout=subprocess.PIPE, stderr=terminal.slave)
+    terminal.start()
     try:
         _wait_for_lock(proc)
-        time.sleep(2.5)  # a few samples on the simulated GPU's real-time clock
+        until(lambda: terminal.data.count(b"TFLOP/s") >= 3 or proc.poll() is not None)  # three samples drawn
+        assert proc.poll() is None, terminal.data
+        until(lambda: handles_signal(proc.pid, signal.SIGTERM))
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    err = terminal.finish().decode(errors="replace")
     assert proc.returncode == 4, (out, err)
     assert "Aborted" in out and "Saved as run" in out
     with HistoryStore.open(db, readonly=True) as store:

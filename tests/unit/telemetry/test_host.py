@@ -15,6 +15,7 @@ import pytest
 from desktop.telemetry import host as host_module
 from desktop.telemetry.host import PsutilHost, end_process, swap_bytes
 from desktop.telemetry.model import GpuProcess
+from tests.waits import DEADLINE_S
 
 
 def test_host_sample_reads_cpu_and_memory() -> None:
@@ -42,7 +43,7 @@ def test_end_process_ends_an_own_process() -> None:
     try:
         started = PsutilHost().describe([GpuProcess(pid=child.pid, gpu_index=0, name="?")])[0].started_s
         assert end_process(child.pid, started) is None
-        assert child.wait(timeout=5) is not None
+        assert child.wait(timeout=DEADLINE_S) is not None
     finally:
         if child.poll() is None:
             child.kill()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from desktop.telemetry.loop import run_every
+from tests.waits import DEADLINE_S
 
 
 class FakeTime:
@@ -83,12 +83,10 @@ def test_stop_from_another_thread_ends_a_long_wait_promptly() -> None:
     ticks: list[int] = []
     thread = threading.Thread(target=lambda: ticks.append(run_every(3600.0, ticked.set, stop)))
     thread.start()
-    assert ticked.wait(5.0)  # the loop now waits for the slot an hour ahead
-    started = time.monotonic()
+    assert ticked.wait(DEADLINE_S)  # the loop now waits for the slot an hour ahead
     stop.set()
-    thread.join(5.0)
+    thread.join(DEADLINE_S)  # it ended, an hour early: stop woke its wait (no timer on how fast: a busy machine)
     assert not thread.is_alive() and ticks == [1]
-    assert time.monotonic() - started < 0.5
 
 
 def test_a_stop_already_set_ticks_never() -> None:

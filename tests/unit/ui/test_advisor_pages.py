@@ -16,6 +16,7 @@ from desktop import config
 from desktop.advice import Advice, compute_advice
 from desktop.config import CostSettings
 from desktop.reporting import build_report
+from desktop.ui.background import running_jobs
 from desktop.ui.pages.advisor_history import HistoryPage
 from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
 from desktop.ui.pages.costs_page import CostsPage
@@ -219,7 +220,10 @@ def test_the_history_page_shows_the_newest_pick_when_an_older_load_ends_later(qt
     qtbot.waitUntil(lambda: "2026-W46" in page.view.toPlainText() and "weekly report" in page.view.toPlainText(),
                     timeout=20_000)
     release.set()
-    qtbot.wait(300)  # the first week's answer arrives now, and is dropped
+    # The first week's answer arrives now, and is dropped: its read ends (not a fixed 300 ms, in which a busy
+    # machine may not have run it, so the check would pass without having been made), then its queued answer.
+    qtbot.waitUntil(lambda: not running_jobs(), timeout=60_000)
+    qtbot.wait(20)
     assert "weekly report, 2026-W46" in page.view.toPlainText() and page.data.week_label == "2026-W46"
     assert page.export_button.isEnabled()
 

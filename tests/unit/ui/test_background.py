@@ -6,6 +6,7 @@ import threading
 
 from desktop.ui.background import Loader, running_jobs
 from tests.unit.ui.conftest import gui_stays_responsive
+from tests.waits import DEADLINE_S
 
 
 class Held:
@@ -30,7 +31,7 @@ def test_the_answer_lands_on_the_gui_thread_while_it_stays_responsive(qtbot) -> 
     held = Held(42)
     answers: list[tuple[object, threading.Thread]] = []
     loader.run(held, lambda value: answers.append((value, threading.current_thread())), answers.append)
-    assert loader.busy and held.started.wait(5)
+    assert loader.busy and held.started.wait(DEADLINE_S)
     assert any(name.startswith("rigscope-test-") for name in running_jobs())
     gui_stays_responsive(qtbot)
     assert answers == []
@@ -56,7 +57,7 @@ def test_only_the_newest_answer_is_delivered(qtbot) -> None:
     answers: list[object] = []
     loader.run(old, answers.append, answers.append)
     loader.run(new, answers.append, answers.append)
-    assert new.started.wait(5)  # beside the old one
+    assert new.started.wait(DEADLINE_S)  # beside the old one
     new.release.set()
     qtbot.waitUntil(lambda: not loader.busy)
     old.release.set()
@@ -70,7 +71,7 @@ def test_one_at_a_time_waits_for_the_running_job_and_skips_the_stale_waiting_one
     first, stale, newest = Held("first"), Held("stale"), Held("newest")
     answers: list[object] = []
     loader.run(first, answers.append, answers.append)
-    assert first.started.wait(5)
+    assert first.started.wait(DEADLINE_S)
     loader.run(stale, answers.append, answers.append)
     loader.run(newest, answers.append, answers.append)
     newest.release.set()
@@ -88,6 +89,6 @@ def test_a_discarded_request_is_not_delivered_and_wait_lets_it_end(qtbot) -> Non
     loader.discard()
     assert not loader.busy
     held.release.set()
-    assert loader.wait(5)
+    assert loader.wait(DEADLINE_S)
     qtbot.wait(20)
     assert answers == []

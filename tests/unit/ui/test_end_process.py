@@ -18,6 +18,7 @@ from desktop.telemetry.model import GpuProcess
 from desktop.telemetry.sampler import end_process
 from desktop.ui.pages.processes import ProcessesPage
 from desktop.ui.theme import LIGHT
+from tests.waits import DEADLINE_S
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -51,7 +52,7 @@ def test_a_pid_that_now_belongs_to_another_process_is_refused_and_that_process_l
     confirmed_start = _start_of(sleeper.pid) - 30.0
     message = end_process(sleeper.pid, confirmed_start)
     assert message is not None and "no longer the process you confirmed" in message
-    time.sleep(0.2)
+    time.sleep(0.2)  # a "nothing happens in 0.2 s" check: refused, no signal went (a kill would end it at once)
     assert sleeper.poll() is None
 
 
@@ -63,7 +64,7 @@ def test_the_confirmed_process_is_ended_and_one_that_ignores_sigterm_is_killed(
     from desktop.telemetry.host import end_process as host_end_process
 
     assert host_end_process(sleeper.pid, started, timeout_s=0.3) is None
-    assert sleeper.wait(5) == -signal.SIGKILL  # SIGTERM ignored: the escalation reached the same process
+    assert sleeper.wait(DEADLINE_S) == -signal.SIGKILL  # SIGTERM ignored: the escalation reached the same process
     assert time.monotonic() - begun < 3.0
 
 
@@ -118,7 +119,7 @@ try:
         print(json.dumps({"skip": f"the new process got PID {other.pid}, not {shown.pid}"}))
         raise SystemExit(0)
     message = end_process(shown.pid, started)  # the user clicks Yes
-    time.sleep(0.2)
+    time.sleep(0.2)  # a "nothing happens in 0.2 s" check: a signal sent would have ended it by now
     print(json.dumps({"message": message, "alive": other.poll() is None}))
 finally:
     other.kill()

@@ -13,6 +13,7 @@ from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from desktop.ui.recording import Recording, open_recording
 from tests.unit.ui.conftest import FakeClock, gui_stays_responsive
+from tests.waits import DEADLINE_S
 
 START_S = 1_790_000_000.0
 
@@ -189,7 +190,7 @@ def test_only_the_newest_window_is_painted_and_a_pause_drops_a_read(make_app, qt
         assert not dash.loading
     finally:
         history.release.set()
-    assert dash.fill.wait(5)
+    assert dash.fill.wait(DEADLINE_S)
     qtbot.wait(20)
     assert util.history("utilization_gpu_pct")[0][0] == pytest.approx(START_S + 30 - 7 * 86400.0)
     dash.set_paused(False)  # a fresh read for the window shown
