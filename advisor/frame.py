@@ -101,6 +101,21 @@ class GpuSeries:
     #: The rows are raw samples (one reading each), not rollup buckets: their busy seconds can be
     #: counted again from utilization at any threshold (a bucket keeps the one it was rolled with).
     samples: bool = False
+    #: The enforced power limit in force at each row (W; the history's stored changes, a step function): a
+    #: laptop's moves with Dynamic Boost, firmware modes and the battery. None: not known per row (then
+    #: ``meta.power_limit_w``, the last one read, stands for every row); NaN rows: not known then.
+    power_limit_w: FloatArray | None = None
+    #: Seconds within each row under a power reason (SW power cap or HW power brake, sampled bits) and the
+    #: mean power over those seconds only (W, NaN where none): a rollup row's own ``power_w`` mixes in its
+    #: idle seconds. None where the history predates them (schema v11).
+    capped_s: FloatArray | None = None
+    power_capped_w: FloatArray | None = None
+
+    def limit_per_row(self) -> FloatArray:
+        """The power limit in force at each row (W, NaN: unknown): the stored changes, else the GPU's one limit."""
+        if self.power_limit_w is not None:
+            return self.power_limit_w
+        return np.full(len(self), np.nan if self.meta.power_limit_w is None else float(self.meta.power_limit_w))
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])

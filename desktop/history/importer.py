@@ -77,7 +77,8 @@ def import_result(store: HistoryStore, result: ImportResult, *, machine: str | N
         # Columns the history has no place for (the instantaneous power, ...) are the parser's
         # ``unstored``: read for ``analyze``, not stored.
         stored = {column: values for column, values in columns.items() if column in GPU_METRIC_NAMES}
-        imported += write_gpu_columns(store, info, time_s, stored)
+        # The limit in force per row where the log has the column (nvsmi_csv's ``power_limit_w``), else the log's one.
+        imported += write_gpu_columns(store, info, time_s, stored, power_limit_w=columns.get("power_limit_w"))
         known.add(info)
     result.imported = imported
     return imported

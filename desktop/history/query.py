@@ -36,7 +36,7 @@ _TABLES = {"minute": "gpu_minute", "hour": "gpu_hour"}
 DERIVED: tuple[str, ...] = (
     "duration_s", "busy_s", "energy_used_mj",
     *(f"{m}_min" for m in MINMAX_METRICS), *(f"{m}_max" for m in MINMAX_METRICS),
-    *(f"reason_s_{bit}" for bit in REASON_BITS),
+    *(f"reason_s_{bit}" for bit in REASON_BITS), "capped_s", "power_capped_w",
 )
 QUERYABLE: frozenset[str] = frozenset((*GPU_METRIC_NAMES, *DERIVED))
 
@@ -115,6 +115,8 @@ def _raw_needs(metrics: Sequence[str]) -> set[str]:
             needs.update(("energy_mj", "power_w"))
         elif name.startswith("reason_s_"):
             needs.add("clock_event_reasons")
+        elif name in ("capped_s", "power_capped_w"):
+            needs.update(("clock_event_reasons", "power_w"))
     if "energy_mj" in needs:
         needs.add("power_w")
     return needs
@@ -123,13 +125,15 @@ def _raw_needs(metrics: Sequence[str]) -> set[str]:
 def _rollup_needs(metrics: Sequence[str]) -> list[str]:
     """The rollup table columns holding the query names ``metrics`` (plus the duration)."""
     alias = {"energy_mj": "energy_used_mj", "clock_event_reasons": "reasons_any", "busy_s": "busy_ds",
-             "duration_s": "dur_ds"}
+             "duration_s": "dur_ds", "capped_s": "capped_ds"}
     needs = {"dur_ds"}
     for name in metrics:
         if name.startswith("reason_s_"):
             needs.add(f"r_{name.removeprefix('reason_s_')}_ds")
         else:
             needs.add(alias.get(name, name))
+    if "power_capped_w" in needs:  # merged weighted by the capped seconds
+        needs.add("capped_ds")
     return [c for c in rollup_math.ROLLUP_COLUMNS if c in needs]
 
 

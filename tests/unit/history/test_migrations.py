@@ -23,8 +23,13 @@ def _old_file(path: Path, version: int) -> None:
     if version >= 1:
         conn.execute("INSERT INTO gpus (uuid, idx, name, info_json) VALUES ('GPU-old', 0, 'Old GPU', "
                      "'{\"index\": 0, \"uuid\": \"GPU-old\", \"name\": \"Old GPU\"}')")
-        conn.execute("INSERT INTO gpu_samples (gpu, ts, temperature_c, power_w) VALUES (1, ?, 655, 1234)",
-                     (int(T0 * 1000),))
+        if version >= 10:  # the packed layout: the rarely-changing columns in a pack row
+            conn.execute("INSERT INTO gpu_packs (id, counted) VALUES (1, 0)")
+            conn.execute("INSERT INTO gpu_samples (gpu, ts, pack, counters, temperature_c, power_w) "
+                         "VALUES (1, ?, 1, 0, 655, 1234)", (int(T0 * 1000),))
+        else:
+            conn.execute("INSERT INTO gpu_samples (gpu, ts, temperature_c, power_w) VALUES (1, ?, 655, 1234)",
+                         (int(T0 * 1000),))
         conn.execute("INSERT INTO events (ts, kind, gpu_uuid, detail) VALUES (?, 'alert', 'GPU-old', 'hot')", (T0,))
     if version >= 2:
         conn.execute("INSERT INTO strings (text) VALUES ('train.py')")
