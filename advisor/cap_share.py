@@ -103,11 +103,15 @@ def capped_seconds(gpu: GpuSeries) -> FloatArray:
 
 
 def capped_power_per_row(gpu: GpuSeries) -> FloatArray:
-    """Each row's mean power over its capped seconds: the rollup's own figure, a raw sample's reading, and the
-    whole row's mean where the history predates it."""
+    """Each row's mean power over its capped seconds (NaN: none to weigh): the rollup's own figure or a raw
+    sample's reading where a power bit was sampled; the whole row's mean where the history predates the figure.
+    A row capped by NVML's count alone (the cap came and went between two samples) has no power of its capped
+    time: its reading is of another moment (a data loader's trough), and it drops out of the mean."""
     if gpu.power_capped_w is None:
         return gpu.power_w
-    return np.asarray(np.where(np.isfinite(gpu.power_capped_w), gpu.power_capped_w, gpu.power_w), dtype=np.float64)
+    older = np.isnan(gpu.capped_s) if gpu.capped_s is not None else np.ones(len(gpu), dtype=bool)
+    return np.asarray(np.where(np.isfinite(gpu.power_capped_w), gpu.power_capped_w,
+                               np.where(older, gpu.power_w, np.nan)), dtype=np.float64)
 
 
 def cap_share(gpu: GpuSeries, capped_s: FloatArray, busy_s: FloatArray, rows: BoolArray | None = None) -> CapShare:

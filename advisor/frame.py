@@ -117,6 +117,17 @@ class GpuSeries:
             return self.power_limit_w
         return np.full(len(self), np.nan if self.meta.power_limit_w is None else float(self.meta.power_limit_w))
 
+    def limit_in_force(self, rows: npt.NDArray[np.bool_] | None = None) -> float | None:
+        """The power limit (W) in force over most of ``rows`` (by time; default: all rows): what a figure over
+        them is weighed against when it takes one limit. None where no limit is known."""
+        limit = self.limit_per_row()
+        take = np.isfinite(limit) & (np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool))
+        if not take.any():
+            return self.meta.power_limit_w if rows is None or not len(self) else None
+        values, inverse = np.unique(limit[take], return_inverse=True)
+        weight = np.bincount(inverse.reshape(-1), weights=np.nan_to_num(self.duration_s[take]) + 1e-9)
+        return float(values[int(np.argmax(weight))])
+
     def __len__(self) -> int:
         return int(self.time_s.shape[0])
 

@@ -145,6 +145,25 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
+def _limit_per_row(stored: Any, last_read_w: float | None) -> Any:
+    """The stored limit per row; the GPU's last one read where nothing is stored."""
+    import numpy as np
+
+    return np.where(np.isfinite(stored), stored, np.nan if last_read_w is None else last_read_w)
+
+
+def _most_of(limit_w: Any, duration_s: Any) -> float | None:
+    """The limit in force over most of the rows (by time), None where none is known."""
+    import numpy as np
+
+    ok = np.isfinite(limit_w)
+    if not ok.any():
+        return None
+    values, inverse = np.unique(limit_w[ok], return_inverse=True)
+    weight = np.ones(int(ok.sum())) if duration_s is None else np.nan_to_num(duration_s[ok]) + 1e-9
+    return float(values[int(np.argmax(np.bincount(inverse.reshape(-1), weights=weight)))])
+
+
 def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     from advisor.causes import CAUSE_COUNTER_FIELDS
     from advisor.log_verdict import verdicts_for_log
@@ -170,12 +189,17 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[R
         for info in gpus:
             rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
             samples += len(rows.time_s)
+            # The limit in force at each sample (schema v11's stored changes), and over most of the range.
+            columns = dict(rows.columns)
+            columns["power_limit_w"] = _limit_per_row(store.limits_at(info.uuid, rows.time_s)["power_limit_w"],
+                                                      info.power_limit_enforced_w)
+            limit_w = _most_of(columns["power_limit_w"], rows.duration_s) or info.power_limit_enforced_w
             meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
                                 power_limit_settable=getattr(info, "power_limit_settable", None),
-                                power_limit_w=info.power_limit_enforced_w)
+                                power_limit_w=limit_w)
             out.append((f"GPU {info.index} {info.name}", meta,
-                        verdicts_for_log(rows.time_s, dict(rows.columns), sm_clock_max_mhz=info.sm_clock_max_mhz,
-                                         power_limit_w=info.power_limit_enforced_w, gpu_name=info.name,
+                        verdicts_for_log(rows.time_s, columns, sm_clock_max_mhz=info.sm_clock_max_mhz,
+                                         power_limit_w=limit_w, gpu_name=info.name,
                                          temp_slowdown_c=info.temp_slowdown_c)))
         if samples == 0:  # nothing to judge is not "held its speed": say so (exit 2)
             span = store.time_range()
