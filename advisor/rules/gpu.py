@@ -221,7 +221,7 @@ def battery_heavy(ctx: RuleContext) -> list[Recommendation]:
         )
         out.append(Recommendation("battery_heavy", "warning", f"GPU {gpu.meta.index}: heavy work on battery",
                                   evidence, actions.battery(ctx.frame.platform, weighted_mean(
-                                      gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.meta.power_limit_w),
+                                      gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.limit_in_force(heavy)),
                                   ranges(gpu, heavy),
                                   gpu.meta.index, "utilization_gpu_pct", seconds / 3600.0, gpu_key=gpu.meta.key))
     return out

@@ -11,6 +11,8 @@ import errno
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from advisor.summary import WEEKDAYS
 from desktop.reporting import ReportData, chart_key, write_beside
 from desktop.ui.report.report_html import data_uri, render_html
@@ -40,9 +42,14 @@ def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str
         pngs[chart_key("temp", n)] = rc.time_chart_png(
             s["time_s"], [("temperature", s["temperature_c"])], title=f"{name} temperature", y_label="°C",
             limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None, style=style)
+        # The limit in force: a dashed line where it held all week, its own step line where it moved.
+        limits = s.get("power_limit_w")
+        held = sorted({float(v) for v in limits if np.isfinite(v)}) if limits is not None else []
+        limit_w = held[0] if len(held) == 1 else meta.power_limit_w if not held else None
+        lines = [("power", s["power_w"])] + ([("power limit in force", limits)] if len(held) > 1 else [])
         pngs[chart_key("power", n)] = rc.time_chart_png(
-            s["time_s"], [("power", s["power_w"])], title=f"{name} power", y_label="W",
-            limit=(meta.power_limit_w, "power limit") if meta.power_limit_w else None, style=style)
+            s["time_s"], lines, title=f"{name} power", y_label="W",
+            limit=(limit_w, "power limit") if limit_w else None, style=style)
         pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time",
                                                   style=style)
         pngs[chart_key("daily", n)] = rc.bar_chart_png(WEEKDAYS, week.daily_busy_hours,
