@@ -43,12 +43,12 @@ def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str
             s["time_s"], [("temperature", s["temperature_c"])], title=f"{name} temperature", y_label="°C",
             limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None, style=style)
         # The limit in force: a dashed line where it held all week, its own step line where it moved.
-        limits = s.get("power_limit_w")
-        held = sorted({float(v) for v in limits if np.isfinite(v)}) if limits is not None else []
+        limits = s.get("power_limit_w", np.full(len(s["time_s"]), np.nan))
+        held = sorted({float(v) for v in limits if np.isfinite(v)})
         limit_w = held[0] if len(held) == 1 else meta.power_limit_w if not held else None
-        lines = [("power", s["power_w"])] + ([("power limit in force", limits)] if len(held) > 1 else [])
+        power_lines = [("power", s["power_w"])] + ([("power limit in force", limits)] if len(held) > 1 else [])
         pngs[chart_key("power", n)] = rc.time_chart_png(
-            s["time_s"], lines, title=f"{name} power", y_label="W",
+            s["time_s"], power_lines, title=f"{name} power", y_label="W",
             limit=(limit_w, "power limit") if limit_w else None, style=style)
         pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time",
                                                   style=style)
