@@ -64,7 +64,7 @@ def record(conn: sqlite3.Connection, gpu_id: int, ts_ms: int, values: Scaled) ->
     """Store ``values`` as in force from ``ts_ms`` on, unless they already are; True when a row was written.
 
     A row just after it that says the same becomes redundant and goes (an import older than the live rows)."""
-    if _in_force(conn, gpu_id, ts_ms) == values:
+    if _effective(conn, gpu_id, ts_ms) == values:
         return False
     conn.execute(_INSERT, (gpu_id, ts_ms, *values))
     following = _next_row(conn, gpu_id, ts_ms)
@@ -73,12 +73,14 @@ def record(conn: sqlite3.Connection, gpu_id: int, ts_ms: int, values: Scaled) ->
     return True
 
 
-def record_span(conn: sqlite3.Connection, gpu_id: int, time_s: FloatArray, values: list[Scaled]) -> int:
-    """The limits of an imported span: ``values[i]`` in force at ``time_s[i]`` (sorted), a row per change; what was
-    in force after the span before the import is put back after its last sample. Returns the rows written."""
+def record_span(conn: sqlite3.Connection, gpu_id: int, time_s: FloatArray, values: list[Scaled], *,
+                end_s: float | None = None) -> int:
+    """The limits of an imported span: ``values[i]`` in force from ``time_s[i]`` (sorted) to the span's end
+    (``end_s``, default the last time), a row per change; what was in force after the span before the import is
+    put back after it. Returns the rows written."""
     if len(time_s) == 0:
         return 0
-    end_ms = codec.to_ms(float(time_s[-1])) + 1
+    end_ms = codec.to_ms(float(time_s[-1]) if end_s is None else max(end_s, float(time_s[-1]))) + 1
     after = _effective(conn, gpu_id, end_ms)
     if after is not None and _next_row(conn, gpu_id, codec.to_ms(float(time_s[0])) - 1) is None:
         after = None  # nothing stored after the span's start: its last limit simply stays in force

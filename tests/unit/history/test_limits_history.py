@@ -122,3 +122,16 @@ def test_an_older_log_of_a_recorded_gpu_puts_the_later_limit_back_after_its_span
         import_result(store, log)
         at = store.limits_at(FULL_INFO.uuid, T0 + np.array([0.0, 2.0, 50.0, 100.0]))
         assert at["power_limit_w"].tolist() == [80.0, 175.0, 150.0, 150.0]
+
+
+def test_a_log_without_the_column_inside_recorded_history_holds_its_limit_over_its_whole_span(tmp_path: Path) -> None:
+    with HistoryStore.open(tmp_path / "h.sqlite") as store:
+        store.write_snapshots([snapshot(T0 + 100 + i) for i in range(3)])  # recorded later, at 150 W
+        log = _log([80.0] * 5)
+        del log.series["GPU-log"][1]["power_limit_w"]
+        log.series[FULL_INFO.uuid] = log.series.pop("GPU-log")
+        log.info[FULL_INFO.uuid] = {**log.info.pop("GPU-log"), "uuid": FULL_INFO.uuid}
+        import_result(store, log)
+        at = store.limits_at(FULL_INFO.uuid, T0 + np.array([0.0, 4.0, 50.0, 100.0]))
+        # The log's one limit over its five rows (not the GPU's stored 150 W), then the recorded 150 W again.
+        assert at["power_limit_w"].tolist() == [80.0, 80.0, 150.0, 150.0]
