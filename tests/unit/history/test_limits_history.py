@@ -51,7 +51,7 @@ def _v10_file(path: Path) -> None:
 
     conn.execute("INSERT INTO gpus (uuid, idx, name, info_json, first_seen_s) VALUES (?, 0, 'Test GPU', ?, ?)",
                  (FULL_INFO.uuid, json.dumps(info), T0))
-    conn.execute("INSERT INTO gpu_packs (id, counted) VALUES (1, 0)")
+    conn.execute("INSERT INTO gpu_packs (id, clock_event_reasons, counted) VALUES (1, 4, 0)")  # SW power cap
     for i in range(120):
         conn.execute("INSERT INTO gpu_samples (gpu, ts, pack, counters, power_w) VALUES (1, ?, 1, 0, 1400)",
                      (int((T0 + i) * 1000),))
@@ -76,6 +76,10 @@ def test_a_v10_history_migrates_seeding_its_limits_from_its_info_and_envelope_ev
         frame = load_frame(store, T0, T0 + 120)
         per_row = frame.gpus[0].power_limit_w
         assert per_row is not None and set(per_row[:60].tolist()) == {150.0} and set(per_row[60:].tolist()) == {175.0}
+        # The next maintenance rolls the raw rows kept up again, with the capped seconds and their mean power.
+        store.run_rollups(T0 + 180)
+        rows = store.conn.execute("SELECT capped_ds, power_capped_w FROM gpu_minute ORDER BY ts").fetchall()
+        assert sum(r[0] for r in rows) == 1200 and {r[1] for r in rows} == {1400}  # 120 s capped at 140 W
         # and it records on: the next snapshot at 175 W writes nothing, a change does.
         store.write_snapshots([snapshot(T0 + 200, info=dataclasses.replace(FULL_INFO, power_limit_enforced_w=175.0))])
         assert len(_rows(store)) == 2
