@@ -120,13 +120,11 @@ class GpuSeries:
     def limit_in_force(self, rows: npt.NDArray[np.bool_] | None = None) -> float | None:
         """The power limit (W) in force over most of ``rows`` (by time; default: all rows): what a figure over
         them is weighed against when it takes one limit. None where no limit is known."""
-        limit = self.limit_per_row()
-        take = np.isfinite(limit) & (np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool))
-        if not take.any():
-            return self.meta.power_limit_w if rows is None or not len(self) else None
-        values, inverse = np.unique(limit[take], return_inverse=True)
-        weight = np.bincount(inverse.reshape(-1), weights=np.nan_to_num(self.duration_s[take]) + 1e-9)
-        return float(values[int(np.argmax(weight))])
+        take = np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+        held = held_most(self.limit_per_row()[take], self.duration_s[take])
+        if held is None and (rows is None or not len(self)):
+            return self.meta.power_limit_w
+        return held
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])
@@ -235,3 +233,15 @@ class HistoryFrame:
             if series.meta.key == key:
                 return series
         return None
+
+
+def held_most(values: FloatArray, weights: FloatArray | None = None) -> float | None:
+    """The value held over most of the rows (each weighted by ``weights``, e.g. its seconds; NaN rows drop out):
+    the one limit a run is weighed against when its limit moved. None where no row has one."""
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values)
+    if not ok.any():
+        return None
+    distinct, inverse = np.unique(values[ok], return_inverse=True)
+    weight = np.ones(int(ok.sum())) if weights is None else np.nan_to_num(np.asarray(weights)[ok]) + 1e-9
+    return float(distinct[int(np.argmax(np.bincount(inverse.reshape(-1), weights=weight)))])

@@ -152,20 +152,9 @@ def _limit_per_row(stored: Any, last_read_w: float | None) -> Any:
     return np.where(np.isfinite(stored), stored, np.nan if last_read_w is None else last_read_w)
 
 
-def _most_of(limit_w: Any, duration_s: Any) -> float | None:
-    """The limit in force over most of the rows (by time), None where none is known."""
-    import numpy as np
-
-    ok = np.isfinite(limit_w)
-    if not ok.any():
-        return None
-    values, inverse = np.unique(limit_w[ok], return_inverse=True)
-    weight = np.ones(int(ok.sum())) if duration_s is None else np.nan_to_num(duration_s[ok]) + 1e-9
-    return float(values[int(np.argmax(np.bincount(inverse.reshape(-1), weights=weight)))])
-
-
 def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     from advisor.causes import CAUSE_COUNTER_FIELDS
+    from advisor.frame import held_most
     from advisor.log_verdict import verdicts_for_log
     from desktop.advice import gpu_meta_for
     from desktop.history.store import QUERYABLE, HistoryStore
@@ -193,7 +182,7 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[R
             columns = dict(rows.columns)
             columns["power_limit_w"] = _limit_per_row(store.limits_at(info.uuid, rows.time_s)["power_limit_w"],
                                                       info.power_limit_enforced_w)
-            limit_w = _most_of(columns["power_limit_w"], rows.duration_s) or info.power_limit_enforced_w
+            limit_w = held_most(columns["power_limit_w"], rows.duration_s) or info.power_limit_enforced_w
             meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
                                 power_limit_settable=getattr(info, "power_limit_settable", None),
                                 power_limit_w=limit_w)
