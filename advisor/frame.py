@@ -110,6 +110,8 @@ class GpuSeries:
     #: idle seconds. None where the history predates them (schema v11).
     capped_s: FloatArray | None = None
     power_capped_w: FloatArray | None = None
+    #: The slowdown temperature in force at each row (°C; the history's stored changes). None: not known per row.
+    temp_slowdown_c: FloatArray | None = None
 
     def limit_per_row(self) -> FloatArray:
         """The power limit in force at each row (W, NaN: unknown): the stored changes, else the GPU's one limit."""
@@ -125,6 +127,15 @@ class GpuSeries:
         if held is None and (rows is None or not len(self)):
             return self.meta.power_limit_w
         return held
+
+    def slowdown_in_force(self, rows: npt.NDArray[np.bool_] | None = None) -> float | None:
+        """The slowdown temperature (°C) in force over most of ``rows`` (default: all), else the GPU's last read."""
+        if self.temp_slowdown_c is not None:
+            take = np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+            held = held_most(self.temp_slowdown_c[take], self.duration_s[take])
+            if held is not None:
+                return held
+        return self.meta.temp_slowdown_c
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])

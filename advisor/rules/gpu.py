@@ -114,7 +114,8 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Time throttled", share.seconds / 60.0, "min"),
             Evidence("Of it at the HW thermal slowdown", float(hw.sum()) / 60.0, "min"),
             Evidence("Peak temperature", nanmax(temp), "°C"),
-            Evidence("Slowdown temperature", gpu.meta.temp_slowdown_c or float("nan"), "°C"),
+            # In force while throttled (a driver or a firmware mode can move it).
+            Evidence("Slowdown temperature", gpu.slowdown_in_force(seconds > 0) or float("nan"), "°C"),
             Evidence("Busy time judged", float(ctx.gpu_busy(gpu).sum()) / 60.0, "min"),
         )
         severity: Severity = "critical" if share.share >= 0.5 else "warning"

@@ -58,6 +58,7 @@ def _gpu_series(store: StoreApi, info: GpuInfo, start_s: float, end_s: float,
     time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, resolution, metrics=_FRAME_METRICS)
     if len(time_s) == 0:
         return None
+    in_force = limits.limits_at(store.conn, gpu_id, time_s)
     return GpuSeries(
         meta=gpu_meta(info),
         time_s=time_s,
@@ -82,18 +83,16 @@ def _gpu_series(store: StoreApi, info: GpuInfo, start_s: float, end_s: float,
         temperature_max_c=cols["temperature_c_max"],
         effective_load_pct=cols["effective_load_pct"],
         samples=resolution == "raw",
-        # The limit in force at each row (schema v11's stored changes); the GPU's one limit where none are stored.
-        power_limit_w=_limit_per_row(store, gpu_id, info, time_s),
+        # The limits in force at each row (schema v11's stored changes); the GPU's last read where none are stored.
+        power_limit_w=_per_row(in_force["power_limit_w"], info.power_limit_enforced_w),
+        temp_slowdown_c=_per_row(in_force["temp_slowdown_c"], info.temp_slowdown_c),
         capped_s=cols["capped_s"],
         power_capped_w=cols["power_capped_w"],
     )
 
 
-def _limit_per_row(store: StoreApi, gpu_id: int, info: GpuInfo, time_s: np.ndarray) -> np.ndarray:
-    per_row = limits.limits_at(store.conn, gpu_id, time_s)["power_limit_w"]
-    if info.power_limit_enforced_w is not None:
-        per_row = np.where(np.isfinite(per_row), per_row, float(info.power_limit_enforced_w))
-    return per_row
+def _per_row(stored: np.ndarray, last_read: float | None) -> np.ndarray:
+    return stored if last_read is None else np.where(np.isfinite(stored), stored, float(last_read))
 
 
 def _host_series(store: StoreApi, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:

@@ -106,3 +106,20 @@ def test_capped_at_two_limits_names_each(tmp_path: Path) -> None:
     assert rec.evidence_value("Time capped at the 150 W limit") == pytest.approx(20.0, abs=0.1)
     assert rec.evidence_value("Mean power while capped") == pytest.approx((150 * 1200 + 174 * 600) / 1800, abs=0.1)
     assert np.isfinite(rec.evidence_value("Busy time judged"))
+
+
+def test_the_thermal_card_says_the_slowdown_temperature_in_force_while_throttled(tmp_path: Path) -> None:
+    """Throttled at 83 °C while the slowdown temperature was 83 °C (a firmware mode); it reads 87 °C now."""
+    db = tmp_path / "h.sqlite"
+    at_83 = dataclasses.replace(FULL_INFO, temp_slowdown_c=83.0)
+    hot = dataclasses.replace(FULL_SAMPLE, utilization_gpu_pct=95.0, temperature_c=83.0, clock_event_reasons=0x60,
+                              clock_event_sw_thermal_s=1.0, clock_event_hw_thermal_s=1.0)
+    cool = dataclasses.replace(hot, temperature_c=60.0, clock_event_reasons=0x0, clock_event_sw_thermal_s=0.0,
+                               clock_event_hw_thermal_s=0.0, clock_event_sw_power_cap_s=0.0)
+    with HistoryStore.open(db) as store:
+        store.write_snapshots([snapshot(LOG_START_S + i, info=at_83, sample=hot) for i in range(600)])
+        store.write_snapshots([snapshot(LOG_START_S + 600 + i, sample=cool) for i in range(600)])  # 87 °C
+        frame = load_frame(store, LOG_START_S, LOG_START_S + 1200)
+    assert frame.gpus[0].meta.temp_slowdown_c == 87.0
+    [rec] = [r for r in run_rules(frame) if r.rule_id == "thermal_throttling"]
+    assert rec.evidence_value("Slowdown temperature") == 83.0
