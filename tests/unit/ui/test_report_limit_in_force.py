@@ -40,9 +40,8 @@ def test_the_power_chart_draws_a_moving_limit_as_its_own_line(qapp: object, monk
     drawn: dict[str, object] = {}
 
     def spy(time_s: object, series: list[tuple[str, object]], **kwargs: object) -> bytes:
-        if str(kwargs.get("title", "")).endswith("power"):
-            drawn["lines"] = [label for label, _ in series]
-            drawn["limit"] = kwargs.get("limit")
+        title = str(kwargs.get("title", ""))
+        drawn[title.rsplit(" ", 1)[-1]] = ([label for label, _ in series], kwargs.get("limit"))
         return b""
 
     monkeypatch.setattr(rc, "time_chart_png", spy)
@@ -56,4 +55,5 @@ def test_the_power_chart_draws_a_moving_limit_as_its_own_line(qapp: object, monk
                            summary=SimpleNamespace(gpus=[week]), labels={}, chart_captions={},
                            series={uuid: hourly(series, start, start + 8 * HOUR)})  # type: ignore[arg-type]
     reports.render_charts(data)  # type: ignore[arg-type]
-    assert drawn["lines"] == ["power", "power limit in force"] and drawn["limit"] is None
+    assert drawn["power"] == (["power", "power limit in force"], None)
+    assert drawn["temperature"] == (["temperature"], (89.0, "slowdown"))  # one slowdown all week: a dashed line
