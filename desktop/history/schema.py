@@ -339,7 +339,7 @@ def _v11_seed(conn: sqlite3.Connection) -> list[tuple[int, int, int | None, int 
         try:
             info = json.loads(info_json)
         except ValueError:
-            info = {}
+            info = None
         info = info if isinstance(info, dict) else {}
         first = conn.execute("SELECT min(ts) FROM gpu_samples WHERE gpu = ?", (gid,)).fetchone()[0]
         known = [x for x in (first, None if first_seen is None else round(first_seen * 1000)) if x is not None]
@@ -358,8 +358,8 @@ def _v11_seed(conn: sqlite3.Connection) -> list[tuple[int, int, int | None, int 
 def _v11(conn: sqlite3.Connection) -> None:
     # Issue 32: a laptop's enforced power limit moves (Dynamic Boost, firmware modes, battery); every judgement
     # from history reads the limit in force at each sample from here. Rollups gain the power-capped seconds and
-    # their mean power; the minute marker is dropped so the next pass rolls the raw rows still kept up again
-    # (older rows keep NULL there: the power of the whole row stands in), and the day blocks are packed again.
+    # their mean power: the minute marker goes, so the next pass rolls the raw rows still kept up again (older
+    # rows keep NULL: the whole row's power stands in; hours are for long charts, no judgement reads them).
     _run(conn, f"""
         CREATE TABLE gpu_limits (gpu INTEGER NOT NULL, ts INTEGER NOT NULL,
             {', '.join(f'{c} INTEGER' for c, _, _ in LIMIT_COLUMNS)}, PRIMARY KEY (gpu, ts)) WITHOUT ROWID
@@ -370,8 +370,6 @@ def _v11(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT OR REPLACE INTO gpu_limits VALUES (?, ?, ?, ?, ?)", (gid, ts, *values))
             last[gid] = tuple(values)
     _add_columns(conn, ("gpu_minute", "gpu_hour"), CAPPED_ROLLUP_COLUMNS)
-    # Only the minute marker: the advisor reads minutes (hours are for long charts), and re-rolling a year of
-    # hours on the first maintenance after an update is not worth a figure no judgement reads.
     _run(conn, _DROP_DAY_BLOCKS + " DELETE FROM meta WHERE key = 'rollup_minute_until';")
 
 
