@@ -139,3 +139,20 @@ def test_a_log_without_the_column_inside_recorded_history_holds_its_limit_over_i
         at = store.limits_at(FULL_INFO.uuid, T0 + np.array([0.0, 4.0, 50.0, 100.0]))
         # The log's one limit over its five rows (not the GPU's stored 150 W), then the recorded 150 W again.
         assert at["power_limit_w"].tolist() == [80.0, 80.0, 150.0, 150.0]
+
+
+def test_the_power_while_capped_merges_weighted_by_the_capped_seconds() -> None:
+    """Minute rows into an hour: 10 s capped at 600 W and 50 s capped at 300 W are 350 W while capped, not 450 W;
+    a raw sample's capped power is its own reading, NaN where no power reason was sampled."""
+    from desktop.history import rollup_math
+
+    minutes = {"dur_s": np.array([60.0, 60.0]), "capped_s": np.array([10.0, 50.0]),
+               "power_capped_w": np.array([600.0, 300.0]), "power_w": np.array([150.0, 260.0])}
+    _, hour = rollup_math.aggregate(T0 // 3600 * 3600 + np.array([0.0, 60.0]), minutes, 3600)
+    assert hour["capped_s"].tolist() == [60.0] and hour["power_capped_w"].tolist() == [350.0]
+    assert hour["power_w"].tolist() == [205.0]  # the row's own mean stays time-weighted
+    raw = {name: np.full(3, np.nan) for name in schema.GPU_SCALES}
+    raw.update(power_w=np.array([600.0, 70.0, 590.0]), clock_event_reasons=np.array([0x4, 0x1, 0x80]))
+    rows = rollup_math.raw_as_rollup(T0 + np.arange(3.0), raw)
+    assert rows["capped_s"].tolist() == [1.0, 0.0, 1.0]
+    assert rows["power_capped_w"][[0, 2]].tolist() == [600.0, 590.0] and np.isnan(rows["power_capped_w"][1])
