@@ -117,9 +117,15 @@ class LimitsLog:
 
 
 def read(conn: sqlite3.Connection, gpu_id: int) -> tuple[FloatArray, dict[str, FloatArray]]:
-    """Every stored change of one GPU: (time_s, columns in natural units, NaN = not known), oldest first."""
-    rows = conn.execute(f"SELECT ts, {', '.join(LIMIT_NAMES)} FROM gpu_limits WHERE gpu = ? ORDER BY ts",
-                        (gpu_id,)).fetchall()
+    """Every stored change of one GPU: (time_s, columns in natural units, NaN = not known), oldest first; none
+    where the file has no such table (an older schema read where it cannot be migrated: a read-only copy)."""
+    try:
+        rows = conn.execute(f"SELECT ts, {', '.join(LIMIT_NAMES)} FROM gpu_limits WHERE gpu = ? ORDER BY ts",
+                            (gpu_id,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        rows = []
     arr = np.array([[np.nan if v is None else float(v) for v in row] for row in rows],
                    dtype=np.float64).reshape(len(rows), 1 + len(LIMIT_NAMES))
     return arr[:, 0] / 1000.0, {name: arr[:, i + 1] / scale for i, (name, _, scale) in enumerate(LIMIT_COLUMNS)}

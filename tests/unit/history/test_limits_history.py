@@ -156,3 +156,14 @@ def test_the_power_while_capped_merges_weighted_by_the_capped_seconds() -> None:
     rows = rollup_math.raw_as_rollup(T0 + np.arange(3.0), raw)
     assert rows["capped_s"].tolist() == [1.0, 0.0, 1.0]
     assert rows["power_capped_w"][[0, 2]].tolist() == [600.0, 590.0] and np.isnan(rows["power_capped_w"][1])
+
+
+def test_a_file_without_the_table_reads_no_stored_limits(tmp_path: Path) -> None:
+    """An older schema read where it cannot be migrated (a read-only copy): no stored limits, no error."""
+    from desktop.history import limits
+
+    conn = sqlite3.connect(tmp_path / "v10.sqlite")
+    schema.migrate(conn, target=10)
+    at = limits.limits_at(conn, 1, np.array([T0, T0 + 1]))
+    conn.close()
+    assert all(np.isnan(v).all() for v in at.values())
