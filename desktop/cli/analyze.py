@@ -176,12 +176,11 @@ def _analyze_stored(args: argparse.Namespace) -> list[tuple[str, GpuMeta, list[R
         out = []
         samples = 0
         for info in gpus:
-            rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
-            samples += len(rows.time_s)
             # The limit in force at each sample (schema v11's stored changes), and over most of the range.
+            rows = store.query(info.uuid, [*metrics, "power_limit_w"], start, end, max_points=100_000)
+            samples += len(rows.time_s)
             columns = dict(rows.columns)
-            columns["power_limit_w"] = _limit_per_row(store.limits_at(info.uuid, rows.time_s)["power_limit_w"],
-                                                      info.power_limit_enforced_w)
+            columns["power_limit_w"] = _limit_per_row(columns["power_limit_w"], info.power_limit_enforced_w)
             limit_w = held_most(columns["power_limit_w"], rows.duration_s) or info.power_limit_enforced_w
             meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
                                 power_limit_settable=getattr(info, "power_limit_settable", None),

@@ -428,7 +428,8 @@ class HistoryStore:
 
         The resolution (raw, minute, hour) is chosen from the span and ``max_points`` unless given.
         Names: the GpuSample fields, ``<metric>_min``/``_max`` (utilization, VRAM, temperature,
-        power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``."""
+        power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``, ``capped_s`` and
+        ``power_capped_w`` (power-capped seconds and their mean power), ``power_limit_w`` (the limit in force)."""
         return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points, resolution=resolution)
 
     def stress_runs(self, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:

@@ -167,3 +167,14 @@ def test_a_file_without_the_table_reads_no_stored_limits(tmp_path: Path) -> None
     at = limits.limits_at(conn, 1, np.array([T0, T0 + 1]))
     conn.close()
     assert all(np.isnan(v).all() for v in at.values())
+
+
+def test_a_query_reads_the_limit_in_force_at_each_row_raw_or_merged(tmp_path: Path) -> None:
+    with HistoryStore.open(tmp_path / "h.sqlite") as store:
+        store.write_snapshots([snapshot(T0 + i, info=dataclasses.replace(FULL_INFO, power_limit_enforced_w=80.0))
+                               for i in range(10)])
+        store.write_snapshots([snapshot(T0 + 10 + i) for i in range(10)])  # 150 W
+        raw = store.query(FULL_INFO.uuid, ["power_w", "power_limit_w"], T0, T0 + 20, max_points=0, resolution="raw")
+        assert raw.columns["power_limit_w"].tolist() == [80.0] * 10 + [150.0] * 10
+        merged = store.query(FULL_INFO.uuid, ["power_limit_w"], T0, T0 + 20, max_points=4)
+        assert merged.columns["power_limit_w"].tolist() == [80.0, 80.0, 150.0, 150.0]  # a step, never 115 W
