@@ -101,6 +101,41 @@ class GpuSeries:
     #: The rows are raw samples (one reading each), not rollup buckets: their busy seconds can be
     #: counted again from utilization at any threshold (a bucket keeps the one it was rolled with).
     samples: bool = False
+    #: The enforced power limit in force at each row (W; the history's stored changes, a step function): a
+    #: laptop's moves with Dynamic Boost, firmware modes and the battery. None: not known per row (then
+    #: ``meta.power_limit_w``, the last one read, stands for every row); NaN rows: not known then.
+    power_limit_w: FloatArray | None = None
+    #: Seconds within each row under a power reason (SW power cap or HW power brake, sampled bits) and the
+    #: mean power over those seconds only (W, NaN where none): a rollup row's own ``power_w`` mixes in its
+    #: idle seconds. None where the history predates them (schema v11).
+    capped_s: FloatArray | None = None
+    power_capped_w: FloatArray | None = None
+    #: The slowdown temperature in force at each row (°C; the history's stored changes). None: not known per row.
+    temp_slowdown_c: FloatArray | None = None
+
+    def limit_per_row(self) -> FloatArray:
+        """The power limit in force at each row (W, NaN: unknown): the stored changes, else the GPU's one limit."""
+        if self.power_limit_w is not None:
+            return self.power_limit_w
+        return np.full(len(self), np.nan if self.meta.power_limit_w is None else float(self.meta.power_limit_w))
+
+    def limit_in_force(self, rows: npt.NDArray[np.bool_] | None = None) -> float | None:
+        """The power limit (W) in force over most of ``rows`` (by time; default: all rows): what a figure over
+        them is weighed against when it takes one limit. None where no limit is known."""
+        take = np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+        held = held_most(self.limit_per_row()[take], self.duration_s[take])
+        if held is None and (rows is None or not len(self)):
+            return self.meta.power_limit_w
+        return held
+
+    def slowdown_in_force(self, rows: npt.NDArray[np.bool_] | None = None) -> float | None:
+        """The slowdown temperature (°C) in force over most of ``rows`` (default: all), else the GPU's last read."""
+        if self.temp_slowdown_c is not None:
+            take = np.ones(len(self), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+            held = held_most(self.temp_slowdown_c[take], self.duration_s[take])
+            if held is not None:
+                return held
+        return self.meta.temp_slowdown_c
 
     def __len__(self) -> int:
         return int(self.time_s.shape[0])
@@ -209,3 +244,15 @@ class HistoryFrame:
             if series.meta.key == key:
                 return series
         return None
+
+
+def held_most(values: FloatArray, weights: FloatArray | None = None) -> float | None:
+    """The value held over most of the rows (each weighted by ``weights``, e.g. its seconds; NaN rows drop out):
+    the one limit a run is weighed against when its limit moved. None where no row has one."""
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values)
+    if not ok.any():
+        return None
+    distinct, inverse = np.unique(values[ok], return_inverse=True)
+    weight = np.ones(int(ok.sum())) if weights is None else np.nan_to_num(np.asarray(weights)[ok]) + 1e-9
+    return float(distinct[int(np.argmax(np.bincount(inverse.reshape(-1), weights=weight)))])

@@ -8,6 +8,8 @@ each row inside the job's span; a missing value drops out instead of counting as
 - Time under each throttle cause is NVML's per-cause counter (exact) where the GPU keeps one,
   else the sampled reason bits; ``throttle_timing`` says which.
 - Energy is the energy counter's delta where present, else power x time.
+- The power cap's share is of the busy seconds, with its limit(s) in force and the mean power over the
+  capped seconds: ``advisor.cap_share``, the computation of the Advisor's power-cap card.
 - Throttle causes, mean power and the verdict leave the guard's pauses out (a stopped job is
   neither throttled nor working); energy counts them (the GPU drew idle power meanwhile).
 - Cloud equivalents (``advisor.job_cloud``): only the GPU-bound part of the running time (busy share
@@ -23,7 +25,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from advisor.cap_share import cap_share, capped_seconds
 from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec, find_spec
 from advisor.frame import FloatArray, GpuSeries, HostSeries, ProcessSamples
@@ -74,6 +78,12 @@ class GpuFigures:
     power_limit_w: float | None = None
     #: Time-weighted mean effective load while busy (% of the GPU's calibrated full load); None unknown.
     mean_effective_load_pct: float | None = None
+    #: Busy seconds under a power cap while the job ran (of ``busy_s``: ``advisor.cap_share``, the Advisor's
+    #: computation), the mean power over those seconds (W) and the limits in force meanwhile ("150 W", "150 W
+    #: for 40 min, then 175 W for 3 min"). None: not known (a card from before they were kept).
+    capped_s: float | None = None
+    capped_power_w: float | None = None
+    capped_limits: str | None = None
 
     @property
     def throttled_s(self) -> float:
@@ -193,6 +203,29 @@ def _counter_per_row(gpu: GpuSeries, bit: int, counters_since_previous: bool) ->
     return counted
 
 
+def _throttle(gpu: GpuSeries, dur: FloatArray, run_part: FloatArray, in_span: npt.NDArray[np.bool_],
+              counters_since_previous: bool) -> tuple[dict[str, float | None], str]:
+    """Seconds under each throttle cause over the span (the guard's pauses left out), and how they were timed."""
+    throttle: dict[str, float | None] = {}
+    timings: set[str] = set()
+    for key, _name, bit, _label in THROTTLE_CAUSES:
+        counted = _counter_per_row(gpu, bit, counters_since_previous)
+        sampled = gpu.reason_seconds.get(bit)
+        if sampled is None:
+            sampled = np.where((gpu.clock_event_reasons & bit) != 0, dur, 0.0)
+        per_row = np.where(np.isfinite(counted), counted, sampled)
+        per_row = np.minimum(per_row, dur) * run_part  # the guard's pauses are no throttle of the job
+        counted_rows = np.isfinite(counted[in_span])
+        known = np.isfinite(per_row) & in_span
+        if not known.any():
+            throttle[key] = None
+            continue
+        throttle[key] = float(per_row[known].sum())
+        timings.add("counters" if counted_rows.all() else "samples" if not counted_rows.any() else "mixed")
+    timing = "none" if not timings else timings.pop() if len(timings) == 1 else "mixed"
+    return throttle, timing
+
+
 def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequence[tuple[float, float]] = (),
                 processes: ProcessSamples | None = None, counters_since_previous: bool = True) -> GpuFigures:
     """One GPU's figures over [start_s, end_s) of ``gpu``'s rows (raw samples or rollup buckets).
@@ -234,23 +267,7 @@ def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequenc
                                    / busy_row[load_ok].sum())
     run_part = np.where(dur > 0, running / np.where(dur > 0, dur, 1.0), 0.0)
 
-    throttle: dict[str, float | None] = {}
-    timings: set[str] = set()
-    for key, _name, bit, _label in THROTTLE_CAUSES:
-        counted = _counter_per_row(gpu, bit, counters_since_previous)
-        sampled = gpu.reason_seconds.get(bit)
-        if sampled is None:
-            sampled = np.where((gpu.clock_event_reasons & bit) != 0, dur, 0.0)
-        per_row = np.where(np.isfinite(counted), counted, sampled)
-        per_row = np.minimum(per_row, dur) * run_part  # the guard's pauses are no throttle of the job
-        counted_rows = np.isfinite(counted[in_span])
-        known = np.isfinite(per_row) & in_span
-        if not known.any():
-            throttle[key] = None
-            continue
-        throttle[key] = float(per_row[known].sum())
-        timings.add("counters" if counted_rows.all() else "samples" if not counted_rows.any() else "mixed")
-    timing = "none" if not timings else timings.pop() if len(timings) == 1 else "mixed"
+    throttle, timing = _throttle(gpu, dur, run_part, in_span, counters_since_previous)
 
     by_counter = np.isfinite(gpu.energy_mj) & in_span
     by_power = ~np.isfinite(gpu.energy_mj) & np.isfinite(gpu.power_w) & in_span
@@ -259,12 +276,16 @@ def gpu_figures(gpu: GpuSeries, start_s: float, end_s: float, *, pauses: Sequenc
                      else "power" if by_power.any() else "none")
     energy_wh = float(mj.sum()) / 3.6e6 if energy_source != "none" else None
 
+    # The Advisor's own computation on the job's rows: each row's capped seconds as its busy seconds are counted
+    # (both of the interval a sample closes), cut to the running part like them.
+    cap = cap_share(gpu, capped_seconds(gpu) * run_part, np.nan_to_num(busy_row), in_span)
     return GpuFigures(index=gpu.meta.index, uuid=gpu.meta.uuid, name=gpu.meta.name, sampled_s=sampled_s,
                       busy_s=busy_s, busy_share=busy_share, mean_util_pct=mean_util, peak_vram_mib=peak_vram,
                       vram_total_mib=total, headroom_mib=headroom, peak_temperature_c=peak_temp,
                       mean_power_w=mean_power, throttle_s=throttle, throttle_timing=timing, energy_wh=energy_wh,
-                      energy_source=energy_source, power_limit_w=gpu.meta.power_limit_w,
-                      mean_effective_load_pct=mean_effective)
+                      energy_source=energy_source, power_limit_w=gpu.limit_in_force(running > 0),
+                      mean_effective_load_pct=mean_effective, capped_s=cap.capped_s,
+                      capped_power_w=_finite(cap.mean_power_w), capped_limits=cap.limits_text())
 
 
 def mean_throughput(time_s: FloatArray, throughput: FloatArray, pauses: Sequence[tuple[float, float]] = ()

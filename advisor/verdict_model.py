@@ -51,11 +51,11 @@ class RunTrace:
     #: Where the max clock came from: "reported" (the GPU's) or "log" (the highest clock in the log).
     sm_clock_max_source: ClockMaxSource = "reported"
     power_limit_w: float | None = None
+    #: The enforced power limit in force at each sample (W, NaN = unknown): a laptop's moves (Dynamic Boost,
+    #: firmware modes, battery); from a column named "power_limit_w" (a log's per-row limit, the history's).
+    power_limit_series_w: FloatArray | None = None
     #: Where the limit came from: "reported" (NVML), "log" (a limit column) or "datasheet" (by ``gpu_name``).
     power_limit_source: PowerLimitSource = "reported"
-    #: The enforced power limit (W) in force at each sample, NaN where unknown (``power_limit_w`` fills those);
-    #: it moves on laptops (Dynamic Boost, firmware modes, battery). See ``advisor.limit_series``.
-    power_limit_series_w: FloatArray | None = None
     gpu_name: str | None = None
     #: The clock the GPU held at full load in its own stress run (``advisor.clock_reference``), if known.
     sm_clock_calibration_mhz: float | None = None
@@ -80,6 +80,7 @@ class RunTrace:
         return cls(time_s=np.asarray(time_s, dtype=np.float64), sm_clock_mhz=col("sm_clock_mhz"),
                    temperature_c=col("temperature_c"), power_w=col("power_w"),
                    clock_event_reasons=col("clock_event_reasons"), utilization_gpu_pct=col("utilization_gpu_pct"),
+                   power_limit_series_w=col("power_limit_w"),
                    cause_time_s=counters or None, **kwargs)  # type: ignore[arg-type]
 
 

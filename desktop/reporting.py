@@ -184,7 +184,8 @@ def week_label(time_s: float, tz: tzinfo) -> str:
 
 
 def hourly(gpu: GpuSeries, start_s: float, end_s: float) -> dict[str, FloatArray]:
-    """Hourly time-weighted means of the charted metrics (NaN for hours with no data)."""
+    """Hourly time-weighted means of the charted metrics (NaN for hours with no data), and the power limit and
+    slowdown temperature in force each hour."""
     edges = np.arange(start_s, end_s + 1.0, 3600.0)
     centre = edges[:-1] + 1800.0
     out: dict[str, FloatArray] = {"time_s": centre}
@@ -196,6 +197,14 @@ def hourly(gpu: GpuSeries, start_s: float, end_s: float) -> dict[str, FloatArray
         weight = np.bincount(bins[ok], weights=gpu.duration_s[ok], minlength=len(centre))
         total = np.bincount(bins[ok], weights=(values * gpu.duration_s)[ok], minlength=len(centre))
         out[metric] = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+    # The limits in force at the end of each hour (a step, never a mean of two limits; NaN: no data then).
+    slowdown = gpu.temp_slowdown_c if gpu.temp_slowdown_c is not None else np.full(len(gpu), np.nan)
+    for name, limit in (("power_limit_w", gpu.limit_per_row()), ("temp_slowdown_c", slowdown)):
+        ok = inside & np.isfinite(limit)
+        last = np.full(len(centre), -1, dtype=np.int64)
+        np.maximum.at(last, bins[ok], np.flatnonzero(ok))
+        out[name] = np.where(last >= 0, limit[np.maximum(last, 0)], np.nan) if len(limit) else \
+            np.full(len(centre), np.nan)
     return out
 
 

@@ -15,10 +15,11 @@ from typing import Literal
 
 import numpy as np
 
+from advisor.cap_share import busy_text
 from advisor.costs import CloudOffer
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.profile import Job, WorkloadProfile, gpu_profile
-from advisor.stats import BoolArray, busy_seconds, fmt_hours, host_values_at, intervals_from_mask, rows_in
+from advisor.stats import BoolArray, busy_seconds, host_values_at, intervals_from_mask, rows_in
 from advisor.thresholds import Thresholds
 
 Severity = Literal["critical", "warning", "info"]
@@ -151,7 +152,8 @@ def job_evidence(share: BusyShare, label: str) -> tuple[Evidence, ...]:
     if share.worst_job is None:
         return ()
     name = share.worst_job.process_names[0] if share.worst_job.process_names else "busy stretch"
-    return (Evidence(f"{label} in the worst run ({name}, {fmt_hours(share.worst_job.busy_s)})",
+    # Said with what it is a share of ("of its 6.6 busy hours"): a job card's share of the same run is too.
+    return (Evidence(f"{label} in the worst run ({name}, of its {busy_text(share.worst_job.busy_s)})",
                      share.worst_share * 100.0, "%"),)
 
 

@@ -45,7 +45,8 @@ def low_effective_load(ctx: RuleContext) -> list[Recommendation]:
             *job_evidence(share, "Share"),
             Evidence("Time affected", share.seconds / 3600.0, "h"),
             Evidence("Mean power meanwhile", weighted_mean(gpu.power_w[hollow], dur), "W"),
-            Evidence("Power limit", gpu.meta.power_limit_w or float("nan"), "W"),
+            # The limit in force over most of that time (a laptop's moves with its firmware mode).
+            Evidence("Power limit", gpu.limit_in_force(hollow) or float("nan"), "W"),
             Evidence("Mean memory-controller utilization meanwhile", mem_mean, "%"),
             # Measured where the GPU has GPM; elsewhere estimated against its own stress run, to about this.
             Evidence("Uncertainty of an estimate (a GPU without GPM), +/-", UNCERTAINTY_PCT, "%"),

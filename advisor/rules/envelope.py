@@ -15,7 +15,7 @@ import numpy as np
 
 from advisor.clock_reference import is_vf_top
 from advisor.envelope import POWERD_COMMAND, Cause, cause_from_line
-from advisor.frame import Event, GpuSeries
+from advisor.frame import Event, GpuSeries, held_most
 from advisor.rules.base import (
     HEAVY_UTIL_PCT,
     Evidence,
@@ -86,6 +86,12 @@ def _action(cause: Cause, detail: str, gpu: GpuSeries) -> str:
     return f"{first} {clock_lock_hint(gpu)}"
 
 
+def _limit_meanwhile(gpu: GpuSeries, rows: BoolArray, from_events: list[float]) -> float:
+    if gpu.power_limit_w is not None and (held := held_most(gpu.power_limit_w[rows], gpu.duration_s[rows])):
+        return held
+    return min(from_events) if from_events else float("nan")
+
+
 def below_rated_power(ctx: RuleContext) -> list[Recommendation]:
     """"40 % of your busy time ran below the rated power because nvidia-powerd was not running"."""
     out = []
@@ -115,7 +121,9 @@ def below_rated_power(ctx: RuleContext) -> list[Recommendation]:
                 Evidence(f"Busy time below the rated power {why}", share.share * 100.0, "%"),
                 *job_evidence(share, "Below rated power"),
                 Evidence("Busy time affected", share.seconds / 3600.0, "h"),
-                Evidence("Power limit meanwhile", min(limit_w) if limit_w else float("nan"), "W"),
+                # The stored limit in force over those rows (the same reading as the event's line); a frame without
+                # stored limits reads the events' own figures.
+                Evidence("Power limit meanwhile", _limit_meanwhile(gpu, busy_mask, limit_w), "W"),
                 Evidence("Rated power", rated_w, "W"),
                 Evidence("Mean power meanwhile", weighted_mean(gpu.power_w[busy_mask], gpu.duration_s[busy_mask]), "W"),
                 Evidence("Mean power when not", weighted_mean(gpu.power_w[full], gpu.duration_s[full]), "W"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, ClockEventReason, bits
+from advisor.cap_share import CapShare, cap_share, capped_seconds
+from advisor.clock_events import THERMAL_REASONS, ClockEventReason, bits
 from advisor.costs import smallest_fitting
-from advisor.effective_load import AT_LIMIT_SHARE as POWER_AT_LIMIT_SHARE
 from advisor.frame import GpuSeries
 from advisor.profile import INFERENCE, Job
 from advisor.rules import actions
@@ -114,7 +114,8 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
             Evidence("Time throttled", share.seconds / 60.0, "min"),
             Evidence("Of it at the HW thermal slowdown", float(hw.sum()) / 60.0, "min"),
             Evidence("Peak temperature", nanmax(temp), "°C"),
-            Evidence("Slowdown temperature", gpu.meta.temp_slowdown_c or float("nan"), "°C"),
+            # In force while throttled (a driver or a firmware mode can move it).
+            Evidence("Slowdown temperature", gpu.slowdown_in_force(seconds > 0) or float("nan"), "°C"),
             Evidence("Busy time judged", float(ctx.gpu_busy(gpu).sum()) / 60.0, "min"),
         )
         severity: Severity = "critical" if share.share >= 0.5 else "warning"
@@ -125,43 +126,51 @@ def thermal_throttling(ctx: RuleContext) -> list[Recommendation]:
 
 
 def power_cap(ctx: RuleContext) -> list[Recommendation]:
-    """Judged from the first data, as the thermal rule."""
+    """Judged from the first data, as the thermal rule. The limit, the share and the mean power come from the
+    capped samples themselves (``advisor.cap_share``, the job card's computation): each against the limit in
+    force then (a laptop's moves with its firmware mode), its mean over the capped seconds only."""
     out = []
     for gpu in ctx.frame.gpus:
         if not ctx.some_busy(gpu):
             continue
-        seconds = reason_seconds(gpu, bits(POWER_REASONS))
+        seconds = capped_seconds(gpu)
         share = busy_share(ctx, gpu, seconds)
         if not fires(share, ctx.thresholds.power_cap_share_pct):
             continue
         capped = seconds > 0
+        cap = cap_share(gpu, seconds, ctx.gpu_busy(gpu))
         battery_s = float(seconds[capped & _on_battery(ctx, gpu)].sum())
         battery_share = battery_s / share.seconds if share.seconds > 0 else 0.0
         evidence = (
             Evidence("Busy time at the power limit", share.share * 100.0, "%"),
             *job_evidence(share, "Capped"),
             Evidence("Time power-capped", share.seconds / 60.0, "min"),
-            Evidence("Power limit", gpu.meta.power_limit_w or float("nan"), "W"),
-            Evidence("Mean power while capped", weighted_mean(gpu.power_w[capped], gpu.duration_s[capped]), "W"),
+            Evidence("Power limit", cap.limit_w or gpu.meta.power_limit_w or float("nan"), "W"),
+            *(Evidence(f"Time capped at the {s.limit_w:g} W limit", s.capped_s / 60.0, "min")
+              for s in cap.stretches if s.limit_w is not None and len(cap.stretches) > 1),
+            Evidence("Mean power while capped", cap.mean_power_w, "W"),
             Evidence("Of it on battery", battery_share * 100.0, "%"),
             Evidence("Busy time judged", float(ctx.gpu_busy(gpu).sum()) / 60.0, "min"),
         )
-        out.append(Recommendation("power_cap", "info", _power_cap_title(gpu, capped), evidence,
+        out.append(Recommendation("power_cap", "info", _power_cap_title(gpu, cap), evidence,
                                   actions.power_cap(gpu.meta, ctx.frame.platform, battery_share),
                                   ranges(gpu, capped), gpu.meta.index, "power_w", share.seconds / 3600.0,
                                   gpu_key=gpu.meta.key))
     return out
 
 
-def _power_cap_title(gpu: GpuSeries, capped: BoolArray) -> str:
-    """"held at its power limit" only where the power while capped is at >= 95 % of the limit (the stress
-    verdict's rule, advisor/power_cap.py); below it (minute rows that mix capped bursts with the
-    troughs between them, a cap set by another limit) the card says what it measured."""
-    mean = weighted_mean(gpu.power_w[capped], gpu.duration_s[capped])
-    limit = gpu.meta.power_limit_w
-    if limit and np.isfinite(mean) and mean < POWER_AT_LIMIT_SHARE * limit:
-        return f"GPU {gpu.meta.index}: power cap set under load (mean {mean:.0f} W of its {limit:g} W limit)"
-    return f"GPU {gpu.meta.index}: held at its power limit"
+def _power_cap_title(gpu: GpuSeries, cap: CapShare) -> str:
+    """"held at its power limit (150 W)" only where the power while capped is at >= 95 % of the limit in force
+    (the stress verdict's rule, advisor/power_cap.py); below it (a cap set by another limit: a clock setting, a
+    power policy) the card says what it measured. Several limits in force while capped are each named."""
+    name = f"GPU {gpu.meta.index}"
+    limit = cap.limit_w
+    if cap.at_limit or limit is None or not np.isfinite(cap.mean_power_w):
+        return f"{name}: held at its power limit" + (f" ({cap.limits_text()})" if limit is not None else "")
+    parts = [f"{s.mean_power_w:.0f} W of its {s.limit_w:g} W limit" if i == 0 else
+             f"{s.mean_power_w:.0f} W of {s.limit_w:g} W" for i, s in enumerate(
+                 s for s in cap.stretches if s.limit_w is not None)]
+    return f"{name}: power cap set under load (mean {', then '.join(parts)})"
 
 
 def pcie_link(ctx: RuleContext) -> list[Recommendation]:
@@ -213,7 +222,7 @@ def battery_heavy(ctx: RuleContext) -> list[Recommendation]:
         )
         out.append(Recommendation("battery_heavy", "warning", f"GPU {gpu.meta.index}: heavy work on battery",
                                   evidence, actions.battery(ctx.frame.platform, weighted_mean(
-                                      gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.meta.power_limit_w),
+                                      gpu.power_w[heavy], gpu.duration_s[heavy]), gpu.limit_in_force(heavy)),
                                   ranges(gpu, heavy),
                                   gpu.meta.index, "utilization_gpu_pct", seconds / 3600.0, gpu_key=gpu.meta.key))
     return out

@@ -195,9 +195,17 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
 
 
+def _limit_per_row(stored: Any, last_read_w: float | None) -> Any:
+    """The stored limit per row; the GPU's last one read where nothing is stored."""
+    import numpy as np
+
+    return np.where(np.isfinite(stored), stored, np.nan if last_read_w is None else last_read_w)
+
+
 def _analyze_stored(args: argparse.Namespace, gpu: int | None, *, gpu_name: str | None = None
                     ) -> list[tuple[str, GpuMeta, list[RunVerdict]]]:
     from advisor.causes import CAUSE_COUNTER_FIELDS
+    from advisor.frame import held_most
     from advisor.log_verdict import verdicts_for_log
     from desktop.advice import gpu_meta_for
     from desktop.history.store import QUERYABLE, HistoryStore
@@ -216,18 +224,19 @@ def _analyze_stored(args: argparse.Namespace, gpu: int | None, *, gpu_name: str 
         metrics = ["utilization_gpu_pct", "sm_clock_mhz", "temperature_c", "power_w", "clock_event_reasons"]
         # NVML's exact time under each throttle cause, where this history stores it.
         metrics += [name for name in CAUSE_COUNTER_FIELDS.values() if name in QUERYABLE]
-        # The limit in force at each sample, where this history stores it (the verdict judges each run at it).
-        metrics += [name for name in ("power_limit_w",) if name in QUERYABLE]
         out = []
         samples = 0
         for info in gpus:
-            rows = store.query(info.uuid, metrics, start, end, max_points=100_000)
+            # The limit in force at each sample (schema v11's stored changes), and over most of the range.
+            rows = store.query(info.uuid, [*metrics, "power_limit_w"], start, end, max_points=100_000)
             samples += len(rows.time_s)
+            columns = dict(rows.columns)
+            columns["power_limit_w"] = _limit_per_row(columns["power_limit_w"], info.power_limit_enforced_w)
+            limit_w = held_most(columns["power_limit_w"], rows.duration_s) or info.power_limit_enforced_w
             meta = gpu_meta_for(info.name, info.index, is_laptop=getattr(info, "is_laptop", None),
                                 power_limit_settable=getattr(info, "power_limit_settable", None),
-                                power_limit_w=info.power_limit_enforced_w)
-            columns = dict(rows.columns)
-            limit = info.power_limit_enforced_w
+                                power_limit_w=limit_w)
+            limit = limit_w
             source: PowerLimitSource = "reported"
             if args.power_limit_w is not None:  # the user's figure replaces the stored one
                 limit, source = args.power_limit_w, "given"

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from desktop.history import codec, packing
+from desktop.history import codec, limits, packing
 from desktop.history.rollup import note_written
 from desktop.history.schema import GPU_SCALES
 from desktop.history.store_api import StoreApi
@@ -17,11 +17,15 @@ _CHUNK_ROWS = 50_000
 
 
 def write_gpu_columns(store: StoreApi, info: GpuInfo, time_s: npt.ArrayLike,
-                      columns: Mapping[str, npt.ArrayLike], *, chunk_rows: int = _CHUNK_ROWS) -> int:
+                      columns: Mapping[str, npt.ArrayLike], *, power_limit_w: npt.ArrayLike | None = None,
+                      chunk_rows: int = _CHUNK_ROWS) -> int:
     """Insert one GPU's samples (float columns named like GpuSample fields, NaN = missing).
 
     Rows already stored at the same GPU and millisecond are kept (so re-importing a log adds
-    nothing). Returns the number of rows inserted. Each chunk is one transaction.
+    nothing). Returns the number of rows inserted. Each chunk is one transaction. The limits in
+    force are stored with the last chunk (``desktop.history.limits``): ``power_limit_w`` per row
+    where given (a log's ``enforced.power.limit`` column; NaN rows take the one before), else
+    ``info``'s as one entry at the first sample.
     """
     unknown = set(columns) - set(GPU_METRIC_NAMES)
     if unknown:
@@ -43,7 +47,32 @@ def write_gpu_columns(store: StoreApi, info: GpuInfo, time_s: npt.ArrayLike,
                                "first_seen_s = min(coalesce(first_seen_s, ?), ?) WHERE id = ?",
                                (float(times[hi - 1]), float(times[lo]), float(times[lo]), gid))
             note_written(store, float(times[lo:hi].min()))
+            if hi == n:
+                _record_limits(store, gid, info, times, power_limit_w)
     return inserted
+
+
+def _record_limits(store: StoreApi, gpu_id: int, info: GpuInfo, times: npt.NDArray[np.float64],
+                   power_limit_w: npt.ArrayLike | None) -> None:
+    static = limits.scaled_of(info)
+    order = np.argsort(times, kind="stable")
+    end_s = float(times[order[-1]])
+    if power_limit_w is None:
+        limits.record_span(store.conn, gpu_id, times[order[:1]], [static], end_s=end_s)
+        return
+    watts = np.asarray(power_limit_w, dtype=np.float64)[order]
+    # A row without a reading keeps the limit before it (a log's blank field is no change).
+    known = np.isfinite(watts) & (watts > 0)
+    if not known.any():
+        limits.record_span(store.conn, gpu_id, times[order[:1]], [static], end_s=end_s)
+        return
+    filled = watts[np.maximum.accumulate(np.where(known, np.arange(len(watts)), 0))]
+    filled[: int(np.argmax(known))] = filled[int(np.argmax(known))]
+    tenths = np.rint(filled * 10.0)
+    # Only the rows where it changes (a log of 800,000 rows holds a few): one Python tuple each.
+    change = np.flatnonzero(np.r_[True, tenths[1:] != tenths[:-1]])
+    values = [(int(w), *static[1:]) for w in tenths[change].tolist()]
+    limits.record_span(store.conn, gpu_id, times[order][change], values, end_s=end_s)
 
 
 def write_host_samples(store: StoreApi, samples: Sequence[tuple[float, HostSample]]) -> None:

@@ -1,4 +1,5 @@
-"""Raw samples of a time range as CSV or JSON lines (what `rigscope export` writes)."""
+"""Raw samples of a time range as CSV or JSON lines (what `rigscope export` writes), each with the power limit in
+force then (``power_limit_w``, the history's stored changes: a laptop's moves with its firmware mode)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from typing import Any, TextIO
 from desktop.csvsafe import CsvWriter
 from desktop.telemetry.model import GPU_METRIC_NAMES
 
+#: The columns of a sample: the GpuSample metrics, then the power limit in force (W).
+EXPORT_METRICS = (*GPU_METRIC_NAMES, "power_limit_w")
+
 
 def _export_rows(store: Any, start_s: float, end_s: float) -> Iterator[dict[str, Any]]:
     """Raw samples of every GPU, a day at a time, each GPU's rows in time order."""
+    from desktop.history.limits import limits_at
     from desktop.history.query import read_raw
 
     infos = [(info, store.gpu_id(info.uuid)) for info in store.gpus()]
@@ -26,13 +31,14 @@ def _export_rows(store: Any, start_s: float, end_s: float) -> Iterator[dict[str,
         stop = min(end_s, t + day)
         for info, gid in infos:
             time_s, cols = read_raw(store, gid, t, stop)
+            cols = {**cols, "power_limit_w": limits_at(store.conn, gid, time_s)["power_limit_w"]}
             for i in range(len(time_s)):
                 row: dict[str, Any] = {
                     "time": datetime.fromtimestamp(float(time_s[i]), UTC).isoformat(timespec="milliseconds"),
                     "time_s": round(float(time_s[i]), 3),
                     "gpu_index": info.index, "gpu_uuid": info.uuid, "gpu_name": info.name,
                 }
-                for m in GPU_METRIC_NAMES:
+                for m in EXPORT_METRICS:
                     v = float(cols[m][i])
                     row[m] = None if math.isnan(v) else (int(v) if v.is_integer() else round(v, 3))
                 yield row
@@ -73,7 +79,7 @@ def write_export(store: Any, start_s: float, end_s: float, fmt: str, out: TextIO
             out.write(json.dumps(row) + "\n")
             count += 1
         return count
-    fields = ["time", "time_s", "gpu_index", "gpu_uuid", "gpu_name", *GPU_METRIC_NAMES]
+    fields = ["time", "time_s", "gpu_index", "gpu_uuid", "gpu_name", *EXPORT_METRICS]
     writer = CsvWriter(out)  # a GPU name from an imported log may be "=HYPERLINK(...)"
     writer.writerow(fields)
     for row in _export_rows(store, start_s, end_s):

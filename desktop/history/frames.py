@@ -2,8 +2,9 @@
 
 Spans over two days read minute rollups (a week is ~10,000 rows per GPU instead of
 ~600,000); shorter spans read raw samples. Either way every GpuSeries field is filled:
-per-row durations, energy used within each row, busy seconds, per-reason seconds and
-per-row maxima, so the advisor computes time-weighted figures the same way for both.
+per-row durations, energy used within each row, busy seconds, per-reason seconds, the
+power-capped seconds and their mean power, per-row maxima and the power limit in force at
+each row (``limits``), so the advisor computes time-weighted figures the same way for both.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import numpy as np
 
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
-from desktop.history import blocks, codec, stress_runs
+from desktop.history import blocks, codec, limits, stress_runs
 from desktop.history.host_query import host_rows
 from desktop.history.query import Resolution, gpu_rows
 from desktop.history.schema import REASON_BITS
@@ -24,7 +25,7 @@ from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 _FRAME_METRICS: tuple[str, ...] = (
     *GPU_SERIES_METRICS, "energy_used_mj", "clock_event_reasons", "busy_s", "duration_s",
     "utilization_gpu_pct_max", "vram_used_mib_max", "temperature_c_max", *(f"reason_s_{bit}" for bit in REASON_BITS),
-    *(name for name, _ in CLOCK_EVENT_COUNTERS), "effective_load_pct",
+    *(name for name, _ in CLOCK_EVENT_COUNTERS), "effective_load_pct", "capped_s", "power_capped_w",
 )
 #: Above this span the frame is built from minute rollups.
 RAW_SPAN_LIMIT_S = 2 * 86400.0
@@ -57,6 +58,7 @@ def _gpu_series(store: StoreApi, info: GpuInfo, start_s: float, end_s: float,
     time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, resolution, metrics=_FRAME_METRICS)
     if len(time_s) == 0:
         return None
+    in_force = limits.limits_at(store.conn, gpu_id, time_s)
     return GpuSeries(
         meta=gpu_meta(info),
         time_s=time_s,
@@ -81,7 +83,16 @@ def _gpu_series(store: StoreApi, info: GpuInfo, start_s: float, end_s: float,
         temperature_max_c=cols["temperature_c_max"],
         effective_load_pct=cols["effective_load_pct"],
         samples=resolution == "raw",
+        # The limits in force at each row (schema v11's stored changes); the GPU's last read where none are stored.
+        power_limit_w=_per_row(in_force["power_limit_w"], info.power_limit_enforced_w),
+        temp_slowdown_c=_per_row(in_force["temp_slowdown_c"], info.temp_slowdown_c),
+        capped_s=cols["capped_s"],
+        power_capped_w=cols["power_capped_w"],
     )
+
+
+def _per_row(stored: np.ndarray, last_read: float | None) -> np.ndarray:
+    return stored if last_read is None else np.where(np.isfinite(stored), stored, float(last_read))
 
 
 def _host_series(store: StoreApi, start_s: float, end_s: float, resolution: Resolution) -> HostSeries | None:

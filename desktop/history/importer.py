@@ -14,6 +14,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from desktop.history.bulk import write_gpu_columns
 from desktop.history.nvsmi_csv import ImportResult
 from desktop.history.store import HistoryStore
@@ -65,6 +67,17 @@ class KnownGpus:
         return GpuInfo(**values)
 
 
+def _limit_per_row(time_s: Any, columns: dict[str, Any], facts: dict[str, Any]) -> Any:
+    """The limit in force per row: the log's column (nvsmi_csv's ``power_limit_w``), else the log's one limit (not
+    the stored GPU's: a matched GPU's info is what it read last, the log says what held then), else None."""
+    if columns.get("power_limit_w") is not None:
+        return columns["power_limit_w"]
+    limit = facts.get("power_limit_enforced_w")
+    if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+        return np.full(len(time_s), float(limit))
+    return None
+
+
 def import_result(store: HistoryStore, result: ImportResult, *, machine: str | None = None) -> int:
     """Write every GPU series of ``result``; returns (and adds to ``result.imported``) the rows newly stored:
     called once per chunk when the log is read in chunks (``parse_nvsmi_csv``'s ``sink``).
@@ -74,11 +87,12 @@ def import_result(store: HistoryStore, result: ImportResult, *, machine: str | N
     name = machine_of(result, machine)
     imported = 0
     for key, (time_s, columns) in result.series.items():
-        info = known.resolve(key, result.info.get(key, {}), name)
+        facts = result.info.get(key, {})
+        info = known.resolve(key, facts, name)
         # Columns the history has no place for (the instantaneous power, ...) are the parser's
         # ``unstored``: read for ``analyze``, not stored.
         stored = {column: values for column, values in columns.items() if column in GPU_METRIC_NAMES}
-        imported += write_gpu_columns(store, info, time_s, stored)
+        imported += write_gpu_columns(store, info, time_s, stored, power_limit_w=_limit_per_row(time_s, columns, facts))
         known.add(info)
     result.imported += imported
     return imported

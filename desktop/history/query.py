@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.wording import plural_word
-from desktop.history import blocks, codec, packing, rollup_math
+from desktop.history import blocks, codec, limits, packing, rollup_math
 from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuProcess, ProcessKind
 
@@ -36,7 +36,9 @@ _TABLES = {"minute": "gpu_minute", "hour": "gpu_hour"}
 DERIVED: tuple[str, ...] = (
     "duration_s", "busy_s", "energy_used_mj",
     *(f"{m}_min" for m in MINMAX_METRICS), *(f"{m}_max" for m in MINMAX_METRICS),
-    *(f"reason_s_{bit}" for bit in REASON_BITS),
+    *(f"reason_s_{bit}" for bit in REASON_BITS), "capped_s", "power_capped_w",
+    # The enforced power limit in force at each row (schema v11's stored changes; NaN: none stored).
+    "power_limit_w",
 )
 QUERYABLE: frozenset[str] = frozenset((*GPU_METRIC_NAMES, *DERIVED))
 
@@ -115,6 +117,8 @@ def _raw_needs(metrics: Sequence[str]) -> set[str]:
             needs.update(("energy_mj", "power_w"))
         elif name.startswith("reason_s_"):
             needs.add("clock_event_reasons")
+        elif name in ("capped_s", "power_capped_w"):
+            needs.update(("clock_event_reasons", "power_w"))
     if "energy_mj" in needs:
         needs.add("power_w")
     return needs
@@ -123,13 +127,15 @@ def _raw_needs(metrics: Sequence[str]) -> set[str]:
 def _rollup_needs(metrics: Sequence[str]) -> list[str]:
     """The rollup table columns holding the query names ``metrics`` (plus the duration)."""
     alias = {"energy_mj": "energy_used_mj", "clock_event_reasons": "reasons_any", "busy_s": "busy_ds",
-             "duration_s": "dur_ds"}
+             "duration_s": "dur_ds", "capped_s": "capped_ds"}
     needs = {"dur_ds"}
     for name in metrics:
         if name.startswith("reason_s_"):
             needs.add(f"r_{name.removeprefix('reason_s_')}_ds")
         else:
             needs.add(alias.get(name, name))
+    if "power_capped_w" in needs:  # merged weighted by the capped seconds
+        needs.add("capped_ds")
     return [c for c in rollup_math.ROLLUP_COLUMNS if c in needs]
 
 
@@ -171,11 +177,14 @@ def run_query(store: StoreApi, gpu_uuid: str, metrics: Sequence[str], start_s: f
         empty = np.empty(0, dtype=np.float64)
         return QueryResult(empty, {m: empty.copy() for m in metrics}, resolution or "raw", empty.copy())
     res = resolution or choose_resolution(store, gpu_id, start_s, end_s, max_points)
-    time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, res, metrics=metrics)
+    measured = [m for m in metrics if m != "power_limit_w"]
+    time_s, cols = gpu_rows(store, gpu_id, start_s, end_s, res, metrics=measured)
     if max_points > 0 and len(time_s) > max_points:
         time_s, cols = rollup_math.merge_buckets(time_s, cols, start_s, end_s, max_points)
-    out = {m: rollup_math.public_column(cols, m) for m in metrics}
-    return QueryResult(time_s, out, res, cols["dur_s"])
+    out = {m: rollup_math.public_column(cols, m) for m in measured}
+    if "power_limit_w" in metrics:  # a step, never a mean: the limit in force at each row's start
+        out["power_limit_w"] = limits.limits_at(store.conn, gpu_id, time_s)["power_limit_w"]
+    return QueryResult(time_s, {m: out[m] for m in metrics}, res, cols["dur_s"])
 
 
 _PROCESS_QUERY = """

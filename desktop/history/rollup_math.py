@@ -8,7 +8,10 @@ lists are applied when the rows are read), ``dur_s`` (seconds covered), ``reason
 sampled masks) and the ``clock_event_*_s`` metrics (seconds under each cause as NVML counted
 them, summed: each sample carries the time since the previous one). A raw
 sample is a row too (``raw_as_rollup``), so minute rows, hour rows and query buckets are
-all made by the same ``aggregate``.
+all made by the same ``aggregate``. ``capped_s`` is the seconds under a power reason (the
+sampled SW power cap or HW power brake bit) and ``power_capped_w`` the mean power over those
+seconds only (weighted by them when buckets merge): a minute half capped at 580 W and half
+idle at 70 W is "580 W while capped", not 325 W.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, utilization_busy
+from advisor.clock_events import POWER_REASONS
 from desktop.history.schema import (
     COUNTER_METRICS,
     GPU_SCALES,
@@ -34,7 +38,10 @@ Columns = dict[str, FloatArray]
 
 #: Table column names of gpu_minute / gpu_hour (scaled integers).
 ROLLUP_COLUMNS: tuple[str, ...] = tuple(rollup_columns())
-_SUMS = frozenset(("energy_used_mj", "busy_s", "dur_s", *(f"r_{b}_s" for b in REASON_BITS), *COUNTER_METRICS))
+_SUMS = frozenset(("energy_used_mj", "busy_s", "dur_s", "capped_s", *(f"r_{b}_s" for b in REASON_BITS),
+                   *COUNTER_METRICS))
+#: Means weighted by another column than the duration: the power while capped by the capped seconds.
+_WEIGHTS: dict[str, str] = {"power_capped_w": "capped_s"}
 #: A gap longer than this many typical intervals is a pause in recording, not a long sample.
 _GAP_FACTOR = 3.0
 
@@ -79,6 +86,9 @@ def raw_as_rollup(time_s: FloatArray, raw: Columns, *, busy_util_pct: float = DE
     out["reasons_any"] = mask.astype(np.float64)
     for bit in REASON_BITS:
         out[f"r_{bit}_s"] = dur * ((mask & bit) != 0)
+    capped = (mask & int(POWER_REASONS)) != 0
+    out["capped_s"] = np.where(np.isfinite(raw["clock_event_reasons"]), dur * capped, np.nan)
+    out["power_capped_w"] = np.where(capped, raw["power_w"], np.nan)
     return out
 
 
@@ -99,8 +109,9 @@ def _reduce(starts: npt.NDArray[np.intp], cols: Columns) -> Columns:
             total = np.add.reduceat(np.where(finite, values, 0.0), starts)
             out[name] = np.where(np.add.reduceat(finite.astype(np.int64), starts) > 0, total, np.nan)
         else:  # a time-weighted mean over the rows that have a value
-            w = np.where(finite, weight, 0.0)
-            num = np.add.reduceat(np.where(finite, values * weight, 0.0), starts)
+            by = np.nan_to_num(cols[_WEIGHTS[name]]) if name in _WEIGHTS and _WEIGHTS[name] in cols else weight
+            w = np.where(finite, by, 0.0)
+            num = np.add.reduceat(np.where(finite, values * by, 0.0), starts)
             den = np.add.reduceat(w, starts)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[name] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
@@ -142,8 +153,8 @@ def public_column(cols: Columns, name: str) -> FloatArray:
 
 
 def _db_name(name: str) -> str:
-    return name[:-2] + "_ds" if name in ("busy_s", "dur_s") or (name.startswith("r_") and name.endswith("_s")) \
-        else name
+    return name[:-2] + "_ds" if name in ("busy_s", "dur_s", "capped_s") or (
+        name.startswith("r_") and name.endswith("_s")) else name
 
 
 def _scale_of(db_name: str) -> int:
@@ -151,6 +162,8 @@ def _scale_of(db_name: str) -> int:
         return 10
     if db_name in ("energy_used_mj", "reasons_any"):
         return 1
+    if db_name == "power_capped_w":
+        return GPU_SCALES["power_w"]
     base = db_name.removesuffix("_min").removesuffix("_max")
     return GPU_SCALES[base]
 

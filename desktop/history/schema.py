@@ -9,6 +9,9 @@ holds the schema version; ``MIGRATIONS[v]`` takes a database from version ``v`` 
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
@@ -95,10 +98,16 @@ _V9_GPU_METRICS: Final[tuple[str, ...]] = ("effective_load_pct",)
 assert GPU_METRIC_NAMES[-len(_V9_GPU_METRICS):] == _V9_GPU_METRICS
 
 
+#: Rollup columns schema v11 appended: seconds under a power reason (SW power cap or HW power brake, from the
+#: sampled masks; deciseconds) and the mean power over those seconds only (0.1 W), so that "mean power while
+#: capped" on a minute or hour row is not diluted by its idle seconds.
+CAPPED_ROLLUP_COLUMNS: Final[tuple[str, ...]] = ("capped_ds", "power_capped_w")
+
+
 def rollup_columns() -> list[str]:
     """The value columns of gpu_minute / gpu_hour, in order (v6 appended the counted seconds in ms, v9 the
-    effective load)."""
-    return [*_v4_rollup_columns(), *COUNTER_METRICS, *_V9_GPU_METRICS]
+    effective load, v11 the power-capped seconds and their mean power)."""
+    return [*_v4_rollup_columns(), *COUNTER_METRICS, *_V9_GPU_METRICS, *CAPPED_ROLLUP_COLUMNS]
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -304,6 +313,66 @@ def _v10(conn: sqlite3.Connection) -> None:
     """)
 
 
+#: Schema v11 (issue 32): the limits in force per GPU over time, one row per change (``desktop/history/limits.py``
+#: writes and reads them): (column, GpuInfo field, scale). The SM clock reference is the GPU's reported max SM clock.
+LIMIT_COLUMNS: Final[tuple[tuple[str, str, int], ...]] = (
+    ("power_limit_w", "power_limit_enforced_w", 10),
+    ("temp_slowdown_c", "temp_slowdown_c", 10),
+    ("sm_clock_ref_mhz", "sm_clock_max_mhz", 1),
+)
+#: The power limit in an ``envelope.limit`` event's line (advisor.envelope.explain_cap): "capped at 80 W of
+#: 175 W: ...", "at its rated power (175 W)", "limit 150 W".
+_EVENT_LIMIT = re.compile(r"^(?:capped at (\d+(?:\.\d+)?) W of|at its rated power \((\d+(?:\.\d+)?) W\)"
+                          r"|limit (\d+(?:\.\d+)?) W)")
+
+
+def _scaled(value: Any, scale: int) -> int | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return round(float(value) * scale) if ok else None
+
+
+def _v11_seed(conn: sqlite3.Connection) -> list[tuple[int, int, int | None, int | None, int | None]]:
+    """One row per GPU from what the history knew: its stored info (the last limits read) from its first
+    sample on, and the power limit of each ``envelope.limit`` event (a firmware mode switch, Dynamic Boost)."""
+    rows = []
+    for gid, uuid, info_json, first_seen in conn.execute("SELECT id, uuid, info_json, first_seen_s FROM gpus"):
+        try:
+            info = json.loads(info_json)
+        except ValueError:
+            info = None
+        info = info if isinstance(info, dict) else {}
+        first = conn.execute("SELECT min(ts) FROM gpu_samples WHERE gpu = ?", (gid,)).fetchone()[0]
+        known = [x for x in (first, None if first_seen is None else round(first_seen * 1000)) if x is not None]
+        start_ms = min(known) if known else 0
+        seed = [_scaled(info.get(field), scale) for _, field, scale in LIMIT_COLUMNS]
+        rows.append((gid, start_ms, *seed))
+        for ts, detail in conn.execute("SELECT ts, detail FROM events WHERE kind = 'envelope.limit' AND gpu_uuid = ? "
+                                       "ORDER BY ts, id", (uuid,)):
+            match = _EVENT_LIMIT.match(str(detail))
+            if match is not None:
+                watts = next(g for g in match.groups() if g is not None)
+                rows.append((gid, max(start_ms, round(float(ts) * 1000)), _scaled(float(watts), 10), seed[1], seed[2]))
+    return rows
+
+
+def _v11(conn: sqlite3.Connection) -> None:
+    # Issue 32: a laptop's enforced power limit moves (Dynamic Boost, firmware modes, battery); every judgement
+    # from history reads the limit in force at each sample from here. Rollups gain the power-capped seconds and
+    # their mean power: the minute marker goes, so the next pass rolls the raw rows still kept up again (older
+    # rows keep NULL: the whole row's power stands in; hours are for long charts, no judgement reads them).
+    _run(conn, f"""
+        CREATE TABLE gpu_limits (gpu INTEGER NOT NULL, ts INTEGER NOT NULL,
+            {', '.join(f'{c} INTEGER' for c, _, _ in LIMIT_COLUMNS)}, PRIMARY KEY (gpu, ts)) WITHOUT ROWID
+    """)
+    last: dict[int, tuple[int | None, ...]] = {}
+    for gid, ts, *values in _v11_seed(conn):
+        if last.get(gid) != tuple(values):
+            conn.execute("INSERT OR REPLACE INTO gpu_limits VALUES (?, ?, ?, ?, ?)", (gid, ts, *values))
+            last[gid] = tuple(values)
+    _add_columns(conn, ("gpu_minute", "gpu_hour"), CAPPED_ROLLUP_COLUMNS)
+    _run(conn, _DROP_DAY_BLOCKS + " DELETE FROM meta WHERE key = 'rollup_minute_until';")
+
+
 def _jobs_running_index(conn: sqlite3.Connection) -> None:
     """Issue 38: every command closes orphaned jobs at its start (``jobs.close_orphaned_jobs``), asking for the
     jobs still running; without an index that walks every job ever run. The partial index holds only those."""
@@ -312,7 +381,8 @@ def _jobs_running_index(conn: sqlite3.Connection) -> None:
 
 #: MIGRATIONS[v] upgrades a database at version v to v + 1 (version 0 = empty file).
 MIGRATIONS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7,
-                                                                       _v8, _v9, _v10, _jobs_running_index)
+                                                                       _v8, _v9, _v10, _v11,
+                                                                       _jobs_running_index)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

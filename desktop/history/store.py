@@ -38,7 +38,19 @@ from advisor.progress import JobSeries
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
 from desktop.errors import UserError
-from desktop.history import bulk, codec, dberrors, jobs, media, packing, rollup, schema, stress_runs, usage_query
+from desktop.history import (
+    bulk,
+    codec,
+    dberrors,
+    jobs,
+    limits,
+    media,
+    packing,
+    rollup,
+    schema,
+    stress_runs,
+    usage_query,
+)
 from desktop.history.dbfile import (
     DbPath,
     NotOurDatabase,
@@ -127,6 +139,8 @@ class HistoryStore:
         self._strings: dict[str, int] = {}
         # uuid -> when the current calm stretch of an open throttle episode began.
         self._unthrottled_since: dict[str, float] = {}
+        #: Each GPU's limits in force, written when they change (schema v11).
+        self._limits = limits.LimitsLog()
         self._load_gpus()
 
     # --- opening ---------------------------------------------------------------------
@@ -229,6 +243,7 @@ class HistoryStore:
         self._unthrottled_since.clear()
         self._gpu_cache.clear()
         self._strings.clear()
+        self._limits.clear()
         self._load_gpus()
 
     # --- metadata ----------------------------------------------------------------------
@@ -355,12 +370,14 @@ class HistoryStore:
         host_rows: list[tuple[Any, ...]] = []
         proc_rows: list[tuple[Any, ...]] = []
         seen: dict[int, float] = {}
+        self._limits.clear()  # another process (an import) may have written limits since the last batch
         for snap in snapshots:
             ids: dict[int, int] = {}
             for reading in snap.gpus:
                 gid = self.ensure_gpu(reading.info, snap.time_s)
                 ids[reading.info.index] = gid
                 seen[gid] = snap.time_s
+                self._limits.note(self.conn, gid, snap.time_s, reading.info)
                 self._track_state(reading.info.uuid, snap.time_s, reading.state, reading.state_detail)
                 if reading.state is DeviceState.OK and reading.sample is not None:
                     gpu_rows.add(gid, snap.time_s, reading.sample)
@@ -428,7 +445,8 @@ class HistoryStore:
 
         The resolution (raw, minute, hour) is chosen from the span and ``max_points`` unless given.
         Names: the GpuSample fields, ``<metric>_min``/``_max`` (utilization, VRAM, temperature,
-        power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``."""
+        power, SM clock), ``busy_s``, ``energy_used_mj``, ``duration_s``, ``reason_s_<bit>``, ``capped_s`` and
+        ``power_capped_w`` (power-capped seconds and their mean power), ``power_limit_w`` (the limit in force)."""
         return run_query(self, gpu_uuid, metrics, start_s, end_s, max_points=max_points, resolution=resolution)
 
     def stress_runs(self, gpu_uuid: str | None = None, workload: str | None = None) -> list[StressResult]:
@@ -512,9 +530,19 @@ class HistoryStore:
 
     # --- bulk writes, rollups, retention ---------------------------------------------------
 
-    def write_gpu_columns(self, info: GpuInfo, time_s: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike]) -> int:
-        """A GPU's samples as columns (an import, the demo): returns the rows newly stored."""
-        return bulk.write_gpu_columns(self, info, time_s, columns)
+    def write_gpu_columns(self, info: GpuInfo, time_s: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike], *,
+                          power_limit_w: npt.ArrayLike | None = None) -> int:
+        """A GPU's samples as columns (an import, the demo): returns the rows newly stored. ``power_limit_w``:
+        the limit in force per row where known (else ``info``'s)."""
+        return bulk.write_gpu_columns(self, info, time_s, columns, power_limit_w=power_limit_w)
+
+    def limits_at(self, gpu_uuid: str, time_s: npt.ArrayLike) -> dict[str, npt.NDArray[np.float64]]:
+        """The limits in force for one GPU at each of ``time_s`` (``limits.LIMIT_NAMES``; NaN: not known)."""
+        times = np.asarray(time_s, dtype=np.float64)
+        gid = self.gpu_id(gpu_uuid)
+        if gid is None:
+            return {name: np.full(len(times), np.nan) for name in limits.LIMIT_NAMES}
+        return limits.limits_at(self.conn, gid, times)
 
     def write_host_samples(self, samples: Sequence[tuple[float, HostSample]]) -> None:
         bulk.write_host_samples(self, samples)

@@ -8,16 +8,18 @@ on stderr at the end and `rigscope jobs show` prints on stdout.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
 
+from advisor.cap_share import CapShare
 from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
-from advisor.job_card import THROTTLE_CAUSES, CloudInputs, JobCard, JobInputs, job_card
+from advisor.job_card import THROTTLE_CAUSES, CloudInputs, GpuFigures, JobCard, JobInputs, job_card
 from advisor.progress import JobSeries
 from advisor.safetext import printable
 from advisor.thresholds import Thresholds
@@ -148,9 +150,12 @@ def job_judgement(record: JobRecord, series: JobSeries, gpu: GpuSeries, *, start
         counted = gpu.counted_seconds.get(int(reason))
         if counted is not None and np.isfinite(counted[rows]).any():
             columns[name] = counted[rows]
+    # The limit in force at each sample (the history's stored changes), and over most of the job: not the last
+    # one read, which a firmware mode switch after the job has moved.
+    columns["power_limit_w"] = gpu.limit_per_row()[rows]
     throughput = _held(series.time_s, series.throughput, time_s) if len(series.time_s) else None
     return judge_job(time_s, columns, throughput, record.throughput_unit or "", pauses=pauses,
-                     sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.meta.power_limit_w,
+                     sm_clock_max_mhz=gpu.meta.sm_clock_max_mhz, power_limit_w=gpu.limit_in_force(rows),
                      temp_slowdown_c=gpu.meta.temp_slowdown_c)
 
 
@@ -279,6 +284,35 @@ def _throttle_text(throttle_s: dict[str, float | None], timing: str) -> str:
     return ", ".join(parts) + (f" ({how})" if how else "")
 
 
+def _cap_text(gpu: GpuFigures) -> str:
+    """ "capped 100 % of its 6.6 busy hours at its 150 W limit, mean 150 W while capped" (``advisor.cap_share``)."""
+    text = CapShare(gpu.capped_s or 0.0, gpu.busy_s, math.nan, math.nan).text()
+    if gpu.capped_limits and gpu.capped_limits != "limit not known":
+        text += f" at its {gpu.capped_limits} limit" if "then" not in gpu.capped_limits else \
+            f" at its limits in force ({gpu.capped_limits})"
+    if gpu.capped_power_w is not None:
+        text += f", mean {gpu.capped_power_w:.0f} W while capped"
+    return text
+
+
+def _gpu_rows(gpu: GpuFigures, tag: str) -> list[tuple[str, str]]:
+    rows = [("GPU", f"{gpu.index}: {gpu.name}")]
+    busy = f"{_pct(gpu.busy_share)} of the running time"
+    if gpu.mean_util_pct is not None:
+        busy += f", mean utilization {gpu.mean_util_pct:.0f} %"
+    rows.append((f"GPU busy{tag}", busy))
+    vram = _mib(gpu.peak_vram_mib)
+    if gpu.vram_total_mib is not None and gpu.peak_vram_mib is not None:
+        vram += f" of {_mib(gpu.vram_total_mib)} ({_mib(gpu.headroom_mib)} headroom)"
+    rows.append((f"VRAM peak{tag}", vram))
+    if gpu.peak_temperature_c is not None:
+        rows.append((f"temperature{tag}", f"peak {gpu.peak_temperature_c:.0f} °C"))
+    rows.append((f"throttled{tag}", _throttle_text(gpu.throttle_s, gpu.throttle_timing)))
+    if gpu.capped_s:
+        rows.append((f"power cap{tag}", _cap_text(gpu)))
+    return rows
+
+
 def card_rows(card: JobCard) -> list[tuple[str, str]]:
     """The card as (label, text) rows: what ``format_card`` aligns and the Jobs page shows in a table."""
     exit_text = "still running" if card.exit_code is None else f"exit code {card.exit_code}"
@@ -289,19 +323,7 @@ def card_rows(card: JobCard) -> list[tuple[str, str]]:
             ("duration", f"{duration_text(card.duration_s)} ({exit_text})")]
     several = len(card.gpus) > 1
     for gpu in card.gpus:
-        tag = f" GPU {gpu.index}" if several else ""
-        rows.append(("GPU", f"{gpu.index}: {gpu.name}"))
-        busy = f"{_pct(gpu.busy_share)} of the running time"
-        if gpu.mean_util_pct is not None:
-            busy += f", mean utilization {gpu.mean_util_pct:.0f} %"
-        rows.append((f"GPU busy{tag}", busy))
-        vram = _mib(gpu.peak_vram_mib)
-        if gpu.vram_total_mib is not None and gpu.peak_vram_mib is not None:
-            vram += f" of {_mib(gpu.vram_total_mib)} ({_mib(gpu.headroom_mib)} headroom)"
-        rows.append((f"VRAM peak{tag}", vram))
-        if gpu.peak_temperature_c is not None:
-            rows.append((f"temperature{tag}", f"peak {gpu.peak_temperature_c:.0f} °C"))
-        rows.append((f"throttled{tag}", _throttle_text(gpu.throttle_s, gpu.throttle_timing)))
+        rows += _gpu_rows(gpu, f" GPU {gpu.index}" if several else "")
     if card.throughput_mean is not None:
         rows.append(("throughput", f"{card.throughput_mean:,.3g} {card.throughput_unit or 'items/s'} mean"))
     rows.append(("verdict", card.verdict or "n/a"))

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from advisor.frame import held_most
 from advisor.guard import GuardSettings, ThermalGuard
 from advisor.progress import PROGRESS_ENV, JobSeries, OutputProgress, ProtocolProgress, throughput_series
 from advisor.safetext import printable
@@ -174,6 +175,10 @@ class JobHistory:
             self._private = None
 
 
+#: What the trace keeps per GPU and sample: the sample's metrics and the power limit then in force.
+_TRACE_COLUMNS = (*GPU_METRIC_NAMES, "power_limit_w")
+
+
 @dataclass
 class _Trace:
     """The job's GPU samples as `rigscope run` read them, per GPU index (for the verdict and the portable record)."""
@@ -185,10 +190,13 @@ class _Trace:
         row = len(self.time_s)
         self.time_s.append(snapshot.time_s)
         for reading in snapshot.gpus:
-            cols = self.columns.setdefault(reading.info.index, {name: [np.nan] * row for name in GPU_METRIC_NAMES})
+            cols = self.columns.setdefault(reading.info.index, {name: [np.nan] * row for name in _TRACE_COLUMNS})
             for name in GPU_METRIC_NAMES:
                 value = getattr(reading.sample, name, None) if reading.sample is not None else None
                 cols[name].append(np.nan if value is None else float(value))
+            # The limit in force at this sample (a firmware mode switch during the job moves it).
+            limit = reading.info.power_limit_enforced_w
+            cols["power_limit_w"].append(np.nan if limit is None else float(limit))
         for cols in self.columns.values():  # a GPU missing from this snapshot
             for values in cols.values():
                 if len(values) == row:
@@ -581,9 +589,13 @@ class JobRun:
         time_s, columns = self.trace.arrays(index)
         series, unit = self.series()
         info = self.infos.get(index)
+        # The limit over most of the job (each sample's is in ``columns``), not the one read last.
+        limit_w = held_most(columns["power_limit_w"]) if "power_limit_w" in columns else None
+        if limit_w is None and info is not None:
+            limit_w = info.power_limit_enforced_w
         return judge_job(time_s, columns, series.throughput if unit is not None else None, unit or "",
                          pauses=self.pauses, sm_clock_max_mhz=info.sm_clock_max_mhz if info else None,
-                         power_limit_w=info.power_limit_enforced_w if info else None,
+                         power_limit_w=limit_w,
                          temp_slowdown_c=info.temp_slowdown_c if info else None).as_dict()
 
     def store_end(self, series: JobSeries) -> Future[None] | None:

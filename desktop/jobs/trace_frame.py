@@ -58,7 +58,8 @@ def trace_series(info: GpuInfo, time_s: FloatArray, columns: Mapping[str, FloatA
         pcie_width=col("pcie_width"), clock_event_reasons=reasons,
         reason_seconds={bit: np.where((reasons & bit) != 0, dur, 0.0) for bit in _REASON_BITS},
         counted_seconds={int(reason): col(name) for name, reason in CLOCK_EVENT_COUNTERS},
-        busy_s=utilization_busy(util) * dur, effective_load_pct=effective, samples=True)
+        busy_s=utilization_busy(util) * dur, effective_load_pct=effective, samples=True,
+        power_limit_w=col("power_limit_w") if "power_limit_w" in columns else None)
 
 
 def trace_frame(infos: Mapping[int, GpuInfo], time_s: FloatArray, columns: Mapping[int, Mapping[str, FloatArray]],

@@ -11,9 +11,14 @@ import errno
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from advisor.summary import WEEKDAYS
 from desktop.reporting import ReportData, chart_key, write_beside
 from desktop.ui.report.report_html import data_uri, render_html
+
+FloatArray = npt.NDArray[np.float64]
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QTextBlock, QTextDocument
@@ -37,12 +42,13 @@ def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str
         pngs[chart_key("util", n)] = rc.time_chart_png(
             s["time_s"], [("utilization", s["utilization_gpu_pct"])], title=f"{name} utilization", y_label="%",
             y_range=(0, 100), style=style)
-        pngs[chart_key("temp", n)] = rc.time_chart_png(
-            s["time_s"], [("temperature", s["temperature_c"])], title=f"{name} temperature", y_label="°C",
-            limit=(meta.temp_slowdown_c, "slowdown") if meta.temp_slowdown_c else None, style=style)
-        pngs[chart_key("power", n)] = rc.time_chart_png(
-            s["time_s"], [("power", s["power_w"])], title=f"{name} power", y_label="W",
-            limit=(meta.power_limit_w, "power limit") if meta.power_limit_w else None, style=style)
+        drawn, limit = _with_limit(s, ("temperature_c", "temperature"), ("temp_slowdown_c", "slowdown"),
+                                   meta.temp_slowdown_c)
+        pngs[chart_key("temp", n)] = rc.time_chart_png(s["time_s"], drawn, title=f"{name} temperature", y_label="°C",
+                                                       limit=limit, style=style)
+        drawn, limit = _with_limit(s, ("power_w", "power"), ("power_limit_w", "power limit"), meta.power_limit_w)
+        pngs[chart_key("power", n)] = rc.time_chart_png(s["time_s"], drawn, title=f"{name} power", y_label="W",
+                                                        limit=limit, style=style)
         pngs[chart_key("heat", n)] = rc.heatmap_png(week.heatmap_pct, title=f"{name}: mean utilization, local time",
                                                   style=style)
         pngs[chart_key("daily", n)] = rc.bar_chart_png(WEEKDAYS, week.daily_busy_hours,
@@ -55,6 +61,19 @@ def render_charts(data: ReportData, style: ChartStyle | None = None) -> dict[str
         pngs[chart_key("who", 0)] = rc.bar_chart_png(labels, values, title="Who used the GPU: energy per user",
                                                      y_label="Wh", style=style)
     return pngs
+
+
+def _with_limit(s: dict[str, FloatArray], line: tuple[str, str], limit: tuple[str, str], last_read: float | None
+                ) -> tuple[list[tuple[str, FloatArray]], tuple[float, str] | None]:
+    """A metric's line and its limit in force (``reporting.hourly``): a dashed line where one limit held all week,
+    its own step line ("power limit in force") where it moved; the GPU's last read where none is stored."""
+    (metric, label), (limit_key, limit_label) = line, limit
+    limits = s.get(limit_key, np.full(len(s["time_s"]), np.nan))
+    held = sorted({float(v) for v in limits if np.isfinite(v)})
+    if len(held) > 1:
+        return [(label, s[metric]), (f"{limit_label} in force", limits)], None
+    value = held[0] if held else last_read
+    return [(label, s[metric])], ((value, limit_label) if value else None)
 
 
 def to_html(data: ReportData, pngs: dict[str, bytes]) -> str:

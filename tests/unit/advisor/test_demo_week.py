@@ -47,7 +47,7 @@ def test_demo_week_gives_the_implied_advice_and_no_other(week: HistoryFrame) -> 
     assert hollow.evidence_value("Mean GPU utilization meanwhile") > 95.0
     assert hollow.evidence_value("Mean effective load meanwhile") == pytest.approx(34.0, abs=3.0)
     assert hollow.evidence_value("Time affected") == pytest.approx(4.0, abs=0.1)
-    assert hollow.evidence_value("Share in the worst run (train_recsys.py, 4.0 h)") > 95.0
+    assert hollow.evidence_value("Share in the worst run (train_recsys.py, of its 4.0 busy hours)") > 95.0
     assert "wait on DRAM" in hollow.action  # the memory controller was busy: memory-bound, not starved
     for rec in recs:  # a laptop GPU whose driver refuses power limits: never `-pl`
         assert "-pl" not in rec.action, rec.rule_id

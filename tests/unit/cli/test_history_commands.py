@@ -84,3 +84,26 @@ def test_export_prometheus_is_handed_to_serve(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(serve, "main", lambda args: seen.append(args) or 7)
     args = argparse.Namespace(prometheus=True, listen="127.0.0.1:0")
     assert export.main(args) == 7 and seen == [args]
+
+
+def test_export_carries_the_power_limit_in_force_at_each_sample(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: a sample is read against the limit then in force; the export says it (the limit moved 80 -> 175 W)."""
+    import dataclasses
+
+    from tests.unit.history.helpers import FULL_INFO
+
+    db = tmp_path / "h.sqlite"
+    t0 = 1_790_000_000.0
+    with HistoryStore.open(db) as store:
+        store.write_snapshots([snapshot(t0 + i, info=dataclasses.replace(FULL_INFO, power_limit_enforced_w=80.0))
+                               for i in range(2)])
+        store.write_snapshots([snapshot(t0 + 2 + i, info=dataclasses.replace(FULL_INFO, power_limit_enforced_w=175.0))
+                               for i in range(2)])
+    args = ["export", "--db", str(db), "--from", "2026-09-01T00:00:00+00:00", "--to", "2026-09-30T00:00:00+00:00"]
+    assert cli.main([*args, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["power_limit_w"] for r in rows] == ["80", "80", "175", "175"]
+    out = tmp_path / "out.jsonl"
+    assert cli.main([*args, "--format", "jsonl", "-o", str(out)]) == 0
+    assert [json.loads(line)["power_limit_w"] for line in out.read_text().splitlines()] == [80, 80, 175, 175]

@@ -37,7 +37,9 @@ def test_v9_appends_effective_load_and_old_rows_keep_null(tmp_path: Path) -> Non
                                                                                          *schema.ROW_METRICS]
         for table in ("gpu_minute", "gpu_hour"):
             columns = [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")]
-            assert columns == ["gpu", "ts", *schema.rollup_columns()] and columns[-1] == "effective_load_pct"
+            # v11 appended the power-capped seconds and their mean power after it.
+            assert columns == ["gpu", "ts", *schema.rollup_columns()]
+            assert columns[-3:] == ["effective_load_pct", *schema.CAPPED_ROLLUP_COLUMNS]
         old = store.query("GPU-old", ["temperature_c", "effective_load_pct"], T0 - 100, T0 + 100)
         assert old.columns["temperature_c"].tolist() == [65.5]
         assert np.isnan(old.columns["effective_load_pct"]).all()  # nobody estimated then: missing, not 0

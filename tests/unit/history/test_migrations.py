@@ -23,8 +23,8 @@ def _old_file(path: Path, version: int) -> None:
     if version >= 1:
         conn.execute("INSERT INTO gpus (uuid, idx, name, info_json) VALUES ('GPU-old', 0, 'Old GPU', "
                      "'{\"index\": 0, \"uuid\": \"GPU-old\", \"name\": \"Old GPU\"}')")
-        if version >= 10:  # the packed layout: the rarely-changing columns in gpu_packs
-            conn.execute("INSERT INTO gpu_packs (id) VALUES (1)")
+        if version >= 10:  # the packed layout: the rarely-changing columns in a pack row
+            conn.execute("INSERT INTO gpu_packs (id, counted) VALUES (1, 0)")
             conn.execute("INSERT INTO gpu_samples (gpu, ts, pack, counters, temperature_c, power_w) "
                          "VALUES (1, ?, 1, 0, 655, 1234)", (int(T0 * 1000),))
         else:
