@@ -262,13 +262,16 @@ class _PowerFields(TypedDict):
 def _limit_in_force(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, float]
                    ) -> tuple[RunTrace, PowerCap, list[dict[str, object]]]:
     """The run against the limit in force (``limit_series``): one limit held -> that limit; a limit that moved under
-    load -> each step against its own (the trace then carries the last one, the steps all of them)."""
+    load -> each step against its own (the trace then carries the one held longest, as ``frame.held_most`` picks
+    for a job's or a range's one figure; the steps all of them)."""
     limits = limit_in_force(trace.power_limit_series_w, trace.power_limit_w, run.loaded.shape[0])
     steps = loaded_steps(trace.time_s, limits, run.loaded) if limits is not None else []
     if len(steps) > 1:
         cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
                                          loaded=run.loaded, interval_s=run.interval_s, causes=run.causes)
-        return replace(trace, power_limit_w=steps[-1].limit_w), cap, described
+        longest = max(steps, key=lambda step: float(np.sum(run.interval_s[step.start:step.stop]
+                                                           [run.loaded[step.start:step.stop]])))
+        return replace(trace, power_limit_w=longest.limit_w), cap, described
     if steps:
         trace = replace(trace, power_limit_w=steps[0].limit_w)
     return trace, power_cap(trace.power_w, trace.sm_clock_mhz, run.loaded, run.interval_s,

@@ -80,7 +80,6 @@ class RunTrace:
         return cls(time_s=np.asarray(time_s, dtype=np.float64), sm_clock_mhz=col("sm_clock_mhz"),
                    temperature_c=col("temperature_c"), power_w=col("power_w"),
                    clock_event_reasons=col("clock_event_reasons"), utilization_gpu_pct=col("utilization_gpu_pct"),
-                   power_limit_series_w=col("power_limit_w"),
                    cause_time_s=counters or None, **kwargs)  # type: ignore[arg-type]
 
 

@@ -39,7 +39,8 @@ def test_the_live_verdict_reads_the_limit_of_the_job_s_own_samples() -> None:
     verdict = run.verdict()
     assert verdict is not None
     assert verdict["power_limit_w"] == 80.0, verdict["sentence"]
-    assert "175 W" not in verdict["sentence"] and "another limit" not in verdict["sentence"]
+    # Judged at the limit in force: 80 W for most of the job, the last 10 s at 175 W said as its own step.
+    assert "at its 80 W power limit" in verdict["sentence"] and "another limit" not in verdict["sentence"]
     # The job's own samples as a frame (where the history has none) carry it per row too.
     time_s, columns = run.trace.arrays(0)
     series = trace_series(run.infos[0], time_s, columns)

@@ -14,7 +14,7 @@ from tests.unit.ui.test_window_sees_other_writers import _after_two_finetune_job
 from tests.waits import DEADLINE_S
 
 #: Every step the demo writer reports (desktop/history/demo.py), the longest first.
-STEPS = ("Writing host and process samples…", "Simulating GPU 1 of 1…", "Rolling up…", "Done")
+STEPS = ("Simulating day 366 of 366…", "Simulating day 1 of 7…", "Rolling up…", "Done")
 
 
 def test_the_demo_progress_label_fits_its_bar(qtbot: QtBot) -> None:

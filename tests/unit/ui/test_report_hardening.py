@@ -81,7 +81,7 @@ def test_a_swapped_card_gets_its_own_charts_and_labels(qapp) -> None:  # qapp: c
     pngs = render_charts(report)
     assert len(pngs) == 2 * 5 and len(set(pngs.values())) == len(pngs)
     captions = list(report.chart_captions.values())
-    assert sum("(new card)" in c for c in captions) == 5
+    assert sum("new card" in c for c in captions) == 5
     assert sum("NVIDIA GeForce RTX 4090 Laptop GPU" in c for c in captions) == 5
     html = to_html(report, pngs)
     assert html.count("data:image/png;base64,") == 2 * 5
