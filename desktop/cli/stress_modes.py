@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
     from desktop.stress.run_model import RealClock
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler, open_gpu_backend
-    from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+    from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
     device = session.device.name
     if device == "cpu":
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
     switch: ModeSwitch
     if device == "sim":
-        backend = SimulatedBackend(parse_profile_list(None))
+        backend = SimulatedBackend(parse_profile_list(None), shared=SharedLoads())
         switch = SimulatedModes(backend.machine)
 
         def make_runner(config: StressConfig) -> StressRunner:  # each run a reader of the one simulated laptop
