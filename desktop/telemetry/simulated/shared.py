@@ -172,8 +172,7 @@ class SharedLoads:
 
     def _private_folder(self) -> Path:
         folder = ensure_private_dir(self.folder)
-        info = folder.stat()
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        if not _private(folder.stat()):
             raise PermissionError(f"{folder} is not this user's private folder")
         return folder
 
@@ -199,6 +198,9 @@ class SharedLoads:
         own = os.getpid()
         found: list[SharedEntry] = []
         try:
+            if not _private(folder.stat()):
+                self._warn(f"{folder} is not this user's private folder")
+                return found  # loads someone else could write: not read
             listing = os.scandir(folder)
         except OSError:  # no folder yet: nobody published
             return found
@@ -240,6 +242,14 @@ class SharedLoads:
         if not self._warned:
             self._warned = True
             log.warning("%s; the simulated GPU is not shared with other processes", message)
+
+
+def _private(info: os.stat_result) -> bool:
+    """A folder only this user can write (POSIX; elsewhere the user's profile folder is taken as private)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    return bool(info.st_uid == getuid() and not info.st_mode & 0o022)
 
 
 def _entry(raw: object) -> SharedEntry | None:

@@ -173,3 +173,19 @@ def test_the_folder_is_read_at_most_once_per_period() -> None:
     clock[0] += 0.6
     shared.refresh()
     assert [e.pid for e in shared.others] == [parent]
+
+
+def test_a_folder_others_can_write_is_neither_read_nor_written() -> None:
+    """Loads in a folder another user could write are not taken (nor is this process's load put there)."""
+    folder = _folder()
+    parent = os.getppid()
+    _write(folder, parent, [_entry(parent)], mark=process_mark(parent))
+    folder.chmod(0o777)
+    shared = SharedLoads(min_period_s=0.0)
+    shared.refresh()
+    assert shared.others == ()
+    shared.publish([SharedEntry(0, 1, "mine", 1.0, 1.0)])
+    assert not (folder / f"{os.getpid()}.json").exists()
+    folder.chmod(0o700)
+    shared.refresh()
+    assert [e.pid for e in shared.others] == [parent]
