@@ -18,6 +18,7 @@ skipped and removed.
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import logging
 import math
@@ -120,8 +121,7 @@ class SharedLoads:
         self._lock = threading.Lock()
         self._read_at: float | None = None
         self._others: tuple[SharedEntry, ...] = ()
-        self._written: Path | None = None
-        self._exit_hook = False
+        self._token = next(_TOKENS)
         self._warned = False
 
     @property
@@ -130,51 +130,25 @@ class SharedLoads:
 
     # --- this process's loads ----------------------------------------------------------
     def publish(self, entries: Sequence[SharedEntry]) -> None:
-        """This process's loads on the simulated GPUs now (replacing what it published before)."""
-        with self._lock:
-            pid = os.getpid()
-            if not entries:
-                self._remove_own()
-                return
-            body = {"version": FORMAT_VERSION, "pid": pid, "mark": process_mark(pid),
-                    "loads": [e.as_json() for e in entries[:MAX_ENTRIES]]}
-            try:
-                folder = self._private_folder()
-                fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{pid}.", suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "w", encoding="utf-8") as out:
-                        json.dump(body, out)
-                    target = folder / f"{pid}.json"
-                    os.replace(tmp, target)
-                except BaseException:
-                    Path(tmp).unlink(missing_ok=True)
-                    raise
-            except OSError as exc:
-                self._warn(f"cannot publish this process's simulated load in {self.folder}: {exc}")
-                return
-            self._written = target
-            if not self._exit_hook:
-                atexit.register(self.close)
-                self._exit_hook = True
+        """This publisher's loads on the simulated GPUs now (replacing what it published before). The process's
+        file holds every publisher's of this process (two machines in one process never erase each other's)."""
+        folder = self.folder
+        with _OWN_LOCK:
+            table = _OWN.setdefault(folder, {})
+            if entries:
+                table[self._token] = tuple(entries)
+            else:
+                table.pop(self._token, None)
+            problem = _write_own(folder, [e for group in table.values() for e in group])
+            if not _EXIT_HOOK:
+                atexit.register(_remove_all)
+                _EXIT_HOOK.append(True)
+        if problem is not None:
+            self._warn(f"cannot publish this process's simulated load in {folder}: {problem}")
 
     def close(self) -> None:
-        """This process's load is gone (its file removed)."""
-        with self._lock:
-            self._remove_own()
-
-    def _remove_own(self) -> None:
-        if self._written is not None:
-            try:
-                self._written.unlink(missing_ok=True)
-            except OSError:
-                pass
-            self._written = None
-
-    def _private_folder(self) -> Path:
-        folder = ensure_private_dir(self.folder)
-        if not _private(folder.stat()):
-            raise PermissionError(f"{folder} is not this user's private folder")
-        return folder
+        """This publisher's load is gone (the process's file removed with the last one)."""
+        self.publish(())
 
     # --- the other processes' ----------------------------------------------------------
     def refresh(self) -> None:
@@ -242,6 +216,47 @@ class SharedLoads:
         if not self._warned:
             self._warned = True
             log.warning("%s; the simulated GPU is not shared with other processes", message)
+
+
+#: What this process publishes, per folder and publisher (a ``SharedLoads``' token): its one file holds them all.
+_OWN: dict[Path, dict[int, tuple[SharedEntry, ...]]] = {}
+_OWN_LOCK = threading.Lock()
+_TOKENS = itertools.count(1)
+_EXIT_HOOK: list[bool] = []
+
+
+def _write_own(folder: Path, entries: Sequence[SharedEntry]) -> OSError | None:
+    """Write this process's file in ``folder`` whole (none: remove it); the error, if it could not be."""
+    pid = os.getpid()
+    target = folder / f"{pid}.json"
+    try:
+        if not entries:
+            target.unlink(missing_ok=True)
+            return None
+        ensure_private_dir(folder)
+        if not _private(folder.stat()):
+            raise PermissionError(f"{folder} is not this user's private folder")
+        body = {"version": FORMAT_VERSION, "pid": pid, "mark": process_mark(pid),
+                "loads": [e.as_json() for e in entries[:MAX_ENTRIES]]}
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{pid}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(body, out)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _remove_all() -> None:
+    """At exit: this process's files go with it."""
+    with _OWN_LOCK:
+        for folder, table in _OWN.items():
+            table.clear()
+            _write_own(folder, ())
 
 
 def _private(info: os.stat_result) -> bool:

@@ -189,3 +189,35 @@ def test_a_folder_others_can_write_is_neither_read_nor_written() -> None:
     folder.chmod(0o700)
     shared.refresh()
     assert [e.pid for e in shared.others] == [parent]
+
+
+def test_two_machines_in_one_process_never_erase_each_others_load() -> None:
+    """A stress run on a simulated machine of its own beside another in the same process: when one stops its
+    load, the other's stays published (the process has one file for both)."""
+    first, second = SharedLoads(), SharedLoads()
+    first.publish([SharedEntry(0, 11, "first", 1.0, 100.0)])
+    second.publish([SharedEntry(0, 22, "second", 0.5, 100.0)])
+    own = _folder() / f"{os.getpid()}.json"
+    assert sorted(e["pid"] for e in json.loads(own.read_text())["loads"]) == [11, 22]
+    second.close()
+    assert [e["pid"] for e in json.loads(own.read_text())["loads"]] == [11]
+    first.close()
+    assert not own.exists()
+
+
+def test_what_the_commands_open_is_the_shared_machine() -> None:
+    """`--simulate` (every command, the window) and `rigscope stress --device sim` open the shared machine."""
+    from desktop.sessions.stress import own_runner
+    from desktop.stress.run_model import StressConfig
+    from desktop.telemetry.sampler import open_gpu_backend
+
+    backend = open_gpu_backend("")
+    assert isinstance(backend, SimulatedBackend) and backend.manual is not None
+    assert backend.manual.shared is not None
+    runner = own_runner(StressConfig(device="sim", duration_s=1.0))
+    try:
+        assert runner.sampler is not None
+        gpu = runner.sampler.gpu
+        assert isinstance(gpu, SimulatedBackend) and gpu.manual is not None and gpu.manual.shared is not None
+    finally:
+        runner.sampler.close()
