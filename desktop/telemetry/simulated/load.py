@@ -8,13 +8,11 @@ inference, a forgotten notebook), ``scenarios.WeekScenario`` replays a realistic
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from desktop.telemetry.model import HostSample
-
-if TYPE_CHECKING:
-    from desktop.telemetry.simulated.shared import SharedEntry, SharedLoads
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +88,45 @@ WORKLOADS: dict[str, Workload] = {w.key: w for w in (
 
 
 @dataclass(frozen=True, slots=True)
+class SharedEntry:
+    """One program's load on one simulated GPU, as published: what another process's machine adds."""
+
+    gpu_index: int
+    pid: int
+    name: str
+    load: float  # 0..1 (a workload's: its load at each moment, from ``WORKLOADS``)
+    vram_mib: float
+    command: str | None = None
+    started_s: float | None = None
+    mem_util: float = 0.5
+    intensity: float = 1.0
+    workload: str | None = None  # a key of ``WORKLOADS``: its load follows its pattern over time
+
+    def demand(self, time_s: float) -> Demand:
+        known = WORKLOADS.get(self.workload) if self.workload is not None else None
+        load = known.load_at(time_s) if known is not None else self.load
+        pcie = known.pcie_kib_s if known is not None and load > 0.05 else 0.0
+        return Demand(load=load, vram_mib=self.vram_mib, mem_util=self.mem_util, pcie_kib_s=pcie,
+                      processes=((self.pid, self.name, self.vram_mib),), intensity=self.intensity,
+                      details=(ProcessDetail(load, self.command, self.started_s),))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu_index, "pid": self.pid, "name": self.name, "load": self.load,
+                "vram_mib": self.vram_mib, "command": self.command, "started_s": self.started_s,
+                "mem_util": self.mem_util, "intensity": self.intensity, "workload": self.workload}
+
+
+class LoadExchange(Protocol):
+    """Where a ``ManualLoad`` shares its load with the other processes' simulated machines (shared.SharedLoads)."""
+
+    def publish(self, entries: Sequence[SharedEntry]) -> None: ...
+
+    def refresh(self) -> None: ...
+
+    def demands(self, gpu_index: int, time_s: float) -> list[Demand]: ...
+
+
+@dataclass(frozen=True, slots=True)
 class _Running:
     """A workload on one GPU since ``started_s``, holding ``vram_mib``."""
 
@@ -111,7 +148,7 @@ class ManualLoad:
     """
 
     loads: dict[int, Demand] = field(default_factory=dict)
-    shared: SharedLoads | None = field(default=None, repr=False, compare=False)
+    shared: LoadExchange | None = field(default=None, repr=False, compare=False)
     _running: dict[int, tuple[_Running, ...]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
@@ -188,8 +225,6 @@ class ManualLoad:
         """Tell the other processes' simulated machines what this one carries now (called under the lock)."""
         if self.shared is None:
             return
-        from desktop.telemetry.simulated.shared import SharedEntry
-
         entries: list[SharedEntry] = []
         for index, hand in sorted(self.loads.items()):
             details = hand.details if len(hand.details) == len(hand.processes) else ()

@@ -29,13 +29,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from desktop.paths import ensure_private_dir, runtime_dir
 from desktop.safeio import read_bounded
-from desktop.telemetry.simulated.load import WORKLOADS, Demand, ProcessDetail
+from desktop.telemetry.simulated.load import WORKLOADS, Demand, SharedEntry
+
+__all__ = ["SharedEntry", "SharedLoads", "alive", "process_mark"]
 
 log = logging.getLogger(__name__)
 
@@ -48,35 +48,6 @@ MAX_FILES = 64
 #: Entries taken from one file.
 MAX_ENTRIES = 16
 _NAME = re.compile(r"^([0-9]{1,10})\.json$")
-
-
-@dataclass(frozen=True, slots=True)
-class SharedEntry:
-    """One program's load on one simulated GPU, as published: what another process's machine adds."""
-
-    gpu_index: int
-    pid: int
-    name: str
-    load: float  # 0..1 (a workload's: its load at each moment, from ``WORKLOADS``)
-    vram_mib: float
-    command: str | None = None
-    started_s: float | None = None
-    mem_util: float = 0.5
-    intensity: float = 1.0
-    workload: str | None = None  # a key of ``WORKLOADS``: its load follows its pattern over time
-
-    def demand(self, time_s: float) -> Demand:
-        known = WORKLOADS.get(self.workload) if self.workload is not None else None
-        load = known.load_at(time_s) if known is not None else self.load
-        pcie = known.pcie_kib_s if known is not None and load > 0.05 else 0.0
-        return Demand(load=load, vram_mib=self.vram_mib, mem_util=self.mem_util, pcie_kib_s=pcie,
-                      processes=((self.pid, self.name, self.vram_mib),), intensity=self.intensity,
-                      details=(ProcessDetail(load, self.command, self.started_s),))
-
-    def as_json(self) -> dict[str, Any]:
-        return {"gpu": self.gpu_index, "pid": self.pid, "name": self.name, "load": self.load,
-                "vram_mib": self.vram_mib, "command": self.command, "started_s": self.started_s,
-                "mem_util": self.mem_util, "intensity": self.intensity, "workload": self.workload}
 
 
 def process_mark(pid: int) -> str | None:
