@@ -195,6 +195,9 @@ class SimulatedMachine:
                         return None
             if any(p[0] == pid for d in manual.loads.values() for p in d.processes):
                 return f"Process {pid} is the simulated stress test: stop it with Cancel on the Stress test page."
+            if manual.shared is not None and any(e.pid == pid for e in manual.shared.others):
+                return (f"Process {pid} loads the simulated GPU from another process (a `rigscope run --simulate` "
+                        "job or a simulated stress test): end it where it runs.")
         return f"Process {pid} is not a simulated workload that can be ended here."
 
     def _manual_or_refuse(self) -> ManualLoad:

@@ -125,6 +125,9 @@ class LoadExchange(Protocol):
 
     def demands(self, gpu_index: int, time_s: float) -> list[Demand]: ...
 
+    @property
+    def others(self) -> tuple[SharedEntry, ...]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class _Running:

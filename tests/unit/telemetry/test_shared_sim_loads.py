@@ -77,6 +77,8 @@ def test_a_load_published_by_another_process_is_this_machines_load(tmp_path: Pat
             power, util = _power_and_util(backend, start, 30)
             limit = backend.devices()[0].power_limit_enforced_w
             assert limit is not None and power >= 0.9 * limit and util > 90.0, (power, util, limit)
+            message = backend.end_process(child.pid)  # the window's End process: the simulator never signals it
+            assert message is not None and "another process" in message and child.poll() is None
             procs = [p for p in backend.processes() if p.pid == child.pid]
             assert [(p.name, p.command, p.vram_mib) for p in procs] == [("sim-child", "sim-child --train", 3000.0)]
             assert procs[0].sm_util_pct == pytest.approx(util)  # its share of the GPU: all of it
