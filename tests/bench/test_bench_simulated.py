@@ -35,6 +35,8 @@ def test_bench_shared_loads_refresh() -> None:
     and one tiny file per process, with 1, 8 and 64 publishers (64: the most it reads)."""
     import json
     import os
+    import subprocess
+    import sys
     from pathlib import Path
 
     from desktop.telemetry.simulated import SharedEntry, SharedLoads
@@ -42,7 +44,8 @@ def test_bench_shared_loads_refresh() -> None:
 
     folder = Path(os.environ["RIGSCOPE_RUNTIME_DIR"]) / "sim-loads"
     folder.mkdir(parents=True, mode=0o700)
-    parent = os.getppid()  # alive and not this process: every file is read as a live one
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    parent = other.pid  # alive and not this process: its file is read as a live one
     body = {"version": 1, "pid": parent, "mark": process_mark(parent),
             "loads": [SharedEntry(0, parent, "job", 1.0, 6144.0, "python train.py").as_json()]}
     print()
@@ -62,3 +65,4 @@ def test_bench_shared_loads_refresh() -> None:
         print(f"| {count} | {per:.0f} | {per / count:.0f} |")
         for path in folder.iterdir():
             path.unlink()
+    other.communicate(timeout=60)

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,16 @@ def _power_and_util(backend: SimulatedBackend, start_s: float, seconds: int) -> 
         (reading,) = backend.sample(start_s + step)
     assert reading is not None and reading.sample is not None
     return float(reading.sample.power_w or 0.0), float(reading.sample.utilization_gpu_pct or 0.0)
+
+
+@pytest.fixture
+def live_pid() -> Iterator[int]:
+    """The pid of another process of this user that runs for the whole test (it waits on its standard input)."""
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as proc:
+        try:
+            yield proc.pid
+        finally:
+            proc.communicate(timeout=60)
 
 
 def _dead_pid() -> int:
@@ -129,23 +140,23 @@ def test_a_dead_processes_file_is_ignored_and_removed() -> None:
     assert not stale.exists()
 
 
-def test_a_reused_pid_is_not_the_process_that_published() -> None:
+def test_a_reused_pid_is_not_the_process_that_published(live_pid: int) -> None:
     """A file whose pid now belongs to another process (its start mark differs) is stale too (Linux)."""
-    here = process_mark(os.getppid())
+    here = process_mark(live_pid)
     if here is None:
         pytest.skip("no /proc here to tell a reused pid")
-    path = _write(_folder(), os.getppid(), [_entry(os.getppid())], mark=str(int(here) + 1))
+    path = _write(_folder(), live_pid, [_entry(live_pid)], mark=str(int(here) + 1))
     backend = _machine()
     _power, util = _power_and_util(backend, time.time(), 5)
     assert util == 0.0 and not path.exists()
 
 
-def test_hostile_files_in_the_folder_cost_only_themselves(tmp_path: Path) -> None:
+def test_hostile_files_in_the_folder_cost_only_themselves(live_pid: int) -> None:
     """Garbage, a huge file, a FIFO, a link to /dev/zero, a wrong pid inside, bad numbers: each is skipped (none
     blocks, none fills memory), and the one valid entry among them is still read."""
     folder = _folder()
     folder.mkdir(parents=True, mode=0o700)
-    parent = os.getppid()  # alive, not this process: its valid file is counted
+    parent = live_pid  # alive, not this process: its valid file is counted
     (folder / f"{parent + 100000}.json").write_bytes(b"\x00\xff{not json")
     (folder / "7.json").write_bytes(b" " * (MAX_FILE_BYTES * 64))
     os.mkfifo(folder / "8.json")
@@ -161,13 +172,13 @@ def test_hostile_files_in_the_folder_cost_only_themselves(tmp_path: Path) -> Non
     assert (folder / "8.json").exists() and (folder / "notes.txt").exists()  # not ours: left alone
 
 
-def test_the_folder_is_read_at_most_once_per_period() -> None:
+def test_the_folder_is_read_at_most_once_per_period(live_pid: int) -> None:
     """Many model steps between two readings do not list the folder again: a new file shows from the next
     period on."""
     clock = [100.0]
     shared = SharedLoads(min_period_s=1.0, monotonic=lambda: clock[0])
     shared.refresh()
-    parent = os.getppid()
+    parent = live_pid
     _write(_folder(), parent, [_entry(parent)], mark=process_mark(parent))
     clock[0] += 0.5
     shared.refresh()
@@ -177,10 +188,10 @@ def test_the_folder_is_read_at_most_once_per_period() -> None:
     assert [e.pid for e in shared.others] == [parent]
 
 
-def test_a_folder_others_can_write_is_neither_read_nor_written() -> None:
+def test_a_folder_others_can_write_is_neither_read_nor_written(live_pid: int) -> None:
     """Loads in a folder another user could write are not taken (nor is this process's load put there)."""
     folder = _folder()
-    parent = os.getppid()
+    parent = live_pid
     _write(folder, parent, [_entry(parent)], mark=process_mark(parent))
     folder.chmod(0o777)
     shared = SharedLoads(min_period_s=0.0)
