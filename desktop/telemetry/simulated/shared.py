@@ -47,6 +47,8 @@ MAX_FILE_BYTES = 16 * 1024
 MAX_FILES = 64
 #: Entries taken from one file.
 MAX_ENTRIES = 16
+#: On Windows a pid's liveness is looked up (psutil), never tested with a signal.
+WINDOWS = os.name == "nt"
 _NAME = re.compile(r"^([0-9]{1,10})\.json$")
 
 
@@ -65,6 +67,10 @@ def alive(pid: int, mark: str | None) -> bool:
     """The process ``pid`` runs (and is the one that wrote ``mark``, where both marks can be read)."""
     if pid <= 0:
         return False
+    if WINDOWS:  # os.kill(pid, 0) would end the process there (TerminateProcess)
+        from desktop.telemetry.host import pid_running
+
+        return pid_running(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -89,7 +95,6 @@ class SharedLoads:
         self._folder_arg = folder
         self.min_period_s = min_period_s
         self._monotonic = monotonic
-        self._lock = threading.Lock()
         self._read_at: float | None = None
         self._others: tuple[SharedEntry, ...] = ()
         self._token = next(_TOKENS)

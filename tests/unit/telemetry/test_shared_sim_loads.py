@@ -234,3 +234,21 @@ def test_what_the_commands_open_is_the_shared_machine() -> None:
         assert isinstance(gpu, SimulatedBackend) and gpu.manual is not None and gpu.manual.shared is not None
     finally:
         runner.sampler.close()
+
+
+def test_on_windows_liveness_never_signals_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.kill(pid, 0) ends the process on Windows (TerminateProcess): there the pid is looked up instead
+    (psutil, which asks OpenProcess there)."""
+    from desktop.telemetry import host
+    from desktop.telemetry.simulated import shared
+
+    def no_signal(pid: int, sig: int) -> None:
+        raise AssertionError(f"os.kill({pid}, {sig}) called")
+
+    asked: list[int] = []
+    monkeypatch.setattr(shared.os, "kill", no_signal)
+    monkeypatch.setattr(host, "pid_running", lambda pid: asked.append(pid) or pid == 4242)
+    monkeypatch.setattr(shared, "WINDOWS", True)
+    alive_now, dead_now = shared.alive(4242, None), shared.alive(4343, None)
+    monkeypatch.undo()
+    assert (alive_now, dead_now, asked) == (True, False, [4242, 4343])
