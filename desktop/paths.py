@@ -48,6 +48,19 @@ def state_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))
 
 
+def runtime_dir() -> Path:
+    """This user's folder for what lives only while processes run (the simulated loads they share):
+    ``$RIGSCOPE_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/rigscope`` (private to the user, emptied at logout),
+    else the app's state folder."""
+    override = os.environ.get("RIGSCOPE_RUNTIME_DIR")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and Path(xdg).is_dir():
+        return Path(xdg) / APP_NAME
+    return state_dir()
+
+
 def config_file() -> Path:
     return config_dir() / "settings.toml"
 

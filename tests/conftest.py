@@ -19,6 +19,8 @@ def _private_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("RIGSCOPE_CONFIG_DIR", str(base / "config"))
     monkeypatch.setenv("RIGSCOPE_DATA_DIR", str(base / "data"))
     monkeypatch.setenv("RIGSCOPE_STATE_DIR", str(base / "state"))
+    # The simulated loads processes share (desktop/telemetry/simulated/shared.py): each test its own machine.
+    monkeypatch.setenv("RIGSCOPE_RUNTIME_DIR", str(base / "run"))
     # An empty sysfs: a real GPU of this machine that the driver put to sleep must not show up in
     # tests of the NVML backend (their fake bus ids are common real ones, 0000:01:00.0).
     monkeypatch.setenv("RIGSCOPE_SYSFS_ROOT", str(base / "sys"))

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
     from desktop.stress.run_model import RealClock
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler, open_gpu_backend
-    from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+    from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
     device = session.device.name
     if device == "cpu":
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
     switch: ModeSwitch
     if device == "sim":
-        backend = SimulatedBackend(parse_profile_list(None))
+        backend = SimulatedBackend(parse_profile_list(None), shared=SharedLoads())
         # The model's own modes, or a (fake) msi-ec tree under RIGSCOPE_SYSFS_ROOT that the laptop follows.
         switch = simulated_switch(backend.machine, allow_write=bool(args.switch_modes))
 

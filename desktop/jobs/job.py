@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import shlex
 import shutil
 import sqlite3
 import tempfile
@@ -490,13 +491,18 @@ class JobRun:
 
             self._later(write)
 
-    def _set_sim_load(self, running: bool) -> None:
+    def _set_sim_load(self, running: bool, *, ended: bool = False) -> None:
+        """The job's load on its simulated GPU: full while it runs, none while paused; its memory freed once
+        it ended (so the other processes sharing the simulated machine no longer list it)."""
         backend = self.sampler.gpu
         manual = backend.manual if isinstance(backend, SimulatedBackend) else None
         if manual is None or self.job is None:
             return
         index = self.gpu_index if self.gpu_index is not None else 0
-        manual.set(index, 1.0 if running else 0.0, vram_mib=SIM_JOB_VRAM_MIB, name=self.record.name, pid=self.job.pid)
+        # Its pid, name and command: the job's process, on every simulated machine of this user that shares the load.
+        manual.set(index, 1.0 if running else 0.0, vram_mib=0.0 if ended else SIM_JOB_VRAM_MIB, name=self.record.name,
+                   pid=self.job.pid,
+                   command=shlex.join(self.argv), started_s=self.record.started_s)
 
     # --- the loop and the end ------------------------------------------------------------
 
@@ -543,7 +549,7 @@ class JobRun:
             # A process the job left (a daemon) still writes to its output: the watchdog passes it on from here.
             self.watchdog.close(done=True, relay=not ended)
         end = self.ended_at()
-        self._set_sim_load(running=False)
+        self._set_sim_load(running=False, ended=True)
         if self.guard is not None and self.guard.paused and self.events:
             self.pauses.append((self.events[-1].time_s, end))
         for parser in self.output.values():

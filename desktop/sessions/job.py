@@ -90,8 +90,8 @@ class JobSession:
             history.open()
             self.history = history
             if history.other_writer and backend.source.simulated:
-                self.say("the recorder writes the history; this job's figures come from its own simulated GPU "
-                         "(another process's simulated GPU is another machine)")
+                self.say("the recorder writes the history (the job's load shows in its simulated GPU); this job's "
+                         "figures come from the samples it took of its own simulated GPU")
             elif history.other_writer:
                 self.say("the recorder writes the history: its samples are the job's telemetry")
             host = open_host_backend() if history.writer is not None else None
@@ -211,10 +211,11 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
     From the history's samples over the job; where the history has none of the job's GPU (the recorder
     writes it and watches another GPU), or does not answer in ``timeout_s`` (our writer waits for a write
     lock held elsewhere), or where the job ran on the simulated GPU, from the samples the run took
-    itself. A simulated GPU is its process's own machine: a simulated recorder or window beside the job writes
-    *its* machine (idle, under the same name and uuid) into the history, and a card from those samples said "GPU
-    busy 0 %" next to the job's own "at its 150 W power limit the whole run" (and its record a mean power of
-    12 W beside a median of 149 W). The verdict, the card and the record read the one machine the job loaded."""
+    itself. The card, the verdict and the record read the samples the job took: a simulated recorder or window
+    beside the job carries the job's load on the shared simulated machine (desktop/telemetry/simulated/shared.py),
+    but samples it at its own moments and under its own interval, and a card mixed from both once said "GPU busy
+    0 %" next to the job's own "at its 150 W power limit the whole run" (its record a mean power of 12 W beside a
+    median of 149 W)."""
     from advisor.frame import HistoryFrame
     from desktop.advice import load_cloud_offers, load_gpu_specs
     from desktop.history.store import HistoryStore
@@ -234,7 +235,7 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
             if time_s is not None:
                 own = trace_frame(run.infos, time_s, {i: cols for i, (_t, cols) in arrays.items()},
                                   start_s=frame.start_s, end_s=frame.end_s)
-                frame = replace(frame, gpus=own.gpus, processes=None)  # the history's processes are another GPU's
+                frame = replace(frame, gpus=own.gpus, processes=None)  # the history's were sampled by another process
         card = build_card(run.record, series, frame, settings.costs, offers=load_cloud_offers(),
                           specs=load_gpu_specs(), verdict=verdict, now_s=now, throttled=throttled,
                           thresholds=settings.advisor)

@@ -43,7 +43,7 @@ from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
-from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def own_runner(config: StressConfig) -> StressRunner:
     The runner owns the sampler: it closes it (and the backend's NVML session) however the run ends."""
     sampler: Sampler | None = None
     if config.device == "sim":
-        sampler = Sampler(SimulatedBackend(parse_profile_list(None)))
+        sampler = Sampler(SimulatedBackend(parse_profile_list(None), shared=SharedLoads()))
     elif config.device.startswith("cuda"):
         _need_torch()
         backend = open_gpu_backend()

@@ -245,6 +245,11 @@ class PsutilHost:
 SAME_START_S = 0.5
 
 
+def pid_running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (without signalling it: on Windows ``os.kill(pid, 0)`` ends it)."""
+    return bool(psutil.pid_exists(pid))
+
+
 def end_process(pid: int, started_s: float | None, timeout_s: float = 3.0) -> str | None:
     """Terminate the process the user confirmed, ``pid`` started at ``started_s`` (epoch s, as psutil gave it when
     the row was shown), if they own it: SIGTERM, then SIGKILL after ``timeout_s``. An error message, or None.

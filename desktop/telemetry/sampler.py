@@ -18,7 +18,7 @@ from desktop.telemetry.effective_load import EffectiveLoad
 from desktop.telemetry.envelope import EnvelopeSource
 from desktop.telemetry.model import DeviceState, GpuProcess, Snapshot
 from desktop.telemetry.no_gpu import NoGpuBackend
-from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,11 @@ def open_gpu_backend(simulate: str | None = None, *, seed: int = 0, fallback: Fa
     labelled simulated GPU whose ``source.fallback_reason`` says why, never written into a history) or
     "unavailable" (what records: `record`, the service, `serve`, `doctor`: no GPU, the host only, NVML
     tried again every minute; desktop/telemetry/no_gpu.py). Raises ValueError for an unknown simulated
-    profile name (a user mistake).
+    profile name (a user mistake). A simulated GPU is this user's one simulated machine: the loads other
+    processes put on theirs add to it (desktop/telemetry/simulated/shared.py).
     """
     if simulate is not None:
-        return SimulatedBackend(parse_profile_list(simulate or None), seed=seed)
+        return SimulatedBackend(parse_profile_list(simulate or None), seed=seed, shared=SharedLoads())
     try:
         from desktop.telemetry.nvml import NvmlBackend
 
@@ -51,7 +52,7 @@ def open_gpu_backend(simulate: str | None = None, *, seed: int = 0, fallback: Fa
             log.info("NVML unavailable, no GPU is read (NVML is tried again every %g s): %s", none.retry_period_s, exc)
             return none
         log.info("NVML unavailable, using the simulated GPU: %s", exc)
-        return SimulatedBackend(parse_profile_list(None), seed=seed, reason=str(exc))
+        return SimulatedBackend(parse_profile_list(None), seed=seed, reason=str(exc), shared=SharedLoads())
 
 
 def open_host_backend() -> HostBackend:

@@ -4,7 +4,8 @@ The load comes from a scenario (``ManualLoad`` for the stress test and the windo
 workloads, ``scenarios.WeekScenario`` for demo history); one ``SimulatedMachine`` holds the model
 and its load, shared by every ``SimulatedBackend`` that reads it. Inside: ``profiles`` (the
 simulated cards), ``load`` (demand and scenarios),
-``physics`` (the model) and ``backend`` (the GpuBackend over it); their public names are
+``physics`` (the model), ``backend`` (the GpuBackend over it) and ``shared`` (the loads every
+process of this user puts on "the" simulated GPU, one file each); their public names are
 gathered here.
 """
 
@@ -28,6 +29,7 @@ from desktop.telemetry.simulated.profiles import (
     parse_profile_list,
     profile_info,
 )
+from desktop.telemetry.simulated.shared import SharedEntry, SharedLoads
 
 __all__ = [
     "AMBIENT_C",
@@ -38,6 +40,8 @@ __all__ = [
     "ManualLoad",
     "ProcessDetail",
     "Scenario",
+    "SharedEntry",
+    "SharedLoads",
     "SimulatedBackend",
     "SimulatedGpuModel",
     "SimulatedMachine",

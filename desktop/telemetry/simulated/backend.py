@@ -33,6 +33,7 @@ from desktop.telemetry.simulated.envelope import SHIFT_MODES, SimulatedEnvelope,
 from desktop.telemetry.simulated.load import Demand, ManualLoad, ProcessDetail, Scenario, Workload
 from desktop.telemetry.simulated.physics import SimulatedGpuModel
 from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
+from desktop.telemetry.simulated.shared import SharedLoads
 
 #: The GpuSample fields that count seconds under a throttle cause since the reader's last reading.
 _HELD_FIELDS = ("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s", "clock_event_hw_thermal_s",
@@ -57,8 +58,10 @@ class SimulatedMachine:
     """One simulated computer's GPUs: the model, its load and the lock every reader of them takes."""
 
     def __init__(self, profiles: Sequence[GpuProfile], scenario: Scenario | None = None, seed: int = 0,
-                 user: str | None = None) -> None:
-        self.scenario: Scenario = scenario if scenario is not None else ManualLoad()
+                 user: str | None = None, shared: SharedLoads | None = None) -> None:
+        # ``shared``: this machine is the one simulated machine of every process of this user (its hand-set
+        # load is published, the others' add to it); without it, a machine of this process alone.
+        self.scenario: Scenario = scenario if scenario is not None else ManualLoad(shared=shared)
         self._tap = _LastDemand(self.scenario, len(profiles))
         self.model = SimulatedGpuModel(profiles, self._tap, seed=seed)
         self.profiles = self.model.profiles
@@ -137,6 +140,9 @@ class SimulatedMachine:
         what GPM measures (None where the profile has no GPM)."""
         with self.lock:
             self._follow_mode_file()
+            manual = self.manual
+            if manual is not None:
+                manual.refresh()  # the other processes' loads, read once per reading (at most)
             self.model.advance(now_s)
             out: list[tuple[GpuSample | None, _Counts, GpmActivity | None]] = []
             for info in self.infos:
@@ -220,6 +226,9 @@ class SimulatedMachine:
                         return None
             if any(p[0] == pid for d in manual.loads.values() for p in d.processes):
                 return f"Process {pid} is the simulated stress test: stop it with Cancel on the Stress test page."
+            if manual.shared is not None and any(e.pid == pid for e in manual.shared.others):
+                return (f"Process {pid} loads the simulated GPU from another process (a `rigscope run --simulate` "
+                        "job or a simulated stress test): end it where it runs.")
         return f"Process {pid} is not a simulated workload that can be ended here."
 
     def _manual_or_refuse(self) -> ManualLoad:
@@ -238,8 +247,9 @@ class SimulatedBackend:
 
     def __init__(self, profiles: Sequence[GpuProfile], scenario: Scenario | None = None, seed: int = 0,
                  reason: str | None = None, user: str | None = None, *,
-                 machine: SimulatedMachine | None = None) -> None:
-        self.machine = machine if machine is not None else SimulatedMachine(profiles, scenario, seed=seed, user=user)
+                 machine: SimulatedMachine | None = None, shared: SharedLoads | None = None) -> None:
+        self.machine = machine if machine is not None else SimulatedMachine(profiles, scenario, seed=seed, user=user,
+                                                                           shared=shared)
         self.scenario = self.machine.scenario
         self.model = self.machine.model
         names = ", ".join(p.key for p in self.machine.profiles)

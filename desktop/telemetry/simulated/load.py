@@ -8,8 +8,9 @@ inference, a forgotten notebook), ``scenarios.WeekScenario`` replays a realistic
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from desktop.telemetry.model import HostSample
 
@@ -87,6 +88,48 @@ WORKLOADS: dict[str, Workload] = {w.key: w for w in (
 
 
 @dataclass(frozen=True, slots=True)
+class SharedEntry:
+    """One program's load on one simulated GPU, as published: what another process's machine adds."""
+
+    gpu_index: int
+    pid: int
+    name: str
+    load: float  # 0..1 (a workload's: its load at each moment, from ``WORKLOADS``)
+    vram_mib: float
+    command: str | None = None
+    started_s: float | None = None
+    mem_util: float = 0.5
+    intensity: float = 1.0
+    workload: str | None = None  # a key of ``WORKLOADS``: its load follows its pattern over time
+
+    def demand(self, time_s: float) -> Demand:
+        known = WORKLOADS.get(self.workload) if self.workload is not None else None
+        load = known.load_at(time_s) if known is not None else self.load
+        pcie = known.pcie_kib_s if known is not None and load > 0.05 else 0.0
+        return Demand(load=load, vram_mib=self.vram_mib, mem_util=self.mem_util, pcie_kib_s=pcie,
+                      processes=((self.pid, self.name, self.vram_mib),), intensity=self.intensity,
+                      details=(ProcessDetail(load, self.command, self.started_s),))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu_index, "pid": self.pid, "name": self.name, "load": self.load,
+                "vram_mib": self.vram_mib, "command": self.command, "started_s": self.started_s,
+                "mem_util": self.mem_util, "intensity": self.intensity, "workload": self.workload}
+
+
+class LoadExchange(Protocol):
+    """Where a ``ManualLoad`` shares its load with the other processes' simulated machines (shared.SharedLoads)."""
+
+    def publish(self, entries: Sequence[SharedEntry]) -> None: ...
+
+    def refresh(self) -> None: ...
+
+    def demands(self, gpu_index: int, time_s: float) -> list[Demand]: ...
+
+    @property
+    def others(self) -> tuple[SharedEntry, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
 class _Running:
     """A workload on one GPU since ``started_s``, holding ``vram_mib``."""
 
@@ -101,9 +144,14 @@ class ManualLoad:
 
     Safe to change from one thread while another advances the model: every change replaces a
     whole table (one reference), so a reader sees the load before or after it, never half.
+
+    With ``shared`` (desktop/telemetry/simulated/shared.py) the load is one machine's across processes: every
+    change is published for the other processes' simulated GPUs, and the loads they publish add to this one's
+    demand on the same GPU index (read again by ``refresh``, once per reading of the machine).
     """
 
     loads: dict[int, Demand] = field(default_factory=dict)
+    shared: LoadExchange | None = field(default=None, repr=False, compare=False)
     _running: dict[int, tuple[_Running, ...]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
@@ -118,6 +166,7 @@ class ManualLoad:
             loads = dict(self.loads)
             loads[gpu_index] = Demand(load=load, vram_mib=vram_mib, mem_util=0.5, processes=procs, details=details)
             self.loads = loads
+            self._publish()
 
     def start(self, gpu_index: int, key: str, vram_total_mib: float, started_s: float | None = None) -> Workload:
         """Start the workload ``key`` (one of ``WORKLOADS``) on a GPU; a running one of that kind restarts."""
@@ -129,6 +178,7 @@ class ManualLoad:
             running = dict(self._running)
             running[gpu_index] = (*kept, _Running(workload, round(workload.vram_frac * vram_total_mib), started_s))
             self._running = running
+            self._publish()
         return workload
 
     def stop(self, gpu_index: int | None = None, key: str | None = None) -> int:
@@ -143,6 +193,8 @@ class ManualLoad:
                 if kept:
                     running[index] = kept
             self._running = running
+            if stopped:
+                self._publish()
         return stopped
 
     def workloads(self, gpu_index: int | None = None) -> list[Workload]:
@@ -150,10 +202,16 @@ class ManualLoad:
         return [r.workload for index, runs in self._running.items() for r in runs
                 if gpu_index is None or index == gpu_index]
 
+    def refresh(self) -> None:
+        """Read the loads the other processes publish again (when shared; at most once per its period)."""
+        if self.shared is not None:
+            self.shared.refresh()
+
     def demand(self, gpu_index: int, time_s: float) -> Demand:
         hand = self.loads.get(gpu_index)
         runs = self._running.get(gpu_index, ())
-        if not runs:
+        others = self.shared.demands(gpu_index, time_s) if self.shared is not None else []
+        if not runs and not others:
             return hand if hand is not None else _IDLE
         parts = [hand] if hand is not None and hand.processes else []
         for run in runs:
@@ -163,7 +221,26 @@ class ManualLoad:
                                 pcie_kib_s=w.pcie_kib_s if load > 0.05 else 0.0,
                                 processes=((w.pid, w.name, run.vram_mib),), intensity=w.intensity,
                                 details=(ProcessDetail(load, w.command, run.started_s),)))
+        parts.extend(others)  # the other processes' programs on this GPU add up with this one's
         return combine(parts)
+
+    def _publish(self) -> None:
+        """Tell the other processes' simulated machines what this one carries now (called under the lock)."""
+        if self.shared is None:
+            return
+        entries: list[SharedEntry] = []
+        for index, hand in sorted(self.loads.items()):
+            details = hand.details if len(hand.details) == len(hand.processes) else ()
+            for n, (pid, name, vram) in enumerate(hand.processes):
+                detail = details[n] if details else ProcessDetail(hand.load / len(hand.processes))
+                entries.append(SharedEntry(index, pid, name, detail.load, vram, detail.command, detail.started_s,
+                                           mem_util=hand.mem_util, intensity=hand.intensity))
+        for index, runs in sorted(self._running.items()):
+            for run in runs:
+                w = run.workload
+                entries.append(SharedEntry(index, w.pid, w.name, w.load, run.vram_mib, w.command, run.started_s,
+                                           mem_util=w.mem_util, intensity=w.intensity, workload=w.key))
+        self.shared.publish(entries)
 
 
 _IDLE = Demand()

@@ -281,7 +281,7 @@ class StressPage(PageWidget):
     def start(self) -> None:
         if self.running:
             return
-        # The window's simulated GPU is its own machine, which no other process loads: no device lock on it.
+        # No device lock on the window's simulated GPU: loads other processes put on it add up (shared.py).
         session = StressSession(self.selected_request(), make_runner=self.make_runner, settings=self.settings,
                                 lock_simulated=False)
         try:

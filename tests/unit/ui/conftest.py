@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from desktop.config import Settings
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler
-from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
+from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 from desktop.ui.app import RigscopeApp
 from desktop.ui.background import running_jobs
 from desktop.ui.recording import Recording
@@ -185,9 +185,12 @@ def make_app(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
 
     def build(profiles: str = "rtx4090-laptop", *, settings: Settings | None = None, tray: bool = False,
               recording: Recording | None = None, clock: FakeClock | None = None,
-              end_process: Callable[[int, float | None], str | None] | None = None) -> Harness:
+              end_process: Callable[[int, float | None], str | None] | None = None,
+              shared: bool = False) -> Harness:
         clock = clock or FakeClock()
-        backend = SimulatedBackend(parse_profile_list(profiles), user="me")
+        # shared: the window's simulated GPU is this user's one simulated machine, as `open_gpu_backend` opens it.
+        backend = SimulatedBackend(parse_profile_list(profiles), user="me",
+                                   shared=SharedLoads(min_period_s=0.0) if shared else None)
         sampler = Sampler(backend, None, clock=clock, monotonic=clock.monotonic, process_period_s=0.0)
         qapp = QApplication.instance()
         assert isinstance(qapp, QApplication)
