@@ -12,7 +12,7 @@ from desktop.errors import UserError
 if TYPE_CHECKING:
     from desktop.fleet.model import Fleet, FleetGpu, FleetMachine
 
-HELP = "every machine and GPU a Prometheus server scrapes (Rigscope exporters, dcgm-exporter), now"
+HELP = "every machine and GPU that a Prometheus server scrapes, now (Rigscope and DCGM exporters alike)"
 
 _ATTENTION_WORDS = {"down": "DOWN", "throttled": "throttled", "hot": "hot", "recorder_down": "recorder not writing",
                     "stress_throttled": "last stress test throttled"}
@@ -32,11 +32,15 @@ def _timeout_arg(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from desktop.config import FleetSettings, allowed_range
+
+    low, high = allowed_range("fleet.timeout_s")
     parser.add_argument("--prometheus", metavar="URL",
                         help="the Prometheus server's base URL, e.g. http://prometheus:9090 (default: url under "
                              "[fleet] in settings)")
     parser.add_argument("--timeout", type=_timeout_arg, metavar="S",
-                        help="seconds each request may take (default: fleet.timeout_s in settings, 5)")
+                        help=f"seconds each request may take, {low:g} to {high:g} (default: fleet.timeout_s in "
+                             f"settings, {FleetSettings().timeout_s:g})")
     add_json(parser)
 
 
