@@ -79,6 +79,9 @@ def check_url(url: str) -> str:
     if not ok:
         raise FleetError(f"{shown_url(text)!r} is not a Prometheus URL: give http(s)://HOST:PORT, "
                          "e.g. http://prometheus:9090")
+    if "@" in parts.netloc:  # a secret in a URL ends up in shell history, settings and logs
+        raise FleetError(f"{shown_url(text)!r}: give no user or password in the URL; use RIGSCOPE_FLEET_USER and "
+                         "RIGSCOPE_FLEET_PASSWORD, or fleet.user and fleet.password_file in settings")
     return text.rstrip("/")
 
 
