@@ -115,6 +115,8 @@ class PrometheusClient:
         self.base_url = check_url(connection.url)
         self.shown = shown_url(self.base_url)
         self.requests = 0
+        #: Bytes of every answer read so far (the scale benchmark's figure).
+        self.bytes_received = 0
         creds = connection.credentials
         self._secrets = [s for s in (creds.secret if creds else "",) if s]
         self._client = httpx.Client(
@@ -166,6 +168,7 @@ class PrometheusClient:
         try:
             response = self._client.get(self.base_url + path, params=params)
             body = response.read()
+            self.bytes_received += len(body)
         except httpx.TimeoutException as exc:
             raise FleetError(f"Prometheus at {self.shown} did not answer within {self.connection.timeout_s:g} s "
                              "(--timeout S, settings fleet.timeout_s)") from exc

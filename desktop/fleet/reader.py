@@ -42,7 +42,10 @@ GPU_QUERIES: dict[str, str] = {
     "sm_clock_max_mhz": names.SM_CLOCK_MAX_MHZ,
     "slowdown_temperature_c": names.SLOWDOWN_TEMPERATURE_C,
     "vram_total_mib": names.FB_TOTAL_MIB,
-    "clock_event_active": names.CLOCK_EVENT_ACTIVE,
+    # The reasons active now, and per GPU that reports reasons at all one series without ``reason`` (value
+    # 0): a twelfth of the series of all reasons, and "none active" is still told from "not reported".
+    "clock_event_active": f"{names.CLOCK_EVENT_ACTIVE} == 1 or count without ({names.REASON_LABEL}) "
+                          f"({names.CLOCK_EVENT_ACTIVE}) * 0",
     "stress_throttled": names.STRESS_THROTTLED,
     "stress_ended_s": names.STRESS_END_TIMESTAMP_S,
     "stress_sustained_ratio": names.STRESS_SUSTAINED_RATIO,
@@ -79,6 +82,7 @@ class _Gpu:
     labels: dict[str, str]
     values: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, bool] = field(default_factory=dict)
+    reasons_known: bool = False
 
 
 @dataclass
@@ -107,7 +111,9 @@ def build_fleet(answers: dict[str, list[Sample]], *, hot_c: float, server: str, 
     """Group the answers (query key -> samples) into machines and GPUs."""
     machines: dict[str, _Machine] = {}
     for key, rows in answers.items():
-        for sample in sorted(rows, key=lambda s: sorted(s.labels.items())):
+        # The same GPU from two targets (a Rigscope exporter and a dcgm-exporter on one host): the first
+        # target by name wins, whatever order the server answered in.
+        for sample in sorted(rows, key=_target):
             machine = machines.setdefault(machine_name(sample.labels), _Machine())
             machine.rigscope |= key in _RIGSCOPE_ONLY
             if key in HOST_QUERIES:
@@ -119,8 +125,10 @@ def build_fleet(answers: dict[str, list[Sample]], *, hot_c: float, server: str, 
                 continue  # not a GPU's series (a relabelling dropped them): nothing to attach it to
             gpu = machine.gpus.setdefault(gpu_key(sample.labels), _Gpu(sample.labels))
             if key == "clock_event_active":
-                reason = sample.labels.get(names.REASON_LABEL, "")
-                gpu.reasons[reason] = gpu.reasons.get(reason, False) or sample.value == 1.0
+                gpu.reasons_known = True
+                reason = sample.labels.get(names.REASON_LABEL)
+                if reason is not None:
+                    gpu.reasons[reason] = gpu.reasons.get(reason, False) or sample.value == 1.0
             else:
                 gpu.values.setdefault(key, sample.value)
             if names.GPU_INDEX_LABEL in sample.labels and names.GPU_INDEX_LABEL not in gpu.labels:
@@ -128,6 +136,10 @@ def build_fleet(answers: dict[str, list[Sample]], *, hot_c: float, server: str, 
     built = [_machine(name, m, hot_c) for name, m in machines.items()]
     built.sort(key=lambda m: (attention_rank(m.attention), m.name))
     return Fleet(tuple(built), server, queried_at_s, requests)
+
+
+def _target(sample: Sample) -> tuple[str, str]:
+    return sample.labels.get(names.INSTANCE_LABEL, ""), sample.labels.get("job", "")
 
 
 def _machine(name: str, m: _Machine, hot_c: float) -> FleetMachine:
@@ -160,7 +172,7 @@ def _gpu(uuid: str, g: _Gpu, hot_c: float) -> FleetGpu:
     if total is None and used is not None and free is not None:
         total = used + free
     reasons = (tuple(sorted(r for r, active in g.reasons.items() if active and r in _THROTTLE_LABELS))
-               if g.reasons else None)
+               if g.reasons_known else None)
     stress = None
     if "stress_throttled" in g.values:
         stress = StressVerdict(g.values["stress_throttled"] == 1.0, value("stress_ended_s"),

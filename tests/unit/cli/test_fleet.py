@@ -26,8 +26,9 @@ def _answers() -> dict[str, list[Sample]]:
 
     gpu(EVIL, "GPU-1", True, temperature_c=70.0, power_w=250.0, power_limit_w=300.0, utilization_pct=99.0,
         vram_used_mib=2048.0, vram_free_mib=2048.0, sm_clock_mhz=1800.0, sm_clock_max_mhz=2100.0)
-    answers["clock_event_active"].append(Sample({"Hostname": EVIL, "UUID": "GPU-1", "gpu": "0",
-                                                 "reason": "sw_power_cap"}, 1.0, NOW_S))
+    answers["clock_event_active"] += [Sample({"Hostname": EVIL, "UUID": "GPU-1", "gpu": "0"}, 0.0, NOW_S),
+                                      Sample({"Hostname": EVIL, "UUID": "GPU-1", "gpu": "0",
+                                              "reason": "sw_power_cap"}, 1.0, NOW_S)]
     answers["recorder_up"].append(Sample({"Hostname": EVIL}, 1.0, NOW_S))
     gpu("dgx-1", "GPU-2", True, temperature_c=60.0, power_w=300.0, utilization_pct=50.0)
     gpu("gone-1", "GPU-3", False)

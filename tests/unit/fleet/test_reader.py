@@ -44,8 +44,10 @@ class Canned:
                 self.add(key, labels, value)
             if rigscope:
                 self.add("power_limit_w", labels, 700.0)
-                for _, reason in names.REASONS:
-                    self.add("clock_event_active", {**labels, "reason": reason}, 1.0 if reason in reasons else 0.0)
+                # As the query answers: each active reason, and one series without a reason for the GPU.
+                self.add("clock_event_active", labels, 0.0)
+                for reason in reasons:
+                    self.add("clock_event_active", {**labels, "reason": reason}, 1.0)
         if stress_throttled is not None:
             stress = {"UUID": uuid, "modelName": labels["modelName"], **host, "workload": "gemm"}
             self.add("stress_throttled", stress, 1.0 if stress_throttled else 0.0)
