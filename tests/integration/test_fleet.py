@@ -348,3 +348,13 @@ def test_a_401_is_one_line_and_never_shows_the_secret(guarded: str, tmp_path: Pa
     assert "answered HTTP 401" in line and TOKEN not in line
     if not creds:
         assert "RIGSCOPE_FLEET_TOKEN" in line  # how to give credentials
+
+
+def test_verbose_logging_never_writes_the_token(guarded: str, tmp_path: Path) -> None:
+    """`rigscope -v` logs every request (httpx at INFO, the rest at DEBUG): the token is in none of it."""
+    result = subprocess.run([sys.executable, "-m", "desktop", "-v", "fleet", "--prometheus", guarded, "--json"],
+                            capture_output=True, text=True, env=_env(tmp_path, RIGSCOPE_FLEET_TOKEN=TOKEN),
+                            timeout=120, check=False)
+    assert result.returncode == 2 and "answered HTTP 401" in result.stderr
+    assert "HTTP Request: GET" in result.stderr  # the logging did run
+    assert TOKEN not in result.stdout + result.stderr

@@ -186,3 +186,8 @@ def test_the_reader_queries_the_names_the_exporter_writes() -> None:
     for name in asked - written:
         constant = next(k for k, v in vars(names).items() if v == name and k.isupper())
         assert f"names.{constant}" in source, f"{name}: the exporter does not write it from metric_names"
+
+
+def test_the_readme_states_the_number_of_requests_the_reader_sends(repo_root: Any) -> None:
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    assert f"({len(GPU_QUERIES) + len(HOST_QUERIES)} in all, however many machines" in readme
