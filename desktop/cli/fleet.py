@@ -50,14 +50,16 @@ def main(args: argparse.Namespace) -> int:
     settings, _problems = load_settings()
     connection = connection_from(settings.fleet, url=args.prometheus, timeout_s=args.timeout)
     with PrometheusClient(connection) as client:
-        fleet = read_fleet(client, hot_c=settings.alerts.temperature_c, at_s=args.now_s)
+        # At the server's "now", not this machine's: a clock that runs ahead or behind must neither hide
+        # series (Prometheus looks back 5 min from the time asked) nor skew "last seen".
+        fleet = read_fleet(client, hot_c=settings.alerts.temperature_c)
     if not fleet.machines:
         raise UserError(f"Prometheus at {fleet.server} has no GPU series (DCGM_FI_DEV_* or rigscope_*): does it "
                         "scrape a Rigscope exporter (`rigscope record --prometheus`) or a dcgm-exporter?")
     if args.json:
         print(json.dumps(fleet.to_dict(), indent=2, ensure_ascii=False))
     else:
-        print(format_fleet(fleet, args.now_s))
+        print(format_fleet(fleet))
     return 0
 
 
@@ -100,9 +102,10 @@ def _recorder(machine: FleetMachine) -> str:
     return "-" if machine.recorder_up is None else ("writing" if machine.recorder_up else "NOT writing")
 
 
-def format_fleet(fleet: Fleet, now_s: float) -> str:
+def format_fleet(fleet: Fleet) -> str:
     """The table for a terminal (cells through ``printable`` in ``text_table``: host and model names are labels
-    anyone who runs an exporter chooses)."""
+    anyone who runs an exporter chooses). Ages are from the server's time of the answer."""
+    now_s = fleet.queried_at_s
     rows: list[tuple[str, ...]] = [("machine", "GPU", "util", "VRAM", "temp", "power", "SM clock", "throttled now",
                                     "last stress", "recorder", "last seen", "attention")]
     for machine in fleet.machines:

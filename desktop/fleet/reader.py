@@ -98,11 +98,17 @@ def _finite(value: float | None) -> float | None:
 
 
 def read_fleet(client: PrometheusClient, *, hot_c: float, at_s: float | None = None) -> Fleet:
-    """Every machine and GPU the server has now (at ``at_s``, default the server's now), sorted by attention.
+    """Every machine and GPU the server has now (at ``at_s``, default the server's own now: `rigscope fleet` asks
+    for that, so this machine's clock does not matter), sorted by attention. ``queried_at_s`` is the server's time
+    of the answer.
 
     ``hot_c``: a GPU at or above it is "hot" (the window's temperature alert, settings alerts.temperature_c)."""
-    answers = {key: client.query(promql, at_s) for key, promql in (GPU_QUERIES | HOST_QUERIES).items()}
-    queried = at_s if at_s is not None else max((s.time_s for rows in answers.values() for s in rows), default=0.0)
+    answers: dict[str, list[Sample]] = {}
+    for key, promql in (GPU_QUERIES | HOST_QUERIES).items():
+        answers[key] = rows = client.query(promql, at_s)
+        if at_s is None and rows:
+            at_s = rows[0].time_s  # the later queries at the same instant: one consistent picture
+    queried = at_s if at_s is not None else 0.0
     return build_fleet(answers, hot_c=hot_c, server=client.shown, queried_at_s=queried, requests=client.requests)
 
 

@@ -218,6 +218,20 @@ def _queries() -> dict[str, str]:
     return GPU_QUERIES | HOST_QUERIES
 
 
+def test_query_range_reads_each_gpus_recent_points(scraped: dict[str, Any]) -> None:
+    """The client's range query (for the Fleet page's plots) against the real server: per GPU its points."""
+    from desktop.fleet.client import Connection, PrometheusClient
+    from desktop.telemetry.metric_names import dcgm_name
+
+    with PrometheusClient(Connection(scraped["url"])) as client:
+        now_s = client.query("time()")[0].value  # the server's clock
+        series = client.query_range(dcgm_name("power_w"), now_s - 5.0, now_s, 1.0)
+    hosts = sorted(labels["Hostname"] for labels, _ in series)
+    assert {"rig-one", "rig-two", DCGM_HOST} <= set(hosts) and hosts.count("rig-two") == 2
+    for _, points in series:
+        assert points and all(now_s - 5.0 <= t <= now_s and v >= 0.0 for t, v in points)
+
+
 def test_fleet_table_says_what_a_dcgm_only_machine_lacks(scraped: dict[str, Any]) -> None:
     result = fleet(scraped["url"], env=scraped["env"])
     assert result.returncode == 0, result.stderr

@@ -37,7 +37,7 @@ def _answers() -> dict[str, list[Sample]]:
 
 def test_the_table_escapes_names_and_says_what_needs_attention() -> None:
     fleet = build_fleet(_answers(), hot_c=85.0, server="http://prom:9090", queried_at_s=NOW_S, requests=18)
-    text = format_fleet(fleet, NOW_S)
+    text = format_fleet(fleet)
     assert "\x1b" not in text and "\u202e" not in text and "ws-\\x1b[31mred" in text
     lines = text.splitlines()
     assert lines[0] == "3 machine(s), 3 GPU(s) from Prometheus at http://prom:9090 (18 queries), most in need of " \
