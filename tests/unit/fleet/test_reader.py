@@ -29,6 +29,7 @@ class Canned:
     def __init__(self) -> None:
         self.answers: dict[str, list[tuple[dict[str, str], float]]] = {}
         self.asked: list[str] = []
+        self.times: list[str | None] = []
 
     def add(self, query_key: str, labels: dict[str, str], value: float) -> None:
         promql = (GPU_QUERIES | HOST_QUERIES)[query_key]
@@ -59,16 +60,18 @@ class Canned:
             self.add("recorder_up", dict(host), 1.0 if recorder_up else 0.0)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
-        query = urllib.parse.parse_qs(request.url.query.decode())["query"][0]
+        params = urllib.parse.parse_qs(request.url.query.decode())
+        query = params["query"][0]
         self.asked.append(query)
+        self.times.append(params.get("time", [None])[0])
         result = [{"metric": labels, "value": [NOW_S, repr(value)]} for labels, value in self.answers.get(query, [])]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": result}})
 
-    def read(self) -> Any:
+    def read(self, at_s: float | None = NOW_S) -> Any:
         client = PrometheusClient(Connection("http://prometheus.test:9090"),
                                   transport=httpx.MockTransport(self.handler))
         with client:
-            return read_fleet(client, hot_c=HOT_C, at_s=NOW_S)
+            return read_fleet(client, hot_c=HOT_C, at_s=at_s)
 
 
 @pytest.mark.parametrize(("labels", "name"), [
@@ -191,3 +194,13 @@ def test_the_reader_queries_the_names_the_exporter_writes() -> None:
 def test_the_readme_states_the_number_of_requests_the_reader_sends(repo_root: Any) -> None:
     readme = (repo_root / "README.md").read_text(encoding="utf-8")
     assert f"({len(GPU_QUERIES) + len(HOST_QUERIES)} in all, however many machines" in readme
+
+
+def test_without_a_time_every_query_is_at_the_servers_first_instant() -> None:
+    """The server's clock, not this machine's: the first query asks for the server's now, the rest for the same
+    instant (a client clock minutes off would otherwise hide every series behind the 5 min lookback)."""
+    canned = Canned()
+    canned.gpu({"Hostname": "ws"}, 0, "GPU-1")
+    fleet = canned.read(at_s=None)
+    assert canned.times[0] is None and set(canned.times[1:]) == {f"{NOW_S:.3f}"}
+    assert fleet.queried_at_s == NOW_S
