@@ -76,8 +76,12 @@ class FleetMachine:
 
     @property
     def missing(self) -> tuple[str, ...]:
-        """The columns this machine cannot fill: a DCGM-only machine's, said so rather than shown as 0."""
-        return DCGM_ONLY_MISSING if self.source == "dcgm" else ()
+        """The columns this machine cannot fill: a DCGM-only machine's, said so rather than shown as 0 (throttle
+        reasons are there where its dcgm-exporter serves the clock-event mask for every GPU)."""
+        if self.source != "dcgm":
+            return ()
+        reasons_known = bool(self.gpus) and all(g.throttle_reasons is not None for g in self.gpus)
+        return tuple(m for m in DCGM_ONLY_MISSING if not (reasons_known and m == "throttle reasons"))
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ GPU_QUERIES: dict[str, str] = {
     # 0): a twelfth of the series of all reasons, and "none active" is still told from "not reported".
     "clock_event_active": f"{names.CLOCK_EVENT_ACTIVE} == 1 or count without ({names.REASON_LABEL}) "
                           f"({names.CLOCK_EVENT_ACTIVE}) * 0",
+    # A dcgm-exporter's mask where its counters file lists it (either name): a DCGM-only machine's throttling.
+    "clock_event_mask": f"{names.DCGM_CLOCK_EVENT_REASONS} or {names.DCGM_CLOCK_THROTTLE_REASONS}",
     "stress_throttled": names.STRESS_THROTTLED,
     "stress_ended_s": names.STRESS_END_TIMESTAMP_S,
     "stress_sustained_ratio": names.STRESS_SUSTAINED_RATIO,
@@ -177,8 +179,12 @@ def _gpu(uuid: str, g: _Gpu, hot_c: float) -> FleetGpu:
     used, free, total = value("vram_used_mib"), value("vram_free_mib"), value("vram_total_mib")
     if total is None and used is not None and free is not None:
         total = used + free
-    reasons = (tuple(sorted(r for r, active in g.reasons.items() if active and r in _THROTTLE_LABELS))
-               if g.reasons_known else None)
+    reasons: tuple[str, ...] | None = None
+    if g.reasons_known:
+        reasons = tuple(sorted(r for r, active in g.reasons.items() if active and r in _THROTTLE_LABELS))
+    elif (mask := value("clock_event_mask")) is not None and 0 <= mask < 1 << 32:
+        reasons = tuple(sorted(label for reason, label in names.REASONS
+                               if int(mask) & reason and label in _THROTTLE_LABELS))
     stress = None
     if "stress_throttled" in g.values:
         stress = StressVerdict(g.values["stress_throttled"] == 1.0, value("stress_ended_s"),

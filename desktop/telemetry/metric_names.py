@@ -125,6 +125,12 @@ EFFECTIVE_LOAD_GAUGE: Final = "rigscope_gpu_effective_load_percent"
 REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple((r, (r.name or hex(r.value)).lower()) for r in SINGLE_REASONS)
 
 
+#: dcgm-exporter's clock-event mask (NVML's bits, ``advisor.clock_events``), served where its counters file lists it:
+#: the name since DCGM 3.3, and the one before. Read by the fleet reader, not written by Rigscope's exporter (its
+#: ``rigscope_clock_event_active{reason}`` says the same per reason).
+DCGM_CLOCK_EVENT_REASONS: Final = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+DCGM_CLOCK_THROTTLE_REASONS: Final = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+
 #: The machine's name on a series: dcgm-exporter's ``Hostname``, or ``hostname`` (newer dcgm-exporter
 #: releases), in that order; Prometheus' ``instance`` (the scrape target) where neither is there.
 HOST_LABELS: Final[tuple[str, ...]] = ("Hostname", "hostname")

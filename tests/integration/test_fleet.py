@@ -26,16 +26,19 @@ REPO = Path(__file__).resolve().parents[2]
 #: Two Rigscope machines (their exporters run on this one host: Prometheus relabels their Hostname) and a
 #: DCGM-only one; another DCGM-only one that a test switches off.
 RIGS = {"rig-one": "rtx4090-laptop", "rig-two": "h100,h100"}
-DCGM_HOST, GONE_HOST = "dcgm-node", "dcgm-gone"
+DCGM_HOST, GONE_HOST, MASK_HOST = "dcgm-node", "dcgm-gone", "dcgm-mask"
 PASSWORD = "fleet-s3cret-pw"
 #: bcrypt (cost 4) of PASSWORD, for Prometheus' --web.config.file.
 PASSWORD_BCRYPT = "$2b$04$q3kIP2z12Y.6pAsJYt13P.6q41yUXBGCKtiacmC4oPB4jKZ2oYk2y"
 TOKEN = "tok-9f8e7d6c5b4a-never-shown"
 
 
-def _dcgm_page(host: str, uuid: str) -> bytes:
+def _dcgm_page(host: str, uuid: str, mask_name: str = "") -> bytes:
+    """dcgm-exporter's default counters for one GPU; with ``mask_name``, also its clock-event mask (power cap and HW
+    thermal slowdown), as a counters file that lists it serves."""
     labels = f'gpu="0",UUID="{uuid}",device="nvidia0",modelName="NVIDIA A100-SXM4-80GB",Hostname="{host}"'
-    lines = [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61", f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 312.5",
+    lines = [f"{mask_name}{{{labels}}} {0x4 | 0x40}"] if mask_name else []
+    lines += [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61", f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 312.5",
              f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 97", f"DCGM_FI_DEV_SM_CLOCK{{{labels}}} 1410",
              f"DCGM_FI_DEV_FB_USED{{{labels}}} 40000", f"DCGM_FI_DEV_FB_FREE{{{labels}}} 41920"]
     return ("\n".join(lines) + "\n").encode()
@@ -138,6 +141,8 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     recorders, ports = [], {}
     gone = {"up": True}
     dcgm = _Server(lambda: (200, "text/plain; version=0.0.4", _dcgm_page(DCGM_HOST, "GPU-dcgm-0000")))
+    dcgm_mask = _Server(lambda: (200, "text/plain; version=0.0.4",
+                                 _dcgm_page(MASK_HOST, "GPU-mask-0000", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")))
     dcgm_gone = _Server(lambda: (200, "text/plain; version=0.0.4", _dcgm_page(GONE_HOST, "GPU-gone-0000"))
                         if gone["up"] else (503, "text/plain", b"gone\n"))
     prometheus = None
@@ -157,14 +162,14 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             f"    metric_relabel_configs:\n      - {{source_labels: [Hostname], regex: '.+', target_label: Hostname, "
             f"replacement: {host}}}\n" for host, port in ports.items())
         scrape += (f"  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm.port}', "
-                   f"'127.0.0.1:{dcgm_gone.port}']}}]\n")
+                   f"'127.0.0.1:{dcgm_gone.port}', '127.0.0.1:{dcgm_mask.port}']}}]\n")
         prometheus, base = _start_prometheus(tmp, scrape)
 
         def ready() -> bool:
             assert prometheus is not None and prometheus.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
             for recorder, host in zip(recorders, RIGS, strict=True):
                 assert recorder.poll() is None, (tmp / f"{host}.log").read_text()[-2000:]
-            return (_count(base, "DCGM_FI_DEV_GPU_TEMP") == 5 and _count(base, "rigscope_info") == 2
+            return (_count(base, "DCGM_FI_DEV_GPU_TEMP") == 6 and _count(base, "rigscope_info") == 2
                     and _count(base, "rigscope_recorder_up") == 2 and _count(base, "rigscope_power_limit_watts") == 3)
 
         until(ready, 90.0)
@@ -176,6 +181,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             _stop(recorder)
         dcgm.close()
         dcgm_gone.close()
+        dcgm_mask.close()
 
 
 def test_fleet_json_lists_every_machine_and_gpu_live(scraped: dict[str, Any]) -> None:
@@ -208,6 +214,11 @@ def test_fleet_json_lists_every_machine_and_gpu_live(scraped: dict[str, Any]) ->
     assert (gpu["uuid"], gpu["temperature_c"], gpu["power_w"], gpu["vram_total_mib"]) == ("GPU-dcgm-0000", 61.0,
                                                                                             312.5, 81920.0)
     assert gpu["power_limit_w"] is None and gpu["throttle_reasons"] is None and gpu["throttled"] is None
+    # A dcgm-exporter that serves the clock-event mask (here under its pre-3.3 name): throttling is known.
+    masked = machines[MASK_HOST]
+    assert masked["source"] == "dcgm" and "throttle reasons" not in masked["missing"]
+    assert masked["gpus"][0]["throttle_reasons"] == ["hw_thermal_slowdown", "sw_power_cap"]
+    assert "throttled" in masked["attention"]
     # One request per metric, whatever the number of machines.
     assert doc["requests"] == len(_queries())
 

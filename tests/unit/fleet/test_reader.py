@@ -36,13 +36,16 @@ class Canned:
         self.answers.setdefault(promql, []).append((labels, value))
 
     def gpu(self, host: dict[str, str], index: int, uuid: str, *, temp: float = 50.0, live: bool = True,
-            rigscope: bool = True, reasons: tuple[str, ...] = (), stress_throttled: bool | None = None) -> None:
+            rigscope: bool = True, reasons: tuple[str, ...] = (), stress_throttled: bool | None = None,
+            mask: int | None = None) -> None:
         labels = _gpu_labels(host, index, uuid)
         self.add("last_seen_s", labels, NOW_S - (1.0 if live else 600.0))
         if live:
             for key, value in (("temperature_c", temp), ("power_w", 300.0), ("utilization_pct", 90.0),
                                ("vram_used_mib", 1000.0), ("vram_free_mib", 3000.0), ("sm_clock_mhz", 1500.0)):
                 self.add(key, labels, value)
+            if mask is not None:
+                self.add("clock_event_mask", labels, float(mask))
             if rigscope:
                 self.add("power_limit_w", labels, 700.0)
                 # As the query answers: each active reason, and one series without a reason for the GPU.
@@ -182,7 +185,8 @@ def test_the_reader_queries_the_names_the_exporter_writes() -> None:
     from desktop.exporter import collector
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
-    written = {f.name for f in names.DCGM_FIELDS} | {n for n, _, _ in names.INFO_GAUGES}
+    written = ({f.name for f in names.DCGM_FIELDS} | {n for n, _, _ in names.INFO_GAUGES}
+               | {names.DCGM_CLOCK_EVENT_REASONS, names.DCGM_CLOCK_THROTTLE_REASONS})  # dcgm-exporter's only
     asked = set()
     for promql in (GPU_QUERIES | HOST_QUERIES).values():
         asked |= set(re.findall(r"\b(?:DCGM_FI_\w+|rigscope_\w+)", promql))
@@ -204,3 +208,15 @@ def test_without_a_time_every_query_is_at_the_servers_first_instant() -> None:
     fleet = canned.read(at_s=None)
     assert canned.times[0] is None and set(canned.times[1:]) == {f"{NOW_S:.3f}"}
     assert fleet.queried_at_s == NOW_S
+
+
+def test_a_dcgm_only_machine_with_the_clock_event_mask_says_what_throttles_it() -> None:
+    canned = Canned()
+    canned.gpu({"Hostname": "dgx-mask"}, 0, "GPU-m", rigscope=False, mask=0x1 | 0x4 | 0x20)
+    canned.gpu({"Hostname": "dgx-idle"}, 0, "GPU-i", rigscope=False, mask=0x1)
+    canned.gpu({"Hostname": "dgx-plain"}, 0, "GPU-p", rigscope=False)
+    by_name = {m.name: m for m in canned.read().machines}
+    assert by_name["dgx-mask"].gpus[0].throttle_reasons == ("sw_power_cap", "sw_thermal_slowdown")  # not idle
+    assert by_name["dgx-mask"].attention == ("throttled",) and by_name["dgx-idle"].gpus[0].throttled is False
+    assert "throttle reasons" not in by_name["dgx-mask"].missing and by_name["dgx-mask"].source == "dcgm"
+    assert by_name["dgx-plain"].gpus[0].throttle_reasons is None and "throttle reasons" in by_name["dgx-plain"].missing
