@@ -11,7 +11,6 @@ with the number of machines.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from advisor.clock_events import THROTTLE_REASONS
@@ -175,7 +174,9 @@ def _index_order(index: str | None) -> tuple[int, str]:
 
 
 def _gpu(uuid: str, g: _Gpu, hot_c: float) -> FleetGpu:
-    value: Callable[[str], float | None] = lambda key: _finite(g.values.get(key))  # noqa: E731
+    def value(key: str) -> float | None:
+        return _finite(g.values.get(key))
+
     used, free, total = value("vram_used_mib"), value("vram_free_mib"), value("vram_total_mib")
     if total is None and used is not None and free is not None:
         total = used + free
