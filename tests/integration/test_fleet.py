@@ -383,3 +383,53 @@ def test_verbose_logging_never_writes_the_token(guarded: str, tmp_path: Path) ->
     assert result.returncode == 2 and "answered HTTP 401" in result.stderr
     assert "HTTP Request: GET" in result.stderr  # the logging did run
     assert TOKEN not in result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def tls_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real Prometheus serving HTTPS with a self-signed certificate for 127.0.0.1 (openssl); yields its URL and
+    the certificate, once it answers."""
+    import ssl
+
+    openssl = require_tool("openssl", "openssl")
+    tmp = tmp_path_factory.mktemp("tls")
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    dcgm = _Server(lambda: (200, "text/plain; version=0.0.4", _dcgm_page(DCGM_HOST, "GPU-dcgm-0000")))
+    proc, base = _start_prometheus(
+        tmp, f"  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm.port}']}}]\n",
+        web_config=f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n")
+    url = base.replace("http://", "https://")
+    context = ssl.create_default_context(cafile=str(cert))
+    try:
+        def answers() -> bool:
+            assert proc.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=5, context=context) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        until(answers, 60.0)
+        yield url, cert
+    finally:
+        _stop(proc)
+        dcgm.close()
+
+
+def test_an_unverifiable_certificate_is_one_line_and_a_ca_file_reads_it(tls_prometheus: tuple[str, Path],
+                                                                       tmp_path: Path) -> None:
+    url, cert = tls_prometheus
+    line = _one_line_exit_2(fleet(url, env=_env(tmp_path)))
+    assert f"cannot reach Prometheus at {url}: its TLS certificate could not be verified" in line
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "settings.toml").write_text(f'[fleet]\nca_file = "{cert}"\n')
+
+    def read() -> bool:
+        result = fleet(url, "--json", env=_env(tmp_path))
+        assert result.returncode in (0, 2), result.stderr
+        return result.returncode == 0 and DCGM_HOST in result.stdout
+
+    until(read, 60.0)  # verified against the CA file, once Prometheus has scraped the target
