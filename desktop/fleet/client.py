@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -119,8 +120,16 @@ class PrometheusClient:
         self.bytes_received = 0
         creds = connection.credentials
         self._secrets = [s for s in (creds.secret if creds else "",) if s]
+        verify: bool | ssl.SSLContext = connection.verify if isinstance(connection.verify, bool) else True
+        if isinstance(connection.verify, str):
+            try:
+                verify = ssl.create_default_context(cafile=connection.verify)
+            except (OSError, ssl.SSLError) as exc:  # the CA bundle: missing, unreadable, not certificates
+                why = exc.strerror or exc  # an SSLError is an OSError too
+                raise FleetError(f"fleet.ca_file: cannot use {printable(connection.verify)} as CA certificates: "
+                                 f"{printable(str(why))}") from exc
         self._client = httpx.Client(
-            timeout=connection.timeout_s, verify=connection.verify, transport=transport,
+            timeout=connection.timeout_s, verify=verify, transport=transport,
             auth=creds.basic() if creds else None, headers=creds.headers() if creds else None,
             follow_redirects=False, trust_env=False)
 

@@ -129,3 +129,14 @@ def test_fleet_settings_take_long_or_empty_text_and_keep_the_currency_short() ->
     assert dict(problems)["fleet.url"].startswith("must not contain control characters")
     round_trip = config.from_mapping(config.to_mapping(config.Settings()))
     assert round_trip == (config.Settings(), [])
+
+
+def test_a_ca_file_that_is_missing_or_not_certificates_is_one_line(tmp_path: Path) -> None:
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    for path, why in ((tmp_path / "none.pem", "No such file or directory"), (garbage, "NO_CERTIFICATE_OR_CRL_FOUND")):
+        with pytest.raises(FleetError) as caught:
+            PrometheusClient(Connection("https://prom:9090", verify=str(path)))
+        message = str(caught.value)
+        assert message.startswith(f"fleet.ca_file: cannot use {path} as CA certificates: ") and why in message
+        assert "\n" not in message
