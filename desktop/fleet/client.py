@@ -183,6 +183,9 @@ class PrometheusClient:
                              "(--timeout S, settings fleet.timeout_s)") from exc
         except httpx.HTTPError as exc:
             raise FleetError(f"cannot reach Prometheus at {self.shown}: {self._why(exc)}") from exc
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a host name the resolver cannot encode ("a..b")
+            raise FleetError(f"cannot reach Prometheus at {self.shown}: not a valid host name "
+                             f"({printable(str(exc))})") from exc
         if len(body) > MAX_RESPONSE_BYTES:
             raise FleetError(f"Prometheus at {self.shown} answered more than {MAX_RESPONSE_BYTES >> 20} MiB to "
                              f"{printable(promql)!r}")

@@ -26,7 +26,9 @@ def connection_from(settings: FleetSettings, *, url: str | None = None, timeout_
     chosen = url if url is not None else settings.url
     if not chosen.strip():
         raise FleetError("no Prometheus server given: pass --prometheus URL or set url under [fleet] in settings")
-    verify: bool | str = settings.ca_file if settings.ca_file and settings.tls_verify else settings.tls_verify
+    verify: bool | str = settings.tls_verify
+    if settings.ca_file and settings.tls_verify:
+        verify = os.path.expanduser(settings.ca_file)
     return Connection(check_url(chosen), timeout_s if timeout_s is not None else settings.timeout_s, verify,
                       credentials_from(settings, env))
 

@@ -140,3 +140,11 @@ def test_a_ca_file_that_is_missing_or_not_certificates_is_one_line(tmp_path: Pat
         message = str(caught.value)
         assert message.startswith(f"fleet.ca_file: cannot use {path} as CA certificates: ") and why in message
         assert "\n" not in message
+
+
+@pytest.mark.parametrize("url", ["http://a..b:9090", "http://" + "a" * 300 + ".com"])
+def test_a_host_name_the_resolver_cannot_encode_is_one_line(url: str) -> None:
+    with PrometheusClient(Connection(url, timeout_s=1.0)) as client, \
+            pytest.raises(FleetError, match="not a valid host name") as caught:
+        client.query("up")
+    assert "\n" not in str(caught.value)
