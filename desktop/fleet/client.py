@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,7 +21,8 @@ import httpx
 from advisor.safetext import printable
 from desktop.errors import UserError
 
-#: Seconds a request may take unless told otherwise (settings ``fleet.timeout_s``, ``--timeout``).
+#: Seconds a request may take, its whole answer included, unless told otherwise (settings ``fleet.timeout_s``,
+#: ``--timeout``).
 DEFAULT_TIMEOUT_S = 5.0
 #: The largest answer read (a 50 x 8 GPU fleet answers a few hundred kB per query).
 MAX_RESPONSE_BYTES = 64 << 20
@@ -111,8 +113,10 @@ def _number(text: Any) -> float:
 class PrometheusClient:
     """Instant and range queries against one Prometheus-compatible server (Thanos, Mimir, VictoriaMetrics too)."""
 
-    def __init__(self, connection: Connection, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, connection: Connection, *, transport: httpx.BaseTransport | None = None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
         self.connection = connection
+        self.max_response_bytes = max_response_bytes
         self.base_url = check_url(connection.url)
         self.shown = shown_url(self.base_url)
         self.requests = 0
@@ -174,21 +178,7 @@ class PrometheusClient:
 
     def _get(self, path: str, params: dict[str, str], promql: str) -> dict[str, Any]:
         self.requests += 1
-        try:
-            response = self._client.get(self.base_url + path, params=params)
-            body = response.read()
-            self.bytes_received += len(body)
-        except httpx.TimeoutException as exc:
-            raise FleetError(f"Prometheus at {self.shown} did not answer within {self.connection.timeout_s:g} s "
-                             "(--timeout S, settings fleet.timeout_s)") from exc
-        except httpx.HTTPError as exc:
-            raise FleetError(f"cannot reach Prometheus at {self.shown}: {self._why(exc)}") from exc
-        except (httpx.InvalidURL, UnicodeError) as exc:  # a host name the resolver cannot encode ("a..b")
-            raise FleetError(f"cannot reach Prometheus at {self.shown}: not a valid host name "
-                             f"({printable(str(exc))})") from exc
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise FleetError(f"Prometheus at {self.shown} answered more than {MAX_RESPONSE_BYTES >> 20} MiB to "
-                             f"{printable(promql)!r}")
+        response, body = self._fetch(path, params, promql)
         if response.status_code in (401, 403):
             raise FleetError(self._refused(response.status_code))
         payload = self._json(body)
@@ -203,6 +193,34 @@ class PrometheusClient:
         if not isinstance(data, dict):
             raise self._not_prometheus("a success without data")
         return data
+
+    def _fetch(self, path: str, params: dict[str, str], promql: str) -> tuple[httpx.Response, bytes]:
+        """The response and its whole body, or FleetError: unreachable, too slow, too large."""
+        slow = FleetError(f"Prometheus at {self.shown} did not answer within {self.connection.timeout_s:g} s "
+                          "(--timeout S, settings fleet.timeout_s)")
+        # httpx's timeout bounds each read; the deadline bounds the whole answer (a server trickling a byte a
+        # second would pass every read), and the cap its size, both checked as it arrives.
+        deadline = time.monotonic() + self.connection.timeout_s
+        try:
+            with self._client.stream("GET", self.base_url + path, params=params) as response:
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    self.bytes_received += len(chunk)
+                    if size > self.max_response_bytes:
+                        raise FleetError(f"Prometheus at {self.shown} answered more than "
+                                         f"{self.max_response_bytes:,} bytes to {printable(promql)!r}")
+                    if time.monotonic() > deadline:
+                        raise slow
+                    chunks.append(chunk)
+                return response, b"".join(chunks)
+        except httpx.TimeoutException as exc:
+            raise slow from exc
+        except httpx.HTTPError as exc:
+            raise FleetError(f"cannot reach Prometheus at {self.shown}: {self._why(exc)}") from exc
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a host name the resolver cannot encode ("a..b")
+            raise FleetError(f"cannot reach Prometheus at {self.shown}: not a valid host name "
+                             f"({printable(str(exc))})") from exc
 
     def _refused(self, status: int) -> str:
         creds = self.connection.credentials

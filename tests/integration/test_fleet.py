@@ -47,7 +47,7 @@ def _dcgm_page(host: str, uuid: str, mask_name: str = "") -> bytes:
 class _Server:
     """A tiny HTTP server on loopback answering every GET with ``answer()`` -> (status, content type, body)."""
 
-    def __init__(self, answer: Callable[[], tuple[int, str, bytes]]) -> None:
+    def __init__(self, answer: Callable[[], tuple[int, str, bytes]], trickle: bool = False) -> None:
         outer = self
         self.answer = answer
         self.release = threading.Event()
@@ -67,7 +67,19 @@ class _Server:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Trickle(Handler):
+            def do_GET(self) -> None:  # headers at once, then a byte every 0.2 s until the test ends
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                while not outer.release.wait(0.2):
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle if trickle else Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self.url = f"http://127.0.0.1:{self.port}"
@@ -306,6 +318,16 @@ def test_a_slow_server_times_out_in_one_line(tmp_path: Path) -> None:
     finally:
         server.close()
     assert "did not answer within 0.5 s" in line
+
+
+def test_a_server_that_trickles_its_answer_is_cut_off_at_the_timeout(tmp_path: Path) -> None:
+    """Every read gets a byte within httpx's per-read timeout; the whole answer still has --timeout S."""
+    server = _Server(lambda: (200, "", b""), trickle=True)
+    try:
+        line = _one_line_exit_2(fleet(server.url, "--timeout", "1", env=_env(tmp_path)))
+    finally:
+        server.close()
+    assert "did not answer within 1 s" in line
 
 
 def test_a_server_that_is_not_prometheus_is_one_line(tmp_path: Path) -> None:

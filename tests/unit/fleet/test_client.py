@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -148,3 +149,18 @@ def test_a_host_name_the_resolver_cannot_encode_is_one_line(url: str) -> None:
             pytest.raises(FleetError, match="not a valid host name") as caught:
         client.query("up")
     assert "\n" not in str(caught.value)
+
+
+def test_an_answer_past_the_cap_is_one_line_and_not_read_whole() -> None:
+    sent = {"chunks": 0}
+
+    def endless() -> Iterator[bytes]:
+        while True:
+            sent["chunks"] += 1
+            yield b"x" * 1000
+
+    client = PrometheusClient(Connection("http://prom.test:9090"), max_response_bytes=10_000,
+                              transport=httpx.MockTransport(lambda request: httpx.Response(200, content=endless())))
+    with client, pytest.raises(FleetError, match=r"answered more than 10,000 bytes to 'up'"):
+        client.query("up")
+    assert sent["chunks"] <= 12
