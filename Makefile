@@ -28,7 +28,7 @@ XCB_PACKAGES := libxcb1 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysym
                 libegl1 libgl1 libfontconfig1 libfreetype6 libdbus-1-3
 # Debian packages the integration tests use (a real Prometheus server, packaging
 # validators, PDF rendering, a virtual X screen with a window on it and a screenshot of it).
-DEB_PACKAGES := prometheus desktop-file-utils appstream systemd poppler-utils xvfb xauth \
+DEB_PACKAGES := prometheus openssl desktop-file-utils appstream systemd poppler-utils xvfb xauth \
                 x11-utils imagemagick $(XCB_PACKAGES)
 export QT_QPA_PLATFORM ?= offscreen
 

@@ -90,6 +90,26 @@ class StartupSettings:
 
 
 @dataclass(frozen=True)
+class FleetSettings:
+    """`rigscope fleet` (and later the Fleet page): the Prometheus server that scrapes the team's machines.
+
+    Secrets only by reference: a file holding the token or the password (read when used), or the
+    environment (RIGSCOPE_FLEET_TOKEN, RIGSCOPE_FLEET_USER and RIGSCOPE_FLEET_PASSWORD), never the secret here."""
+
+    #: The server's base URL, e.g. http://prometheus:9090 ("" = not set: the Fleet is off).
+    url: str = ""
+    timeout_s: float = 5.0
+    tls_verify: bool = True
+    #: A CA bundle to verify the server's certificate against ("" = the system's).
+    ca_file: str = ""
+    #: Basic auth: the user, and a file holding the password.
+    user: str = ""
+    password_file: str = ""
+    #: A file holding a bearer token.
+    token_file: str = ""
+
+
+@dataclass(frozen=True)
 class Settings:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
@@ -100,6 +120,7 @@ class Settings:
     jobs: JobSettings = field(default_factory=JobSettings)
     startup: StartupSettings = field(default_factory=StartupSettings)
     advisor: AdvisorSettings = field(default_factory=AdvisorSettings)
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
 
 #: The one allowed range (seconds, inclusive) for the sampling interval: Settings, its field, and
@@ -138,6 +159,17 @@ _RANGES: dict[str, tuple[float, float]] = {
     "advisor.hollow_util_pct": (1.0, 100.0),
     "advisor.low_effective_load_pct": (1.0, 100.0),
     "advisor.low_effective_share_pct": (1.0, 100.0),
+    "fleet.timeout_s": (0.1, 300.0),
+}
+
+#: Text settings other than the short default (non-empty, at most 16 characters: a currency): key ->
+#: (the longest accepted, whether "" is accepted as "not set").
+_TEXT_LIMITS: dict[str, tuple[int, bool]] = {
+    "fleet.url": (2048, True),
+    "fleet.ca_file": (4096, True),
+    "fleet.user": (256, True),
+    "fleet.password_file": (4096, True),
+    "fleet.token_file": (4096, True),
 }
 
 SettingsProblem = tuple[str, str]
@@ -201,10 +233,11 @@ def _coerce(key: str, kind: Any, value: Any) -> tuple[Any, str | None]:
     if kind is str:
         if isinstance(value, str) and (problem := _text_problem(value)) is not None:
             return None, problem
-        if not isinstance(value, str) or not value.strip():
-            return None, "must not be empty"
-        if len(value) > 16:
-            return None, "must be at most 16 characters"
+        longest, may_be_empty = _TEXT_LIMITS.get(key, (16, False))
+        if not isinstance(value, str) or not (value.strip() or may_be_empty):
+            return None, "must not be empty" if not may_be_empty else "must be text"
+        if len(value) > longest:
+            return None, f"must be at most {longest} characters"
         return value.strip(), None
     return None, "unsupported setting"
 

@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "jobs": "jobs",
     "compare": "compare",
     "usage": "usage",
+    "fleet": "fleet",
 }
 
 

@@ -32,7 +32,8 @@ dcgm-exporter writes them, so DCGM Grafana dashboards work unchanged):
   active now, power limit, max clocks, slowdown temperature, fan, PCIe link; per host the
   GPU count by state, the last stress verdict and throughput, and recorder health.
 
-A metric the GPU does not support is omitted, never 0; a lost GPU's series disappear while
+Every name comes from ``desktop.telemetry.metric_names``, the one table the fleet reader (``desktop.fleet``)
+reads them back by. A metric the GPU does not support is omitted, never 0; a lost GPU's series disappear while
 the other GPUs' stay (its clock-event counters resume when it comes back).
 """
 
@@ -50,17 +51,10 @@ from prometheus_client import CollectorRegistry
 
 from desktop.config import DEFAULT_LISTEN
 from desktop.errors import UserError
-from desktop.exporter.collector import (
-    DCGM_FIELDS,
-    GPU_LABELS,
-    MAX_SAMPLE_GAP_S,
-    REASONS,
-    DcgmField,
-    RecorderHealth,
-    SnapshotCollector,
-)
+from desktop.exporter.collector import MAX_SAMPLE_GAP_S, RecorderHealth, SnapshotCollector
 from desktop.exporter.server import start_bounded_server
 from desktop.telemetry.loop import run_every
+from desktop.telemetry.metric_names import DCGM_FIELDS, GPU_LABELS, REASONS, DcgmField
 from desktop.telemetry.model import Snapshot
 
 if TYPE_CHECKING:

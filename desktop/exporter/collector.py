@@ -1,6 +1,7 @@
 """The collector behind the exporter: dcgm-exporter-named and ``rigscope_*`` metrics from the latest Snapshot.
 
-Names, HELP texts and labels follow dcgm-exporter (see ``desktop.exporter``'s docstring);
+Names, HELP texts and labels follow dcgm-exporter (see ``desktop.exporter``'s docstring) and come from
+``desktop.telemetry.metric_names``, which the fleet reader reads them back by;
 everything is built per scrape from state captured under one lock, so the recorder thread
 can feed snapshots while Prometheus scrapes.
 """
@@ -15,9 +16,22 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
-from advisor.clock_events import SINGLE_REASONS
 from advisor.safetext import printable
 from desktop import __version__
+from desktop.telemetry import metric_names as names
+from desktop.telemetry.metric_names import (
+    DCGM_FIELDS,
+    EFFECTIVE_LOAD_GAUGE,
+    GPU_LABELS,
+    INFO_GAUGES,
+    NS_PER_S,
+    PROCESS_GAUGES,
+    PROCESS_LABELS,
+    PROF_GAUGES,
+    REASONS,
+    SAMPLE_GAUGES,
+    VIOLATION_COUNTERS,
+)
 from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuProcess, GpuReading, Snapshot
 
 if TYPE_CHECKING:
@@ -27,93 +41,8 @@ if TYPE_CHECKING:
 #: counted towards clock-event seconds: nobody saw what the GPU did meanwhile.
 MAX_SAMPLE_GAP_S = 60.0
 
-#: dcgm-exporter's per-GPU labels, in its order (pci_bus_id since 3.3: NVML's "00000000:01:00.0").
-GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
-
-
-@dataclass(frozen=True, slots=True)
-class DcgmField:
-    """One dcgm-exporter series fed from a GpuSample field."""
-
-    name: str
-    kind: str  # "gauge" | "untyped"
-    help: str
-    sample_field: str
-
-
-#: Names and HELP texts as in dcgm-exporter's etc/default-counters.csv.
-DCGM_FIELDS: tuple[DcgmField, ...] = (
-    DcgmField("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", "sm_clock_mhz"),
-    DcgmField("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", "mem_clock_mhz"),
-    DcgmField("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temperature_c"),
-    DcgmField("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w"),
-    DcgmField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "untyped",
-              "Total energy consumption since boot (in mJ).", "energy_mj"),
-    DcgmField("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "untyped",
-              "Total number of bytes transmitted through PCIe TX (in KB) via NVML.", "pcie_tx_kib_s"),
-    DcgmField("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "untyped",
-              "Total number of bytes received through PCIe RX (in KB) via NVML.", "pcie_rx_kib_s"),
-    DcgmField("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "utilization_gpu_pct"),
-    DcgmField("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "utilization_mem_pct"),
-    DcgmField("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "vram_free_mib"),
-    DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "vram_used_mib"),
-)
-
-#: dcgm-exporter's throttle-time counters, in ns as dcgm-exporter documents them since late 2025 (older
-#: releases said "in us": the README's fleet note): running totals of the per-sample seconds NVML counted
-#: under the causes named (summed).
-VIOLATION_COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).",
-     ("clock_event_sw_power_cap_s", "clock_event_hw_power_brake_s")),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in ns).",
-     ("clock_event_sw_thermal_s", "clock_event_hw_thermal_s")),
-)
-NS_PER_S = 1e9
-
-#: (metric name, HELP, GpuSample field) for the rigscope_* per-GPU gauges read from the sample.
-SAMPLE_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("rigscope_fan_speed_percent", "Fan speed as a share of its maximum (in %).", "fan_pct"),
-    ("rigscope_pcie_link_gen", "Current PCIe link generation.", "pcie_gen"),
-    ("rigscope_pcie_link_width", "Current PCIe link width (lanes).", "pcie_width"),
-)
-
-#: (metric name, HELP, GpuInfo field) for the rigscope_* per-GPU limits.
-INFO_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("rigscope_power_limit_watts", "Enforced board power limit (in W).", "power_limit_enforced_w"),
-    ("rigscope_sm_clock_max_mhz", "Maximum SM clock frequency (in MHz).", "sm_clock_max_mhz"),
-    ("rigscope_mem_clock_max_mhz", "Maximum memory clock frequency (in MHz).", "mem_clock_max_mhz"),
-    ("rigscope_slowdown_temperature_celsius", "Temperature at which the GPU starts to slow down (in C).",
-     "temp_slowdown_c"),
-    ("rigscope_fb_total_mib", "Framebuffer memory total (in MiB).", "vram_total_mib"),
-)
-
-#: (metric name, HELP, GpuProcess field) for the per-process utilization gauges; a process whose GPU does
-#: not report it has no series (missing is omitted, never 0).
-PROCESS_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("rigscope_process_sm_util_percent", "Share of the GPU's SMs the process used over the last process poll "
-     "(in %).", "sm_util_pct"),
-    ("rigscope_process_mem_util_percent", "Share of the GPU's memory bandwidth the process used over the last "
-     "process poll (in %).", "mem_util_pct"),
-    ("rigscope_process_enc_util_percent", "Share of the video encoder the process used (in %).", "enc_util_pct"),
-    ("rigscope_process_dec_util_percent", "Share of the video decoder the process used (in %).", "dec_util_pct"),
-)
-PROCESS_LABELS: tuple[str, ...] = ("gpu", "UUID", "Hostname", "pid", "process_name")
 #: Series per GPU and gauge at most (the busiest by SM, then VRAM): a pid is a label, keep the count sane.
 MAX_PROCESSES_PER_GPU = 16
-
-#: dcgm-exporter's profiling gauges (ratios 0..1, as DCGM has them), served only where the GPU measures them
-#: (NVML GPM: Hopper, Blackwell): (name, HELP, GpmActivity field). Never the estimate under these names.
-PROF_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "sm_active_pct"),
-    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "tensor_active_pct"),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
-     "dram_active_pct"),
-    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "graphics_active_pct"),
-)
-EFFECTIVE_LOAD_GAUGE = "rigscope_gpu_effective_load_percent"
-
-#: The clock-event reasons exported, as (reason, label value).
-REASONS: tuple[tuple[ClockEventReason, str], ...] = tuple((r, (r.name or hex(r.value)).lower()) for r in SINGLE_REASONS)
 
 
 @dataclass
@@ -245,12 +174,12 @@ class SnapshotCollector(Collector):
             if family.samples:
                 yield family
         seconds = CounterMetricFamily(
-            "rigscope_clock_event_seconds",
+            names.CLOCK_EVENT_SECONDS,
             "Seconds the GPU spent with each clock-event (throttle) reason active, from the sample interval.",
             labels=[*labels, "reason"],
         )
         active = GaugeMetricFamily(
-            "rigscope_clock_event_active", "1 while the clock-event (throttle) reason is active, else 0.",
+            names.CLOCK_EVENT_ACTIVE, "1 while the clock-event (throttle) reason is active, else 0.",
             labels=[*labels, "reason"],
         )
         for reading, reason_s in ok:
@@ -302,11 +231,11 @@ class SnapshotCollector(Collector):
                       stress: StressResult | None, recorder: RecorderHealth | None) -> Iterator[Metric]:
         host = [self.hostname]
         if snapshot is not None:
-            info = GaugeMetricFamily("rigscope_info", "Rigscope version and where its GPU numbers come from.",
+            info = GaugeMetricFamily(names.INFO, "Rigscope version and where its GPU numbers come from.",
                                      labels=["Hostname", "version", "source"])
             info.add_metric([*host, __version__, snapshot.source.kind], 1.0)
             yield info
-            stamp = GaugeMetricFamily("rigscope_last_sample_timestamp_seconds",
+            stamp = GaugeMetricFamily(names.LAST_SAMPLE_TIMESTAMP_S,
                                       "When the latest GPU sample was taken (Unix time).", labels=["Hostname"])
             stamp.add_metric(host, snapshot.time_s)
             yield stamp
@@ -328,18 +257,18 @@ def _stress_metrics(result: StressResult, hostname: str) -> Iterator[Metric]:
     values = [printable(v) for v in (result.gpu_uuid, result.gpu_name, hostname, result.workload, result.dtype,
                                       result.unit)]
     rows: list[tuple[str, str, float]] = [
-        ("rigscope_stress_last_throughput", "Sustained throughput of the last stress test (in its unit label).",
+        (names.STRESS_THROUGHPUT, "Sustained throughput of the last stress test (in its unit label).",
          result.sustained_throughput),
-        ("rigscope_stress_last_peak_throughput", "Peak throughput of the last stress test (in its unit label).",
+        (names.STRESS_PEAK_THROUGHPUT, "Peak throughput of the last stress test (in its unit label).",
          result.peak_throughput),
-        ("rigscope_stress_last_throttled", "1 when the last stress test's verdict was 'throttled', else 0.",
+        (names.STRESS_THROTTLED, "1 when the last stress test's verdict was 'throttled', else 0.",
          1.0 if result.throttled else 0.0),
-        ("rigscope_stress_last_errors", "Result mismatches found by the last stress test.", float(result.errors)),
-        ("rigscope_stress_last_end_timestamp_seconds", "When the last stress test ended (Unix time).",
+        (names.STRESS_ERRORS, "Result mismatches found by the last stress test.", float(result.errors)),
+        (names.STRESS_END_TIMESTAMP_S, "When the last stress test ended (Unix time).",
          result.ended_s),
     ]
     if result.peak_throughput > 0:
-        rows.append(("rigscope_stress_last_sustained_ratio", "Sustained / peak throughput of the last stress test.",
+        rows.append((names.STRESS_SUSTAINED_RATIO, "Sustained / peak throughput of the last stress test.",
                      result.sustained_throughput / result.peak_throughput))
     for name, help_text, value in rows:
         gauge = GaugeMetricFamily(name, help_text, labels=labels)
@@ -348,22 +277,22 @@ def _stress_metrics(result: StressResult, hostname: str) -> Iterator[Metric]:
 
 
 def _recorder_metrics(health: RecorderHealth, hostname: str) -> Iterator[Metric]:
-    up = GaugeMetricFamily("rigscope_recorder_up", "1 while the recorder is writing history, else 0.",
+    up = GaugeMetricFamily(names.RECORDER_UP, "1 while the recorder is writing history, else 0.",
                            labels=["Hostname"])
     up.add_metric([hostname], 1.0 if health.up else 0.0)
     yield up
     if health.last_write_s is not None:
-        last = GaugeMetricFamily("rigscope_recorder_last_write_timestamp_seconds",
+        last = GaugeMetricFamily(names.RECORDER_LAST_WRITE_TIMESTAMP_S,
                                  "When the recorder last committed samples (Unix time).", labels=["Hostname"])
         last.add_metric([hostname], health.last_write_s)
         yield last
     if health.rows_written is not None:
-        rows = CounterMetricFamily("rigscope_recorder_rows_written", "Sample rows the recorder has written.",
+        rows = CounterMetricFamily(names.RECORDER_ROWS_WRITTEN, "Sample rows the recorder has written.",
                                    labels=["Hostname"])
         rows.add_metric([hostname], float(health.rows_written))
         yield rows
     if health.write_errors is not None:
-        errors = CounterMetricFamily("rigscope_recorder_write_errors", "Failed history writes since start.",
+        errors = CounterMetricFamily(names.RECORDER_WRITE_ERRORS, "Failed history writes since start.",
                                      labels=["Hostname"])
         errors.add_metric([hostname], float(health.write_errors))
         yield errors

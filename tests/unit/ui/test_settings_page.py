@@ -131,3 +131,17 @@ def test_start_at_login_is_changed_off_the_gui_thread(qtbot, tmp_path):
     assert signal.args[0].startup.start_at_login is True and calls == [True]
     assert page.status.text() == "Saved." and page.save_button.isEnabled()
     assert config.load(tmp_path / "settings.toml")[0].startup.start_at_login is True
+
+
+def test_saving_the_page_keeps_the_fleet_settings_it_has_no_fields_for(qtbot, tmp_path):
+    """[fleet] has no fields on the page yet (the Fleet page will add them): a save must not lose it."""
+    import dataclasses
+
+    fleet = config.FleetSettings(url="https://prometheus.example:9090", timeout_s=12.0, tls_verify=False,
+                                 user="team", password_file="/run/secrets/prometheus")
+    page, _ = make_page(qtbot, tmp_path, settings=dataclasses.replace(Settings(), fleet=fleet))
+    page.editors["alerts.temperature_c"].setText("80")
+    with qtbot.waitSignal(page.applied):
+        assert page.save() is True
+    assert config.load(tmp_path / "settings.toml") == (dataclasses.replace(
+        Settings(), fleet=fleet, alerts=dataclasses.replace(Settings().alerts, temperature_c=80.0)), [])
