@@ -85,7 +85,8 @@ class PowerCap:
 
     #: None: the run did not meet its limit.
     kind: PowerCapKind | None
-    #: The averaged power under load (a 10 % trimmed mean), W; None without power readings.
+    #: The averaged power under load (a 10 % trimmed mean), W, over the samples the cap bit marks where it marks
+    #: any (the power while capped, as ``advisor.cap_share`` means it); None without power readings.
     level_w: float | None
     #: Share of the load time at >= 95 % of the limit (None without a limit).
     at_limit_share: float | None
@@ -104,12 +105,18 @@ def _trimmed_mean(values: FloatArray) -> float | None:
 
 
 def power_cap(power_w: FloatArray | None, sm_clock_mhz: FloatArray | None, loaded: BoolArray,
-              interval_s: FloatArray, *, limit_w: float | None, cap_share: float) -> PowerCap:
-    """How the run under ``loaded`` met its limit; ``cap_share``: the share of the load with the cap bit set."""
+              interval_s: FloatArray, *, limit_w: float | None, cap_share: float,
+              capped: BoolArray | None = None) -> PowerCap:
+    """How the run under ``loaded`` met its limit; ``cap_share``: the share of the load with the cap bit set,
+    ``capped``: the samples it was set in. The level is the power while capped where the bit says when: a job
+    that waits on its data loader half the time is at its limit while capped, not at the mean of both halves
+    (a card once said "55 % of the load at 95 W, 63 % of its 150 W power limit: another limit")."""
     n = loaded.shape[0]
     power = np.asarray(power_w, dtype=np.float64)[:n] if power_w is not None else np.full(n, np.nan)
     ok = loaded & np.isfinite(power)
-    level = _trimmed_mean(power[ok]) if ok.any() else None
+    while_capped = ok & capped[:n] if capped is not None and capped.shape[0] >= n else None
+    level_rows = while_capped if while_capped is not None and while_capped.any() else ok
+    level = _trimmed_mean(power[level_rows]) if level_rows.any() else None
     limit = limit_w if limit_w and limit_w > 0 else None
     at_share = None
     if limit is not None and ok.any():

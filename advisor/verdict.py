@@ -275,7 +275,8 @@ def _limit_in_force(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, fl
     if steps:
         trace = replace(trace, power_limit_w=steps[0].limit_w)
     return trace, power_cap(trace.power_w, trace.sm_clock_mhz, run.loaded, run.interval_s,
-                            limit_w=trace.power_limit_w, cap_share=shares.get("power_cap", 0.0)), []
+                            limit_w=trace.power_limit_w, cap_share=shares.get("power_cap", 0.0),
+                            capped=run.causes.on("power_cap") if run.causes is not None else None), []
 
 
 class _Common(_PowerFields):

@@ -116,7 +116,10 @@ def power_cap_clause(verdict: Verdict, trace: RunTrace) -> str:
     if verdict.power_cap == "at_limit":
         share = verdict.power_at_limit_share
         whole = "the whole run" if share is None or share >= WHOLE_RUN_SHARE else f"{_pct(share)} of the run"
-        text = f"at {_limit_text(verdict, trace)} {whole}: normal for a dense GEMM"
+        # A log (judged on its clock) or a GEMM stress run is the dense GEMM case; a job's own throughput is any load.
+        normal = "normal for a dense GEMM" if verdict.basis == "clock" or verdict.unit == "TFLOP/s" \
+            else "normal under full load"
+        text = f"at {_limit_text(verdict, trace)} {whole}: {normal}"
         return text + (f"; the clock at {of_max} is what that limit buys" if of_max else "")
     if verdict.power_cap in ("cap_bit", "below_limit") and level is not None and verdict.power_limit_w:
         text = (f"power cap active {_pct(cap_share)} of the load at {level:.0f} W, "

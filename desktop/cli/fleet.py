@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from advisor.wording import count_text
 from desktop.cli.common import add_json, load_settings, text_table
 from desktop.errors import UserError
 
@@ -125,8 +126,8 @@ def format_fleet(fleet: Fleet) -> str:
                          ", ".join(_ATTENTION_WORDS[a] for a in sorted(attention, key=_ATTENTION_ORDER.index))))
             label = ""
     gpus = sum(len(m.gpus) for m in fleet.machines)
-    head = (f"{len(fleet.machines)} machine(s), {gpus} GPU(s) from Prometheus at {fleet.server} "
-            f"({fleet.requests} queries), most in need of attention first")
+    head = (f"{count_text(len(fleet.machines), 'machine')}, {count_text(gpus, 'GPU')} from Prometheus at "
+            f"{fleet.server} ({fleet.requests} queries), most in need of attention first")
     notes = [f"{m.name}: DCGM only (dcgm-exporter): no {', '.join(m.missing)}"
              for m in fleet.machines if m.source == "dcgm"]
     from advisor.safetext import printable

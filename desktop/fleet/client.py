@@ -80,7 +80,7 @@ def check_url(url: str) -> str:
     except ValueError:  # a port out of range or not a number, a bad IPv6 literal
         ok = False
     if not ok:
-        raise FleetError(f"{shown_url(text)!r} is not a Prometheus URL: give http(s)://HOST:PORT, "
+        raise FleetError(f"{shown_url(text)!r} is not a Prometheus URL: give http://HOST:PORT or https://HOST:PORT, "
                          "e.g. http://prometheus:9090")
     if "@" in parts.netloc:  # a secret in a URL ends up in shell history, settings and logs
         raise FleetError(f"{shown_url(text)!r}: give no user or password in the URL; use RIGSCOPE_FLEET_USER and "

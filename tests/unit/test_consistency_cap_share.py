@@ -103,3 +103,18 @@ def test_every_cap_share_on_a_job_card_says_what_it_is_a_share_of(
     for name, pages in capped.items():
         for page, text in pages.items():
             assert CARD_CAP.match(text), f"{page}: {name}: {text!r}"
+
+
+def test_the_data_loader_job_s_verdict_does_not_contradict_its_power_cap_row(tmp_path: Path) -> None:
+    # Its card said "power cap active 55 % of the load at 95 W, 63 % of its 150 W power limit: another limit than
+    # the board power" beside its own "capped 100 % of its 6.6 busy hours at its 150 W limit, mean 150 W while
+    # capped": the verdict's level mixed the data-loader waits into the power while capped.
+    from advisor.job_card import JobCard
+
+    db = tmp_path / "demo.sqlite"
+    assert cli.main(["demo", "--db", str(db), "--json"], now_s=NOW_S) == 0
+    with HistoryStore.open(db, readonly=True) as store:
+        (job,) = [j for j in store.jobs() if j.name == "train_dataloader.py"]
+    card = JobCard.from_dict(job.card or {})
+    assert "another limit" not in card.verdict and "at its 150 W power limit" in card.verdict, card.verdict
+    assert "dense GEMM" not in card.verdict  # a training job's throughput, not a GEMM

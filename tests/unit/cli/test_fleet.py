@@ -40,7 +40,7 @@ def test_the_table_escapes_names_and_says_what_needs_attention() -> None:
     text = format_fleet(fleet)
     assert "\x1b" not in text and "\u202e" not in text and "ws-\\x1b[31mred" in text
     lines = text.splitlines()
-    assert lines[0] == "3 machine(s), 3 GPU(s) from Prometheus at http://prom:9090 (18 queries), most in need of " \
+    assert lines[0] == "3 machines, 3 GPUs from Prometheus at http://prom:9090 (18 queries), most in need of " \
                        "attention first"
     rows = lines[2:5]
     assert rows[0].strip().startswith("gone-1 (DCGM only)") and "DOWN" in rows[0] and "15 min ago" in rows[0]
