@@ -148,6 +148,7 @@ class RigscopeApp(QObject):
         w.add_page("costs", "Costs", self._build_costs_page)
         w.add_page("history", "History", self._build_history_page)
         w.add_page("jobs", "Jobs", self._build_jobs_page)
+        w.add_page("fleet", "Fleet", self._build_fleet_page)
         w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
 
     @property
@@ -258,6 +259,12 @@ class RigscopeApp(QObject):
 
         return HistoryPage(self.history_source.weeks, self.history_source.report,
                            default_week=self.history_source.default_week)
+
+    def _build_fleet_page(self) -> PageWidget:
+        from desktop.ui.pages.fleet_page import FleetPage
+
+        # Read through the app at each refresh: a URL saved in Settings takes effect on the next one.
+        return FleetPage(lambda: self.settings.fleet, lambda: self.settings.alerts.temperature_c, self.theme)
 
     def _build_settings_page(self) -> SettingsPage:
         from desktop.ui.pages.settings_page import SettingsPage
