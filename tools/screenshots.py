@@ -72,6 +72,25 @@ def _select_starved_job(app: RigscopeApp) -> None:
         page.table.selectRow(names.index("train_dataloader.py"))
 
 
+def _show_fleet(app: RigscopeApp) -> None:
+    """The Fleet page over a canned fleet (tools/fleet_demo.py): two Rigscope machines, one DCGM-only, ws-lab clicked."""
+    from desktop.config import FleetSettings
+    from desktop.ui.pages.fleet_page import FleetPage
+    from tools.fleet_demo import SERVER, demo_fleet, demo_history
+
+    page = app.window.page("fleet")
+    assert isinstance(page, FleetPage)
+    now_s = app.last_snapshot.time_s if app.last_snapshot is not None else time.time()
+    page.settings_source = lambda: FleetSettings(url=SERVER)  # no read: the canned answers are shown instead
+    page.clock = lambda: now_s
+    app.window.banners.clear()  # the demo GPU's banner is about this machine, not the fleet
+    page.show_state()  # shown before the URL was set: the empty state until now; no timer, no read
+    page.apply_fleet(demo_fleet(now_s))
+    page.selected = "ws-lab"
+    page.cards["ws-lab"].set_selected(True)
+    page.show_history(demo_history(now_s))
+
+
 def _show_week(app: RigscopeApp) -> None:
     """The History page opens on the newest week; the picture shows the last full one."""
     combo = app.history_page.week_combo
@@ -91,6 +110,7 @@ SHOTS: list[Shot] = [
     Shot("stress", "stress-empty.png", "dark"),  # before the first run: the empty state, not 0-1 charts
     Shot("history", "history.png", "dark", prepare=_show_week),
     Shot("jobs", "jobs.png", "dark", prepare=_select_starved_job),
+    Shot("fleet", "fleet.png", "dark", prepare=_show_fleet),
 ]
 
 

@@ -30,8 +30,11 @@ PLOTTED: dict[str, str] = {
 }
 #: The throttle reasons a lane shows for a Rigscope machine (their exporter label values).
 LANE_LABELS: tuple[str, ...] = tuple(label for reason, label in names.REASONS if reason & THROTTLE_REASONS)
+#: What a lane row is called on the plot (the Dashboard's names for the causes: "Power cap").
+LANE_TITLES: dict[str, str] = {label: reason.label for reason, label in names.REASONS if label in LANE_LABELS}
 #: A DCGM-only machine's lanes: its violation counters (name -> the lane's label).
 VIOLATION_LANES: dict[str, str] = {"DCGM_FI_DEV_POWER_VIOLATION": "power", "DCGM_FI_DEV_THERMAL_VIOLATION": "thermal"}
+LANE_TITLES.update({"power": "Power (DCGM)", "thermal": "Thermal (DCGM)"})
 
 Points = list[tuple[float, float]]
 

@@ -10,8 +10,9 @@ line on the page, the last good reading stays shown. Click a card: the machine's
 
 from __future__ import annotations
 
+import html
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from advisor.safetext import printable
 from desktop.config import FleetSettings
 from desktop.fleet.client import Connection, FleetError, PrometheusClient
 from desktop.fleet.connect import connection_from
-from desktop.fleet.history import LANE_LABELS, VIOLATION_LANES, WINDOWS_S, MachineHistory, read_history
+from desktop.fleet.history import LANE_LABELS, LANE_TITLES, VIOLATION_LANES, WINDOWS_S, MachineHistory, read_history
 from desktop.fleet.model import Fleet, FleetMachine
 from desktop.fleet.reader import read_fleet
 from desktop.ui.background import Loader
@@ -68,11 +69,11 @@ class FleetPage(PageWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.theme = theme
-        self._settings = settings
+        self.settings_source = settings
         self._hot_c = hot_c
         self._client_factory = client_factory
         self._environ = environ
-        self._clock = clock
+        self.clock = clock
         self.fleet: Fleet | None = None
         self.cards: dict[str, MachineCard] = {}
         self._order: list[str] = []
@@ -112,7 +113,7 @@ class FleetPage(PageWidget):
         self.split.addWidget(self._detail())
         self.split.setSizes([620, 780])
         layout.addWidget(self.split, 1)
-        self._show_state()
+        self.show_state()
 
     def _detail(self) -> QWidget:
         """The right side: the clicked machine's name, the window picker, its plots."""
@@ -129,6 +130,10 @@ class FleetPage(PageWidget):
         top.addWidget(QLabel("Window"))
         top.addWidget(self.window_combo)
         detail_layout.addLayout(top)
+        #: Which colour is which GPU (the plots' hover readout says it too).
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        detail_layout.addWidget(self.legend)
         self.plots = self._new_plots()
         detail_layout.addWidget(self.plots, 1)
         self.detail_layout = detail_layout
@@ -136,7 +141,7 @@ class FleetPage(PageWidget):
 
     # --- the Page protocol -----------------------------------------------------------
     def page_shown(self) -> None:
-        self._show_state()
+        self.show_state()
         if self.configured:
             self.read_now()
             self.timer.start()
@@ -158,18 +163,18 @@ class FleetPage(PageWidget):
     # --- reading ---------------------------------------------------------------------
     @property
     def configured(self) -> bool:
-        return bool(self._settings().url.strip())
+        return bool(self.settings_source().url.strip())
 
     @property
     def loading(self) -> bool:
         return self.loader.busy or self.history_loader.busy
 
     def _client(self) -> PrometheusClient:
-        return self._client_factory(connection_from(self._settings(), environ=self._environ))
+        return self._client_factory(connection_from(self.settings_source(), environ=self._environ))
 
     def read_now(self) -> None:
         """Read the fleet on a worker thread, unless a read is still on its way (a slow server is not piled on)."""
-        self._show_state()
+        self.show_state()
         if not self.configured or self.loader.busy:
             return
         hot_c = self._hot_c()
@@ -197,7 +202,7 @@ class FleetPage(PageWidget):
     def apply_fleet(self, fleet: Fleet) -> None:
         """Show a reading: the GUI thread's whole share of a refresh (cards kept by name, texts set when changed)."""
         self.fleet = fleet
-        now = self._clock()
+        now = self.clock()
         names = [m.name for m in fleet.machines]
         for machine in fleet.machines:
             card = self.cards.get(machine.name)
@@ -236,7 +241,7 @@ class FleetPage(PageWidget):
             f"read at {_clock_text(fleet.queried_at_s)} · {fleet.requests} requests · "
             f"every {self.timer.interval() / 1000:g} s")
 
-    def _show_state(self) -> None:
+    def show_state(self) -> None:
         on = self.configured
         self.empty.setVisible(not on)
         self.split.setVisible(on)
@@ -258,7 +263,7 @@ class FleetPage(PageWidget):
         if name is None or machine is None:
             return
         window_s = WINDOWS_S[self.window_combo.currentText()]
-        end_s = self._clock()
+        end_s = self.clock()
         dcgm_only = machine.source == "dcgm"
         self.detail_title.setText(f"{printable(name)}: reading {self.window_combo.currentText()}…")
 
@@ -269,13 +274,13 @@ class FleetPage(PageWidget):
             except FleetError as exc:
                 return _Failed(str(exc))
 
-        self.history_loader.run(work, self._history_done, lambda text: self._history_failed(_Failed(text)))
+        self.history_loader.run(work, self.show_history, lambda text: self._history_failed(_Failed(text)))
 
     def _history_failed(self, failed: _Failed) -> None:
         self.detail_title.setText(f"{printable(self.selected or '')}: reading its plots failed: "
                                   f"{failed.text.splitlines()[0] if failed.text else ''}")
 
-    def _history_done(self, result: MachineHistory | _Failed) -> None:
+    def show_history(self, result: MachineHistory | _Failed) -> None:
         if isinstance(result, _Failed):
             self._history_failed(result)
             return
@@ -285,25 +290,43 @@ class FleetPage(PageWidget):
         self.detail_title.setText(f"{printable(result.machine)} over {window}"
                                   + (" (DCGM only: power and thermal violation counters as lanes)"
                                      if result.violation_lanes else ""))
+        self.legend.setText(self._legend(machine))
         old = self.plots
         self.plots = self._new_plots(machine, result)
         self.detail_layout.replaceWidget(old, self.plots)
         old.deleteLater()
         self.plots.set_x_range(result.start_s, result.end_s)
 
+    def _legend(self, machine: FleetMachine | None) -> str:
+        if machine is None:
+            return ""
+        series = self.theme.series
+        return "&nbsp;&nbsp;".join(
+            f"<span style='color:{series[i % len(series)]}'>━━</span> "
+            f"{html.escape(printable(' '.join(('GPU', g.index or g.uuid, g.model or ''))).strip())}"
+            for i, g in enumerate(machine.gpus))
+
     def _new_plots(self, machine: FleetMachine | None = None, history: MachineHistory | None = None) -> PlotColumn:
         """A fresh column for one machine: a series per GPU in each plot, a lane row per throttle cause."""
         column = PlotColumn(self.theme)
         gpus = [g.uuid for g in machine.gpus] if machine is not None else []
         labels = {g.uuid: f"GPU {printable(g.index or g.uuid)}" for g in machine.gpus} if machine else {}
-        lane_names = list(VIOLATION_LANES.values()) if history and history.violation_lanes else list(LANE_LABELS)
+        lane_names = _lane_names(history)
         for key, title, unit in PLOTS:
             plot = column.add_plot(key, title, unit, y_range=(0, 100) if key == "util" else None)
             for i, gpu in enumerate(gpus):
                 plot.add_series(gpu, labels[gpu], colour=self.theme.series[i % len(self.theme.series)])
                 points = history.series.get(gpu, {}).get(key, []) if history else []
                 plot.set_data(gpu, *_arrays(points))
-        lane = column.add_plot("lane", "Throttle causes (share of time)", "", height=40 + 18 * len(lane_names))
+        if machine is not None:
+            for key, limit, text in (("power", max(_known(g.power_limit_w for g in machine.gpus), default=None),
+                                      "power limit"),
+                                     ("vram", max(_known(g.vram_total_mib for g in machine.gpus), default=None),
+                                      "total"),
+                                     ("temp", min(_known(g.slowdown_temperature_c for g in machine.gpus), default=None),
+                                      "slowdown")):
+                column.plot(key).set_limit(key, limit, text)
+        lane = column.add_plot("lane", "Throttle causes (share of time)", "", height=70 + 18 * len(lane_names))
         for i, gpu in enumerate(gpus):
             for row, reason in enumerate(lane_names):
                 key = f"{gpu}/{reason}"
@@ -311,8 +334,22 @@ class FleetPage(PageWidget):
                                 width=2, style="solid", downsample=False)
                 times, shares = _arrays(history.lanes.get(gpu, {}).get(reason, []) if history else [])
                 lane.set_data(key, times, row - 0.4 + 0.8 * shares)
-        lane.set_categories(lane_names)
+        lane.set_categories([LANE_TITLES.get(name, name) for name in lane_names])
         return column
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def _lane_names(history: MachineHistory | None) -> list[str]:
+    """A DCGM-only machine's two violation counters; a Rigscope machine's throttle causes that held in the
+    window (in the exporter's order), else the one row "none" (ten empty rows would leave no room for names)."""
+    if history is not None and history.violation_lanes:
+        return list(VIOLATION_LANES.values())
+    held = {reason for lanes in (history.lanes.values() if history else ()) for reason, points in lanes.items()
+            if any(share > 0 for _t, share in points)}
+    return [label for label in LANE_LABELS if label in held] or ["none"]
 
 
 def _arrays(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:

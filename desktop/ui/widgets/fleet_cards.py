@@ -61,20 +61,21 @@ def stress_text(gpu: FleetGpu) -> str:
 
 
 def gpu_line(gpu: FleetGpu, dcgm_only: bool) -> str:
-    """One GPU's line on its card: what it runs at now, against its limits where the machine says them."""
+    """One GPU on its card, two lines: which GPU and its state (throttled, last stress test), then what it runs
+    at now against its limits where the machine says them."""
     name = printable(gpu.model or gpu.uuid)
     index = f"GPU {printable(gpu.index)}" if gpu.index is not None else "GPU"
     if not gpu.live:
-        return f"{index}  {name}  no reading now"
-    vram = _of(gpu.vram_used_mib, gpu.vram_total_mib, "MiB")
-    parts = [f"{index}  {name}", _num(gpu.utilization_pct, "%"), f"VRAM {vram}", _num(gpu.temperature_c, "°C"),
-             _of(gpu.power_w, gpu.power_limit_w, "W"),
-             f"SM {_of(gpu.sm_clock_mhz, gpu.sm_clock_max_mhz, 'MHz')}"]
+        return f"{index}  {name}  ·  no reading now"
+    first = [f"{index}  {name}"]
     if not dcgm_only:
-        parts.append(throttle_text(gpu))
+        first.append(throttle_text(gpu))
         if stress := stress_text(gpu):
-            parts.append(stress)
-    return "  ·  ".join(parts)
+            first.append(stress)
+    vram = _of(gpu.vram_used_mib, gpu.vram_total_mib, "MiB")
+    second = [_num(gpu.utilization_pct, "%"), f"VRAM {vram}", _num(gpu.temperature_c, "°C"),
+              _of(gpu.power_w, gpu.power_limit_w, "W"), f"SM {_of(gpu.sm_clock_mhz, gpu.sm_clock_max_mhz, 'MHz')}"]
+    return "  ·  ".join(first) + "\n      " + "  ·  ".join(second)
 
 
 def header_text(machine: FleetMachine, now_s: float) -> str:

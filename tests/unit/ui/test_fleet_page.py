@@ -191,8 +191,8 @@ def test_clicking_a_machine_shows_its_plots_and_throttle_lanes(qtbot) -> None:
     times, values = page.plots.plot("temp").data("GPU-b")
     assert list(values) == [60.0, 70.0, 80.0] and np.all(np.diff(times) == 60.0)
     lane = page.plots.plot("lane")
-    row = lane.categories.index("sw_power_cap")
-    assert "gpu_idle" not in lane.categories  # idle is no throttle cause
+    assert lane.categories == ("Power cap",)  # only the causes that held; idle is no throttle cause
+    row = 0
     assert list(lane.data("GPU-b/sw_power_cap")[1]) == [row - 0.4, row, row + 0.4]
     # A range query per plot and one for the lanes, not one per GPU; a 1 h window at most 400 points.
     assert page.history.requests == 6 and page.history.step_s == 15.0
@@ -207,7 +207,7 @@ def test_a_dcgm_only_machine_shows_its_violation_counters_as_lanes(qtbot) -> Non
     page.window_combo.setCurrentText("7 d")
     page.select("dgx\x1b[31m")
     qtbot.waitUntil(lambda: page.history is not None, timeout=30_000)
-    assert page.history.violation_lanes and page.plots.plot("lane").categories == ("power", "thermal")
+    assert page.history.violation_lanes and page.plots.plot("lane").categories == ("Power (DCGM)", "Thermal (DCGM)")
     assert page.history.step_s == 7 * 86400 / 400
     assert any("DCGM_FI_DEV_POWER_VIOLATION" in q and "1e+09" in q for q in canned.asked)
     assert "\x1b" not in page.detail_title.text() and "DCGM only" in page.detail_title.text()
