@@ -73,7 +73,7 @@ def _select_starved_job(app: RigscopeApp) -> None:
 
 
 def _show_fleet(app: RigscopeApp) -> None:
-    """The Fleet page over a canned fleet (tools/fleet_demo.py): two Rigscope machines, one DCGM-only, ws-lab clicked."""
+    """The Fleet page over a canned fleet (tools/fleet_demo.py): two Rigscope machines, one DCGM-only; ws-lab open."""
     from desktop.config import FleetSettings
     from desktop.ui.pages.fleet_page import FleetPage
     from tools.fleet_demo import SERVER, demo_fleet, demo_history
