@@ -1,17 +1,16 @@
 """The Fleet page's machine cards: one per machine, a line per GPU, updated in place on each refresh.
 
-A refresh of 50 machines x 8 GPUs changes only the texts that changed (``set_value``): the cards are kept
-by machine name and only re-ordered when the attention order moved, so the GUI thread's share of a
+A refresh of 50 machines x 8 GPUs repaints only the texts that changed: the cards are kept
+by machine name and only re-ordered when the attention order moved, and their text is painted by hand
+(``TextLines``: a new text repaints, it does not lay the page out again), so the GUI thread's share of a
 refresh stays small (tests/bench/test_bench_fleet_page.py). Every shown string goes through ``printable``.
 """
 
 from __future__ import annotations
 
-import time
-
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QFrame, QSizePolicy, QVBoxLayout, QWidget
 
 from advisor.safetext import printable
 from desktop.fleet.model import FleetGpu, FleetMachine
@@ -95,8 +94,60 @@ def attention_text(machine: FleetMachine) -> str:
     words = [ATTENTION_WORDS.get(a, a) for a in machine.attention]
     text = "Needs attention: " + ", ".join(words) if words else "OK"
     if machine.missing:
-        text += "  (DCGM only: no " + ", ".join(machine.missing) + ")"
+        text += "\nDCGM only: no " + ", ".join(machine.missing)
     return text
+
+
+class TextLines(QWidget):
+    """Lines of plain text painted by hand, each cut with "…" to the width (its tooltip has them whole).
+
+    A new text of as many lines only repaints: the height depends on the line count alone and the width on
+    the layout, so nothing above is laid out again. A QLabel asks its parents for a new layout at every text
+    change, which with 50 cards of 8 GPUs cost ~20 ms of the GUI thread per refresh."""
+
+    def __init__(self, bold: bool = False, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        if bold:
+            font = self.font()
+            font.setBold(True)
+            self.setFont(font)
+        self._lines: list[str] = []
+        self._colour: QColor | None = None
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    def setText(self, text: str) -> None:
+        lines = text.split("\n") if text else []
+        if lines == self._lines:
+            return
+        resized = len(lines) != len(self._lines)
+        self._lines = lines
+        self.setToolTip(text)
+        if resized:
+            self.updateGeometry()
+        self.update()
+
+    def set_colour(self, colour: str | None) -> None:
+        self._colour = QColor(colour) if colour else None
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(240, self.fontMetrics().lineSpacing() * len(self._lines))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(80, self.sizeHint().height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        metrics = self.fontMetrics()
+        painter.setPen(self._colour or self.palette().color(QPalette.ColorRole.WindowText))
+        width = self.width()
+        for row, line in enumerate(self._lines):
+            text = metrics.elidedText(line, Qt.TextElideMode.ElideRight, width)
+            painter.drawText(0, row * metrics.lineSpacing() + metrics.ascent(), text)
+        painter.end()
 
 
 class MachineCard(QFrame):
@@ -113,35 +164,21 @@ class MachineCard(QFrame):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(10, 6, 10, 6)
         self._layout.setSpacing(2)
-        self.header = QLabel()
-        self.header.setTextFormat(Qt.TextFormat.PlainText)
-        font = self.header.font()
-        font.setBold(True)
-        self.header.setFont(font)
-        self.attention = QLabel()
-        self.attention.setTextFormat(Qt.TextFormat.PlainText)
-        self.attention.setWordWrap(True)
+        self.header = TextLines(bold=True)
+        self.attention = TextLines()
+        self.gpus_label = TextLines()
         self._layout.addWidget(self.header)
         self._layout.addWidget(self.attention)
-        self.gpu_labels: list[QLabel] = []
+        self._layout.addWidget(self.gpus_label)
         self.selected = False
         self._level = ""
         self.machine: FleetMachine | None = None
 
     def update_from(self, machine: FleetMachine, now_s: float) -> None:
         self.machine = machine
-        _set(self.header, header_text(machine, now_s))
-        _set(self.attention, attention_text(machine))
-        while len(self.gpu_labels) < len(machine.gpus):
-            label = QLabel()
-            label.setTextFormat(Qt.TextFormat.PlainText)
-            self.gpu_labels.append(label)
-            self._layout.addWidget(label)
-        for label, gpu in zip(self.gpu_labels, machine.gpus, strict=False):
-            _set(label, gpu_line(gpu, machine.source == "dcgm"))
-            label.setVisible(True)
-        for label in self.gpu_labels[len(machine.gpus):]:
-            label.setVisible(False)
+        self.header.setText(header_text(machine, now_s))
+        self.attention.setText(attention_text(machine))
+        self.gpus_label.setText("\n".join(gpu_line(gpu, machine.source == "dcgm") for gpu in machine.gpus))
         level = "bad" if machine.attention[:1] in (("down",), ("throttled",)) else (
             "warn" if machine.attention else "ok")
         if level != self._level:
@@ -159,7 +196,7 @@ class MachineCard(QFrame):
         border = t.accent if self.selected else t.border
         self.setStyleSheet(f"#fleetCard {{ border: 1px solid {border}; border-left: 5px solid {edge};"
                            f" border-radius: 4px; background: {t.base}; }}")
-        self.attention.setStyleSheet(f"color: {edge if self._level != 'ok' else t.muted};")
+        self.attention.set_colour(edge if self._level != "ok" else t.muted)
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
@@ -171,10 +208,3 @@ class MachineCard(QFrame):
         super().mousePressEvent(event)
 
 
-def _set(label: QLabel, text: str) -> None:
-    if label.text() != text:
-        label.setText(text)
-
-
-def now_s() -> float:
-    return time.time()

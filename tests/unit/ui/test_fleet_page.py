@@ -107,14 +107,14 @@ def test_a_card_per_machine_in_the_clis_order_read_off_the_gui_thread(qtbot) -> 
     assert _card_order(page) == [m.name for m in canned.read().machines] == ["ws-hot", "dgx\x1b[31m", "ws-fine"]
     hot = page.cards["ws-hot"]
     assert "throttled now" in hot.attention.text()
-    lines = [label.text() for label in hot.gpu_labels]
+    lines = hot.gpus_label.text().split("\nGPU ")  # a GPU per two lines, the second indented
     assert "throttled: sw_power_cap" in lines[0] and "50 °C" in lines[0] and "300 / 700 W" in lines[0]
     assert "not throttled" in lines[1]
     assert "recorder up" in hot.header.text() and "seen 1 s ago" in hot.header.text()
     dgx = page.cards["dgx\x1b[31m"]
     assert "\x1b" not in dgx.header.text() and "DCGM only" in dgx.header.text()
     assert "no throttle reasons" in dgx.attention.text()
-    assert "throttle" not in dgx.gpu_labels[0].text() and "300 W" in dgx.gpu_labels[0].text()
+    assert "throttle" not in dgx.gpus_label.text() and "300 W" in dgx.gpus_label.text()
     assert "3 machines, 4 GPUs (1 DCGM only)" in page.status.text()
     _close(page)
 
