@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from desktop.fleet.advice import FleetAdvice, GpuUse, fleet_advice
 from desktop.fleet.client import Sample
 from desktop.fleet.history import MachineHistory, step_for
 from desktop.fleet.model import Fleet
@@ -84,3 +85,21 @@ def demo_history(now_s: float, window_s: float = 3600.0) -> MachineHistory:
         out.lanes[uuid] = {"sw_power_cap": [(t, busy * max(0.0, 2 * w - 1.0)) for t, w in
                                             zip(times, wave, strict=True)]}
     return out
+
+
+def demo_advice() -> FleetAdvice:
+    """A week of the canned fleet: ws-lab's GPU 0 at its power cap a fifth of its busy time, dgx-01 mostly idle."""
+    from desktop.advice import cost_inputs_from, load_cloud_offers, load_gpu_specs
+    from desktop.config import Settings
+
+    h = 3600.0
+    uses = [GpuUse("ws-anna", "GPU-7d1c", "NVIDIA GeForce RTX 4090 Laptop GPU", 61 * h, 168 * h, 6.5, index="0"),
+            GpuUse("ws-lab", "GPU-3a90", "NVIDIA H100 80GB HBM3", 122 * h, 168 * h, 78.0,
+                   {"sw_power_cap": 26 * h}, index="0"),
+            GpuUse("ws-lab", "GPU-3a91", "NVIDIA H100 80GB HBM3", 71 * h, 168 * h, 40.0, index="1"),
+            GpuUse("dgx-01", "GPU-b210", "NVIDIA A100-SXM4-80GB", 21 * h, 168 * h, 14.0, index="0"),
+            GpuUse("dgx-01", "GPU-b211", "NVIDIA A100-SXM4-80GB", 0.0, 168 * h, 10.0, index="1")]
+    vram = {"NVIDIA GeForce RTX 4090 Laptop GPU": 16376.0, "NVIDIA H100 80GB HBM3": 81559.0,
+            "NVIDIA A100-SXM4-80GB": 81000.0}
+    return fleet_advice(uses, offers=load_cloud_offers(), specs=load_gpu_specs(),
+                        inputs=cost_inputs_from(Settings().costs), vram_mib=vram, requests=5)

@@ -76,7 +76,7 @@ def _show_fleet(app: RigscopeApp) -> None:
     """The Fleet page over a canned fleet (tools/fleet_demo.py): two Rigscope machines, one DCGM-only; ws-lab open."""
     from desktop.config import FleetSettings
     from desktop.ui.pages.fleet_page import FleetPage
-    from tools.fleet_demo import SERVER, demo_fleet, demo_history
+    from tools.fleet_demo import SERVER, demo_advice, demo_fleet, demo_history
 
     page = app.window.page("fleet")
     assert isinstance(page, FleetPage)
@@ -89,6 +89,7 @@ def _show_fleet(app: RigscopeApp) -> None:
     page.selected = "ws-lab"
     page.cards["ws-lab"].set_selected(True)
     page.show_history(demo_history(now_s))
+    page.show_advice(demo_advice())
 
 
 def _show_week(app: RigscopeApp) -> None:

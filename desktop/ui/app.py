@@ -261,10 +261,12 @@ class RigscopeApp(QObject):
                            default_week=self.history_source.default_week)
 
     def _build_fleet_page(self) -> PageWidget:
+        from desktop.fleet.advice import advise
         from desktop.ui.pages.fleet_page import FleetPage
 
         # Read through the app at each refresh: a URL saved in Settings takes effect on the next one.
-        return FleetPage(lambda: self.settings.fleet, lambda: self.settings.alerts.temperature_c, self.theme)
+        return FleetPage(lambda: self.settings.fleet, lambda: self.settings.alerts.temperature_c, self.theme,
+                         advise=lambda client, fleet: advise(client, fleet, self.settings))
 
     def _build_settings_page(self) -> SettingsPage:
         from desktop.ui.pages.settings_page import SettingsPage

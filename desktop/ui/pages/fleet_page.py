@@ -10,12 +10,10 @@ line on the page, the last good reading stays shown. Click a card: the machine's
 
 from __future__ import annotations
 
-import html
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import numpy as np
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
@@ -29,16 +27,17 @@ from PySide6.QtWidgets import (
 
 from advisor.safetext import printable
 from desktop.config import FleetSettings
+from desktop.fleet.advice import FleetAdvice
 from desktop.fleet.client import Connection, FleetError, PrometheusClient
 from desktop.fleet.connect import connection_from
-from desktop.fleet.history import LANE_LABELS, LANE_TITLES, VIOLATION_LANES, WINDOWS_S, MachineHistory, read_history
+from desktop.fleet.history import WINDOWS_S, MachineHistory, read_history
 from desktop.fleet.model import Fleet, FleetMachine
 from desktop.fleet.reader import read_fleet
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.fleet_cards import MachineCard
-from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.fleet_plots import legend_html, machine_plots
 
 #: How often the page reads the fleet while it is shown (seconds).
 REFRESH_S = 5.0
@@ -46,13 +45,12 @@ EMPTY_TEXT = ("No Prometheus server set. The Fleet page reads the machines a Pro
               "(rigscope record --prometheus on each machine, or dcgm-exporter). Set its URL under Settings › "
               "Fleet › Prometheus URL (url under [fleet] in settings.toml), e.g. http://prometheus:9090; "
               "credentials go in RIGSCOPE_FLEET_TOKEN, or RIGSCOPE_FLEET_USER and RIGSCOPE_FLEET_PASSWORD.")
-#: The plots of a clicked machine: key, title, unit (the Dashboard's set).
-PLOTS: tuple[tuple[str, str, str], ...] = (
-    ("util", "GPU utilization", "%"), ("vram", "VRAM used", "MiB"), ("temp", "Temperature", "°C"),
-    ("power", "Power", "W"), ("clock", "SM clock", "MHz"),
-)
 
 ClientFactory = Callable[[Connection], PrometheusClient]
+#: Reads the fleet's last 7 days and advises (desktop.fleet.advice); runs on a worker thread.
+Advise = Callable[[PrometheusClient, Fleet], FleetAdvice]
+#: How often the advice over 7 days is read again while the page is shown (seconds).
+ADVICE_EVERY_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class FleetPage(PageWidget):
     def __init__(self, settings: Callable[[], FleetSettings], hot_c: Callable[[], float], theme: Theme, *,
                  client_factory: ClientFactory = PrometheusClient, environ: Mapping[str, str] | None = None,
                  clock: Callable[[], float] = time.time, refresh_s: float = REFRESH_S,
-                 parent: QWidget | None = None) -> None:
+                 advise: Advise | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.theme = theme
         self.settings_source = settings
@@ -82,6 +80,11 @@ class FleetPage(PageWidget):
         self.error = ""
         self.loader = Loader(self, name="fleet")
         self.history_loader = Loader(self, name="fleet-history")
+        self.advice_loader = Loader(self, name="fleet-advice")
+        self._advise = advise
+        self.fleet_advice: FleetAdvice | None = None
+        #: When the advice was last asked for (the clock's time); None: not yet.
+        self._advice_asked_s: float | None = None
         self.timer = QTimer(self)
         self.timer.setInterval(round(refresh_s * 1000))
         self.timer.timeout.connect(self.read_now)
@@ -93,15 +96,21 @@ class FleetPage(PageWidget):
         self.status = QLabel()
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.status.setWordWrap(True)
+        layout.addWidget(self.empty)
+        layout.addWidget(self.status)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.addWidget(self._cards_column())
+        self.split.addWidget(self._detail())
+        self.split.setSizes([620, 780])
+        layout.addWidget(self.split, 1)
+        self.show_state()
+
+    def _cards_column(self) -> QWidget:
+        """The left side: the cards, scrolled, and the 7-day advice under them."""
         self.advice = QLabel()
         self.advice.setTextFormat(Qt.TextFormat.PlainText)
         self.advice.setWordWrap(True)
         self.advice.hide()
-        layout.addWidget(self.empty)
-        layout.addWidget(self.status)
-        layout.addWidget(self.advice)
-
-        self.split = QSplitter(Qt.Orientation.Horizontal)
         self.cards_box = QWidget()
         self.cards_layout = QVBoxLayout(self.cards_box)
         self.cards_layout.setContentsMargins(0, 0, 4, 0)
@@ -109,11 +118,12 @@ class FleetPage(PageWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.cards_box)
-        self.split.addWidget(scroll)
-        self.split.addWidget(self._detail())
-        self.split.setSizes([620, 780])
-        layout.addWidget(self.split, 1)
-        self.show_state()
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(scroll, 1)
+        left_layout.addWidget(self.advice)
+        return left
 
     def _detail(self) -> QWidget:
         """The right side: the clicked machine's name, the window picker, its plots."""
@@ -134,7 +144,7 @@ class FleetPage(PageWidget):
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         detail_layout.addWidget(self.legend)
-        self.plots = self._new_plots()
+        self.plots = machine_plots(self.theme)
         detail_layout.addWidget(self.plots, 1)
         self.detail_layout = detail_layout
         return detail
@@ -167,7 +177,7 @@ class FleetPage(PageWidget):
 
     @property
     def loading(self) -> bool:
-        return self.loader.busy or self.history_loader.busy
+        return self.loader.busy or self.history_loader.busy or self.advice_loader.busy
 
     def _client(self) -> PrometheusClient:
         return self._client_factory(connection_from(self.settings_source(), environ=self._environ))
@@ -194,6 +204,34 @@ class FleetPage(PageWidget):
             return
         self.error = ""
         self.apply_fleet(result)
+        self._maybe_advise(result)
+
+    def _maybe_advise(self, fleet: Fleet) -> None:
+        """Read the 7-day advice after the first reading, then every ``ADVICE_EVERY_S`` (not every refresh)."""
+        now = self.clock()
+        if self._advise is None or self.advice_loader.busy or (
+                self._advice_asked_s is not None and now - self._advice_asked_s < ADVICE_EVERY_S):
+            return
+        self._advice_asked_s = now
+        advise = self._advise
+
+        def work() -> FleetAdvice | _Failed:
+            try:
+                with self._client() as client:
+                    return advise(client, fleet)
+            except FleetError as exc:
+                return _Failed(str(exc))
+
+        self.advice_loader.run(work, self.show_advice, lambda text: self.show_advice(_Failed(text)))
+
+    def show_advice(self, result: FleetAdvice | _Failed) -> None:
+        if isinstance(result, _Failed):
+            self.advice.setText(f"Fleet advice: reading the last 7 days failed: {result.text.splitlines()[0]}")
+        else:
+            self.fleet_advice = result
+            lines = result.lines or ("Nothing to advise: no machine throttled or sat idle over the last 7 days.",)
+            self.advice.setText("Over the last 7 days:\n" + "\n".join(f"• {printable(line)}" for line in lines))
+        self.advice.show()
 
     def _read_failed(self, text: str) -> None:
         self.error = text.splitlines()[0] if text else "reading the fleet failed"
@@ -290,73 +328,12 @@ class FleetPage(PageWidget):
         self.detail_title.setText(f"{printable(result.machine)} over {window}"
                                   + (" (DCGM only: power and thermal violation counters as lanes)"
                                      if result.violation_lanes else ""))
-        self.legend.setText(self._legend(machine))
+        self.legend.setText(legend_html(self.theme, machine))
         old = self.plots
-        self.plots = self._new_plots(machine, result)
+        self.plots = machine_plots(self.theme, machine, result)
         self.detail_layout.replaceWidget(old, self.plots)
         old.deleteLater()
         self.plots.set_x_range(result.start_s, result.end_s)
-
-    def _legend(self, machine: FleetMachine | None) -> str:
-        if machine is None:
-            return ""
-        series = self.theme.series
-        return "&nbsp;&nbsp;".join(
-            f"<span style='color:{series[i % len(series)]}'>━━</span> "
-            f"{html.escape(printable(' '.join(('GPU', g.index or g.uuid, g.model or ''))).strip())}"
-            for i, g in enumerate(machine.gpus))
-
-    def _new_plots(self, machine: FleetMachine | None = None, history: MachineHistory | None = None) -> PlotColumn:
-        """A fresh column for one machine: a series per GPU in each plot, a lane row per throttle cause."""
-        column = PlotColumn(self.theme)
-        gpus = [g.uuid for g in machine.gpus] if machine is not None else []
-        labels = {g.uuid: f"GPU {printable(g.index or g.uuid)}" for g in machine.gpus} if machine else {}
-        lane_names = _lane_names(history)
-        for key, title, unit in PLOTS:
-            plot = column.add_plot(key, title, unit, y_range=(0, 100) if key == "util" else None)
-            for i, gpu in enumerate(gpus):
-                plot.add_series(gpu, labels[gpu], colour=self.theme.series[i % len(self.theme.series)])
-                points = history.series.get(gpu, {}).get(key, []) if history else []
-                plot.set_data(gpu, *_arrays(points))
-        if machine is not None:
-            for key, limit, text in (("power", max(_known(g.power_limit_w for g in machine.gpus), default=None),
-                                      "power limit"),
-                                     ("vram", max(_known(g.vram_total_mib for g in machine.gpus), default=None),
-                                      "total"),
-                                     ("temp", min(_known(g.slowdown_temperature_c for g in machine.gpus), default=None),
-                                      "slowdown")):
-                column.plot(key).set_limit(key, limit, text)
-        lane = column.add_plot("lane", "Throttle causes (share of time)", "", height=70 + 18 * len(lane_names))
-        for i, gpu in enumerate(gpus):
-            for row, reason in enumerate(lane_names):
-                key = f"{gpu}/{reason}"
-                lane.add_series(key, f"{labels[gpu]} {reason}", colour=self.theme.series[i % len(self.theme.series)],
-                                width=2, style="solid", downsample=False)
-                times, shares = _arrays(history.lanes.get(gpu, {}).get(reason, []) if history else [])
-                lane.set_data(key, times, row - 0.4 + 0.8 * shares)
-        lane.set_categories([LANE_TITLES.get(name, name) for name in lane_names])
-        return column
-
-
-def _known(values: Iterable[float | None]) -> list[float]:
-    return [v for v in values if v is not None]
-
-
-def _lane_names(history: MachineHistory | None) -> list[str]:
-    """A DCGM-only machine's two violation counters; a Rigscope machine's throttle causes that held in the
-    window (in the exporter's order), else the one row "none" (ten empty rows would leave no room for names)."""
-    if history is not None and history.violation_lanes:
-        return list(VIOLATION_LANES.values())
-    held = {reason for lanes in (history.lanes.values() if history else ()) for reason, points in lanes.items()
-            if any(share > 0 for _t, share in points)}
-    return [label for label in LANE_LABELS if label in held] or ["none"]
-
-
-def _arrays(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
-    if not points:
-        return np.empty(0), np.empty(0)
-    data = np.asarray(points, dtype=float)
-    return data[:, 0], data[:, 1]
 
 
 def _clock_text(time_s: float) -> str:

@@ -12,12 +12,15 @@ import httpx
 import numpy as np
 import pytest
 
+from advisor.costs import CostInputs
 from desktop.config import FleetSettings
+from desktop.fleet.advice import QUERIES, FleetAdvice, fleet_advice, read_usage
 from desktop.fleet.client import Connection, PrometheusClient
 from desktop.fleet.history import machine_selector
+from desktop.fleet.model import Fleet
 from desktop.telemetry import metric_names as names
 from desktop.telemetry.metric_names import dcgm_name
-from desktop.ui.pages.fleet_page import EMPTY_TEXT, FleetPage
+from desktop.ui.pages.fleet_page import ADVICE_EVERY_S, EMPTY_TEXT, REFRESH_S, FleetPage
 from desktop.ui.theme import resolve
 from tests.unit.fleet.test_reader import HOT_C, NOW_S, Canned
 
@@ -211,4 +214,36 @@ def test_a_dcgm_only_machine_shows_its_violation_counters_as_lanes(qtbot) -> Non
     assert page.history.step_s == 7 * 86400 / 400
     assert any("DCGM_FI_DEV_POWER_VIOLATION" in q and "1e+09" in q for q in canned.asked)
     assert "\x1b" not in page.detail_title.text() and "DCGM only" in page.detail_title.text()
+    _close(page)
+
+
+def test_the_7_day_advice_is_shown_under_the_cards_and_not_read_at_every_refresh(qtbot) -> None:
+    canned = _fleet()
+    for key, value in (("busy_s", 2 * 3600.0), ("recorded_s", 168 * 3600.0)):
+        canned.answers[QUERIES[key]] = [({"Hostname": "ws-fine", "gpu": "0", "UUID": "GPU-a"}, value)]
+    now = [NOW_S]
+    settings = FleetSettings(url=URL)
+
+    def advise(client: PrometheusClient, fleet: Fleet) -> FleetAdvice:
+        uses, requests = read_usage(client, fleet)
+        return fleet_advice(uses, offers=[], specs=[], inputs=CostInputs(0.0, 36, 0.3), requests=requests)
+
+    page = FleetPage(lambda: settings, lambda: HOT_C, DARK, client_factory=canned.factory(), environ={},
+                     clock=lambda: now[0], advise=advise)
+    qtbot.addWidget(page)
+    page.show()
+    _shown(qtbot, page)
+    qtbot.waitUntil(lambda: page.fleet_advice is not None, timeout=30_000)
+    assert page.advice.isVisible()
+    assert "ws-fine sits idle: busy 2 of 168 recorded GPU-hours (1%) in 7 days" in page.advice.text()
+    assert page.advice.text().startswith("Over the last 7 days:")
+    asked = len([q for q in canned.asked if q in QUERIES.values()])
+    assert asked == 5
+    now[0] += REFRESH_S  # the next refresh: the fleet is read, the 7 days are not
+    page.read_now()
+    qtbot.waitUntil(lambda: not page.loading, timeout=30_000)
+    assert len([q for q in canned.asked if q in QUERIES.values()]) == asked
+    now[0] += ADVICE_EVERY_S
+    page.read_now()
+    qtbot.waitUntil(lambda: len([q for q in canned.asked if q in QUERIES.values()]) == 2 * asked, timeout=30_000)
     _close(page)
