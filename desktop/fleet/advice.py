@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.costs import CloudCost, CloudOffer, CostComparison, CostInputs, GpuSpec, Usage, compare
 from advisor.thresholds import DEFAULT_BUSY_UTIL_PCT
@@ -76,6 +77,22 @@ class FleetAdvice:
     costs: dict[str, CostComparison]
     lines: tuple[str, ...]
     requests: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``rigscope fleet --advice --json``'s "advice": the lines and the figures behind them (units named)."""
+        return {
+            "window_s": WINDOW_S, "requests": self.requests, "lines": list(self.lines),
+            "busy_gpu_hours_by_machine": {k: {"busy_h": b, "recorded_h": r} for k, (b, r) in self.by_machine.items()},
+            "busy_gpu_hours_by_model": {k: {"busy_h": b, "recorded_h": r} for k, (b, r) in self.by_model.items()},
+            "gpus": [{"machine": u.machine, "uuid": u.gpu, "index": u.index, "model": u.model, "busy_s": u.busy_s,
+                      "recorded_s": u.recorded_s, "energy_kwh": u.energy_kwh, "throttle_s": dict(u.throttle_s)}
+                     for u in self.gpus],
+            "own_vs_rent": {model: {"owned_month": c.owned_month, "currency": c.currency,
+                                    "busy_hours_month": c.busy_hours_month,
+                                    "cloud": [{"provider": o.offer.provider, "gpu": o.offer.gpu_model,
+                                               "on_demand_usd_month": o.on_demand_month} for o in c.options]}
+                            for model, c in self.costs.items()},
+        }
 
 
 def read_usage(client: PrometheusClient, fleet: Fleet) -> tuple[list[GpuUse], int]:

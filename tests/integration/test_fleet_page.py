@@ -4,6 +4,7 @@ lanes, and the 7-day advice's queries, all accepted and answered by the real ser
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -13,7 +14,7 @@ from desktop.config import FleetSettings, Settings
 from desktop.fleet.advice import QUERIES, advise
 from desktop.ui.pages.fleet_page import FleetPage
 from desktop.ui.theme import resolve
-from tests.integration.test_fleet import DCGM_HOST, RIGS, _count, scraped  # noqa: F401 - the fixture, shared
+from tests.integration.test_fleet import DCGM_HOST, RIGS, _count, fleet, scraped  # noqa: F401 - the fixture
 from tests.waits import until
 
 #: The offscreen platform's harmless warning (as tests/unit/ui/conftest.py ignores it).
@@ -68,3 +69,18 @@ def test_the_page_shows_the_real_fleet_its_plots_lanes_and_advice(qtbot: Any, sc
     assert all(recorded > 0 for _busy, recorded in advice.by_machine.values())
     page.page_hidden()
     assert page.loader.wait(30.0) and page.history_loader.wait(30.0) and page.advice_loader.wait(30.0)
+
+
+def test_rigscope_fleet_advice_json_is_the_pages_advice(scraped: dict[str, Any]) -> None:  # noqa: F811
+    until(lambda: _count(scraped["url"], QUERIES["recorded_s"]) >= 4, 150.0)
+    result = fleet(scraped["url"], "--advice", "--json", env=scraped["env"])
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    advice = doc["advice"]
+    assert doc["requests"] == 18 and advice["requests"] == 5 and advice["window_s"] == 7 * 86400
+    assert {"rig-one", "rig-two", DCGM_HOST} <= set(advice["busy_gpu_hours_by_machine"])
+    assert all(row["recorded_h"] > 0 for row in advice["busy_gpu_hours_by_machine"].values())
+    assert {g["uuid"] for g in advice["gpus"]} >= {"GPU-dcgm-0000"}
+    table = fleet(scraped["url"], "--advice", env=scraped["env"])
+    assert table.returncode == 0, table.stderr
+    assert "Over the last 7 days:" in table.stdout
