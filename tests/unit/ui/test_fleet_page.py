@@ -247,3 +247,36 @@ def test_the_7_day_advice_is_shown_under_the_cards_and_not_read_at_every_refresh
     page.read_now()
     qtbot.waitUntil(lambda: len([q for q in canned.asked if q in QUERIES.values()]) == 2 * asked, timeout=30_000)
     _close(page)
+
+
+def test_a_url_set_in_settings_takes_effect_at_the_next_read_and_removing_it_turns_the_page_off(qtbot) -> None:
+    canned = _fleet()
+    current = [FleetSettings()]
+    page = FleetPage(lambda: current[0], lambda: HOT_C, DARK, client_factory=canned.factory(), environ={},
+                     clock=lambda: NOW_S)
+    qtbot.addWidget(page)
+    page.show()
+    page.page_shown()
+    assert page.empty.isVisible() and canned.asked == []
+    current[0] = FleetSettings(url=URL)  # saved on the Settings page: the app's settings are read at each refresh
+    page.read_now()
+    qtbot.waitUntil(lambda: page.fleet is not None, timeout=30_000)
+    assert not page.empty.isVisible() and page.split.isVisible() and len(page.cards) == 3
+    current[0] = FleetSettings()
+    page.read_now()
+    assert page.empty.isVisible() and not page.split.isVisible() and not page.loader.busy
+    _close(page)
+
+
+def test_the_settings_pages_prometheus_url_reaches_the_apps_fleet_page(make_app) -> None:
+    h = make_app()
+    fleet_page = h.app.window.page("fleet")
+    assert isinstance(fleet_page, FleetPage) and not fleet_page.configured
+    page = h.app.settings_page
+    assert page.editors["fleet.url"].width() >= 300  # a URL, not a number's box
+    page.editors["fleet.url"].setText("http://prometheus.test:9090")
+    page.editors["fleet.timeout_s"].setText("2.5")
+    assert page.save() is True
+    assert fleet_page.configured and fleet_page.settings_source() == FleetSettings(url="http://prometheus.test:9090",
+                                                                                   timeout_s=2.5)
+    h.app.shutdown()
