@@ -415,6 +415,8 @@ class RigscopeApp(QObject):
         self.calibration_loader.wait(2.0)
         if self.window.is_built("stress"):
             self.stress.shutdown()
+        if self.window.is_built("fleet"):  # no more reads; one in flight is left to its (daemon) thread
+            self.window.page("fleet").page_hidden()
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
         self.simulated.shutdown()  # a demo week half written is replaced by the next one
         if self._shown_store is not None:

@@ -279,4 +279,6 @@ def test_the_settings_pages_prometheus_url_reaches_the_apps_fleet_page(make_app)
     assert page.save() is True
     assert fleet_page.configured and fleet_page.settings_source() == FleetSettings(url="http://prometheus.test:9090",
                                                                                    timeout_s=2.5)
+    fleet_page.timer.start()  # as while the page is shown (without a read: nothing answers at that URL)
     h.app.shutdown()
+    assert not fleet_page.timer.isActive()  # shut down with the app: no read after it
