@@ -197,6 +197,7 @@ class FleetPage(PageWidget):
                 return _Failed(str(exc))
 
         self.loader.run(work, self._read_done, self._read_failed)
+        self._paint_status()  # before the first answer: "Reading the fleet…", not a blank line
 
     def _read_done(self, result: Fleet | _Failed) -> None:
         if isinstance(result, _Failed):

@@ -23,6 +23,7 @@ from desktop.telemetry.metric_names import dcgm_name
 from desktop.ui.pages.fleet_page import ADVICE_EVERY_S, EMPTY_TEXT, REFRESH_S, FleetPage
 from desktop.ui.theme import resolve
 from tests.unit.fleet.test_reader import HOT_C, NOW_S, Canned
+from tests.unit.ui.conftest import gui_stays_responsive
 
 DARK = resolve("dark")
 URL = "http://prometheus.test:9090"
@@ -283,3 +284,29 @@ def test_the_settings_pages_prometheus_url_reaches_the_apps_fleet_page(make_app)
     fleet_page.timer.start()  # as while the page is shown (without a read: nothing answers at that URL)
     h.app.shutdown()
     assert not fleet_page.timer.isActive()  # shut down with the app: no read after it
+
+
+def test_a_server_that_hangs_never_blocks_the_window_and_is_not_piled_on(qtbot) -> None:
+    canned = _fleet()
+    release = threading.Event()
+    answer = canned.handler
+    held: list[str] = []
+
+    def hanging(request: httpx.Request) -> httpx.Response:
+        held.append(threading.current_thread().name)
+        release.wait(30.0)  # the server holds the request until the test lets it go
+        return answer(request)
+
+    canned.handler = hanging  # type: ignore[method-assign]
+    page = _page(qtbot, canned)
+    page.page_shown()
+    qtbot.waitUntil(lambda: bool(held), timeout=30_000)  # the first request is out, and held
+    gui_stays_responsive(qtbot)  # the GUI thread runs its event loop meanwhile
+    assert page.loader.busy and page.status.text() == "Reading the fleet…"
+    for _ in range(3):  # the timer's next ticks while the read hangs: no second read beside it
+        page.read_now()
+    assert len(held) == 1 and held[0].startswith("rigscope-fleet-")
+    release.set()
+    qtbot.waitUntil(lambda: page.fleet is not None, timeout=30_000)
+    assert len(page.cards) == 3
+    _close(page)
