@@ -79,6 +79,26 @@ def _show_alerts(app: RigscopeApp) -> None:
     app.window.toggle_alerts()
 
 
+def _show_fleet(app: RigscopeApp) -> None:
+    """The Fleet page over a canned fleet (tools/fleet_demo.py): two Rigscope machines, one DCGM-only; ws-lab open."""
+    from desktop.config import FleetSettings
+    from desktop.ui.pages.fleet_page import FleetPage
+    from tools.fleet_demo import SERVER, demo_advice, demo_fleet, demo_history
+
+    page = app.window.page("fleet")
+    assert isinstance(page, FleetPage)
+    now_s = app.last_snapshot.time_s if app.last_snapshot is not None else time.time()
+    page.settings_source = lambda: FleetSettings(url=SERVER)  # no read: the canned answers are shown instead
+    page.clock = lambda: now_s
+    app.window.banners.clear()  # the demo GPU's banner is about this machine, not the fleet
+    page.show_state()  # shown before the URL was set: the empty state until now; no timer, no read
+    page.apply_fleet(demo_fleet(now_s))
+    page.selected = "ws-lab"
+    page.cards["ws-lab"].set_selected(True)
+    page.show_history(demo_history(now_s))
+    page.show_advice(demo_advice())
+
+
 def _show_week(app: RigscopeApp) -> None:
     """The History page opens on the newest week; the picture shows the last full one."""
     combo = app.history_page.week_combo
@@ -100,6 +120,7 @@ SHOTS: list[Shot] = [
     Shot("jobs", "jobs.png", "dark", prepare=_select_starved_job),
     # Alerts in the status bar and, opened from it, the panel over the page (nothing above the page moves).
     Shot("dashboard", "alerts.png", "dark", window="1 h", prepare=_show_alerts),
+    Shot("fleet", "fleet.png", "dark", prepare=_show_fleet),
 ]
 
 

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=_timeout_arg, metavar="S",
                         help=f"seconds each request may take, {low:g} to {high:g} (default: fleet.timeout_s in "
                              f"settings, {FleetSettings().timeout_s:g})")
+    parser.add_argument("--advice", action="store_true",
+                        help="also the last 7 days: who throttled and why, who sat idle, own vs rent per GPU model "
+                             "(5 more queries; \"advice\" in --json)")
     add_json(parser)
 
 
@@ -53,14 +56,25 @@ def main(args: argparse.Namespace) -> int:
     with PrometheusClient(connection) as client:
         # At the server's "now", not this machine's: a clock that runs ahead or behind must neither hide
         # series (Prometheus looks back 5 min from the time asked) nor skew "last seen".
-        fleet = read_fleet(client, hot_c=settings.alerts.temperature_c)
-    if not fleet.machines:
-        raise UserError(f"Prometheus at {fleet.server} has no GPU series (DCGM_FI_DEV_* or rigscope_*): does it "
-                        "scrape a Rigscope exporter (`rigscope record --prometheus`) or a dcgm-exporter?")
+        fleet = read_fleet(client, hot_c=settings.alerts.temperature_c, at_s=args.now_s)
+        if not fleet.machines:
+            raise UserError(f"Prometheus at {fleet.server} has no GPU series (DCGM_FI_DEV_* or rigscope_*): does "
+                            "it scrape a Rigscope exporter (`rigscope record --prometheus`) or a dcgm-exporter?")
+        advice = None
+        if args.advice:  # the Fleet page's advice, one computation
+            from desktop.fleet.advice import advise
+
+            advice = advise(client, fleet, settings)
     if args.json:
-        print(json.dumps(fleet.to_dict(), indent=2, ensure_ascii=False))
+        doc = fleet.to_dict() | ({"advice": advice.to_dict()} if advice is not None else {})
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(format_fleet(fleet))
+        print(format_fleet(fleet, args.now_s))
+        if advice is not None:
+            from advisor.safetext import printable
+
+            print("\nOver the last 7 days:")
+            print("\n".join(f"  {printable(line)}" for line in advice.lines) or "  nothing to advise")
     return 0
 
 

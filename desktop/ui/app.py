@@ -150,6 +150,7 @@ class RigscopeApp(QObject):
         w.add_page("costs", "Costs", self._build_costs_page)
         w.add_page("history", "History", self._build_history_page)
         w.add_page("jobs", "Jobs", self._build_jobs_page)
+        w.add_page("fleet", "Fleet", self._build_fleet_page)
         w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
 
     @property
@@ -262,6 +263,14 @@ class RigscopeApp(QObject):
 
         return HistoryPage(self.history_source.weeks, self.history_source.report,
                            default_week=self.history_source.default_week)
+
+    def _build_fleet_page(self) -> PageWidget:
+        from desktop.fleet.advice import advise
+        from desktop.ui.pages.fleet_page import FleetPage
+
+        # Read through the app at each refresh: a URL saved in Settings takes effect on the next one.
+        return FleetPage(lambda: self.settings.fleet, lambda: self.settings.alerts.temperature_c, self.theme,
+                         advise=lambda client, fleet: advise(client, fleet, self.settings))
 
     def _build_settings_page(self) -> SettingsPage:
         from desktop.ui.pages.settings_page import SettingsPage
@@ -427,6 +436,8 @@ class RigscopeApp(QObject):
         compare = getattr(self, "mode_compare", None)
         if compare is not None:
             compare.shutdown()  # a comparison cut short by quitting puts the mode it found back
+        if self.window.is_built("fleet"):  # no more reads; one in flight is left to its (daemon) thread
+            self.window.page("fleet").page_hidden()
         self.dashboard.shutdown()  # stops repainting; a history read ends before the store closes
         self.simulated.shutdown()  # a demo week half written is replaced by the next one
         if self._shown_store is not None:

@@ -63,6 +63,8 @@ class Field:
     help: str = ""
     #: For a spin box: what its minimum reads as (e.g. "forever" for 0 days).
     special: str = ""
+    #: A text field's width in pixels (a URL needs more than a number).
+    width: int = 110
 
 
 _INTERVAL_LOW, _INTERVAL_HIGH = config.INTERVAL_RANGE_S
@@ -109,6 +111,13 @@ GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
               help="a paused job stays paused at least this long, even when the GPU cools sooner"),
         Field("jobs.guard_min_run_s", "Run at least", f"s {_within('jobs.guard_min_run_s')}",
               help="after a resume the job runs at least this long before it may be paused again"),
+    )),
+    ("Fleet (the Fleet page, rigscope fleet)", (
+        Field("fleet.url", "Prometheus URL", width=320,
+              help="the Prometheus server that scrapes your machines, e.g. http://prometheus:9090; empty: the "
+                   "Fleet page is off. Credentials: RIGSCOPE_FLEET_TOKEN, or RIGSCOPE_FLEET_USER and "
+                   "RIGSCOPE_FLEET_PASSWORD, or token_file / user + password_file under [fleet]"),
+        Field("fleet.timeout_s", "Give up on a request after", f"s {_within('fleet.timeout_s')}"),
     )),
     ("Startup", (
         Field("startup.start_at_login", "Record from login (recorder service)", kind="bool"),
@@ -238,7 +247,7 @@ class SettingsPage(PageWidget):
             editor.addItems(list(f.choices))
         else:
             editor = QLineEdit()
-            editor.setFixedWidth(110)
+            editor.setFixedWidth(f.width)
             editor.setAlignment(Qt.AlignmentFlag.AlignRight)
         editor.setObjectName(f.key)
         editor.setToolTip(f.help)

@@ -38,7 +38,8 @@ class CallsPage(PageWidget):
 def test_every_registered_page_implements_the_page_protocol(make_app):
     h = make_app()
     w = h.app.window
-    assert w.page_keys() == ["dashboard", "processes", "stress", "advisor", "costs", "history", "jobs", "settings"]
+    assert w.page_keys() == ["dashboard", "processes", "stress", "advisor", "costs", "history", "jobs", "fleet",
+                             "settings"]
     for key in w.page_keys():
         page = w.page(key)  # built if lazy
         assert isinstance(page, PageWidget), key

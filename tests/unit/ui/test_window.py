@@ -42,7 +42,7 @@ def test_window_starts_on_the_simulated_gpu_and_plots_hold_data_within_a_few_tic
     temp = panel.plots.plot("temp").data("temperature_c")[1]
     assert np.isfinite(temp).all()
     assert h.app.window.page_keys() == ["dashboard", "processes", "stress", "advisor", "costs", "history", "jobs",
-                                         "settings"]
+                                         "fleet", "settings"]
     assert h.app.stress.device == "sim"  # the stress test runs on the GPU the window shows
     assert "simulated" in h.app.window.source_label.text()
     assert "Recording" in h.app.window.recording_label.text()
