@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         doc = fleet.to_dict() | ({"advice": advice.to_dict()} if advice is not None else {})
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(format_fleet(fleet, args.now_s))
+        print(format_fleet(fleet))
         if advice is not None:
             from advisor.safetext import printable
 
