@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from advisor.wording import count_text
 from desktop.cli.common import add_json, load_settings, text_table
 from desktop.errors import UserError
+from desktop.fleet.text import ago, of_limit
 
 if TYPE_CHECKING:
     from desktop.fleet.model import Fleet, FleetGpu, FleetMachine
@@ -83,18 +84,11 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> str:
 
 
 def _of(value: float | None, limit: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}/{limit:.0f} {unit}" if limit is not None else f"{value:.0f} {unit}"
+    return of_limit(value, limit, unit) or "-"
 
 
 def _ago(time_s: float | None, now_s: float) -> str:
-    if time_s is None:
-        return "-"
-    age = max(0.0, now_s - time_s)
-    if age < 120:
-        return f"{age:.0f} s ago"
-    return f"{age / 60:.0f} min ago" if age < 7200 else f"{age / 3600:.1f} h ago"
+    return ago(time_s, now_s) or "-"
 
 
 def _throttle(gpu: FleetGpu) -> str:

@@ -14,6 +14,8 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QVBoxLayout, QWidget
 
 from advisor.safetext import printable
 from desktop.fleet.model import FleetGpu, FleetMachine
+from desktop.fleet.text import ago as fleet_ago
+from desktop.fleet.text import of_limit
 from desktop.ui.theme import Theme
 
 #: The attention words a card shows (the reader's reasons, in its order).
@@ -28,21 +30,12 @@ def _num(value: float | None, unit: str, fmt: str = "{:.0f}") -> str:
 
 
 def _of(value: float | None, limit: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.0f} / {limit:.0f} {unit}" if limit is not None else f"{value:.0f} {unit}"
+    return of_limit(value, limit, unit) or "n/a"
 
 
 def ago(time_s: float | None, now_s: float) -> str:
-    """How long ago, in the largest whole unit ("12 s ago", "3 min ago", "2 h ago"); "never" for None."""
-    if time_s is None:
-        return "never"
-    age = max(0.0, now_s - time_s)
-    if age < 120:
-        return f"{age:.0f} s ago"
-    if age < 7200:
-        return f"{age / 60:.0f} min ago"
-    return f"{age / 3600:.0f} h ago"
+    """How long ago (``desktop.fleet.text.ago``, as `rigscope fleet` says it); "never" for None."""
+    return fleet_ago(time_s, now_s) or "never"
 
 
 def throttle_text(gpu: FleetGpu) -> str:

@@ -44,8 +44,8 @@ def test_the_table_escapes_names_and_says_what_needs_attention() -> None:
                        "attention first"
     rows = lines[2:5]
     assert rows[0].strip().startswith("gone-1 (DCGM only)") and "DOWN" in rows[0] and "15 min ago" in rows[0]
-    assert rows[1].strip().startswith("ws-") and "sw_power_cap" in rows[1] and "250/300 W" in rows[1]
-    assert "1800/2100 MHz" in rows[1] and "2.0/4 GiB" in rows[1] and "writing" in rows[1] and "5 s ago" in rows[1]
+    assert rows[1].strip().startswith("ws-") and "sw_power_cap" in rows[1] and "250 / 300 W" in rows[1]
+    assert "1800 / 2100 MHz" in rows[1] and "2.0/4 GiB" in rows[1] and "writing" in rows[1] and "5 s ago" in rows[1]
     assert rows[2].strip().startswith("dgx-1 (DCGM only)") and "n/a" in rows[2] and "300 W" in rows[2]
     assert "dgx-1: DCGM only (dcgm-exporter): no throttle reasons, power limit, max SM clock, last stress " \
            "verdict, recorder health" in text
