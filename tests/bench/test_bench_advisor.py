@@ -12,7 +12,6 @@ Timings are the median of several runs; nothing asserts on them.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from desktop.history.frames import load_frame
 from desktop.history.store import HistoryStore
 from desktop.telemetry.scenarios import week_start
 from desktop.telemetry.simulated import parse_profile_list
+from tests.bench.timing import median_s
 from tests.unit.advisor.demo_frame import demo_week_frame
 
 WEEK_S = 7 * 86400.0
@@ -36,12 +36,7 @@ END_S = week_start(1_795_000_000.0)  # a Monday 00:00 UTC: the stored week is on
 
 
 def _median_s(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return median_s(fn, repeat)
 
 
 def test_bench_advisor(tmp_path: Path) -> None:

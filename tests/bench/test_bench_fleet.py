@@ -13,10 +13,8 @@ request count and the machine and GPU counts are asserted; timings are printed, 
 from __future__ import annotations
 
 import http.server
-import statistics
 import subprocess
 import threading
-import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,6 +25,7 @@ from advisor.clock_events import SINGLE_REASONS
 from desktop.fleet.client import Connection, PrometheusClient
 from desktop.fleet.reader import GPU_QUERIES, HOST_QUERIES, build_fleet, read_fleet
 from desktop.telemetry import metric_names as names
+from tests.bench.timing import median_s
 from tests.integration.tools import free_port, require_tool
 from tests.waits import until
 
@@ -135,12 +134,7 @@ def _count(base: str, promql: str) -> int:
 
 
 def _median_s(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return median_s(fn, repeat)
 
 
 def test_bench_fleet_refresh(fleet_prometheus: str) -> None:

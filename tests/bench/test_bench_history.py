@@ -28,6 +28,7 @@ from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState, GpuReading, Snapshot, SourceInfo
 from desktop.telemetry.scenarios import WeekScenario
 from desktop.telemetry.simulated import SimulatedGpuModel, parse_profile_list, profile_info
+from tests.bench.timing import median_s
 
 WEEK_S = 7 * 86400.0
 END_S = 1_795_000_020.0
@@ -38,12 +39,7 @@ CHUNK_ROWS = 50_000
 
 
 def _median_s(fn: Callable[[], object], repeat: int = 7) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_s(fn, repeat)
 
 
 def _file_bytes(store: HistoryStore) -> int:

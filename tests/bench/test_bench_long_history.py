@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import statistics
 import subprocess
 import sys
 import textwrap
@@ -28,6 +27,7 @@ from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.reporting import HistorySource, SystemLocalTime, week_label
 from desktop.ui.pages.dashboard_history import HistoryRead, read_history
+from tests.bench.timing import median_s
 
 NOW_S = 1_796_608_800.0  # Monday 2026-12-07 02:00 UTC: the last 7 days hold the whole of 2026-W49
 DAY_S = 86400.0
@@ -35,12 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _median_s(fn: Callable[[], object], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return median_s(fn, repeat)
 
 
 def _built_in_child(code: str) -> tuple[float, float]:
