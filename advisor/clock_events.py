@@ -163,10 +163,15 @@ def _union(rows: Iterable[ReasonRow]) -> ClockEventReason:
     return out
 
 
+def family_reasons(family: ReasonFamily) -> ClockEventReason:
+    """The reasons of one family, as one mask: ``family_reasons("thermal")`` is SW | HW thermal slowdown."""
+    return _union(row for row in REASON_TABLE if row.family == family)
+
+
 #: Reasons that mean "the GPU is being slowed against the user's will" (not idle/app/display).
 THROTTLE_REASONS: Final = _union(row for row in REASON_TABLE if row.cause is not None)
-THERMAL_REASONS: Final = _union(row for row in REASON_TABLE if row.family == "thermal")
-POWER_REASONS: Final = _union(row for row in REASON_TABLE if row.family == "power")
+THERMAL_REASONS: Final = family_reasons("thermal")
+POWER_REASONS: Final = family_reasons("power")
 
 #: The per-cause time counters (GpuSample / history metric names), each with the reason bit it counts.
 CLOCK_EVENT_COUNTERS: Final[tuple[tuple[str, ClockEventReason], ...]] = tuple(
