@@ -270,6 +270,8 @@ ROW_METRICS: Final[tuple[str, ...]] = tuple(m for m in GPU_METRIC_NAMES
 #: Bits per counter in the ``counters`` column, and the largest value (ms) one holds there.
 COUNTER_BITS: Final = 16
 COUNTER_MAX: Final = 0x7FFF
+# A counted cause past the fourth (a new row of advisor/clock_events.py's table) needs its schema step to widen this.
+assert len(COUNTER_METRICS) * COUNTER_BITS <= 64, "the packed counters column holds four causes"
 
 
 def _v10_exprs(src: str) -> tuple[list[str], str, str]:
