@@ -84,3 +84,57 @@ def test_the_power_brake_row_reaches_every_reader() -> None:
         "Power brake", "brake", "hw_power_brake_slowdown", "power brake", "power")
     assert row.counter is not None and row.counter.field_ids == (253, 271)  # R575, R580.82 (counters.py's table)
     assert LANE_ROWS.index(row) == 1  # under the power cap, above the thermal causes
+
+
+#: Run in a child: advisor/clock_events.py with BOARD_LIMIT made a throttle cause (a row changed, nothing else),
+#: loaded in place of the real module before anything reads it; prints what each reader then says about it.
+_NEW_CAUSE_CHILD = r'''
+import importlib.util, json, sys, tempfile
+from pathlib import Path
+source = Path("advisor/clock_events.py").read_text(encoding="utf-8")
+old = 'ReasonRow(ClockEventReason.BOARD_LIMIT, "Board limit", "board"),'
+assert source.count(old) == 1
+new = ('ReasonRow(ClockEventReason.BOARD_LIMIT, "Board limit", "board", None, "board limit", "board_limit", "power",'
+       ' slowdown=True, colour="green", lane=5, verdict_rank=5),')
+path = Path(tempfile.mkdtemp()) / "clock_events.py"
+path.write_text(source.replace(old, new), encoding="utf-8")
+spec = importlib.util.spec_from_file_location("advisor.clock_events", path)
+module = importlib.util.module_from_spec(spec)
+sys.modules["advisor.clock_events"] = module
+spec.loader.exec_module(module)
+import advisor
+advisor.clock_events = module
+from advisor.causes import CAUSE_BITS, CAUSE_FAMILY, CAUSE_LABELS, SLOWDOWN_CAUSES
+from advisor.clock_events import POWER_REASONS, THROTTLE_REASONS, ClockEventReason
+from desktop.telemetry.metric_names import VIOLATION_COUNTERS
+from desktop.ui.pages.dashboard_panel import LANE_REASONS
+from desktop.ui.theme import REASON_COLOURS
+board = ClockEventReason.BOARD_LIMIT
+print(json.dumps({
+    "bit": CAUSE_BITS.get("board_limit"), "label": CAUSE_LABELS.get("board_limit"),
+    "family": CAUSE_FAMILY.get("board_limit"), "slowdown": "board_limit" in SLOWDOWN_CAUSES,
+    "throttle": bool(THROTTLE_REASONS & board), "power": bool(POWER_REASONS & board),
+    "lane": LANE_REASONS.index(board) if board in LANE_REASONS else None, "colour": REASON_COLOURS.get(board),
+    "violations": [list(fields) for _name, _help, fields in VIOLATION_COUNTERS],
+}))
+'''
+
+
+def test_a_new_cause_is_a_row_every_reader_picks_up() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-c", _NEW_CAUSE_CHILD], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "bit": 0x200, "label": "board limit", "family": "power", "slowdown": True, "throttle": True, "power": True,
+        "lane": 5, "colour": "#009E73",  # Okabe-Ito green
+        # No counter: the exporter's violation counters are unchanged.
+        "violations": [["clock_event_sw_power_cap_s", "clock_event_hw_power_brake_s"],
+                       ["clock_event_sw_thermal_s", "clock_event_hw_thermal_s"]],
+    }
