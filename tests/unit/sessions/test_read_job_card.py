@@ -41,3 +41,21 @@ def test_an_unknown_job_is_none_for_the_reader_a_clear_line_for_the_cli_and_a_lo
     assert f"no job {job_id + 1}" in capsys.readouterr().err
     with pytest.raises(LookupError, match=f"job {job_id + 1} is not in the history"):
         JobsHistory(db, load_settings()[0].costs, clock=lambda: NOW_S).detail(job_id + 1)
+
+
+def test_a_stored_card_is_what_both_front_ends_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    from tests.unit.cli.jobs_history import record
+
+    db = tmp_path / "h.sqlite"
+    job_id = write_job_history(db)
+    costs = load_settings()[0].costs
+    with HistoryStore.open(db) as store:
+        read = read_job_card(store, job_id, costs, now_s=NOW_S)
+        assert read is not None
+        store.update_job(record(job_id=job_id, card=dataclasses.replace(read.card, verdict="stored verdict").as_dict()))
+    assert cli.main(["jobs", "show", str(job_id), "--db", str(db), "--json"], now_s=NOW_S) == 0
+    assert json.loads(capsys.readouterr().out)["card"]["verdict"] == "stored verdict"
+    page = JobsHistory(db, costs, clock=lambda: NOW_S).detail(job_id)
+    assert page.card.verdict == "stored verdict" and page.gpus  # the stored card, and the charts from the history
