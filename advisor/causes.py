@@ -17,37 +17,38 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.clock_events import CLOCK_EVENT_COUNTERS, ClockEventReason
+from advisor.clock_events import CAUSE_ROWS, Cause, ClockEventReason, ReasonFamily, ReasonRow
+
+__all__ = ["CAUSE_BITS", "CAUSE_COUNTER_FIELDS", "CAUSE_FAMILY", "CAUSE_LABELS", "CAUSE_REASONS", "SLOWDOWN_CAUSES",
+           "Cause", "CauseFamily", "CauseTimes", "CauseTiming", "VerdictCause", "cause_times", "reason_bits",
+           "sample_intervals"]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: A throttle cause the driver names (a clock-event reason of its own).
-Cause = Literal["hw_thermal", "sw_thermal", "power_cap", "power_brake", "hw_slowdown"]
-#: A verdict's cause: one of the driver's, or "unexplained" (slow under load with no reason set).
+#: A verdict's cause: one of the driver's (``Cause``, a row of advisor/clock_events.py's table), or
+#: "unexplained" (slow under load with no reason set).
 VerdictCause = Cause | Literal["unexplained"]
 #: The coarse family a cause belongs to (``ClockEventReason.family``, and "unexplained").
-CauseFamily = Literal["thermal", "power", "hw_slowdown", "unexplained"]
+CauseFamily = Literal[ReasonFamily, "unexplained"]
 #: Where the time under each cause came from: NVML's counters, the 1 Hz reason bits, or neither.
 CauseTiming = Literal["counters", "samples", "none"]
 
+
+def _cause(row: ReasonRow) -> Cause:
+    assert row.cause is not None  # CAUSE_ROWS holds only rows with a cause
+    return row.cause
+
+
 #: The verdict's causes, in the order they are reported, each with the reason that stands for it.
-CAUSE_REASONS: dict[Cause, ClockEventReason] = {
-    "hw_thermal": ClockEventReason.HW_THERMAL_SLOWDOWN,
-    "sw_thermal": ClockEventReason.SW_THERMAL_SLOWDOWN,
-    "power_cap": ClockEventReason.SW_POWER_CAP,
-    "power_brake": ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,
-    "hw_slowdown": ClockEventReason.HW_SLOWDOWN,
-}
+CAUSE_REASONS: dict[Cause, ClockEventReason] = {_cause(row): row.reason for row in CAUSE_ROWS}
 CAUSE_BITS: dict[Cause, int] = {cause: int(reason) for cause, reason in CAUSE_REASONS.items()}
 #: GpuSample fields with NVML's exact seconds under a cause since the previous sample (None / NaN: unsupported).
 CAUSE_COUNTER_FIELDS: dict[Cause, str] = {
-    cause: name for name, counted in CLOCK_EVENT_COUNTERS for cause, reason in CAUSE_REASONS.items()
-    if reason == counted
-}
+    _cause(row): row.counter.field for row in CAUSE_ROWS if row.counter is not None}
 #: Causes that are throttling whenever they appear under load; the SW power cap alone is not
 #: (a GEMM at its power limit is the normal state of a datacenter GPU).
-SLOWDOWN_CAUSES: tuple[Cause, ...] = ("hw_thermal", "sw_thermal", "power_brake", "hw_slowdown")
+SLOWDOWN_CAUSES: tuple[Cause, ...] = tuple(_cause(row) for row in CAUSE_ROWS if row.slowdown)
 #: A thermal / HW slowdown under load for at least this share of the load time makes the run throttled
 #: (and is named in its sentence).
 SLOWDOWN_MIN_SHARE = 0.02
@@ -56,10 +57,9 @@ CAUSE_LABELS: dict[VerdictCause, str] = {
     **{cause: reason.phrase for cause, reason in CAUSE_REASONS.items()},
     "unexplained": "unexplained slowdown",
 }
-_FAMILIES: dict[str, CauseFamily] = {"thermal": "thermal", "power": "power", "hw_slowdown": "hw_slowdown"}
 #: The coarse cause family each detailed cause belongs to ("thermal", "power", ...).
 CAUSE_FAMILY: dict[VerdictCause, CauseFamily] = {
-    **{cause: _FAMILIES[reason.family or cause] for cause, reason in CAUSE_REASONS.items()},
+    **{_cause(row): row.family or "hw_slowdown" for row in CAUSE_ROWS},
     "unexplained": "unexplained",
 }
 

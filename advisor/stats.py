@@ -13,14 +13,14 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, utilization_busy, with_processes
-from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, ClockEventReason, bits
+from advisor.clock_events import POWER_REASONS, THERMAL_REASONS, bits, family_reasons
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, ProcessSamples
 
-#: The causes shown in summaries, in the order a user reads them, each with its reason bits.
+#: The causes shown in summaries (their families), in the order a user reads them, each with its reason bits.
 THROTTLE_CAUSES: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("thermal", bits(THERMAL_REASONS)),
     ("power cap", bits(POWER_REASONS)),
-    ("HW slowdown", bits(ClockEventReason.HW_SLOWDOWN)),
+    ("HW slowdown", bits(family_reasons("hw_slowdown"))),
 )
 
 #: Busy stretches closer than this are one interval (a checkpoint pause is not the end of a job).

@@ -76,26 +76,22 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from desktop.advice import load_cloud_offers, load_gpu_specs, open_history
-    from desktop.jobs.card import card_of, format_card
-    from desktop.jobs.envelope_note import with_envelope_note
+    from desktop.advice import open_history
+    from desktop.jobs.card import format_card
+    from desktop.sessions.job import read_job_card
 
     settings, _problems = load_settings()
     store = open_history(db_path(args))
     try:
-        record = store.job(args.job_id)
-        if record is None:
+        read = read_job_card(store, args.job_id, settings.costs, now_s=args.now_s)
+        if read is None:
             raise UserError(f"no job {args.job_id} in {printable(store.path)}; `rigscope jobs` lists the recorded ones")
-        series = store.job_series(args.job_id)
-        card = card_of(store, record, series, settings.costs, now_s=args.now_s, offers=load_cloud_offers(),
-                       specs=load_gpu_specs())
-        card = with_envelope_note(card, store, record, args.now_s)  # the laptop's power envelope over the job
     finally:
         store.close()
     if args.json:
-        print(json.dumps({**record_json(record), "card": card.as_dict()}, indent=2))
+        print(json.dumps({**record_json(read.record), "card": read.card.as_dict()}, indent=2))
     else:
-        print(format_card(card))
+        print(format_card(read.card))
     return 0
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
+from advisor.clock_events import REASON_TABLE
 from advisor.safetext import printable
 from desktop.cli.common import add_interval, add_json, add_simulate, check_interval, open_backend, text_table
 from desktop.errors import UserError
@@ -32,19 +33,7 @@ _CLEAR = "\x1b[H\x1b[2J"
 
 #: Each reason in a few letters for the one-line form ("pwrcap,hwtherm"): the full labels
 #: ("HW thermal") stay in ``--detail``. Every single reason has one (tests check it).
-SHORT_REASONS: Final[dict[ClockEventReason, str]] = {
-    ClockEventReason.GPU_IDLE: "idle",
-    ClockEventReason.APPLICATIONS_CLOCKS_SETTING: "appclk",
-    ClockEventReason.SW_POWER_CAP: "pwrcap",
-    ClockEventReason.HW_SLOWDOWN: "hwslow",
-    ClockEventReason.SYNC_BOOST: "sync",
-    ClockEventReason.SW_THERMAL_SLOWDOWN: "swtherm",
-    ClockEventReason.HW_THERMAL_SLOWDOWN: "hwtherm",
-    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: "brake",
-    ClockEventReason.DISPLAY_CLOCK_SETTING: "dispclk",
-    ClockEventReason.BOARD_LIMIT: "board",
-    ClockEventReason.RELIABILITY: "reliab",
-}
+SHORT_REASONS: Final[dict[ClockEventReason, str]] = {row.reason: row.short for row in REASON_TABLE}
 
 _MISSING = "-"  # dmon's mark for a value the GPU does not report
 

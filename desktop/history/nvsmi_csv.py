@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from advisor.clock_events import REASON_TABLE
 from desktop.history.logfile import MAX_LINE_BYTES, LogLines, Unreadable
 from desktop.history.nvsmi_values import BadValue, Clock, is_missing, parse_number, parse_reading
 from desktop.safeio import open_stream
-from desktop.telemetry.model import GPU_METRIC_NAMES, ClockEventReason
+from desktop.telemetry.model import GPU_METRIC_NAMES
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -91,17 +92,7 @@ LIMIT_FIELDS: frozenset[str] = frozenset(("enforced.power.limit", "power.limit")
 #: largest or the last column of them.
 FIELD_RANK: dict[str, int] = {"power.draw.average": 0, "power.draw": 1, "enforced.power.limit": 0, "power.limit": 1}
 #: Per-reason columns (after ``clocks_event_reasons.`` or ``clocks_throttle_reasons.``) -> bit.
-REASON_FIELDS: dict[str, int] = {
-    "gpu_idle": int(ClockEventReason.GPU_IDLE),
-    "applications_clocks_setting": int(ClockEventReason.APPLICATIONS_CLOCKS_SETTING),
-    "sw_power_cap": int(ClockEventReason.SW_POWER_CAP),
-    "hw_slowdown": int(ClockEventReason.HW_SLOWDOWN),
-    "sync_boost": int(ClockEventReason.SYNC_BOOST),
-    "sw_thermal_slowdown": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
-    "hw_thermal_slowdown": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
-    "hw_power_brake_slowdown": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
-    "display_clock_setting": int(ClockEventReason.DISPLAY_CLOCK_SETTING),
-}
+REASON_FIELDS: dict[str, int] = {row.nvsmi: int(row.reason) for row in REASON_TABLE if row.nvsmi is not None}
 _TEXT_INFO = frozenset(("uuid", "name", "pci_bus_id", "driver_version", "vbios_version"))
 _INT_INFO = frozenset(("index", "pcie_gen_max", "pcie_width_max"))
 #: Rows an import holds before writing them (``parse_lines``' ``sink``): ~10 MB of columns.

@@ -93,9 +93,7 @@ class SampleRows:
         self._keys.add(key)
         used = _scaled(s.vram_used_mib, 10)
         free = _scaled(s.vram_free_mib, 10)
-        counts = [_scaled(v, k) for v, k in zip((s.clock_event_sw_power_cap_s, s.clock_event_sw_thermal_s,
-                                                 s.clock_event_hw_thermal_s, s.clock_event_hw_power_brake_s),
-                                                _COUNTER_SCALES, strict=True)]
+        counts = [_scaled(getattr(s, m), k) for m, k in zip(COUNTER_METRICS, _COUNTER_SCALES, strict=True)]
         counted = sum(1 << i for i, v in enumerate(counts) if v is not None)
         pack = (None if free is None else free + (used or 0), _scaled(s.mem_clock_mhz, 1),
                 _scaled(s.clock_event_reasons, 1), _scaled(s.pcie_gen, 1), _scaled(s.pcie_width, 1),

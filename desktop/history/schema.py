@@ -37,11 +37,9 @@ GPU_SCALES: Final[dict[str, int]] = {
     "pcie_gen": 1,
     "pcie_width": 1,
     "pstate": 1,
-    # Seconds under each clock-event cause, in ms: NVML counts ns, and a 0.3 s episode must stay 0.3 s.
-    "clock_event_sw_power_cap_s": 1000,
-    "clock_event_sw_thermal_s": 1000,
-    "clock_event_hw_thermal_s": 1000,
-    "clock_event_hw_power_brake_s": 1000,
+    # Seconds under each clock-event cause (the counter rows of advisor/clock_events.py's table), in ms: NVML
+    # counts ns, and a 0.3 s episode must stay 0.3 s.
+    **dict.fromkeys((name for name, _reason in CLOCK_EVENT_COUNTERS), 1000),
     "effective_load_pct": 10,
 }
 assert tuple(GPU_SCALES) == GPU_METRIC_NAMES
@@ -272,6 +270,8 @@ ROW_METRICS: Final[tuple[str, ...]] = tuple(m for m in GPU_METRIC_NAMES
 #: Bits per counter in the ``counters`` column, and the largest value (ms) one holds there.
 COUNTER_BITS: Final = 16
 COUNTER_MAX: Final = 0x7FFF
+# A counted cause past the fourth (a new row of advisor/clock_events.py's table) needs its schema step to widen this.
+assert len(COUNTER_METRICS) * COUNTER_BITS <= 64, "the packed counters column holds four causes"
 
 
 def _v10_exprs(src: str) -> tuple[list[str], str, str]:

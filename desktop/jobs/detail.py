@@ -1,31 +1,18 @@
-"""A stored job read for the Jobs page: its card, its throughput and its GPUs' telemetry over its span,
-long jobs binned to about one mean per few pixels of chart (no Qt: the page calls it on a worker thread).
-
-The history database is opened read-only for each read (the recorder, or `rigscope run` itself, may
-be writing it).
+"""A stored job as the Jobs page shows it: its card, its throughput and its GPUs' telemetry over its span,
+long jobs binned to about one mean per few pixels of chart (no Qt, no database: desktop/sessions/jobs_reader.py
+reads the job with ``read_job_card``, the one read `rigscope jobs show` makes too, on the page's worker thread).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from advisor.frame import FloatArray
+from advisor.frame import FloatArray, HistoryFrame
 from advisor.job_card import JobCard
 from advisor.progress import JobSeries
-from desktop.config import CostSettings
-from desktop.jobs.card import (
-    card_of,
-    duration_text,
-    job_frame,
-    job_gpus,
-    pause_spans,
-)
-from desktop.jobs.envelope_note import with_envelope_note
+from desktop.jobs.card import duration_text, job_gpus, pause_spans
 from desktop.jobs.model import JobRecord
 
 CHARTS: tuple[tuple[str, str, str], ...] = (
@@ -72,71 +59,20 @@ class JobDetail:
     gpus: list[GpuTrace] = field(default_factory=list)
 
 
-class JobsHistory:
-    """Reads jobs from the history database (read-only, opened on the calling thread, closed after).
-
-    ``costs``: the electricity price and currency now (a callable: Settings may change them while the page lives).
-    """
-
-    def __init__(self, db_path: Path, costs: CostSettings | Callable[[], CostSettings],
-                 clock: Callable[[], float] | None = None) -> None:
-        import time
-
-        self.db_path = db_path
-        self._costs = costs
-        self.clock = clock or time.time
-
-    @property
-    def costs(self) -> CostSettings:
-        return self._costs if isinstance(self._costs, CostSettings) else self._costs()
-
-    def _open(self) -> Any:
-        from desktop.advice import open_history
-
-        return open_history(self.db_path)
-
-    def jobs(self, limit: int | None = JOBS_LISTED) -> list[JobRecord]:
-        """The newest ``limit`` recorded jobs, newest first; none when there is no history (or no job in it) yet."""
-        from desktop.errors import UserError
-
-        try:
-            store = self._open()
-        except UserError:
-            return []
-        try:
-            records: list[JobRecord] = store.jobs(limit=limit)
-            return records
-        finally:
-            store.close()
-
-    def detail(self, job_id: int, bins: int = CHART_BINS) -> JobDetail:
-        """The job's card and telemetry, a long job's as means over ``bins`` stretches (``chart_bins``)."""
-        from desktop.advice import load_cloud_offers, load_gpu_specs
-
-        now_s = self.clock()
-        store = self._open()
-        try:
-            record = store.job(job_id)
-            if record is None:
-                raise LookupError(f"job {job_id} is not in the history any more")
-            series = store.job_series(job_id)
-            frame = job_frame(store, record, now_s)
-            card = card_of(store, record, series, self.costs, now_s=now_s, offers=load_cloud_offers(),
-                           specs=load_gpu_specs(), frame=frame)
-            card = with_envelope_note(card, store, record, now_s)  # the laptop's power envelope over the job
-        finally:
-            store.close()
-        end_s = record.ended_s if record.ended_s is not None else now_s
-        traces = []
-        for gpu in job_gpus(record, frame):
-            rows = (gpu.time_s >= record.started_s) & (gpu.time_s <= end_s)
-            columns = {}
-            for key, _title, _unit in CHARTS[1:]:
-                times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s,
-                                             bins)
-            traces.append(GpuTrace(gpu.meta.index, times, columns))
-        shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s, bins))
-        return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
+def job_detail(record: JobRecord, card: JobCard, series: JobSeries, frame: HistoryFrame, *, now_s: float,
+               bins: int = CHART_BINS) -> JobDetail:
+    """What the page shows for a job read with its telemetry (``read_job_card``), a long job's charts as means
+    over ``bins`` stretches (``chart_bins``)."""
+    end_s = record.ended_s if record.ended_s is not None else now_s
+    traces = []
+    for gpu in job_gpus(record, frame):
+        rows = (gpu.time_s >= record.started_s) & (gpu.time_s <= end_s)
+        columns = {}
+        for key, _title, _unit in CHARTS[1:]:
+            times, columns[key] = binned(gpu.time_s[rows], getattr(gpu, key)[rows], record.started_s, end_s, bins)
+        traces.append(GpuTrace(gpu.meta.index, times, columns))
+    shown = JobSeries(*binned(series.time_s, series.throughput, record.started_s, end_s, bins))
+    return JobDetail(record, card, shown, pause_spans(record, end_s), end_s, traces)
 
 
 #: A job shorter than this shows no charts: at one sample a second they would be a few points on an axis

@@ -16,9 +16,9 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.guard import GuardRefused, GuardSettings, check_guard_c
 from advisor.safetext import printable
@@ -27,6 +27,14 @@ from desktop.errors import UserError
 from desktop.jobs.job import JobHistory, JobRun
 from desktop.jobs.job_writes import END_WRITES_S
 from desktop.telemetry.sampler import Sampler, open_host_backend
+
+if TYPE_CHECKING:
+    from advisor.frame import HistoryFrame
+    from advisor.job_card import JobCard
+    from advisor.progress import JobSeries
+    from desktop.config import CostSettings
+    from desktop.history.store import HistoryStore
+    from desktop.jobs.model import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +226,6 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
     median of 149 W)."""
     from advisor.frame import HistoryFrame
     from desktop.advice import load_cloud_offers, load_gpu_specs
-    from desktop.history.store import HistoryStore
     from desktop.jobs.card import FRAME_MARGIN_S, build_card, job_frame, job_gpus
     from desktop.jobs.envelope_note import with_envelope_note
     from desktop.jobs.trace_frame import has_samples, trace_frame
@@ -249,6 +256,38 @@ def job_card(run: JobRun, settings: config.Settings, history: JobHistory, series
         return history.do(make, timeout_s=max(0.0, timeout_s))
     except TimeoutError:  # our writer waits for the write lock: the card from the run's own samples
         return make(None)
+
+
+@dataclass(frozen=True)
+class StoredJobCard:
+    """One recorded job as read for its card: the record, its progress reports, the card (with the envelope note)
+    and, where asked for, the job's telemetry."""
+
+    record: JobRecord
+    series: JobSeries
+    card: JobCard
+    frame: HistoryFrame | None = None
+
+
+def read_job_card(store: HistoryStore, job_id: int, costs: CostSettings, *, now_s: float,
+                  with_frame: bool = False) -> StoredJobCard | None:
+    """The one read of a recorded job's card, for `rigscope jobs show` and the Jobs page; None: no such job.
+
+    The card stored with a finished job, else one built now from the history (``card_of``), with the laptop's
+    power envelope over the job; ``with_frame`` also reads the job's telemetry (the page charts it)."""
+    from desktop.advice import load_cloud_offers, load_gpu_specs
+    from desktop.jobs.card import card_of, job_frame
+    from desktop.jobs.envelope_note import with_envelope_note
+
+    record = store.job(job_id)
+    if record is None:
+        return None
+    series = store.job_series(job_id)
+    frame = job_frame(store, record, now_s) if with_frame else None
+    card = card_of(store, record, series, costs, now_s=now_s, offers=load_cloud_offers(), specs=load_gpu_specs(),
+                   frame=frame)
+    card = with_envelope_note(card, store, record, now_s)  # the laptop's power envelope over the job
+    return StoredJobCard(record, series, card, frame)
 
 
 def write_output(run: JobRun, output: Path, card: dict[str, Any] | None, price_per_hour: float | None = None,

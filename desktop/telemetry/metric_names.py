@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from advisor.clock_events import SINGLE_REASONS, ClockEventReason
+from advisor.clock_events import COUNTER_ROWS, SINGLE_REASONS, ClockEventReason, ReasonFamily
 
 # --- per-GPU rigscope_* series (labels GPU_LABELS) ---------------------------------------------
 CLOCK_EVENT_SECONDS: Final = "rigscope_clock_event_seconds"  # a counter: Prometheus sees it with ``_total``
@@ -73,12 +73,16 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
 #: dcgm-exporter's throttle-time counters, in ns as dcgm-exporter documents them since late 2025 (older
 #: releases said "in us": the README's fleet note): running totals of the per-sample seconds NVML counted
 #: under the causes named (summed).
-VIOLATION_COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).",
-     ("clock_event_sw_power_cap_s", "clock_event_hw_power_brake_s")),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in ns).",
-     ("clock_event_sw_thermal_s", "clock_event_hw_thermal_s")),
+_VIOLATIONS: Final[tuple[tuple[str, str, ReasonFamily], ...]] = (
+    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).", "power"),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in ns).", "thermal"),
 )
+#: Each violation counter with the GpuSample counter fields it sums: those of the causes of its family
+#: (advisor/clock_events.py's table).
+VIOLATION_COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
+    (name, help_text, tuple(row.counter.field for row in COUNTER_ROWS if row.counter is not None
+                            and row.family == family))
+    for name, help_text, family in _VIOLATIONS)
 NS_PER_S = 1e9
 
 #: (metric name, HELP, GpuSample field) for the rigscope_* per-GPU gauges read from the sample.

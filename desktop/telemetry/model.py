@@ -15,6 +15,7 @@ from typing import Final, Literal
 # The clock-event vocabulary lives in one pure module that the advisor shares; re-exported here.
 from advisor.clock_events import (
     CLOCK_EVENT_COUNTERS,
+    COUNTER_ROWS,
     POWER_REASONS,
     THERMAL_REASONS,
     THROTTLE_REASONS,
@@ -299,15 +300,10 @@ METRICS: Final[tuple[Metric, ...]] = (
     Metric("pcie_gen", "PCIe gen", "", "Current PCIe link generation", integer=True, max_field="pcie_gen_max"),
     Metric("pcie_width", "PCIe width", "lanes", "Current PCIe link width", integer=True, max_field="pcie_width_max"),
     Metric("pstate", "P-state", "", "Performance state (0 = fastest)", integer=True),
-    # Appended, never inserted: this order is the history database's column order.
-    Metric("clock_event_sw_power_cap_s", "Time power-capped", "s",
-           "Seconds under the SW power cap since the previous sample (NVML's counter)"),
-    Metric("clock_event_sw_thermal_s", "Time SW thermal", "s",
-           "Seconds under SW thermal slowdown since the previous sample (NVML's counter)"),
-    Metric("clock_event_hw_thermal_s", "Time HW thermal", "s",
-           "Seconds under HW thermal slowdown since the previous sample (NVML's counter)"),
-    Metric("clock_event_hw_power_brake_s", "Time power-braked", "s",
-           "Seconds under HW power brake slowdown since the previous sample (NVML's counter)"),
+    # Appended, never inserted: this order is the history database's column order. The clock-event
+    # counters are advisor/clock_events.py's table rows (a new one comes with a schema step).
+    *(Metric(row.counter.field, row.counter.title, "s", row.counter.help) for row in COUNTER_ROWS
+      if row.counter is not None),
     Metric("effective_load_pct", "Effective load", "%",
            "How hard the GPU works: SM activity where measured, else estimated from power and clock"),
 )

@@ -252,7 +252,7 @@ class RigscopeApp(QObject):
         return page
 
     def _build_jobs_page(self) -> PageWidget:
-        from desktop.jobs.detail import JobsHistory
+        from desktop.sessions.jobs_reader import JobsHistory
         from desktop.ui.pages.jobs_page import JobsPage
 
         # The history shown (the demo week's jobs while it is shown), like the Advisor, Costs and History pages.

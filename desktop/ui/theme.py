@@ -18,7 +18,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleOption, QWidget
 
-from desktop.telemetry.model import ClockEventReason
+from advisor.clock_events import REASON_TABLE, ClockEventReason
 
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with the common colour
 #: vision deficiencies. Yellow is kept for the light-on-dark case only.
@@ -126,12 +126,7 @@ LIGHT = Theme(
 
 #: Throttle-cause lane colours: thermal causes warm, power causes cool, the rest neutral.
 REASON_COLOURS: dict[ClockEventReason, str] = {
-    ClockEventReason.SW_POWER_CAP: OKABE_ITO["sky"],
-    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN: OKABE_ITO["blue"],
-    ClockEventReason.SW_THERMAL_SLOWDOWN: OKABE_ITO["orange"],
-    ClockEventReason.HW_THERMAL_SLOWDOWN: OKABE_ITO["vermillion"],
-    ClockEventReason.HW_SLOWDOWN: OKABE_ITO["purple"],
-}
+    row.reason: OKABE_ITO[row.colour] for row in REASON_TABLE if row.colour is not None}
 
 
 def resolve(name: str) -> Theme:

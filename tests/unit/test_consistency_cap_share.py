@@ -24,7 +24,7 @@ from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import card_rows
 from desktop.jobs.demo_jobs import write_demo_week
-from desktop.jobs.detail import JobsHistory
+from desktop.sessions.jobs_reader import JobsHistory
 from desktop.telemetry.simulated import parse_profile_list
 
 #: A fixed end (2026-12-05 00:00 UTC): the week and its jobs are the same on any day.

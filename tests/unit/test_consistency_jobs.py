@@ -32,8 +32,8 @@ from advisor.guard import GuardSettings
 from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import card_rows, job_frame, job_gpus, pause_spans
-from desktop.jobs.detail import JobsHistory
 from desktop.jobs.job import JobHistory, JobRun
+from desktop.sessions.jobs_reader import JobsHistory
 from desktop.stress.portable import read_record
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

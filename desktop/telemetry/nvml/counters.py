@@ -40,29 +40,38 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from advisor.clock_events import ClockEventReason
+from advisor.clock_events import COUNTER_ROWS, CauseCounter, ReasonRow
 
 log = logging.getLogger(__name__)
 
+def _counter(row: ReasonRow) -> CauseCounter:
+    assert row.counter is not None  # COUNTER_ROWS holds only rows with a counter
+    return row.counter
+
+
+_COUNTERS: Final = tuple((_counter(row), int(row.reason)) for row in COUNTER_ROWS)
+#: The causes whose ids moved between the branches (SW thermal, HW thermal, HW power brake), in table order.
+_MOVED: Final = tuple(c.field for c, _bit in _COUNTERS if c.field_ids[0] != c.field_ids[1])
+#: Ids asked on every branch (the SW power cap's 74 = NVML_FI_DEV_PERF_POLICY_POWER), per cause.
+_FIXED: Final = {c.field: c.field_ids[0] for c, _bit in _COUNTERS if c.field_ids[0] == c.field_ids[1]}
 FIELD_SW_POWER_CAP_NS: Final = 74  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP = NVML_FI_DEV_PERF_POLICY_POWER
-FIELD_PERF_POLICY_THERMAL_NS: Final = 75  # NVML_FI_DEV_PERF_POLICY_THERMAL: SW thermal before R575
-#: The two id sets of SW thermal, HW thermal and HW power brake (see the table above).
-IDS_R575: Final = (251, 252, 253)  # nvidia-ml-py 12.575.51, CUDA 13.0.39 nvml.h (580.65)
-IDS_R580_82: Final = (269, 270, 271)  # nvidia-ml-py 13.580.82 and later
+#: NVML_FI_DEV_PERF_POLICY_THERMAL: SW thermal before R575 (the table's ``older_field_id``).
+FIELD_PERF_POLICY_THERMAL_NS: Final = 75
+#: The two id sets of the moved causes (see the table above), from advisor/clock_events.py's rows.
+IDS_R575: Final = tuple(c.field_ids[0] for c, _bit in _COUNTERS if c.field in _MOVED)
+IDS_R580_82: Final = tuple(c.field_ids[1] for c, _bit in _COUNTERS if c.field in _MOVED)
+_OLDER: Final = {c.field: c.older_field_id for c, _bit in _COUNTERS if c.older_field_id is not None}
+assert _FIXED.get("clock_event_sw_power_cap_s") == FIELD_SW_POWER_CAP_NS
+_OLDER_IDS: Final = frozenset(_OLDER.values())
+assert {FIELD_PERF_POLICY_THERMAL_NS} == _OLDER_IDS
 
 #: Each per-cause time metric and the reason bit that must be set while its counter advances.
-CAUSE_BITS: Final[dict[str, int]] = {
-    "clock_event_sw_power_cap_s": int(ClockEventReason.SW_POWER_CAP),
-    "clock_event_sw_thermal_s": int(ClockEventReason.SW_THERMAL_SLOWDOWN),
-    "clock_event_hw_thermal_s": int(ClockEventReason.HW_THERMAL_SLOWDOWN),
-    "clock_event_hw_power_brake_s": int(ClockEventReason.HW_POWER_BRAKE_SLOWDOWN),
-}
-_MOVED: Final = ("clock_event_sw_thermal_s", "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")
+CAUSE_BITS: Final[dict[str, int]] = {c.field: bit for c, bit in _COUNTERS}
 #: Every id any cause may be read from, per cause (for "is this metric supported").
 ALL_COUNTER_FIELDS: Final[dict[str, tuple[int, ...]]] = {
-    "clock_event_sw_power_cap_s": (FIELD_SW_POWER_CAP_NS,),
-    **{name: (IDS_R580_82[i], IDS_R575[i], *((FIELD_PERF_POLICY_THERMAL_NS,) if i == 0 else ()))
-       for i, name in enumerate(_MOVED)},
+    c.field: (c.field_ids[0],) if c.field in _FIXED else
+    (c.field_ids[1], c.field_ids[0], *((c.older_field_id,) if c.older_field_id is not None else ()))
+    for c, _bit in _COUNTERS
 }
 ALL_COUNTER_FIELD_IDS: Final = frozenset(f for ids in ALL_COUNTER_FIELDS.values() for f in ids)
 
@@ -80,7 +89,7 @@ FLAT_MIN_INTERVAL_S: Final = 0.5
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)")
 
 
-def id_sets_for(driver_version: str | None) -> tuple[tuple[int, int, int], ...]:
+def id_sets_for(driver_version: str | None) -> tuple[tuple[int, ...], ...]:
     """The id sets to ask on this driver, preferred first: one where the branch is known, else both."""
     match = _VERSION.match(driver_version or "")
     if match is not None:
@@ -115,9 +124,14 @@ class CounterTracker:
 
     def __post_init__(self) -> None:
         sets = id_sets_for(self.driver_version)
-        self.candidates = {"clock_event_sw_power_cap_s": [_Candidate(FIELD_SW_POWER_CAP_NS)]}
-        for i, name in enumerate(_MOVED):
-            ids = [ids[i] for ids in sets] + ([FIELD_PERF_POLICY_THERMAL_NS] if i == 0 else [])
+        self.candidates = {}
+        for name in CAUSE_BITS:
+            if name in _FIXED:
+                self.candidates[name] = [_Candidate(_FIXED[name])]
+                continue
+            i = _MOVED.index(name)
+            older = _OLDER.get(name)
+            ids = [ids[i] for ids in sets] + ([older] if older is not None else [])
             self.candidates[name] = [_Candidate(fid) for fid in ids]
 
     @property
@@ -137,7 +151,7 @@ class CounterTracker:
         out: list[int] = []
         for cands in self.candidates.values():
             live = [c.fid for c in cands if c.fid not in unsupported and c.fid not in self.rejected]
-            primary = [f for f in live if f != FIELD_PERF_POLICY_THERMAL_NS]
+            primary = [f for f in live if f not in _OLDER_IDS]
             for fid in primary or live[:1]:
                 if fid not in out:
                     out.append(fid)

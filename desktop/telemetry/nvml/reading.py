@@ -218,7 +218,7 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
     sm_clock = ask("sm_clock", "nvmlDeviceGetClockInfo", gateway.const("NVML_CLOCK_SM", 1))
     reasons = _first(gateway, dev, [("reasons", "nvmlDeviceGetCurrentClocksEventReasons", (), {}),
                                     ("reasons_legacy", "nvmlDeviceGetCurrentClocksThrottleReasons", (), {})])
-    counted = _clock_event_seconds(dev, fields, as_int(reasons), now_s)
+    counted: dict[str, Any] = _clock_event_seconds(dev, fields, as_int(reasons), now_s)
     if dev.calls.every_query_failed():
         # Not one failing sensor but the whole GPU (a fall off the bus often answers UNKNOWN):
         # lost, so that reinit() asks for a fresh handle.
@@ -240,10 +240,7 @@ def read_sample(gateway: NvmlGateway, dev: NvmlDevice, now_s: float | None, slow
         pcie_gen=as_int(dev.slow.get("pcie_gen")),
         pcie_width=as_int(dev.slow.get("pcie_width")),
         pstate=as_int(dev.slow.get("pstate")),
-        clock_event_sw_power_cap_s=counted["clock_event_sw_power_cap_s"],
-        clock_event_sw_thermal_s=counted["clock_event_sw_thermal_s"],
-        clock_event_hw_thermal_s=counted["clock_event_hw_thermal_s"],
-        clock_event_hw_power_brake_s=counted["clock_event_hw_power_brake_s"],
+        **counted,  # one GpuSample field per counter row of advisor/clock_events.py's table
     )
 
 

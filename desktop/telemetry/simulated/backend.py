@@ -20,6 +20,7 @@ from typing import Any
 from advisor.envelope import PowerEnvelope
 from desktop.safeio import read_bounded
 from desktop.telemetry.model import (
+    CLOCK_EVENT_COUNTERS,
     GPU_METRIC_NAMES,
     DeviceState,
     GpmActivity,
@@ -36,9 +37,8 @@ from desktop.telemetry.simulated.profiles import GpuProfile, profile_info
 from desktop.telemetry.simulated.shared import SharedLoads
 
 #: The GpuSample fields that count seconds under a throttle cause since the reader's last reading.
-_HELD_FIELDS = ("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s", "clock_event_hw_thermal_s",
-                "clock_event_hw_power_brake_s")
-_Counts = tuple[float, float, float, float]
+_HELD_FIELDS = tuple(name for name, _reason in CLOCK_EVENT_COUNTERS)
+_Counts = tuple[float, ...]
 
 
 class _LastDemand:
@@ -70,7 +70,7 @@ class SimulatedMachine:
         self.lock = threading.RLock()
         # Seconds under each throttle cause, summed over every reader's readings: each backend
         # takes its own intervals from these (the model's own counter interval is per reading).
-        self._counted: list[_Counts] = [(0.0, 0.0, 0.0, 0.0) for _ in profiles]
+        self._counted: list[_Counts] = [(0.0,) * len(_HELD_FIELDS) for _ in profiles]
         #: The utilization of each GPU's latest reading, which its processes' SM shares add up to.
         self._util: list[tuple[float, float] | None] = [None for _ in profiles]
         #: The simulated laptop's charger, nvidia-powerd and firmware mode (``set_envelope`` changes them).
@@ -153,8 +153,7 @@ class SimulatedMachine:
                 sample = self.model.reading(index)
                 held = [getattr(sample, name) for name in _HELD_FIELDS]
                 if all(h is not None for h in held):
-                    c = self._counted[index]
-                    self._counted[index] = (c[0] + held[0], c[1] + held[1], c[2] + held[2], c[3] + held[3])
+                    self._counted[index] = tuple(c + h for c, h in zip(self._counted[index], held, strict=True))
                 self._util[index] = (sample.utilization_gpu_pct or 0.0, sample.utilization_mem_pct or 0.0)
                 activity = self.model.activity(index) if info.gpm_supported else None
                 out.append((sample, self._counted[index], activity))

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.effective_load import Calibration, estimate_array
-from desktop.telemetry.model import ClockEventReason, GpmActivity, GpuSample
+from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, ClockEventReason, GpmActivity, GpuSample
 from desktop.telemetry.simulated import gpm
 from desktop.telemetry.simulated.load import Demand, Scenario
 from desktop.telemetry.simulated.profiles import AMBIENT_C, GpuProfile
@@ -36,6 +36,9 @@ _IDLE = int(ClockEventReason.GPU_IDLE)
 _POWER_CAP = int(ClockEventReason.SW_POWER_CAP)
 _SW_THERMAL = int(ClockEventReason.SW_THERMAL_SLOWDOWN)
 _HW_THERMAL = int(ClockEventReason.HW_THERMAL_SLOWDOWN)
+#: The reason bit of each counted cause, in CLOCK_EVENT_COUNTERS' order (advisor/clock_events.py's table).
+_COUNTER_BITS = tuple(int(reason) for _name, reason in CLOCK_EVENT_COUNTERS)
+_COUNTED_BITS = sum(_COUNTER_BITS)
 
 
 def profile_calibration(profile: GpuProfile) -> Calibration:
@@ -65,14 +68,11 @@ class _GpuState:
     load: float = 0.0
     intensity: float = 1.0
     lost: bool = False
-    # Seconds under each throttle cause since the start, integrated step by step as NVML's
-    # per-reason counters are (power brake: never applied by this model, so always 0).
-    power_cap_s: float = 0.0
-    sw_thermal_s: float = 0.0
-    hw_thermal_s: float = 0.0
-    power_brake_s: float = 0.0
+    # Seconds under each counted throttle cause since the start (CLOCK_EVENT_COUNTERS' order), integrated
+    # step by step as NVML's per-reason counters are (a cause this model never applies stays 0).
+    counted_s: list[float] = dataclasses.field(default_factory=lambda: [0.0] * len(CLOCK_EVENT_COUNTERS))
     #: Those counters at the last ``reading`` (None before the first: no interval yet).
-    reported_s: tuple[float, float, float, float] | None = None
+    reported_s: tuple[float, ...] | None = None
 
 
 class SimulatedGpuModel:
@@ -125,12 +125,11 @@ class SimulatedGpuModel:
         elif gpu.temp_c < p.temp_slowdown_c - 1.5 and gpu.thermal_cap < 1.0:
             gpu.thermal_cap = min(1.0, gpu.thermal_cap + 0.01 * dt)
         gpu.energy_mj += power * dt * 1000.0
-        if reasons & _POWER_CAP:
-            gpu.power_cap_s += dt
-        if reasons & _SW_THERMAL:
-            gpu.sw_thermal_s += dt
-        if reasons & _HW_THERMAL:
-            gpu.hw_thermal_s += dt
+        if reasons & _COUNTED_BITS:
+            counted = gpu.counted_s
+            for i, bit in enumerate(_COUNTER_BITS):
+                if reasons & bit:
+                    counted[i] += dt
         gpu.power_w = power
         gpu.clock_mhz = clock
         gpu.reasons = reasons
@@ -192,9 +191,9 @@ class SimulatedGpuModel:
         if p.has_fan_reading:
             fan = float(round(min(100.0, max(30.0, 30.0 + (gpu.temp_c - 45.0) * 1.6))))
         pcie = demand.pcie_kib_s * (0.9 + 0.2 * noise())
-        counted = (gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s)
+        counted = tuple(gpu.counted_s)
         before, gpu.reported_s = gpu.reported_s, counted
-        held: tuple[float | None, ...] = ((None,) * 4 if before is None
+        held: tuple[float | None, ...] = ((None,) * len(counted) if before is None
                                           else tuple(now - then for now, then in zip(counted, before, strict=True)))
         return GpuSample(
             util,
@@ -239,7 +238,7 @@ class SimulatedGpuModel:
         times = start_s + interval_s * np.arange(1, n + 1, dtype=np.float64)
         load_l, temp_l, power_l, clock_l, reasons_l, energy_l, intensity_l = [], [], [], [], [], [], []
         vram_l, memu_l, pcie_l = [], [], []
-        counted_l = [(gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s)]
+        counted_l = [tuple(gpu.counted_s)]
         demand_of = self.scenario.demand
         step = self._step
         t = gpu.time_s if gpu.time_s is not None else start_s
@@ -264,7 +263,7 @@ class SimulatedGpuModel:
             vram_l.append(demand.vram_mib)
             memu_l.append(demand.mem_util)
             pcie_l.append(demand.pcie_kib_s)
-            counted_l.append((gpu.power_cap_s, gpu.sw_thermal_s, gpu.hw_thermal_s, gpu.power_brake_s))
+            counted_l.append(tuple(gpu.counted_s))
         gpu.time_s = t
         self._last_demand[index] = demand
         p = gpu.profile
@@ -296,8 +295,7 @@ class SimulatedGpuModel:
             "pstate": np.where(busy, 0.0, 8.0),
         }
         held = np.diff(np.asarray(counted_l, dtype=np.float64), axis=0)
-        for i, name in enumerate(("clock_event_sw_power_cap_s", "clock_event_sw_thermal_s",
-                                  "clock_event_hw_thermal_s", "clock_event_hw_power_brake_s")):
+        for i, (name, _reason) in enumerate(CLOCK_EVENT_COUNTERS):
             columns[name] = held[:, i]
         # As a live reading has it: measured SM activity where GPM answers, else estimated as the sampler
         # estimates (the datasheet calibration), not read off the model.

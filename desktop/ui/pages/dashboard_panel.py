@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from desktop.telemetry.model import ClockEventReason, DeviceState, GpuInfo, GpuReading
+from advisor.clock_events import LANE_ROWS
+from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading
 from desktop.ui.theme import REASON_COLOURS, Theme
 from desktop.ui.widgets.cards import GpuCard
 from desktop.ui.widgets.charts import FloatArray, TimePlot
@@ -32,13 +33,8 @@ EFFECTIVE_LOAD_LABEL = "Effective load (estimate)"
 MEASURED_LOAD_LABEL = "SM activity (measured)"
 #: The legend beside the title names each line (the estimate or measurement in the dashed line's label).
 UTIL_TITLES = {False: "Utilization", True: "Utilization"}
-LANE_REASONS = (
-    ClockEventReason.SW_POWER_CAP,
-    ClockEventReason.HW_POWER_BRAKE_SLOWDOWN,
-    ClockEventReason.SW_THERMAL_SLOWDOWN,
-    ClockEventReason.HW_THERMAL_SLOWDOWN,
-    ClockEventReason.HW_SLOWDOWN,
-)
+#: The throttle causes' lanes, top first (advisor/clock_events.py's table: power causes, thermal, the rest).
+LANE_REASONS = tuple(row.reason for row in LANE_ROWS)
 
 
 #: Half a lane row's height (rows are 1 apart): a cause's share of a bucket fills that share of 2 x this.

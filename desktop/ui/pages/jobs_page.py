@@ -38,8 +38,9 @@ from desktop.jobs.card import (
     format_card,
     job_status,
 )
-from desktop.jobs.detail import CHARTS, JobDetail, JobsHistory, broken_at_pauses, chart_bins, charts_note
+from desktop.jobs.detail import CHARTS, JobDetail, broken_at_pauses, chart_bins, charts_note
 from desktop.jobs.model import JobRecord
+from desktop.sessions.jobs_reader import JobsHistory
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.text import heading

@@ -14,7 +14,7 @@ from desktop import cli
 from desktop.config import CostSettings
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import job_frame, job_gpus
-from desktop.jobs.detail import JobsHistory
+from desktop.sessions.jobs_reader import JobsHistory
 from desktop.telemetry.scenarios import week_start
 from tests.unit.test_consistency_jobs import AT_LIMIT
 

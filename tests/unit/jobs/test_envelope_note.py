@@ -35,7 +35,7 @@ def test_jobs_show_and_the_jobs_page_carry_the_note(tmp_path: Path, capsys: pyte
 
     from desktop import cli
     from desktop.config import CostSettings
-    from desktop.jobs.detail import JobsHistory
+    from desktop.sessions.jobs_reader import JobsHistory
     from tests.unit.cli.jobs_history import END, INFO, START, write_job_history
 
     db = tmp_path / "h.sqlite"

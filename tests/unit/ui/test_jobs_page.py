@@ -11,7 +11,8 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QApplication, QTableWidget
 
 from desktop.config import CostSettings
-from desktop.jobs.detail import MIN_CHART_BINS, JobsHistory, binned, chart_bins
+from desktop.jobs.detail import MIN_CHART_BINS, binned, chart_bins
+from desktop.sessions.jobs_reader import JobsHistory
 from desktop.ui.pages.jobs_page import JobsPage
 from desktop.ui.theme import DARK, LIGHT
 from tests.unit.cli.jobs_history import END, PAUSE, START, record, write_job_history
