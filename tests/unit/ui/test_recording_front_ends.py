@@ -20,11 +20,12 @@ import pytest
 from desktop import cli
 from desktop.history import calibration
 from desktop.history.store import HistoryStore
+from desktop.history.writer import WriterStatus
 from desktop.recorder import CALIBRATION_RELOAD_S, MAINTENANCE_PERIOD_S, Recorder
 from desktop.sessions.recording import RecordingSession
 from desktop.telemetry import sampler as sampler_module
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
-from tests.unit.ui.conftest import FakeClock, Harness
+from tests.unit.ui.conftest import FakeClock, FakeWriter, Harness
 
 STEP_S = 60.0
 #: Twelve minutes of samples a minute apart: the start, two maintenance and two calibration periods, the end.
@@ -129,3 +130,39 @@ def test_the_window_and_rigscope_record_store_the_same_on_the_same_schedule(
     expected_reads = [CALIBRATION_RELOAD_S, 2 * CALIBRATION_RELOAD_S]
     assert _relative([ms / 1000 for ms in window_seen["calibrations"]], first) == expected_reads
     assert _relative([ms / 1000 for ms in cli_seen["calibrations"]], first) == expected_reads
+
+
+def _said_through_the_tick(tick: Callable[[], object], writer: FakeWriter) -> None:
+    """A disk that fills and empties again, one tick each (the writer's status as the tick reads it)."""
+    tick()
+    writer.status = WriterStatus(rows_written=1, rows_pending=3, last_error="the disk is full; keeping samples "
+                                 "in memory", disk_full=True)
+    tick()
+    tick()  # said once, not each tick
+    writer.status = WriterStatus(rows_written=5, rows_pending=0, last_error=None, disk_full=False)
+    tick()
+
+
+def test_a_write_problem_is_said_by_the_window_as_rigscope_record_says_it(make_app: Callable[..., Harness]) -> None:
+    """Errors said one way: the tick's ``report`` prints in the command and is a banner in the window (before
+    issue 35 the window showed a write problem only in its status bar, the command printed it)."""
+    said: list[str] = []
+    writer = FakeWriter()
+    sampler = sampler_module.Sampler(SimulatedBackend(parse_profile_list("rtx4090-laptop")), None,
+                                     clock=FakeClock())
+    headless = RecordingSession("recording", "test writer", writer=writer)
+    headless.start(sampler, report=said.append)
+    _said_through_the_tick(headless.tick, writer)
+    sampler.close()
+    assert said == ["the disk is full; keeping samples in memory", "writing to the history again; nothing was lost"]
+
+    window_writer = FakeWriter()
+    h = make_app(recording=RecordingSession("recording", "test writer", writer=window_writer))
+    shown: list[str] = []
+
+    def seen() -> None:  # each text the recording's banner takes on, in order
+        texts = [b.label.text() for b in h.app.window.banners.banners() if b.key == "recording.file"]
+        shown.extend(t for t in texts if t not in shown)
+    h.app.window.banners.changed.connect(seen)
+    _said_through_the_tick(h.tick, window_writer)
+    assert [text[:1].lower() + text[1:] for text in shown] == said
