@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +31,7 @@ from desktop.history import dberrors, replaced
 from desktop.history.dbfile import file_id, resolve_db
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
+from desktop.history.writer_status import WriterStatus, describe_loss
 
 if TYPE_CHECKING:
     from desktop.telemetry.model import Snapshot
@@ -41,34 +41,6 @@ T = TypeVar("T")
 
 #: Six hours at 1 Hz (~1-1.5 KB per snapshot, so ~30 MB): what is kept in memory while the disk is full.
 DEFAULT_MAX_BUFFER = 6 * 3600
-
-
-@dataclass(frozen=True)
-class WriterStatus:
-    """What the UI and the exporter's recorder-health metric show."""
-
-    #: Snapshots committed since start.
-    rows_written: int
-    #: Snapshots waiting in memory.
-    rows_pending: int
-    #: The last write problem, for people (None once writes succeed again).
-    last_error: str | None
-    disk_full: bool
-    #: Snapshots dropped because the buffer overflowed (or a batch failed for a bug).
-    rows_dropped: int = 0
-    last_commit_s: float | None = None
-    #: Snapshots handed to ``submit`` since start (written + pending + dropped).
-    rows_submitted: int = 0
-
-
-def describe_loss(snapshots: list[Snapshot], reason: str | None) -> str:
-    """"N samples from 12:03:04 to 12:05:10 (local time) could not be written (why) and are lost"."""
-    first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(min(s.time_s for s in snapshots)))
-    last = time.strftime("%H:%M:%S", time.localtime(max(s.time_s for s in snapshots)))
-    count = len(snapshots)
-    noun = "sample" if count == 1 else "samples"
-    return (f"{count} {noun} from {first} to {last} (local time) could not be written "
-            f"({reason or 'the writer stopped first'}) and are lost")
 
 
 class HistoryWriter:

@@ -14,7 +14,7 @@ import pytest
 from desktop.config import RetentionSettings
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
-from desktop.history.writer import WriterStatus
+from desktop.history.writer_status import WriterStatus
 from desktop.sessions.recording import STALL_AFTER_S, RecordingSession
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list

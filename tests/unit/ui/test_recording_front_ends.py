@@ -20,7 +20,7 @@ import pytest
 from desktop import cli
 from desktop.history import calibration
 from desktop.history.store import HistoryStore
-from desktop.history.writer import WriterStatus
+from desktop.history.writer_status import WriterStatus
 from desktop.recorder import CALIBRATION_RELOAD_S, MAINTENANCE_PERIOD_S, Recorder
 from desktop.sessions.recording import RecordingSession
 from desktop.telemetry import sampler as sampler_module
