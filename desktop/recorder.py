@@ -188,7 +188,7 @@ class Recorder:
         fails is logged."""
         if self.writer is None:
             return
-        self.wait_maintenance()
+        self.wait_maintenance(timeout_s)  # a writer stuck on its disk does not hold the window's quit for ever
         if now is None:
             now = self.clock() if self.clock is not None else self.last_now
         final = self.writer.call(self._maintenance_pass(time.time() if now is None else now))
@@ -245,12 +245,13 @@ class Recorder:
             except Exception:
                 pass  # said by the step that applies it
 
-    def wait_maintenance(self) -> None:
-        """Block until the last rollup/retention pass finished (tests; errors are logged, not raised)."""
+    def wait_maintenance(self, timeout_s: float | None = None) -> None:
+        """Block until the last rollup/retention pass finished, or ``timeout_s`` passed (errors and the timeout
+        are logged, not raised)."""
         future = self._maintenance
         if future is not None:
             try:
-                future.result()
+                future.result(timeout=timeout_s)
             except Exception as exc:
                 log.warning("history maintenance failed: %s", exc)
 
