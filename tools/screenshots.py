@@ -23,12 +23,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtWidgets import QApplication
 
 from desktop.config import Settings
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.model import GpuProcess, HostSample
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.scenarios import WeekScenario, week_start
 from desktop.telemetry.simulated import GpuProfile, SimulatedBackend, parse_profile_list
 from desktop.ui.app import RigscopeApp
-from desktop.ui.recording import Recording
 
 SIZE = (1600, 1000)
 PROFILE = "rtx4090-laptop"
@@ -196,8 +196,8 @@ def build(history_db: Path | None, end_s: float) -> tuple[QApplication, Rigscope
         from desktop.history.store import HistoryStore
 
         store = HistoryStore.open(history_db, readonly=True)
-    recording = Recording("reading" if store else "off",
-                          "demo history (screenshot)" if store else "screenshot", store=store)
+    recording = RecordingSession("reading" if store else "off",
+                                 "demo history (screenshot)" if store else "screenshot", store=store)
     settings = Settings()
     settings = dataclasses.replace(settings, costs=dataclasses.replace(settings.costs, purchase_price=PURCHASE_PRICE))
     app = RigscopeApp(qt_app, sampler, settings, recording, tray_available=False,

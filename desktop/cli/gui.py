@@ -34,9 +34,6 @@ def main(args: argparse.Namespace) -> int:
     settings, problems = load_settings()
     sampler = Sampler(backend, open_host_backend(), process_period_s=settings.sampling.process_interval_s)
     path = db_path(args)
-    from desktop.history.calibration import load_calibrations
-
-    sampler.effective_load.calibrate_all(load_calibrations(path))  # each GPU's own stress run, where one exists
     from desktop.ui.launch import run_window
 
     return run_window(sampler, settings, path, problems)

@@ -1,7 +1,8 @@
 """`rigscope record`: the headless recorder with the single-writer lock, optionally serving Prometheus.
 
-The recording itself (writer, lock, sampling loop, rollups and retention) is desktop/sessions/recording.py's
-``RecordingSession``, as in the window; this command prints what it reports and turns signals into its stop.
+The recording itself (writer, lock, the one tick with its rollups, retention and calibrations) is
+desktop/sessions/recording.py's ``RecordingSession``, as in the window; this command prints what it reports and
+turns signals into its stop.
 
 SIGTERM and SIGINT stop it cleanly: what is buffered is flushed and the exit status is 0.
 """
@@ -56,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
     previous_handlers: dict[int, Any] = {}
     try:
         # The writer lock or an error (another process writes it: exit 2, said by the dispatcher).
-        session = RecordingSession.headless(path, sampler, retention=settings.retention,
-                                            busy_util_pct=settings.advisor.busy_util_pct)
+        session = RecordingSession.open(path, strict=True, calibrate=sampler.effective_load.calibrate_all,
+                                        retention=settings.retention, busy_util_pct=settings.advisor.busy_util_pct)
         if session.recovered_from is not None:
             print(f"rigscope record: the history database was damaged; it was moved to {session.recovered_from} "
                   "and a fresh one started", file=sys.stderr)

@@ -6,13 +6,12 @@ sorted into three kinds: a full disk (keep sampling, say so once, keep the newes
 ``max_buffer`` snapshots, counting what is dropped, and retry until space returns), an
 environment problem (read-only file system, permissions: a clear message, retried the
 same way), and anything else (a bug: logged with its traceback, that batch dropped).
-The first two are logged at INFO only: ``status`` is how the owner (the recorder, the
-window) learns of them and tells the user once. Rollups and retention are the owner's: it
-hands in ``maintain`` (what to run, with the retention it wants), and the writer thread runs
-it every ``maintenance_period_s``. Before each batch it checks, with one ``stat``, that the database's name
-still means the file it opened: a file renamed over it (a restored backup) is never written through the old
-file's log; the samples go to the file now there, or beside it (``desktop.history.replaced``), said once
-through ``take_notices``.
+The first two are logged at INFO only: ``status`` is how the owner (the recording's tick,
+desktop/recorder.py) learns of them and tells the user once. Rollups and retention are the owner's too:
+it schedules them and hands each pass in through ``call``. Before each batch it checks, with one ``stat``,
+that the database's name still means the file it opened: a file renamed over it (a restored backup) is
+never written through the old file's log; the samples go to the file now there, or beside it
+(``desktop.history.replaced``), said once through ``take_notices``.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +31,7 @@ from desktop.history import dberrors, replaced
 from desktop.history.dbfile import file_id, resolve_db
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
+from desktop.history.writer_status import WriterStatus, describe_loss
 
 if TYPE_CHECKING:
     from desktop.telemetry.model import Snapshot
@@ -40,56 +39,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: How often the writer thread runs the owner's ``maintain`` (rollups, retention).
-MAINTENANCE_PERIOD_S = 300.0
-#: ``maintain(store, now_s)``: e.g. ``lambda store, now_s: rollup.maintain(store, retention, now_s)``.
-Maintenance = Callable[[HistoryStore, float], object]
 #: Six hours at 1 Hz (~1-1.5 KB per snapshot, so ~30 MB): what is kept in memory while the disk is full.
 DEFAULT_MAX_BUFFER = 6 * 3600
-
-
-@dataclass(frozen=True)
-class WriterStatus:
-    """What the UI and the exporter's recorder-health metric show."""
-
-    #: Snapshots committed since start.
-    rows_written: int
-    #: Snapshots waiting in memory.
-    rows_pending: int
-    #: The last write problem, for people (None once writes succeed again).
-    last_error: str | None
-    disk_full: bool
-    #: Snapshots dropped because the buffer overflowed (or a batch failed for a bug).
-    rows_dropped: int = 0
-    last_commit_s: float | None = None
-    #: Snapshots handed to ``submit`` since start (written + pending + dropped).
-    rows_submitted: int = 0
-
-
-def describe_loss(snapshots: list[Snapshot], reason: str | None) -> str:
-    """"N samples from 12:03:04 to 12:05:10 (local time) could not be written (why) and are lost"."""
-    first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(min(s.time_s for s in snapshots)))
-    last = time.strftime("%H:%M:%S", time.localtime(max(s.time_s for s in snapshots)))
-    count = len(snapshots)
-    noun = "sample" if count == 1 else "samples"
-    return (f"{count} {noun} from {first} to {last} (local time) could not be written "
-            f"({reason or 'the writer stopped first'}) and are lost")
 
 
 class HistoryWriter:
     """Owns the writer thread and the store it writes; takes the single-writer lock on start."""
 
     def __init__(self, store_path: Path, flush_interval_s: float = 5.0, max_buffer: int = DEFAULT_MAX_BUFFER,
-                 *, lock: bool = True, maintenance_period_s: float | None = MAINTENANCE_PERIOD_S,
-                 maintain: Maintenance | None = None, clock: Callable[[], float] = time.time) -> None:
-        """``maintain``: rollups and retention, run every ``maintenance_period_s`` on the writer thread
-        (None, or a period of None: never; the owner schedules them itself, as the recorder does on its
-        own clock); ``clock`` is the "now" handed to it (tests pass a fixed one)."""
+                 *, lock: bool = True) -> None:
+        """``lock``: take the single-writer lock (tests of the writer alone may not). Rollups and retention are
+        the owner's to schedule (desktop/recorder.py): each pass comes through ``call``."""
         self.store_path = store_path if isinstance(store_path, Path) else Path(store_path)  # a DbPath stays one
-        self._clock = clock
-        self.maintenance_period_s = maintenance_period_s if maintain is not None else None
-        #: The owner's rollups and retention (None: the writer runs none).
-        self.maintenance = maintain
         self.flush_interval_s = flush_interval_s
         self.max_buffer = max(1, max_buffer)
         self._lock = WriterLock(self.store_path) if lock else None
@@ -230,7 +191,6 @@ class HistoryWriter:
 
     def _run(self) -> None:
         next_write = time.monotonic() + self.flush_interval_s
-        next_maintenance = time.monotonic() + (self.maintenance_period_s or 0.0)
         while True:
             with self._cond:
                 self._cond.wait_for(
@@ -250,9 +210,6 @@ class HistoryWriter:
             next_write = time.monotonic() + self.flush_interval_s
             for fn, future in tasks:
                 self._run_task(fn, future)
-            if self.maintenance_period_s and time.monotonic() >= next_maintenance and not stopping:
-                next_maintenance = time.monotonic() + self.maintenance_period_s
-                self._maintain()
             with self._cond:
                 self._flush_served = max(self._flush_served, ticket)
                 self._cond.notify_all()
@@ -262,16 +219,6 @@ class HistoryWriter:
                         future.cancel()
                     self._tasks = []
                 return
-
-    def _maintain(self) -> None:
-        assert self.maintenance is not None
-        if self._store is None:  # the replaced file's successor is not open yet
-            return
-        try:
-            self.maintenance(self._store, self._clock())
-        except Exception as exc:  # logged; the writer thread goes on writing
-            if not (isinstance(exc, sqlite3.Error) and self._note_failure(exc)):
-                log.exception("history: rollups or retention failed")
 
     def _run_task(self, fn: Callable[[HistoryStore], Any], future: Future[Any]) -> None:
         if not future.set_running_or_notify_cancel():

@@ -85,7 +85,7 @@ class JobHistory:
 
     def open(self) -> None:
         try:
-            writer = HistoryWriter(self.path, maintenance_period_s=None)
+            writer = HistoryWriter(self.path)
             try:
                 writer.start()
             except DatabaseBusy:
@@ -102,7 +102,7 @@ class JobHistory:
         """A database of the run's own in a private temporary folder: the card needs the samples somewhere."""
         folder = Path(tempfile.mkdtemp(prefix="rigscope-run-"))
         self._private = folder
-        writer = HistoryWriter(folder / "job.sqlite", maintenance_period_s=None)
+        writer = HistoryWriter(folder / "job.sqlite")
         try:
             writer.start()
         except BaseException:

@@ -2,12 +2,13 @@
 
 ``RecordingSession`` owns the whole sequence: the history writer under the single-writer lock (or, in
 the window, reading when another process holds it, or nothing when the database cannot be opened), the
-snapshots with the events they imply (the laptop's power envelope, the GPUs' limits), the rollups and
-retention with the retention the settings say, the window's own events, whether samples land (stalled
-or not), and the close with what could not be written. ``RecordingSession.open`` is the window's start
-(desktop/ui/launch.py hands it to the window, whose sampler thread calls ``submit`` and whose timers ask
-``status_text``); ``RecordingSession.headless`` and ``record`` are `rigscope record`'s (desktop/cli/record.py
-prints what they report).
+one tick (desktop/recorder.py's ``Recorder.step``: sample -> sink -> exporter -> maintenance ->
+calibration -> error report) with the retention the settings say, the window's own events, whether
+samples land (stalled or not), and the close with the last maintenance pass and what could not be
+written. ``RecordingSession.open`` is the one way in (``strict``: `rigscope record`'s, the writer or an
+error); ``start`` makes the tick, which the window's sampler thread calls through ``tick`` (its timers ask
+``status_text``) and ``record`` runs on a schedule for `rigscope record` (desktop/cli/record.py prints what
+it reports).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +27,10 @@ from desktop.config import RetentionSettings
 from desktop.telemetry.model import Snapshot
 
 if TYPE_CHECKING:  # imported where a writer needs them: the window's first frame does not wait for them
-    from desktop.recorder import SampleSink
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from advisor.effective_load import Calibration
+    from desktop.recorder import Recorder, SampleSink
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,13 @@ class RecordingSession:
     lost_on_close: str | None = field(default=None, init=False)
     #: After ``close``: the file beside the database the samples went to after it was replaced (None: none).
     aside: Path | None = field(default=None, init=False)
+    #: The database recorded or read (where the calibrations are read from when there is no writer).
+    db_path: Path | None = None
+    #: The one tick (``start`` makes it; None before).
+    recorder: Recorder | None = field(default=None, init=False)
+    #: Reads the calibrations when there is no writer to read them through (made when first needed).
+    _reader: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _finished: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.sink is None and self.writer is not None:
@@ -106,12 +117,51 @@ class RecordingSession:
     # --- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, db_path: Path, record: bool = True, *, retention: RetentionSettings | None = None,
+    def open(cls, db_path: Path, record: bool = True, *, strict: bool = False,
+             calibrate: Callable[[Mapping[str, Calibration]], None] | None = None,
+             retention: RetentionSettings | None = None,
              busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> RecordingSession:
-        """The window's recording: a HistoryWriter (it takes the single-writer lock), or reading, or nothing.
+        """A recording: a HistoryWriter (it takes the single-writer lock), or (the window) reading, or nothing.
 
-        ``retention`` (default: the defaults) is what the writer's rollup and retention passes keep
-        until ``set_retention`` says otherwise; the writer runs them on its own thread and schedule."""
+        ``strict`` (`rigscope record`): the writer or an error (``DatabaseBusy``: another process writes it; a
+        read-only folder: ``UserError``). ``calibrate`` (the sampler's ``effective_load.calibrate_all``) gets each
+        GPU's stress-run calibration first, read before the writer holds its connection (a second descriptor
+        opened and closed after it would drop the process's locks). ``retention`` (default: the defaults) is
+        what the tick's rollup and retention passes keep until ``set_retention`` says otherwise."""
+        if strict:
+            from desktop.history.media import require_writable_folder
+
+            require_writable_folder(db_path)  # read-only media: one line (exit 2), before the calibrations are read
+        if calibrate is not None:
+            from desktop.history.calibration import load_calibrations
+
+            calibrate(load_calibrations(db_path))  # each GPU's own stress run, where one is
+        if strict:
+            return cls._open_writer(db_path, retention, busy_util_pct)
+        session = cls._open_window(db_path, record, retention, busy_util_pct)
+        session.db_path = db_path
+        return session
+
+    @classmethod
+    def _open_writer(cls, db_path: Path, retention: RetentionSettings | None,
+                     busy_util_pct: float) -> RecordingSession:
+        from desktop.history.store import HistoryStore
+        from desktop.history.writer import HistoryWriter
+
+        writer = HistoryWriter(db_path)
+        try:
+            writer.start()
+        except BaseException:
+            writer.close()
+            raise
+        maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
+        return cls("recording", f"writing to {db_path}", writer=writer, maintenance=maintenance, db_path=db_path)
+
+    @classmethod
+    def _open_window(cls, db_path: Path, record: bool, retention: RetentionSettings | None,
+                     busy_util_pct: float) -> RecordingSession:
+        """The window's: the writer, or reading (another process writes; read-only media; a demo database),
+        or nothing, and why."""
         try:
             from desktop.history.lock import DatabaseBusy, describe_holder
             from desktop.history.store import HistoryStore
@@ -136,7 +186,7 @@ class RecordingSession:
                                "and records nothing into it", store=peek)
                 peek.close()
         if record:
-            candidate = HistoryWriter(db_path, maintain=maintenance)
+            candidate = HistoryWriter(db_path)
             try:
                 candidate.start()
                 writer = candidate
@@ -162,30 +212,6 @@ class RecordingSession:
             return cls("reading", f"the database is written by {busy}; this window reads it", store=store)
         return cls("reading" if store else "off", "recording switched off", store=store)
 
-    @classmethod
-    def headless(cls, db_path: Path, sampler: Any, *, retention: RetentionSettings | None = None,
-                 busy_util_pct: float = DEFAULT_BUSY_UTIL_PCT) -> RecordingSession:
-        """`rigscope record`'s recording: the writer or an error (``DatabaseBusy``: another process writes it).
-
-        The sampler gets each GPU's stress-run calibration first, read before the writer holds its
-        connection (a second descriptor opened and closed after it would drop the process's locks).
-        The rollups and retention are ``record``'s to schedule, on its own clock."""
-        from desktop.history.calibration import load_calibrations
-        from desktop.history.media import require_writable_folder
-        from desktop.history.store import HistoryStore
-        from desktop.history.writer import HistoryWriter
-
-        require_writable_folder(db_path)  # read-only media: one line (exit 2), before the calibrations are read
-        sampler.effective_load.calibrate_all(load_calibrations(db_path))  # each GPU's own stress run, where one is
-        writer = HistoryWriter(db_path, maintenance_period_s=None)
-        try:
-            writer.start()
-        except BaseException:
-            writer.close()
-            raise
-        maintenance = SettingsMaintenance(HistoryStore.maintain, retention or RetentionSettings(), busy_util_pct)
-        return cls("recording", f"writing to {db_path}", writer=writer, maintenance=maintenance)
-
     # --- while it records ------------------------------------------------------------------
 
     @property
@@ -199,10 +225,42 @@ class RecordingSession:
         found = getattr(self.writer, "recovered_from", None)
         return found if isinstance(found, Path) else None
 
-    def submit(self, snap: Snapshot) -> None:
-        """Called on the sampler thread for every snapshot."""
-        if self.sink is not None:
-            self.sink.submit(snap)
+    def start(self, sampler: Any, *, interval_s: float = 1.0, exporter: Any | None = None,
+              report: Callable[[str], None] = log.warning, clock: Callable[[], float] | None = None) -> Recorder:
+        """Make the one tick over ``sampler`` (``tick`` calls it): the writer's sink, ``exporter``, the
+        maintenance and calibration schedules on ``clock`` (default: each snapshot's time), ``report`` told
+        what goes wrong with the writing and when it is over, the database file replaced, the GPU gone and
+        back. Without a writer the tick samples and keeps the calibrations current."""
+        from desktop.recorder import Recorder
+
+        maintenance = self.maintenance
+        self.recorder = Recorder(
+            sampler, self.writer, interval_s=interval_s, exporter=exporter, report=report, clock=clock,
+            calibrate=sampler.effective_load.calibrate_all, sink=self.sink, maintain=maintenance,
+            read_calibrations=None if self.writer is not None else self._read_calibrations)
+        return self.recorder
+
+    def tick(self) -> Snapshot:
+        """One sample through the one tick (the window's sampler thread, each interval)."""
+        if self.recorder is None:
+            raise RuntimeError("the recording's tick was not started (RecordingSession.start)")
+        return self.recorder.step()
+
+    def reload_calibrations(self) -> None:
+        """A stress run was saved: the next tick reads the calibrations again."""
+        if self.recorder is not None:
+            self.recorder.reload_calibrations()
+
+    def _read_calibrations(self) -> Future[dict[str, Calibration]]:
+        """No writer to read through: the file read on a thread of its own (the window reading the history)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from desktop.history.calibration import load_calibrations
+
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="rigscope-calibration")
+        path = self.db_path
+        return self._reader.submit(lambda: load_calibrations(path) if path is not None else {})
 
     def set_retention(self, retention: RetentionSettings, busy_util_pct: float | None = None) -> None:
         """Settings applied a retention (and busy threshold): the writer's next rollup and retention pass uses it."""
@@ -222,12 +280,6 @@ class RecordingSession:
             self.writer.add_event(time_s, kind, gpu_uuid, message)
         except Exception as exc:  # recording an event must never break alerting
             log.warning("could not record event %s: %s", kind, exc)
-
-    def take_notices(self) -> list[str]:
-        """What the writer has to say once (its database file replaced, where the samples go now): the window's
-        banner; `rigscope record` prints them through its ``report``."""
-        take = getattr(self.writer, "take_notices", None)
-        return list(take()) if callable(take) else []
 
     def status_text(self, now_s: float) -> tuple[str, str]:
         """What the status bar says (recording, reading and who writes, off and why, or the write problem),
@@ -249,33 +301,37 @@ class RecordingSession:
 
     def record(self, sampler: Any, stop: threading.Event, *, interval_s: float, exporter: Any | None = None,
                report: Callable[[str], None] = log.warning,
-               max_ticks: int | None = None, clock: Callable[[], float] = time.time) -> int:
-        """Sample into the writer every ``interval_s`` until ``stop`` is set (or ``max_ticks`` samples), feeding
-        ``exporter``; rollups and retention every few minutes and once more at the end (a short run still gets
-        its complete minutes). ``report`` is told when writing fails and when it works again. The samples taken."""
-        maintenance = self.maintenance
-        if self.writer is None or self.sink is None or maintenance is None:
+               max_ticks: int | None = None, clock: Callable[[], float] | None = None) -> int:
+        """Tick every ``interval_s`` until ``stop`` is set (or ``max_ticks`` samples), feeding ``exporter``;
+        rollups and retention at the start, every few minutes and once more at the end (a short run still gets
+        its complete minutes), on ``clock`` (default: the snapshots' time, as in the window). ``report`` is told
+        when writing fails and when it works again. The samples taken."""
+        if self.writer is None or self.sink is None or self.maintenance is None:
             raise RuntimeError(f"not recording: {self.detail}")
-        from desktop.recorder import Recorder
-
-        # It re-reads the calibrations every 300 s, as the window does: a stress run saved meanwhile counts.
-        recorder = Recorder(sampler, self.writer, interval_s=interval_s, retention=maintenance.retention,
-                            exporter=exporter, report=report, calibrate=sampler.effective_load.calibrate_all,
-                            busy_util_pct=maintenance.busy_util_pct, clock=clock, sink=self.sink)
+        recorder = self.start(sampler, interval_s=interval_s, exporter=exporter, report=report, clock=clock)
         ticks = recorder.run(stop, max_ticks=max_ticks)
-        recorder.wait_maintenance()
-        final = self.writer.call(lambda store: maintenance(store, clock()))
-        try:
-            final.result(timeout=60)
-        except Exception as exc:
-            log.warning("history maintenance at exit failed: %s", exc)
+        self.finish(clock() if clock is not None else None)
         return ticks
+
+    def finish(self, now_s: float | None = None) -> None:
+        """The last rollup and retention pass (once; ``close`` runs it when nobody did)."""
+        if self._finished or self.recorder is None:
+            return
+        self._finished = True
+        self.recorder.finish(now_s)
 
     # --- the end ---------------------------------------------------------------------------
 
     def close(self, *, say_loss: bool = True) -> None:
         """Flush and close the writer, then the reading store; a loss at exit is logged with its times (unless
         ``say_loss`` is False: the caller says it, as `rigscope record` does in its last line)."""
+        try:
+            self.finish()
+        except Exception as exc:  # the close goes on: what is buffered is still flushed
+            log.warning("history maintenance at exit failed: %s", exc)
+        if self._reader is not None:
+            self._reader.shutdown(wait=True, cancel_futures=True)
+            self._reader = None
         for thing, method in ((self.writer, "close"), (self.store, "close")):
             if thing is not None and hasattr(thing, method):
                 try:

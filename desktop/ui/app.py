@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
 from advisor.safetext import printable
@@ -34,7 +34,6 @@ from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
-from desktop.ui.background import Loader
 from desktop.ui.main_window import MainWindow
 from desktop.ui.pages.base import PageWidget
 from desktop.ui.pages.dashboard import DashboardPage
@@ -45,19 +44,15 @@ from desktop.ui.worker import SamplerThread
 
 if TYPE_CHECKING:
     from desktop.reporting import HistorySource
+    from desktop.sessions.recording import RecordingSession
     from desktop.stress.run_model import Clock
     from desktop.ui.pages.advisor_history import HistoryPage
     from desktop.ui.pages.jobs_page import JobsPage
     from desktop.ui.pages.processes import ProcessesPage
     from desktop.ui.pages.settings_page import SettingsPage
     from desktop.ui.pages.stress_page import StressPage
-    from desktop.ui.recording import Recording
 
 log = logging.getLogger(__name__)
-
-#: How often the window re-reads each GPU's stress-run calibration for the effective-load estimate
-#: (a run saved by `rigscope stress` in a terminal); a run saved on the Stress page is read at once.
-CALIBRATION_RELOAD_S = 300.0
 
 
 class RigscopeApp(QObject):
@@ -67,7 +62,11 @@ class RigscopeApp(QObject):
     ``demo_path``: where "Load demo week" writes (default: the demo database of `rigscope demo`).
     """
 
-    def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: Recording, *,
+    #: What the recording's tick reports (a write problem and its end, the database file replaced, the GPU gone
+    #: and back), emitted on the sampler thread: shown in a banner on the GUI thread.
+    recording_said = Signal(str)
+
+    def __init__(self, qt_app: QApplication, sampler: Sampler, settings: Settings, recording: RecordingSession, *,
                  settings_path: Path | None = None, tray_available: bool | None = None,
                  end_process: Callable[[int, float | None], str | None] | None = None,
                  service: Callable[[bool], None] | None = None, db_path: Path | None = None,
@@ -97,11 +96,6 @@ class RigscopeApp(QObject):
         #: Where the Stress page's runs take time from (read when the page is built).
         self.stress_clock = stress_clock
         self._shown_store: Any | None = None
-        #: Re-reads the stress-run calibrations: the sampler uses a newly saved run without a restart.
-        self.calibration_loader = Loader(self, name="calibration", one_at_a_time=True)
-        self.calibration_timer = QTimer(self)
-        self.calibration_timer.setInterval(round(CALIBRATION_RELOAD_S * 1000))
-        self.calibration_timer.timeout.connect(self.reload_calibrations)
         self._service = service
         self._history_source: HistorySource | None = None
         self._add_pages()
@@ -114,7 +108,11 @@ class RigscopeApp(QObject):
         self.alerts = AlertMonitor(settings.alerts)
         self.tray = Tray(tray_available)
         self.window.close_to_tray = self.tray.available
-        self.sampling = SamplerThread(sampler.tick, settings.sampling.interval_s, on_snapshot=recording.submit)
+        # The one recording tick (desktop/recorder.py, as `rigscope record` runs it): sample, write, rollups and
+        # retention, the stress-run calibrations; what it reports comes to the GUI thread as a banner.
+        recording.start(sampler, report=self.recording_said.emit)
+        self.recording_said.connect(self._say_recording, Qt.ConnectionType.AutoConnection)
+        self.sampling = SamplerThread(recording.tick, settings.sampling.interval_s)
         self.last_snapshot: Snapshot | None = None
         self.fired: list[Alert] = []
         self._shut_down = False
@@ -348,7 +346,6 @@ class RigscopeApp(QObject):
     def start(self, show: bool = True) -> None:
         self.restore_firmware_mode()
         self.sampling.start()
-        self.calibration_timer.start()
         if show:
             self.window.show()
 
@@ -383,19 +380,17 @@ class RigscopeApp(QObject):
             self.window.banners.clear_key(f"alert.{kind}.{uuid}")
 
     def reload_calibrations(self) -> None:
-        """Read each GPU's newest stress-run calibration on a worker; the sampler estimates with it from then on."""
-        if self._shut_down:
-            return
-        from desktop.history.calibration import load_calibrations
+        """A stress run was saved: the recording's next tick reads each GPU's newest calibration (off the GUI
+        thread) and the sampler estimates with it from then on."""
+        if not self._shut_down:
+            self.recording.reload_calibrations()
 
-        path = self.db_path
-        self.calibration_loader.run(lambda: load_calibrations(path), self.sampler.effective_load.calibrate_all,
-                                    lambda error: log.warning("stress-run calibrations could not be read: %s", error))
+    def _say_recording(self, text: str) -> None:
+        # Built from printable parts where it is made (the writer, the tick).
+        self.window.show_banner(text[:1].upper() + text[1:], "warning", key="recording.file")
 
     def update_recording_status(self, now_s: float | None = None) -> None:
         """Recording / reading (who writes) / not recording (why), plus a write problem if any."""
-        for notice in self.recording.take_notices():  # the database file replaced: where the samples go now
-            self.window.show_banner(notice, "warning", key="recording.file")
         text, tip = self.recording.status_text(time.time() if now_s is None else now_s)
         if text != self._recording_text:  # set only on change: a label relayout per tick is waste
             self._recording_text = text
@@ -428,9 +423,6 @@ class RigscopeApp(QObject):
         self.sampling.stop()
         if self.signal_timer is not None:
             self.signal_timer.stop()
-        self.calibration_timer.stop()
-        self.calibration_loader.discard()
-        self.calibration_loader.wait(2.0)
         if self.window.is_built("stress"):
             self.stress.shutdown()
         compare = getattr(self, "mode_compare", None)

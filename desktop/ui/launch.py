@@ -16,10 +16,10 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.config import Settings
 from desktop.paths import ensure_private_dir
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.sampler import Sampler, end_process
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.app import RigscopeApp
-from desktop.ui.recording import open_recording
 
 
 def run_window(sampler: Sampler, settings: Settings, db: Path,
@@ -32,7 +32,9 @@ def run_window(sampler: Sampler, settings: Settings, db: Path,
     qt_app.setApplicationName("Rigscope")
     qt_app.setDesktopFileName("rigscope")
     qt_app.setQuitOnLastWindowClosed(False)  # the tray keeps the app alive; quit is explicit
-    recording = open_recording(db, retention=settings.retention, busy_util_pct=settings.advisor.busy_util_pct)
+    # Each GPU's own stress run calibrates the sampler before the writer holds its connection.
+    recording = RecordingSession.open(db, calibrate=sampler.effective_load.calibrate_all, retention=settings.retention,
+                                      busy_util_pct=settings.advisor.busy_util_pct)
     # On the simulated GPU, "End process" ends the simulated process, never a real one with its pid.
     ender = None if isinstance(sampler.gpu, SimulatedBackend) else end_process
     app = RigscopeApp(qt_app, sampler, settings, recording, end_process=ender, db_path=db)

@@ -1,8 +1,9 @@
 """The sampler's thread: ticks off the GUI thread and hands each Snapshot to the GUI by signal.
 
 NVML calls can take milliseconds (process lists ~5 ms) and a lost GPU can stall a call, so
-they never run on the GUI thread. Recording (``on_snapshot``) also happens here, so the
-history keeps being written while the window is hidden or busy.
+they never run on the GUI thread. The tick is the recording's (``RecordingSession.tick``: sample,
+write, rollups, calibrations, as `rigscope record` does), so the history keeps being written while
+the window is hidden or busy.
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ class SamplerThread(QThread):
     snapshot = Signal(object)
     failed = Signal(str)
 
-    def __init__(self, tick: Callable[[], Snapshot], interval_s: float,
-                 on_snapshot: Callable[[Snapshot], None] | None = None, parent: QObject | None = None) -> None:
+    def __init__(self, tick: Callable[[], Snapshot], interval_s: float, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("rigscope-sampler")
         self._tick = tick
-        self._on_snapshot = on_snapshot
         self._interval_s = interval_s
         self._stop = threading.Event()
         self.ticks = 0
@@ -51,8 +50,6 @@ class SamplerThread(QThread):
     def _tick_once(self) -> None:
         try:
             snap = self._tick()
-            if self._on_snapshot is not None:
-                self._on_snapshot(snap)
         except Exception as exc:  # a backend bug must not kill sampling silently
             log.exception("sampling failed")
             self.failed.emit(f"{type(exc).__name__}: {exc}")

@@ -72,7 +72,7 @@ def _child(case: str, seconds: float, db: Path) -> dict[str, Any]:
         def close(self) -> None:
             sampler.close()
 
-    writer = HistoryWriter(db, maintenance_period_s=None)
+    writer = HistoryWriter(db)
     writer.start()
     recorder = Recorder(Ticker(), writer, interval_s=1.0, calibrate=sampler.effective_load.calibrate_all)
     recorder.step()  # the first sample: psutil's and the driver's first-call caches, the first transaction

@@ -54,10 +54,10 @@ def _app(gpus: int, recording: object | None = None, clock: object | None = None
     from PySide6.QtWidgets import QApplication
 
     from desktop.config import Settings
+    from desktop.sessions.recording import RecordingSession
     from desktop.telemetry.sampler import Sampler
     from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
     from desktop.ui.app import RigscopeApp
-    from desktop.ui.recording import Recording
 
     qt_app = QApplication.instance() or QApplication([])
     backend = SimulatedBackend(parse_profile_list(",".join((["rtx4090-laptop", "rtx4090"] * 4)[:gpus])))
@@ -65,7 +65,7 @@ def _app(gpus: int, recording: object | None = None, clock: object | None = None
         backend.manual.set(i, 0.9, 6000.0)
     kwargs = {"clock": clock, "monotonic": clock} if clock is not None else {}
     sampler = Sampler(backend, None, **kwargs)
-    app = RigscopeApp(qt_app, sampler, Settings(), recording or Recording("off", "bench"), tray_available=False)
+    app = RigscopeApp(qt_app, sampler, Settings(), recording or RecordingSession("off", "bench"), tray_available=False)
     app.window.resize(*SIZE)
     return qt_app, app
 
@@ -174,10 +174,10 @@ def repaint(gpus: int) -> dict[str, float]:
 
 
 def idle(gpus: int, seconds: float) -> dict[str, float]:
-    from desktop.ui.recording import open_recording
+    from desktop.sessions.recording import RecordingSession
 
     with tempfile.TemporaryDirectory() as tmp:
-        recording = open_recording(Path(tmp) / "history.sqlite")
+        recording = RecordingSession.open(Path(tmp) / "history.sqlite")
         qt_app, app = _app(gpus, recording)
         app.sampling.set_interval(1.0)
         app.start()
@@ -207,15 +207,14 @@ def rss(gpus: int) -> dict[str, float]:
 
     clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
-        from desktop.ui.recording import open_recording
+        from desktop.sessions.recording import RecordingSession
 
-        recording = open_recording(Path(tmp) / "history.sqlite")
+        recording = RecordingSession.open(Path(tmp) / "history.sqlite")
         qt_app, app = _app(gpus, recording, clock)
         app.window.show()
         for i in range(600):
             clock.now += 1.0
-            snap = app.sampler.tick()
-            recording.submit(snap)
+            snap = recording.tick()  # the sampler thread's tick
             app.on_snapshot(snap)
             if i % 2 == 0:
                 app.dashboard.repaint_plots()

@@ -38,7 +38,7 @@ def test_a_stress_run_saved_while_recording_recalibrates_the_estimate(tmp_path: 
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)
     (info,) = backend.devices()
     sampler = Sampler(backend, clock=lambda: clock[0])
-    writer = HistoryWriter(path, maintenance_period_s=None, clock=lambda: clock[0])
+    writer = HistoryWriter(path)
     writer.start()
     try:
         recorder = Recorder(sampler, writer, clock=lambda: clock[0], maintenance_period_s=1e9,

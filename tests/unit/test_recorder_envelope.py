@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
@@ -21,7 +24,7 @@ def test_unplugging_and_stopping_powerd_become_events(tmp_path: Path) -> None:
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)
     (info,) = backend.devices()
     sampler = Sampler(backend, clock=lambda: clock[0])
-    writer = HistoryWriter(path, maintenance_period_s=None, clock=lambda: clock[0])
+    writer = HistoryWriter(path)
     writer.start()
     try:
         recorder = Recorder(sampler, writer, clock=lambda: clock[0], maintenance_period_s=1e9)
@@ -60,8 +63,17 @@ def test_no_envelope_no_events() -> None:
 
 
 class _Writer:
+    """What the window's tick needs of a writer: it keeps the events, runs nothing it is handed (no store)."""
+
+    status = None
+
     def __init__(self) -> None:
         self.events: list[tuple[float, str, str | None, str]] = []
+
+    def call(self, _fn: Callable[[Any], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(None)
+        return future
 
     def submit(self, _snap: Snapshot) -> None:
         pass
@@ -71,17 +83,18 @@ class _Writer:
 
 
 def test_the_window_recording_writes_them_too() -> None:
-    from desktop.ui.recording import Recording
+    from desktop.sessions.recording import RecordingSession
 
     writer = _Writer()
-    recording = Recording(mode="recording", detail="", writer=writer)
+    recording = RecordingSession(mode="recording", detail="", writer=writer)
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)
     clock = [T0]
     sampler = Sampler(backend, clock=lambda: clock[0])
-    recording.submit(sampler.tick())
+    recording.start(sampler)  # the window's tick
+    recording.tick()
     backend.machine.set_envelope(shift_mode="eco")
     clock[0] += 1
-    recording.submit(sampler.tick())
+    recording.tick()
     kinds = [e[1] for e in writer.events]
     assert kinds == ["envelope.state", "envelope.limit", "envelope.mode", "envelope.limit"]
     assert writer.events[-1][3] == "capped at 80 W of 175 W: firmware mode Eco"

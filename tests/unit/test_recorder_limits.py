@@ -28,7 +28,7 @@ def test_a_mode_switch_and_an_unplug_store_the_limit_then_in_force(tmp_path: Pat
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)
     (info,) = backend.devices()
     sampler = Sampler(backend, clock=lambda: clock[0])
-    writer = HistoryWriter(path, maintenance_period_s=None, clock=lambda: clock[0])
+    writer = HistoryWriter(path)
     writer.start()
     changes = {3: {"shift_mode": "eco"}, 6: {"on_ac": False}, 9: {"on_ac": True, "shift_mode": "comfort"}}
     try:
@@ -67,7 +67,7 @@ def test_the_window_s_own_history_with_a_mode_switch_gives_a_power_cap_card_at_t
     load = ManualLoad()
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), load, seed=1)
     sampler = Sampler(backend, clock=lambda: clock[0])
-    writer = HistoryWriter(path, maintenance_period_s=None, clock=lambda: clock[0])
+    writer = HistoryWriter(path)
     writer.start()
     try:
         recorder = Recorder(sampler, writer, clock=lambda: clock[0], maintenance_period_s=1e9)

@@ -60,7 +60,7 @@ def test_what_cannot_be_a_database_is_refused_there(tmp_path: Path) -> None:
 def test_a_resolved_path_is_checked_once_through_lock_writer_and_store(tmp_path: Path, checks: list[Path]) -> None:
     link = tmp_path / "link.sqlite"
     link.symlink_to(tmp_path / "real.sqlite")
-    writer = HistoryWriter(resolve_db(link), maintenance_period_s=None)
+    writer = HistoryWriter(resolve_db(link))
     writer.start()
     try:
         assert writer.store_path == tmp_path / "real.sqlite"
@@ -72,7 +72,7 @@ def test_a_resolved_path_is_checked_once_through_lock_writer_and_store(tmp_path:
 def test_a_plain_path_is_resolved_and_checked_once_by_the_writer(tmp_path: Path, checks: list[Path]) -> None:
     link = tmp_path / "link.sqlite"
     link.symlink_to(tmp_path / "real.sqlite")
-    writer = HistoryWriter(link, maintenance_period_s=None)
+    writer = HistoryWriter(link)
     writer.start()
     writer.close()
     assert checks == [tmp_path / "real.sqlite"]

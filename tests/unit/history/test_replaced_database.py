@@ -171,7 +171,7 @@ def test_another_programs_file_renamed_over_is_left_alone_and_the_samples_go_asi
 
 
 def _writer(db: Path) -> HistoryWriter:
-    writer = HistoryWriter(db, flush_interval_s=3600.0, maintenance_period_s=None)
+    writer = HistoryWriter(db, flush_interval_s=3600.0)
     writer.start()
     return writer
 

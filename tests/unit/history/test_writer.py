@@ -135,25 +135,6 @@ def test_corrupt_file_recovery_is_reported_by_the_writer(tmp_path: Path) -> None
         assert writer.recovered_from is not None and writer.recovered_from.exists()
 
 
-def test_the_writer_rolls_up_and_applies_retention_by_itself(tmp_path: Path) -> None:
-    from desktop.config import RetentionSettings
-    from desktop.history.rollup import maintain
-
-    now = 1_790_000_000.0  # a fixed instant, handed to the writer as its clock
-    path = tmp_path / "h.sqlite"
-    retention = RetentionSettings(raw_days=1, minute_days=2)
-    writer = HistoryWriter(path, flush_interval_s=3600, maintenance_period_s=1e-9,
-                           maintain=lambda store, now_s: maintain(store, retention, now_s), clock=lambda: now)
-    with writer:
-        for i in range(0, 3 * 86400, 600):  # three days, every ten minutes
-            writer.submit(snapshot(now - 3 * 86400 + i))
-        assert writer.flush()
-        counts = writer.call(lambda s: s.counts()).result()
-    assert 0 < counts["gpu_samples"] <= 24 * 6 + 1  # raw older than a day is gone ...
-    assert counts["gpu_minute"] > counts["gpu_samples"]  # ... but its minute rollups are kept
-    assert counts["gpu_hour"] >= 3 * 24 - 2
-
-
 def test_samples_still_in_memory_at_close_are_said_lost_with_their_time_range(tmp_path: Path) -> None:
     """Issue 20: the disk-full message says "keeping samples in memory"; at exit they cannot be kept,
     so close says how many and from when to when instead of dropping them silently."""

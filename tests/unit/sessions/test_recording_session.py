@@ -14,7 +14,7 @@ import pytest
 from desktop.config import RetentionSettings
 from desktop.history.lock import DatabaseBusy
 from desktop.history.store import HistoryStore
-from desktop.history.writer import WriterStatus
+from desktop.history.writer_status import WriterStatus
 from desktop.sessions.recording import STALL_AFTER_S, RecordingSession
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
@@ -35,7 +35,7 @@ def _sampler() -> Sampler:
 def test_the_headless_session_records_the_samples_and_runs_the_retention_in_force(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     sampler = _sampler()
-    session = RecordingSession.headless(db, sampler, retention=RetentionSettings(raw_days=3))
+    session = RecordingSession.open(db, strict=True, retention=RetentionSettings(raw_days=3))
     passes: list[tuple[RetentionSettings, float]] = []
     assert session.maintenance is not None
     session.maintenance.run = lambda _store, retention, _now, *, busy_util_pct: passes.append((retention,
@@ -61,16 +61,17 @@ def test_the_headless_session_records_the_samples_and_runs_the_retention_in_forc
 def test_one_writer_at_a_time_the_window_reads_beside_the_recorder(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     sampler = _sampler()
-    recorder = RecordingSession.headless(db, sampler)
+    recorder = RecordingSession.open(db, strict=True)
     try:
         with pytest.raises(DatabaseBusy):  # a second `rigscope record`
-            RecordingSession.headless(db, _sampler())
+            RecordingSession.open(db, strict=True)
         window = RecordingSession.open(db)
         try:
             assert window.mode == "reading" and window.writer is None and window.store is not None
             text, tip = window.status_text(time.time())
             assert text.startswith("Reading history (not recording): the database is written by ") and tip
-            window.submit(sampler.tick())  # a reading window's snapshots go nowhere
+            window.start(sampler)
+            window.tick()  # a reading window's snapshots go nowhere
         finally:
             window.close()
     finally:

@@ -164,10 +164,12 @@ def test_the_windows_fallback_simulation_is_shown_but_only_the_host_is_written(t
     session = RecordingSession.open(db)
     try:
         assert session.mode == "recording"
-        shown = _snapshots(sampler, clock, 5)
+        session.start(sampler)  # the window's sampler thread ticks through the session
+        shown = []
+        for _ in range(5):
+            clock.now += 1.0
+            shown.append(session.tick())
         assert all(s.gpus and s.gpus[0].sample is not None for s in shown)  # the window still shows it
-        for snap in shown:
-            session.submit(snap)
         text, tip = session.status_text(time.time())  # the writer's own clock: samples land
         assert text == "Recording the host only" and "simulated" in tip and "version mismatch" in tip
         # The window's alerts of that simulated GPU are shown (its own list), not stored as this machine's.
@@ -237,7 +239,7 @@ def test_record_run_in_process_with_no_driver_writes_host_rows_only(tmp_path: Pa
     ticks = iter(range(1_000))
     backend = open_gpu_backend(fallback="unavailable")
     sampler = Sampler(backend, _FixedHost(), clock=lambda: T0 + next(ticks))  # type: ignore[arg-type]
-    session = RecordingSession.headless(db, sampler)
+    session = RecordingSession.open(db, strict=True, calibrate=sampler.effective_load.calibrate_all)
     said: list[str] = []
     try:
         session.record(sampler, threading.Event(), interval_s=0.0, report=said.append, max_ticks=6)

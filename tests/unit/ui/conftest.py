@@ -7,6 +7,7 @@ import gc
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,12 @@ from PySide6.QtCore import QThread, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.config import Settings
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 from desktop.ui.app import RigscopeApp
 from desktop.ui.background import running_jobs
-from desktop.ui.recording import Recording
 
 #: A background job (history read, advice, service change) may still finish after its test's last
 #: assertion; one still running after this long is stuck, e.g. on an event the test never set.
@@ -149,12 +150,20 @@ class FakeWriter:
         self.events: list[tuple[Any, ...]] = []
         self.closed = False
         self.status = None
+        self.calls: list[Callable[[Any], Any]] = []
 
     def submit(self, snap: Snapshot) -> None:
         self.snapshots.append(snap)
 
     def add_event(self, *args: Any) -> None:
         self.events.append(args)
+
+    def call(self, fn: Callable[[Any], Any]) -> Future[Any]:
+        """The recording's tick hands its rollups and calibration reads in here: remembered, not run (no store)."""
+        self.calls.append(fn)
+        future: Future[Any] = Future()
+        future.set_result({})
+        return future
 
     def close(self) -> None:
         self.closed = True
@@ -172,8 +181,7 @@ class Harness:
         snap = None
         for _ in range(n):
             self.clock.now_s += self.clock.step_s
-            snap = self.app.sampler.tick()
-            self.app.recording.submit(snap)
+            snap = self.app.recording.tick()  # the sampler thread's one tick, here on the test's thread
             self.app.on_snapshot(snap)
         assert snap is not None
         return snap
@@ -184,7 +192,7 @@ def make_app(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
     made: list[RigscopeApp] = []
 
     def build(profiles: str = "rtx4090-laptop", *, settings: Settings | None = None, tray: bool = False,
-              recording: Recording | None = None, clock: FakeClock | None = None,
+              recording: RecordingSession | None = None, clock: FakeClock | None = None,
               end_process: Callable[[int, float | None], str | None] | None = None,
               shared: bool = False) -> Harness:
         clock = clock or FakeClock()
@@ -194,7 +202,7 @@ def make_app(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., Harness]]:
         sampler = Sampler(backend, None, clock=clock, monotonic=clock.monotonic, process_period_s=0.0)
         qapp = QApplication.instance()
         assert isinstance(qapp, QApplication)
-        rec = recording or Recording("recording", "test writer", writer=FakeWriter())
+        rec = recording or RecordingSession("recording", "test writer", writer=FakeWriter())
         app = RigscopeApp(qapp, sampler, settings or Settings(), rec, settings_path=tmp_path / "settings.toml",
                           tray_available=tray, end_process=end_process, service=lambda enable: None)
         app.window.resize(1600, 1000)

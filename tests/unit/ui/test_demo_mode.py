@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from desktop.history.store import HistoryStore
-from desktop.ui.recording import open_recording
+from desktop.sessions.recording import RecordingSession
 
 
 def _demo_db(path: Path) -> Path:
@@ -19,7 +19,7 @@ def _demo_db(path: Path) -> Path:
 
 def test_a_demo_database_is_shown_but_never_recorded_into(tmp_path: Path) -> None:
     path = _demo_db(tmp_path / "demo.sqlite")
-    recording = open_recording(path)
+    recording = RecordingSession.open(path)
     try:
         assert recording.mode == "reading" and recording.writer is None
         assert "demo" in recording.detail and "records nothing" in recording.detail
@@ -29,7 +29,7 @@ def test_a_demo_database_is_shown_but_never_recorded_into(tmp_path: Path) -> Non
 
 
 def test_an_ordinary_database_is_recorded_into(tmp_path: Path) -> None:
-    recording = open_recording(tmp_path / "history.sqlite")
+    recording = RecordingSession.open(tmp_path / "history.sqlite")
     try:
         assert recording.mode == "recording"
     finally:

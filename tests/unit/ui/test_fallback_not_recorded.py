@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.config import Settings
 from desktop.history.store import HistoryStore
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from desktop.ui.app import RigscopeApp
-from desktop.ui.recording import open_recording
 from tests.unit.ui.conftest import FakeClock
 
 REASON = "Driver/library version mismatch: the NVIDIA driver was upgraded but the old kernel module is still loaded"
@@ -24,7 +24,7 @@ def test_the_window_shows_the_fallback_simulation_and_records_only_the_host(qtbo
     clock = FakeClock()
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), user="me", reason=REASON)
     sampler = Sampler(backend, _Host(), clock=clock, monotonic=clock.monotonic, process_period_s=0.0)
-    recording = open_recording(db)
+    recording = RecordingSession.open(db)
     qapp = QApplication.instance()
     assert isinstance(qapp, QApplication) and recording.mode == "recording"
     app = RigscopeApp(qapp, sampler, Settings(), recording, settings_path=tmp_path / "settings.toml",
@@ -33,8 +33,7 @@ def test_the_window_shows_the_fallback_simulation_and_records_only_the_host(qtbo
     try:
         for _ in range(4):
             clock.now_s += 1.0
-            snap = app.sampler.tick()
-            app.recording.submit(snap)
+            snap = app.recording.tick()  # the sampler thread's tick
             app.on_snapshot(snap)
         assert app.last_snapshot is not None and app.last_snapshot.gpus  # the Dashboard still has its GPU
         assert app.window.source_label.text().startswith("Source: simulated GPU: Driver/library version mismatch")

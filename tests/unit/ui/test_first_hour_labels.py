@@ -57,10 +57,10 @@ def test_the_simulated_bar_stops_saying_flat_once_the_demo_week_is_shown(make_ap
 def test_a_window_with_live_minutes_and_no_older_history_says_what_it_shows(make_app, qtbot, tmp_path) -> None:
     db = tmp_path / "history.sqlite"
     HistoryStore.open(db).close()  # a history with nothing in it yet (a fresh install)
-    from desktop.ui.recording import Recording
+    from desktop.sessions.recording import RecordingSession
 
     store = HistoryStore.open(db, readonly=True)
-    h = make_app(recording=Recording("reading", "test", store=store))
+    h = make_app(recording=RecordingSession("reading", "test", store=store))
     h.app.window.show()
     h.tick(9 * 60)  # 9 minutes of live readings
     dash = h.app.dashboard

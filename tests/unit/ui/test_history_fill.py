@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from desktop.history.store import HistoryStore
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
-from desktop.ui.recording import Recording, open_recording
 from tests.unit.ui.conftest import FakeClock, gui_stays_responsive
 from tests.waits import DEADLINE_S
 
@@ -44,7 +44,7 @@ def test_the_1_h_window_fills_from_history(make_app, qtbot, tmp_path):
     db = tmp_path / "history.sqlite"
     write_history(db, minutes=50, end_s=START_S)
     store = HistoryStore.open(db, readonly=True)
-    h = make_app(recording=Recording("reading", "test", store=store), clock=FakeClock(start_s=START_S))
+    h = make_app(recording=RecordingSession("reading", "test", store=store), clock=FakeClock(start_s=START_S))
     h.app.window.show()
     h.tick(30)  # 30 s of live data: the ring buffer covers only the end of the hour
     dash = h.app.dashboard
@@ -73,7 +73,7 @@ def test_the_1_h_window_fills_from_history(make_app, qtbot, tmp_path):
 
 
 def test_without_a_database_long_windows_say_so(make_app):
-    h = make_app(recording=Recording("off", "no database"))
+    h = make_app(recording=RecordingSession("off", "no database"))
     h.app.window.show()
     h.tick(5)
     h.app.dashboard.set_window("24 h")
@@ -85,13 +85,13 @@ def test_the_window_records_unless_a_recorder_holds_the_database(tmp_path):
     from desktop.history.lock import WriterLock
 
     db = tmp_path / "h.sqlite"
-    rec = open_recording(db)
+    rec = RecordingSession.open(db)
     try:
         assert rec.mode == "recording" and rec.writer is not None
     finally:
         rec.close()
     with WriterLock(db):  # the recorder service
-        reader = open_recording(db)
+        reader = RecordingSession.open(db)
         try:
             assert reader.mode == "reading" and reader.writer is None and reader.store is not None
             assert "pid" in reader.detail
@@ -101,7 +101,7 @@ def test_the_window_records_unless_a_recorder_holds_the_database(tmp_path):
 
 def test_recording_writes_snapshots_and_alert_events(make_app, tmp_path):
     db = tmp_path / "h.sqlite"
-    rec = open_recording(db)
+    rec = RecordingSession.open(db)
     h = make_app(recording=rec)
     h.tick(3)
     rec.add_event(START_S, "alert.temperature", "hot", "GPU-x")
@@ -136,7 +136,7 @@ class HeldHistory:
 
 
 def held_dashboard(make_app, history: HeldHistory):
-    h = make_app(recording=Recording("reading", "test", store=history), clock=FakeClock(start_s=START_S))
+    h = make_app(recording=RecordingSession("reading", "test", store=history), clock=FakeClock(start_s=START_S))
     h.app.window.show()
     h.tick(30)
     return h, h.app.dashboard

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from desktop.history.store import HistoryStore
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.model import ClockEventReason
 from desktop.telemetry.simulated import parse_profile_list, profile_info
 from desktop.ui.pages.dashboard_panel import LANE_REASONS, lane_share_drawing, lane_shares
-from desktop.ui.recording import Recording
 from tests.unit.ui.conftest import FakeClock
 
 START_S = 1_790_000_000.0
@@ -76,7 +76,7 @@ def test_the_24_h_lane_shows_raw_shares_and_the_readout_says_them(make_app, qtbo
     time_s, mask = throttled_hours(14, START_S - 60)
     write_week(db, time_s, mask)
     store = HistoryStore.open(db, readonly=True)
-    h = make_app(recording=Recording("reading", "test", store=store), clock=FakeClock(start_s=START_S))
+    h = make_app(recording=RecordingSession("reading", "test", store=store), clock=FakeClock(start_s=START_S))
     h.app.window.show()
     h.tick(5)
     dash = h.app.dashboard

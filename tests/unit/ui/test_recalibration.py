@@ -10,6 +10,8 @@ from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
 from desktop.history.store import HistoryStore
+from desktop.recorder import CALIBRATION_RELOAD_S
+from desktop.sessions.recording import RecordingSession
 from desktop.telemetry.model import GpuInfo
 from tests.unit.ui.conftest import Harness
 
@@ -30,16 +32,21 @@ def _save_run(path: Path, info: GpuInfo, snapshot: object, power_w: float, clock
 
 def test_a_run_saved_on_the_stress_page_recalibrates_the_sampler(
         make_app: Callable[..., Harness], qtbot: QtBot, tmp_path: Path) -> None:
-    h = make_app()
-    h.app.db_path = tmp_path / "history.sqlite"
+    db = tmp_path / "history.sqlite"
+    recording = RecordingSession.open(db)
+    assert recording.mode == "recording", recording.detail
+    h = make_app(recording=recording)
+    h.app.db_path = db
     snap = h.tick()
     info = snap.gpus[0].info
     effective = h.app.sampler.effective_load
     before = effective.calibration(info)
     assert before is not None and before.source == "datasheet"
-    _save_run(h.app.db_path, info, snap, power_w=131.0, clock_mhz=1830.0)
+    _save_run(db, info, snap, power_w=131.0, clock_mhz=1830.0)
     h.app.stress.finished.emit(None)  # the page judged and saved the run
-    qtbot.waitUntil(lambda: getattr(effective.calibration(info), "source", None) == "stress run", timeout=5000)
+    # The recording's next tick reads them on the writer thread; the one after applies them.
+    qtbot.waitUntil(lambda: _tick_until(h, lambda: getattr(effective.calibration(info), "source", None)
+                                        == "stress run"), timeout=5000)
     after = effective.calibration(info)
     assert after is not None and (after.full_w, after.full_clock_mhz) == (131.0, 1830.0)
     # The next reading is estimated against the new calibration.
@@ -47,17 +54,35 @@ def test_a_run_saved_on_the_stress_page_recalibrates_the_sampler(
     assert reading.sample is not None and reading.sample.effective_load_pct is not None
 
 
-def test_a_run_saved_from_a_terminal_is_picked_up_by_the_periodic_reload(
+def test_a_run_saved_from_a_terminal_is_picked_up_on_the_recordings_period(
         make_app: Callable[..., Harness], qtbot: QtBot, tmp_path: Path) -> None:
-    h = make_app()
-    h.app.db_path = tmp_path / "history.sqlite"
-    h.app.start(show=False)
-    assert h.app.calibration_timer.isActive()
+    """The window's period is `rigscope record`'s (one schedule, on the sampler's clock), also while it only
+    reads the history that another process records."""
+    db = tmp_path / "history.sqlite"
+    with HistoryStore.open(db):
+        pass
+    store = HistoryStore.open(db, readonly=True)
+    h = make_app(recording=RecordingSession("reading", "another process records", store=store, db_path=db))
+    h.app.db_path = db
     snap = h.tick()
     info = snap.gpus[0].info
-    _save_run(h.app.db_path, info, snap, power_w=128.0, clock_mhz=1800.0)  # `rigscope stress` in a terminal
-    h.app.calibration_timer.timeout.emit()  # the timer's period, without waiting five minutes
+    _save_run(db, info, snap, power_w=128.0, clock_mhz=1800.0)  # `rigscope stress` in a terminal
     effective = h.app.sampler.effective_load
-    qtbot.waitUntil(lambda: getattr(effective.calibration(info), "full_w", None) == 128.0, timeout=5000)
+    h.clock.step_s = CALIBRATION_RELOAD_S / 2
+    h.tick()  # half the period: not read yet
+    recorder = h.app.recording.recorder
+    assert recorder is not None
+    recorder.wait_calibration()
+    h.tick()
+    assert getattr(effective.calibration(info), "full_w", None) != 128.0
+    h.tick()  # the period is up: read off the sampling thread, applied on the next tick
+    recorder.wait_calibration()
+    h.clock.step_s = 1.0
+    h.tick()
+    assert getattr(effective.calibration(info), "full_w", None) == 128.0
     h.app.shutdown()
-    assert not h.app.calibration_timer.isActive()
+
+
+def _tick_until(h: Harness, done: Callable[[], bool]) -> bool:
+    h.tick()
+    return done()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from desktop.history.store import HistoryStore
-from desktop.ui.recording import open_recording
+from desktop.sessions.recording import RecordingSession
 from tests.unit.history.helpers import snapshot
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a file open elsewhere cannot be renamed over")
@@ -36,7 +36,7 @@ def test_a_backup_renamed_over_the_windows_database_is_said_in_a_banner_and_kept
     db, backup = tmp_path / "h.sqlite", tmp_path / "backup.sqlite"
     with HistoryStore.open(backup) as store:
         store.write_snapshots([snapshot(1_780_000_000.0 + i) for i in range(40)])
-    recording = open_recording(db)
+    recording = RecordingSession.open(db)
     assert recording.mode == "recording", recording.detail
     h = make_app(recording=recording)
     h.app.window.show()

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from desktop.history.writer import WriterStatus
-from desktop.ui.recording import STALL_AFTER_S, stalled_since
+from desktop.history.writer_status import WriterStatus
+from desktop.sessions.recording import STALL_AFTER_S, stalled_since
 
 T0 = 1_800_000_000.0
 

@@ -12,10 +12,10 @@ from desktop import config
 from desktop.advice import Advice, compute_advice, span_text
 from desktop.config import CostSettings
 from desktop.reporting import build_report
+from desktop.sessions.recording import RecordingSession
 from desktop.ui.pages.advisor_history import HistoryPage
 from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
 from desktop.ui.pages.costs_page import CostsPage
-from desktop.ui.recording import open_recording
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, demo_week_frame
 
 FIVE_MINUTES_S = 300.0
@@ -97,7 +97,7 @@ def test_history_page_says_what_the_week_holds_and_advice_needs(qtbot) -> None:
 def test_a_damaged_database_moved_aside_at_start_is_shown_in_the_window(make_app, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
     db.write_bytes(b"SQLite format 3\0" + b"garbage" * 1000)  # a damaged Rigscope database
-    recording = open_recording(db)
+    recording = RecordingSession.open(db)
     assert recording.writer is not None and recording.writer.recovered_from is not None
     h = make_app(recording=recording)
     banner = h.app.window.banner

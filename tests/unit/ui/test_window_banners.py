@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
+from desktop.sessions.recording import RecordingSession
 from desktop.ui.main_window import MAX_BANNERS, MainWindow
-from desktop.ui.recording import open_recording
 from desktop.ui.theme import DARK, LIGHT
 
 RECOVERED = "The history database was damaged and was moved aside to /x/h.sqlite.damaged; recording continues."
@@ -80,7 +80,7 @@ def test_banners_follow_the_theme(qtbot: QtBot) -> None:
 def test_the_app_keeps_the_recovered_database_banner_under_a_settings_banner(make_app, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
     db.write_bytes(b"SQLite format 3\0" + b"garbage" * 1000)  # a damaged Rigscope database
-    recording = open_recording(db)
+    recording = RecordingSession.open(db)
     h = make_app(recording=recording)
     h.app.window.show_banner(SETTINGS, "warning")  # what run_window does with invalid settings
     texts = h.app.window.banners.texts()
