@@ -8,7 +8,8 @@ history and gives the outcome with its exit code. Progress goes to plain callbac
 ``on_start``, ``on_phase``, ``on_warning``); no Qt here. The command line prints what they say
 (desktop/cli/stress.py; ``--per-mode`` runs ``run_next`` once per firmware mode, desktop/cli/stress_modes.py)
 and the window turns them into signals (desktop/ui/stress_work.py), which runs the test (``run_test``) on a
-QThread and the judging (``finish_run``) on a worker of its own.
+QThread and the judging (``finish``, the same call as the command line's) on a worker of its own. The window's
+runners come from ``window_runners`` over the backend it shows, and its device from ``device_for`` that backend.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ from desktop.stress.records import (
     save_failure_reason,
     save_run,
 )
-from desktop.stress.run_model import Progress, RunResult, StressConfig
-from desktop.stress.runner import StressRunner
+from desktop.stress.run_model import Clock, Progress, RunResult, StressConfig
+from desktop.stress.runner import StressRunner, runner_factory
+from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
@@ -111,6 +113,20 @@ def resolve_device(requested: str | None, gpu_index: int | None = None) -> Stres
                                   "use --device cpu for a real CPU run"))
     index = gpu_index or 0
     return StressDevice(f"cuda:{index}", index)
+
+
+def device_for(backend: GpuBackend) -> str:
+    """The device a stress test on ``backend``'s GPUs runs on: ``sim`` on the simulated GPU, else ``cuda`` (the
+    session resolves ``cuda:N`` from the GPU picked)."""
+    return "sim" if backend.source.simulated else "cuda"
+
+
+def window_runners(backend: GpuBackend, clock: Clock | None = None) -> RunnerFactory:
+    """The runners of the window's stress tests, over the backend it shows: on the simulated GPU each run reads the
+    window's own machine (``SimulatedBackend.view``: its load shows on the Dashboard), on NVML each opens a backend
+    of its own (the run closes it, its NVML session with it). ``clock``: an accelerated one in tests."""
+    open_backend = backend.view if isinstance(backend, SimulatedBackend) else open_gpu_backend
+    return runner_factory(open_backend, clock=clock)
 
 
 def stress_config(request: StressRequest, device: StressDevice, settings: StressSettings | None = None) -> StressConfig:
@@ -249,36 +265,6 @@ def list_runs(db_path: Path | None) -> list[StressResult]:
 
     with HistoryStore.open(db_path, readonly=True) as store:
         return store.stress_runs()[:TABLE_RUNS]
-
-
-@dataclass(frozen=True)
-class FinishedRun:
-    """The Stress page's view of a judged run: verdict, earlier runs, stored id (None: not stored), the table."""
-
-    verdict: Verdict
-    earlier: list[StressResult]
-    run_id: int | None
-    runs: list[StressResult]
-    #: Why the table could not be read ("" when it was).
-    runs_error: str = ""
-    #: Why the run could not be stored ("" when it was, or when there was nothing to store).
-    save_error: str = ""
-
-
-def finish_run(db_path: Path | None, result: RunResult,
-               regression_pct: float = Thresholds.stress_regression_pct) -> FinishedRun:
-    """The session's judging and saving for the window (on a worker thread), and the table's runs after it."""
-    outcome = judge_and_save(db_path, result, regression_pct=regression_pct)
-    save_error = f"Not saved to {db_path}: {outcome.save_error}" if outcome.save_error is not None else ""
-    if save_error:
-        log.warning("stress run not saved: %s", save_error)
-    try:
-        runs = list_runs(db_path)
-    except Exception as exc:  # the table is a convenience; the verdict still shows
-        log.warning("cannot list stress runs: %s", exc)
-        return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, [], f"{type(exc).__name__}: {exc}",
-                           save_error)
-    return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, runs, save_error=save_error)
 
 
 class StressSession:
