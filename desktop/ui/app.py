@@ -226,7 +226,26 @@ class RigscopeApp(QObject):
         else:
             switch = SysfsModes()  # reads only: the user switches when asked
         if len(switch.available()) >= 2:
-            self.mode_compare = ModeCompare(page, switch)
+            self.mode_compare = ModeCompare(page, switch, read_temperature=self._temperature_reader(gpu),
+                                            clock=self.stress_clock)
+
+    def _temperature_reader(self, gpu: GpuBackend) -> Callable[[int], float | None]:
+        """A GPU's temperature for the cool-down between compared modes (read on a worker): the simulated machine
+        read on the Stress page's clock, as its runs read it; a real GPU's from the window's newest snapshot."""
+        view = gpu.view() if isinstance(gpu, SimulatedBackend) else None
+        clock = self.stress_clock
+
+        def read(index: int) -> float | None:
+            if view is not None:
+                readings = view.sample(clock.now() if clock is not None else time.time())
+            else:
+                snap = self.last_snapshot
+                readings = list(snap.gpus) if snap is not None else []
+            for reading in readings:
+                if reading.info.index == index and reading.sample is not None:
+                    return reading.sample.temperature_c
+            return None
+        return read
 
     def _build_advisor_page(self) -> PageWidget:
         from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage

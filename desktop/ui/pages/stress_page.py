@@ -85,6 +85,7 @@ class StressPage(PageWidget):
     """Presets, workload and precision, Start/Cancel, live charts, the verdict and the history of runs."""
 
     finished = Signal(object)  # the Verdict, once judged and saved
+    judged = Signal(object)  # the FinishedRun (verdict, stored id, why not stored), just before ``finished``
 
     def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
                  db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
@@ -405,6 +406,7 @@ class StressPage(PageWidget):
             self._runs_failed(done.runs_error)
         else:
             self._show_runs(done.runs)
+        self.judged.emit(done)
         self.finished.emit(done.verdict)
 
     def _on_judge_failed(self, message: str) -> None:
