@@ -72,16 +72,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
     """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
     from advisor.run_compare import compare
+    from desktop.sessions.stress import simulated_gpus
     from desktop.stress.mode_restore import ModeKeeper
     from desktop.stress.per_mode import SysfsModes, choose_modes, cool_to_start, run_modes, simulated_switch
     from desktop.stress.run_model import RealClock
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler, open_gpu_backend
-    from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
     device = session.device.name
     if device == "cpu":
-        raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")
+        raise UserError("--per-mode compares the GPU's firmware modes: use it with --gpu N or --simulate")
     if getattr(args, "output", None) or getattr(args, "baseline", None):
         raise UserError("--per-mode does not write -o records or check --baseline: run those one mode at a time")
     minutes = args.minutes if args.minutes is not None else QUICK_MINUTES
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
     switch: ModeSwitch
     if device == "sim":
-        backend = SimulatedBackend(parse_profile_list(None), shared=SharedLoads())
+        backend = simulated_gpus(session.request.profiles, session.device.nvml_index)
         # The model's own modes, or a (fake) msi-ec tree under RIGSCOPE_SYSFS_ROOT that the laptop follows.
         switch = simulated_switch(backend.machine, allow_write=bool(args.switch_modes))
 

@@ -1,7 +1,8 @@
 """One stress test from the request to the outcome, for `rigscope stress` and the Stress page alike.
 
-``StressSession`` owns the whole sequence: it resolves the device and the GPU index once (one
-``StressDevice`` value, carried in the run's config to the runner and its child), checks the
+``StressSession`` owns the whole sequence: it resolves the device and the GPU once (one ``GpuTarget``:
+NVML index, CUDA ordinal, UUID and bus id, desktop/stress/devices.py; its index and device carried in the
+run's config to the runner and its child), checks the
 request, builds the runner, holds the device lock and the per-GPU locks (``gpu_locks``) while the
 test runs, reads the earlier runs on the same GPU, judges the run against them, stores it in the
 history and gives the outcome with its exit code. Progress goes to plain callbacks (``on_progress``,
@@ -28,9 +29,11 @@ from advisor.frame import StressResult
 from advisor.guard import MIN_GUARD_C
 from advisor.thresholds import Thresholds
 from advisor.verdict_model import Verdict
+from advisor.wording import count_text
 from desktop.config import MAX_STRESS_MINUTES, StressSettings
 from desktop.errors import UserError
 from desktop.sessions.gpu_locks import DeviceLock, GpuClaims
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import (
     exit_code,
     gpu_identity,
@@ -65,8 +68,10 @@ class StressRequest:
     workload: str = "gemm"
     #: ``cuda``/``cuda:N``, ``cpu`` or ``sim``; None: cuda:0 when an NVIDIA GPU answers, else the simulated GPU.
     device: str | None = None
-    #: The NVML GPU picked (the Stress page's picker); None: the one the device names.
+    #: The NVML GPU picked (``--gpu N``, the Stress page's picker); None: the one the device names.
     gpu_index: int | None = None
+    #: The simulated GPU's profiles (``--simulate=PROFILES``; None: the default laptop).
+    profiles: str | None = None
     dtype: str | None = None
     #: None: the settings' default length.
     duration_s: float | None = None
@@ -75,44 +80,32 @@ class StressRequest:
     db_path: Path | None = None
 
 
-@dataclass(frozen=True)
-class StressDevice:
-    """Where the test runs, resolved once: the device the child is started on and the NVML GPU it is.
-
-    For ``cuda:N`` the runner asks CUDA for the PCI bus order, so N is NVML's index too; it still
-    confirms which NVML GPU the child got from the child's own identity (desktop.stress.devices)."""
-
-    name: str  # cuda:N | cpu | sim
-    gpu_index: int = 0
-    #: Said to the user: why the default device is the simulated GPU.
-    note: str | None = None
-
-    @property
-    def simulated(self) -> bool:
-        return self.name == "sim"
-
-
-def resolve_device(requested: str | None, gpu_index: int | None = None) -> StressDevice:
-    """The device for ``requested``: cuda:0 when an NVIDIA GPU answers, else the simulated GPU, said out loud."""
+def resolve_device(requested: str | None, gpu_index: int | None = None) -> GpuTarget:
+    """The device for ``requested``, made once: cuda:N (NVML GPU N, ``gpu_index`` when given) when an NVIDIA GPU
+    answers, else the simulated GPU, said out loud. The default device reads NVML's facts on the GPU picked."""
     if requested:
         if requested not in ("cpu", "sim") and not _CUDA.match(requested):
-            raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim")
+            raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim (or --gpu N, --simulate)")
         if requested.startswith("cuda"):
-            number = gpu_index if gpu_index is not None else int(requested.partition(":")[2] or 0)
-            return StressDevice(f"cuda:{number}", number)
-        return StressDevice(requested, gpu_index or 0)
+            return GpuTarget.cuda(gpu_index if gpu_index is not None else int(requested.partition(":")[2] or 0))
+        return GpuTarget(requested, gpu_index or 0)
     backend = open_gpu_backend()
     try:
         simulated = backend.source.simulated
         reason = backend.source.fallback_reason
+        gpus = list(backend.devices()) if not simulated else []
     finally:
         backend.close()
-    if simulated:
-        return StressDevice("sim", gpu_index or 0,
-                            note=(f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
-                                  "use --device cpu for a real CPU run"))
     index = gpu_index or 0
-    return StressDevice(f"cuda:{index}", index)
+    if simulated:
+        return GpuTarget("sim", index,
+                         note=(f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
+                               "use --device cpu for a real CPU run"))
+    info = next((g for g in gpus if g.index == index), None)
+    if info is None:
+        raise UserError(f"there is no GPU {index}: NVML sees {count_text(len(gpus), 'GPU')}"
+                        + (f" (0 to {len(gpus) - 1})" if gpus else ""))
+    return GpuTarget.cuda(index).known_as(info)
 
 
 def device_for(backend: GpuBackend) -> str:
@@ -129,7 +122,7 @@ def window_runners(backend: GpuBackend, clock: Clock | None = None) -> RunnerFac
     return runner_factory(open_backend, clock=clock)
 
 
-def stress_config(request: StressRequest, device: StressDevice, settings: StressSettings | None = None) -> StressConfig:
+def stress_config(request: StressRequest, device: GpuTarget, settings: StressSettings | None = None) -> StressConfig:
     """The run's config, checked (UserError: a length, guard or precision the device cannot run)."""
     stress = settings or StressSettings()
     duration_s = request.duration_s if request.duration_s is not None else stress.default_minutes * 60.0
@@ -149,7 +142,7 @@ def stress_config(request: StressRequest, device: StressDevice, settings: Stress
     if device.simulated and request.workload != "gemm":
         raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --device sim")
     return StressConfig(workload=request.workload, device=device.name, dtype=request.dtype, duration_s=duration_s,
-                        gpu_index=device.gpu_index, guard_c=guard_c, guard_offset_c=stress.guard_offset_c,
+                        gpu_index=device.nvml_index, guard_c=guard_c, guard_offset_c=stress.guard_offset_c,
                         guard_absolute_c=stress.guard_temperature_c)
 
 
@@ -158,13 +151,28 @@ def _need_torch() -> None:
         raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --device sim")
 
 
-def own_runner(config: StressConfig) -> StressRunner:
-    """A runner on a backend of its own (the command line's): a new simulated GPU, or NVML for CUDA.
+def simulated_gpus(profiles: str | None, gpu_index: int = 0) -> SimulatedBackend:
+    """A simulated machine of ``profiles`` (None: the default laptop) with the GPU ``gpu_index`` in it (UserError
+    naming the choices when a profile is unknown or the index is not there)."""
+    try:
+        backend = SimulatedBackend(parse_profile_list(profiles), shared=SharedLoads())
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    count = len(backend.devices())
+    if not 0 <= gpu_index < count:
+        backend.close()
+        raise UserError(f"there is no GPU {gpu_index}: the simulated machine has {count_text(count, 'GPU')}")
+    return backend
+
+
+def own_runner(config: StressConfig, profiles: str | None = None) -> StressRunner:
+    """A runner on a backend of its own (the command line's): a new simulated GPU (of ``profiles``), or NVML for
+    CUDA.
 
     The runner owns the sampler: it closes it (and the backend's NVML session) however the run ends."""
     sampler: Sampler | None = None
     if config.device == "sim":
-        sampler = Sampler(SimulatedBackend(parse_profile_list(None), shared=SharedLoads()))
+        sampler = Sampler(simulated_gpus(profiles, config.gpu_index))
     elif config.device.startswith("cuda"):
         _need_torch()
         backend = open_gpu_backend()
@@ -277,7 +285,7 @@ class StressSession:
     too (the command line does; the window's simulated GPU is its own machine, which no other process loads).
     """
 
-    def __init__(self, request: StressRequest, *, make_runner: RunnerFactory = own_runner,
+    def __init__(self, request: StressRequest, *, make_runner: RunnerFactory | None = None,
                  settings: StressSettings | None = None, lock_simulated: bool = True,
                  lock_folder: Path | None = None, regression_pct: float = Thresholds.stress_regression_pct,
                  on_progress: Callable[[Progress], None] | None = None,
@@ -285,7 +293,7 @@ class StressSession:
                  on_phase: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None) -> None:
         self.request = request
-        self.make_runner = make_runner
+        self.make_runner: RunnerFactory = make_runner or (lambda config: own_runner(config, request.profiles))
         self.settings = settings
         #: How far below its baseline a run is called slower (the advisor's threshold, from Settings).
         self.regression_pct = regression_pct
@@ -310,7 +318,9 @@ class StressSession:
         session = cls(StressRequest(workload=cfg.workload, device=cfg.device, gpu_index=cfg.gpu_index,
                                     dtype=cfg.dtype, duration_s=cfg.duration_s, guard_c=cfg.guard_c, db_path=db_path),
                       make_runner=lambda _config: runner, lock_simulated=lock_simulated, lock_folder=lock_folder)
-        session.device = StressDevice(cfg.device, cfg.gpu_index)
+        cuda = cfg.device.startswith("cuda")
+        session.device = GpuTarget("cuda" if cuda else cfg.device, cfg.gpu_index,
+                                   int(cfg.device.partition(":")[2] or 0) if cuda else None)
         session.runner = runner
         session.on_progress, session.on_start = runner.on_progress, runner.on_start  # its own, kept
         return session
