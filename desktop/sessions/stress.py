@@ -82,7 +82,8 @@ class StressRequest:
 
 def resolve_device(requested: str | None, gpu_index: int | None = None) -> GpuTarget:
     """The device for ``requested``, made once: cuda:N (NVML GPU N, ``gpu_index`` when given) when an NVIDIA GPU
-    answers, else the simulated GPU, said out loud. The default device reads NVML's facts on the GPU picked."""
+    answers, else the simulated GPU, said out loud. A GPU picked by index on the default device is checked against
+    NVML's list and known by its UUID and bus id from then on."""
     if requested:
         if requested not in ("cpu", "sim") and not _CUDA.match(requested):
             raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim (or --gpu N, --simulate)")
@@ -101,10 +102,13 @@ def resolve_device(requested: str | None, gpu_index: int | None = None) -> GpuTa
         return GpuTarget("sim", index,
                          note=(f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
                                "use --device cpu for a real CPU run"))
+    if gpu_index is None:  # no GPU picked: cuda:0 as CUDA numbers it (CUDA_VISIBLE_DEVICES may pick it for us)
+        return GpuTarget.cuda(0)
     info = next((g for g in gpus if g.index == index), None)
     if info is None:
         raise UserError(f"there is no GPU {index}: NVML sees {count_text(len(gpus), 'GPU')}"
                         + (f" (0 to {len(gpus) - 1})" if gpus else ""))
+    # Picked by NVML index (--gpu N): known by its UUID from here on, so the runner refuses a child on another GPU.
     return GpuTarget.cuda(index).known_as(info)
 
 
@@ -140,15 +144,15 @@ def stress_config(request: StressRequest, device: GpuTarget, settings: StressSet
     if device.name == "cpu" and request.dtype == "tf32":
         raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
     if device.simulated and request.workload != "gemm":
-        raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --device sim")
+        raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --simulate")
     return StressConfig(workload=request.workload, device=device.name, dtype=request.dtype, duration_s=duration_s,
-                        gpu_index=device.nvml_index, guard_c=guard_c, guard_offset_c=stress.guard_offset_c,
-                        guard_absolute_c=stress.guard_temperature_c)
+                        gpu_index=device.nvml_index, target=device, guard_c=guard_c,
+                        guard_offset_c=stress.guard_offset_c, guard_absolute_c=stress.guard_temperature_c)
 
 
 def _need_torch() -> None:
     if importlib.util.find_spec("torch") is None:
-        raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --device sim")
+        raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --simulate")
 
 
 def simulated_gpus(profiles: str | None, gpu_index: int = 0) -> SimulatedBackend:
@@ -178,7 +182,8 @@ def own_runner(config: StressConfig, profiles: str | None = None) -> StressRunne
         backend = open_gpu_backend()
         if backend.source.simulated:
             backend.close()
-            raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); try --device cpu or sim")
+            raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); "
+                            "try --device cpu or --simulate")
         # Which NVML GPU cuda:N is (and whether CUDA has an N) only the workload child can say:
         # the runner maps it from the child's first record, and refuses when it cannot.
         sampler = Sampler(backend)

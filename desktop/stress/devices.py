@@ -65,6 +65,15 @@ class GpuTarget:
             raise ValueError(f"NVML GPU {info.index} is not the target's GPU {self.nvml_index}")
         return replace(self, uuid=info.uuid or self.uuid, bus_id=info.pci_bus_id or self.bus_id)
 
+    def is_gpu(self, info: GpuInfo) -> bool:
+        """Whether ``info`` is this GPU, by UUID, else by PCI bus id; True when neither is known (nothing to tell
+        them apart by: the caller's own mapping decides)."""
+        if self.uuid and info.uuid:
+            return _uuid_key(self.uuid) == _uuid_key(info.uuid)
+        if self.bus_id and info.pci_bus_id:
+            return bus_key(self.bus_id) == bus_key(info.pci_bus_id)
+        return True
+
     def label(self) -> str:
         """How the user picked it: "GPU 1 (cuda:1)", "the CPU", "the simulated GPU 0"."""
         if self.kind == "cpu":

@@ -310,3 +310,23 @@ def test_cli_two_shells_whose_cuda_n_is_one_gpu_are_told_apart(monkeypatch: pyte
     # Once the other run is over, the same command runs.
     _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 1.2)
     assert main(["stress", "--device", "cuda:0", "--minutes", "0.02", "--db", str(tmp_path / "h.sqlite")]) in (0, 7)
+
+
+def test_a_child_that_lands_on_another_gpu_than_the_one_picked_is_refused() -> None:
+    """Issue 35 item 3: the GPU picked (``--gpu 0``: its UUID read from NVML once, in the session's ``GpuTarget``)
+    travels down to the runner; CUDA_VISIBLE_DEVICES=1 makes the child's cuda:0 NVML GPU 1, which was not picked:
+    refused before any load, instead of testing (and storing) another GPU than the user asked for."""
+    from desktop.stress.devices import GpuTarget
+
+    backend, gpus = two_gpus()
+    picked = GpuTarget.cuda(0).known_as(gpus[0])
+    runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 5.0,
+                            config=StressConfig(device="cuda:0", duration_s=5.0, interval_s=0.05, target=picked),
+                            sampler=Sampler(backend), owns_sampler=True)
+    with pytest.raises(DeviceMappingError, match=r"is NVML GPU 1 .* not GPU 0 \(cuda:0\) that was picked"):
+        runner.run()
+    # The same child on the GPU picked runs.
+    same = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[0].uuid}, 0.3,
+                          config=StressConfig(device="cuda:0", duration_s=0.3, interval_s=0.05, target=picked),
+                          sampler=Sampler(two_gpus()[0]), owns_sampler=True)
+    assert same.run().gpu == gpus[0]
