@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
     """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
     from advisor.run_compare import compare
-    from desktop.sessions.stress import simulated_gpus
+    from desktop.sessions.stress_device import simulated_gpus
     from desktop.stress.mode_restore import ModeKeeper
     from desktop.stress.per_mode import SysfsModes, choose_modes, cool_to_start, run_modes, simulated_switch
     from desktop.stress.run_model import RealClock

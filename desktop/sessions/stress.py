@@ -10,15 +10,14 @@ history and gives the outcome with its exit code. Progress goes to plain callbac
 (desktop/cli/stress.py; ``--per-mode`` runs ``run_next`` once per firmware mode, desktop/cli/stress_modes.py)
 and the window turns them into signals (desktop/ui/stress_work.py), which runs the test (``run_test``) on a
 QThread and the judging (``finish``, the same call as the command line's) on a worker of its own. The window's
-runners come from ``window_runners`` over the backend it shows, and its device from ``device_for`` that backend.
+runners come from ``window_runners`` over the backend it shows, and its device from ``device_for`` that backend
+(desktop/sessions/stress_device.py, with ``resolve_device`` and the command line's ``own_runner``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import math
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,10 +28,10 @@ from advisor.frame import StressResult
 from advisor.guard import MIN_GUARD_C
 from advisor.thresholds import Thresholds
 from advisor.verdict_model import Verdict
-from advisor.wording import count_text
 from desktop.config import MAX_STRESS_MINUTES, StressSettings
 from desktop.errors import UserError
 from desktop.sessions.gpu_locks import DeviceLock, GpuClaims
+from desktop.sessions.stress_device import RunnerFactory, own_runner, resolve_device
 from desktop.stress.devices import GpuTarget
 from desktop.stress.records import (
     exit_code,
@@ -43,22 +42,16 @@ from desktop.stress.records import (
     save_failure_reason,
     save_run,
 )
-from desktop.stress.run_model import Clock, Progress, RunResult, StressConfig
-from desktop.stress.runner import StressRunner, runner_factory
-from desktop.telemetry.backend import GpuBackend
+from desktop.stress.run_model import Progress, RunResult, StressConfig
+from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
-from desktop.telemetry.sampler import Sampler, open_gpu_backend
-from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
 log = logging.getLogger(__name__)
 
-_CUDA = re.compile(r"^cuda(:\d+)?$")
 #: The run finished and its verdict was given, but the history database could not store it.
 EXIT_NOT_SAVED = 6
 #: Rows in the Stress page's table of earlier runs.
 TABLE_RUNS = 50
-
-RunnerFactory = Callable[[StressConfig], StressRunner]
 
 
 @dataclass(frozen=True)
@@ -78,52 +71,6 @@ class StressRequest:
     guard_c: float | None = None
     #: Where earlier runs are read and this one is stored; None: neither (a window without a history).
     db_path: Path | None = None
-
-
-def resolve_device(requested: str | None, gpu_index: int | None = None) -> GpuTarget:
-    """The device for ``requested``, made once: cuda:N (NVML GPU N, ``gpu_index`` when given) when an NVIDIA GPU
-    answers, else the simulated GPU, said out loud. A GPU picked by index on the default device is checked against
-    NVML's list and known by its UUID and bus id from then on."""
-    if requested:
-        if requested not in ("cpu", "sim") and not _CUDA.match(requested):
-            raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim (or --gpu N, --simulate)")
-        if requested.startswith("cuda"):
-            return GpuTarget.cuda(gpu_index if gpu_index is not None else int(requested.partition(":")[2] or 0))
-        return GpuTarget(requested, gpu_index or 0)
-    backend = open_gpu_backend()
-    try:
-        simulated = backend.source.simulated
-        reason = backend.source.fallback_reason
-        gpus = list(backend.devices()) if not simulated else []
-    finally:
-        backend.close()
-    index = gpu_index or 0
-    if simulated:
-        return GpuTarget("sim", index,
-                         note=(f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
-                               "use --device cpu for a real CPU run"))
-    if gpu_index is None:  # no GPU picked: cuda:0 as CUDA numbers it (CUDA_VISIBLE_DEVICES may pick it for us)
-        return GpuTarget.cuda(0)
-    info = next((g for g in gpus if g.index == index), None)
-    if info is None:
-        raise UserError(f"there is no GPU {index}: NVML sees {count_text(len(gpus), 'GPU')}"
-                        + (f" (0 to {len(gpus) - 1})" if gpus else ""))
-    # Picked by NVML index (--gpu N): known by its UUID from here on, so the runner refuses a child on another GPU.
-    return GpuTarget.cuda(index).known_as(info)
-
-
-def device_for(backend: GpuBackend) -> str:
-    """The device a stress test on ``backend``'s GPUs runs on: ``sim`` on the simulated GPU, else ``cuda`` (the
-    session resolves ``cuda:N`` from the GPU picked)."""
-    return "sim" if backend.source.simulated else "cuda"
-
-
-def window_runners(backend: GpuBackend, clock: Clock | None = None) -> RunnerFactory:
-    """The runners of the window's stress tests, over the backend it shows: on the simulated GPU each run reads the
-    window's own machine (``SimulatedBackend.view``: its load shows on the Dashboard), on NVML each opens a backend
-    of its own (the run closes it, its NVML session with it). ``clock``: an accelerated one in tests."""
-    open_backend = backend.view if isinstance(backend, SimulatedBackend) else open_gpu_backend
-    return runner_factory(open_backend, clock=clock)
 
 
 def stress_config(request: StressRequest, device: GpuTarget, settings: StressSettings | None = None) -> StressConfig:
@@ -148,48 +95,6 @@ def stress_config(request: StressRequest, device: GpuTarget, settings: StressSet
     return StressConfig(workload=request.workload, device=device.name, dtype=request.dtype, duration_s=duration_s,
                         gpu_index=device.nvml_index, target=device, guard_c=guard_c,
                         guard_offset_c=stress.guard_offset_c, guard_absolute_c=stress.guard_temperature_c)
-
-
-def _need_torch() -> None:
-    if importlib.util.find_spec("torch") is None:
-        raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --simulate")
-
-
-def simulated_gpus(profiles: str | None, gpu_index: int = 0) -> SimulatedBackend:
-    """A simulated machine of ``profiles`` (None: the default laptop) with the GPU ``gpu_index`` in it (UserError
-    naming the choices when a profile is unknown or the index is not there)."""
-    try:
-        backend = SimulatedBackend(parse_profile_list(profiles), shared=SharedLoads())
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    count = len(backend.devices())
-    if not 0 <= gpu_index < count:
-        backend.close()
-        raise UserError(f"there is no GPU {gpu_index}: the simulated machine has {count_text(count, 'GPU')}")
-    return backend
-
-
-def own_runner(config: StressConfig, profiles: str | None = None) -> StressRunner:
-    """A runner on a backend of its own (the command line's): a new simulated GPU (of ``profiles``), or NVML for
-    CUDA.
-
-    The runner owns the sampler: it closes it (and the backend's NVML session) however the run ends."""
-    sampler: Sampler | None = None
-    if config.device == "sim":
-        sampler = Sampler(simulated_gpus(profiles, config.gpu_index))
-    elif config.device.startswith("cuda"):
-        _need_torch()
-        backend = open_gpu_backend()
-        if backend.source.simulated:
-            backend.close()
-            raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); "
-                            "try --device cpu or --simulate")
-        # Which NVML GPU cuda:N is (and whether CUDA has an N) only the workload child can say:
-        # the runner maps it from the child's first record, and refuses when it cannot.
-        sampler = Sampler(backend)
-    else:
-        _need_torch()
-    return StressRunner(config, sampler, owns_sampler=True)
 
 
 @dataclass(frozen=True)

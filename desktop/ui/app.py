@@ -193,7 +193,7 @@ class RigscopeApp(QObject):
         GPU that is another reader of the window's machine: the test's load, heat and process
         show on the Dashboard, the Processes page and in the alerts too.
         """
-        from desktop.sessions.stress import device_for, window_runners
+        from desktop.sessions.stress_device import device_for, needs_torch, window_runners
         from desktop.ui.pages.stress_page import StressPage
 
         gpu = self.sampler.gpu
@@ -207,7 +207,7 @@ class RigscopeApp(QObject):
                           regression_pct=self.settings.advisor.stress_regression_pct)
         self._add_mode_compare(page, gpu)
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
-        if device != "sim" and importlib.util.find_spec("torch") is None:
+        if needs_torch(device) and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
                                  "pip install \"rigscope[stress]\" (or pip install torch) and restart Rigscope.")
         return page

@@ -46,7 +46,8 @@ from advisor.verdict import Verdict
 from advisor.verdict_text import format_duration
 from desktop.config import StressSettings
 from desktop.errors import UserError
-from desktop.sessions.stress import StressRequest, StressSession, list_runs, resolve_device, stress_config
+from desktop.sessions.stress import StressRequest, StressSession, list_runs, stress_config
+from desktop.sessions.stress_device import resolve_device
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.report import run_html
 from desktop.stress.run_model import Progress, RunResult, StressConfig

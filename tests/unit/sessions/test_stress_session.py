@@ -11,7 +11,7 @@ import pytest
 
 from desktop.errors import UserError
 from desktop.history.store import HistoryStore
-from desktop.sessions import stress as session_module
+from desktop.sessions import stress_device as session_module
 from desktop.sessions.gpu_locks import DeviceBusy, DeviceLock, gpu_lock
 from desktop.sessions.stress import (
     EXIT_NOT_SAVED,

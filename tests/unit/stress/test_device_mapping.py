@@ -227,7 +227,7 @@ class RealLooking(ClosingBackend):
 
 
 def _fake_child(monkeypatch: pytest.MonkeyPatch, device: dict[str, Any], seconds: float) -> None:
-    from desktop.sessions import stress as commands
+    from desktop.sessions import stress_device as commands
 
     monkeypatch.setattr(commands, "open_gpu_backend", RealLooking)
     monkeypatch.setattr(StressRunner, "child_command",

@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.cli import main
 from desktop.history.store import HistoryStore
-from desktop.sessions.stress import device_for, window_runners
+from desktop.sessions.stress_device import device_for, window_runners
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from desktop.ui.pages import stress_page
 from desktop.ui.pages.stress_page import StressPage
