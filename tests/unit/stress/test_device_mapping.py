@@ -249,6 +249,29 @@ def test_cli_stores_the_run_under_the_gpu_cuda_runs_on(monkeypatch: pytest.Monke
         assert [r.gpu_uuid for r in store.stress_runs()] == [gpus[1].uuid]
 
 
+def test_cli_gpu_n_tests_that_nvml_gpu_or_refuses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35 item 3: `stress --gpu N` picks NVML GPU N (as `run --gpu N` does) once, by its UUID: the run on it is
+    stored under it; a child that CUDA_VISIBLE_DEVICES puts on another GPU is refused; a GPU not there is one line."""
+    from desktop.cli import main
+    from desktop.history.store import HistoryStore
+
+    gpus = RealLooking().devices()
+    db = tmp_path / "h.sqlite"
+    _fake_child(monkeypatch, {"index": 1, "count": 2, "uuid": gpus[1].uuid}, 1.2)
+    assert main(["stress", "--gpu", "1", "--minutes", "0.02", "--json", "--db", str(db)]) in (0, 7)
+    report = json.loads(capsys.readouterr().out)
+    assert report["device"] == "cuda:1" and report["gpu"]["uuid"] == gpus[1].uuid
+    with HistoryStore.open(db, readonly=True) as store:
+        assert [r.gpu_uuid for r in store.stress_runs()] == [gpus[1].uuid]
+    _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0)
+    assert main(["stress", "--gpu", "0", "--minutes", "0.5", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "not GPU 0 (cuda:0) that was picked" in err and "Traceback" not in err
+    assert main(["stress", "--gpu", "5", "--minutes", "0.5", "--db", str(db)]) == 2
+    assert "there is no GPU 5: NVML sees 2 GPUs (0 to 1)" in capsys.readouterr().err
+
+
 def test_cli_cuda_index_beyond_cudas_count_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from desktop.cli import main
