@@ -95,8 +95,16 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
             config = replace(config, guard_absolute_c=guard_absolute_c)
         if config.device == "cpu":
             return StressRunner(config, None, clock=clock)
+        backend = open_backend()
+        target = config.target
+        if target is not None and target.kind == "cuda" and target.uuid is None:
+            # The GPU picked by its NVML index: known by its UUID and bus id from here on (the runner then refuses
+            # a child that CUDA_VISIBLE_DEVICES puts on another GPU, as `stress --gpu N` does).
+            info = next((i for i in backend.devices() if i.index == target.nvml_index), None)
+            if info is not None:
+                config = replace(config, target=target.known_as(info))
         # The run owns this backend: it closes it (its NVML session) when it ends, however it ends.
-        return StressRunner(config, Sampler(open_backend(), clock=(clock or RealClock()).now), clock=clock,
+        return StressRunner(config, Sampler(backend, clock=(clock or RealClock()).now), clock=clock,
                             owns_sampler=True)
 
     return make
