@@ -90,6 +90,7 @@ class ModeCompare(QObject):
         self.button.setMenu(self.menu)
         page.add_control(self.button)
         page.judged.connect(self._on_judged)
+        page.cancelled.connect(self._on_cancel)
         self.runs: list[ModeRun] = []
         #: The mode of the run in progress (None: no comparison runs).
         self.current: tuple[str, str] | None = None
@@ -145,8 +146,22 @@ class ModeCompare(QObject):
             if steps.cool():
                 self._run(mode)
             return
-        self.cooling.run(steps.cool, lambda going_on: self._run(mode) if going_on else self._show(),
+        # Start stays off (Cancel on) while the GPU cools: the next run is this comparison's.
+        self.page.hold(f"Cooling down before {self.current[1]}…")
+        self.cooling.run(steps.cool, lambda going_on: self._cooled(mode, going_on),
                          lambda error: self._stop_with(f"The cool-down failed: {error}"))
+
+    def _cooled(self, mode: str, going_on: bool) -> None:
+        self.page.hold(None)
+        if going_on:
+            self._run(mode)
+        else:  # cancelled (or quit) while cooling: what ran so far is compared, the mode found put back
+            self._show()
+
+    def _on_cancel(self) -> None:
+        """The page's Cancel: the run under way stops (the page's own), and so does a cool-down."""
+        if self.steps is not None:
+            self._stop.set()
 
     def _run(self, mode: str) -> None:
         if self.steps is None or self.current is None or self.current[0] != mode:
@@ -184,6 +199,7 @@ class ModeCompare(QObject):
     def _end(self) -> None:
         self._stop.set()
         self.current, self.steps = None, None
+        self.page.hold(None)
 
     def _stop_with(self, message: str | None) -> None:
         self._end()

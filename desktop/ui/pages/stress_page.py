@@ -87,6 +87,7 @@ class StressPage(PageWidget):
 
     finished = Signal(object)  # the Verdict, once judged and saved
     judged = Signal(object)  # the FinishedRun (verdict, stored id, why not stored), just before ``finished``
+    cancelled = Signal()  # Cancel pressed (or Escape), with or without a run under way
 
     def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
                  db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
@@ -109,6 +110,8 @@ class StressPage(PageWidget):
         self.read_runs = read_runs
         self.device = device
         self.worker: StressWorker | None = None
+        #: Why Start is held off between runs (``hold``); None: it is not.
+        self._held: str | None = None
         self.result: RunResult | None = None
         self.verdict: Verdict | None = None
         self.run_id: int | None = None
@@ -279,7 +282,7 @@ class StressPage(PageWidget):
         self.start()
 
     def start(self) -> None:
-        if self.running:
+        if self.running or self._held is not None:
             return
         # No device lock on the window's simulated GPU: loads other processes put on it add up (shared.py).
         session = StressSession(self.selected_request(), make_runner=self.make_runner, settings=self.settings,
@@ -322,6 +325,17 @@ class StressPage(PageWidget):
     def cancel(self) -> None:
         if self.worker is not None:
             self.worker.cancel()
+        self.cancelled.emit()
+
+    def hold(self, reason: str | None) -> None:
+        """Keep Start off (Cancel on) while something prepares the next run on the page ("Compare modes" cooling
+        the GPU down), saying ``reason`` in the progress bar; None lets go."""
+        if reason is None and self._held is None:
+            return  # nothing held: leave the controls as they are (a page set unavailable stays so)
+        self._held = reason
+        self._set_running(self.running)
+        if reason is not None:
+            self.progress_bar.setFormat(reason)
 
     def set_unavailable(self, message: str) -> None:
         """Explain why no test can run here (e.g. PyTorch is missing) and disable starting one."""
@@ -339,11 +353,12 @@ class StressPage(PageWidget):
         self.judging.wait(SHUTDOWN_WAIT_S)
 
     def _set_running(self, running: bool) -> None:
+        busy = running or self._held is not None
         for widget in (self.one_click, self.precision, self.gpu_combo, *self.presets.buttons()):
-            widget.setEnabled(not running)
+            widget.setEnabled(not busy)
         # The simulated GPU models GEMM throughput only.
-        self.workload.setEnabled(not running and self.device != "sim")
-        self.cancel_button.setEnabled(running)
+        self.workload.setEnabled(not busy and self.device != "sim")
+        self.cancel_button.setEnabled(busy)
 
     def _on_started(self, info: GpuInfo | None, guard_c: float | None) -> None:
         """Draw the device's own limits: max clock, slowdown and guard temperature, power limit."""

@@ -203,3 +203,39 @@ def test_compare_modes_cools_down_between_modes_as_the_command_line_does(qtbot: 
     assert first_end_c > start_c + 2 * COOL_MARGIN_C  # the first mode heated it: there was something to wait for
     assert second_start_c <= start_c + COOL_MARGIN_C + 1.0 or idled_s >= COOL_LIMIT_S
     assert second_start_c < first_end_c - COOL_MARGIN_C and idled_s > 10.0
+
+
+def test_while_compare_modes_cools_down_start_is_held_and_cancel_ends_it(qtbot: QtBot) -> None:
+    """The cool-down between modes is the comparison's: Start stays off (a run started there would be taken for
+    the next mode's), Cancel stays on and ends the comparison, and the mode found is put back."""
+    from desktop.stress.per_mode import SimulatedModes
+    from desktop.stress.run_model import SimClock
+    from desktop.stress.runner import runner_factory
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+    from desktop.ui.pages.stress_modes import ModeCompare
+
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+    clock = SimClock(real_s_per_s=0.02)  # 180 simulated seconds of cooling: several real seconds to look at
+    page = StressPage(resolve("light"), runner_factory(backend.view, clock=clock), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    view = backend.view()
+
+    def read(index: int) -> float | None:
+        sample = view.sample(clock.now())[index].sample
+        return sample.temperature_c if sample is not None else None
+
+    compare = ModeCompare(page, SimulatedModes(backend.machine), ask=lambda _text: True, read_temperature=read,
+                          clock=clock)
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.run_action.trigger()
+    qtbot.waitUntil(lambda: compare.cooling.busy, timeout=60_000)
+    assert not page.running and not page.one_click.isEnabled() and page.cancel_button.isEnabled()
+    assert page.progress_bar.format() == "Cooling down before Eco…"
+    page.start()  # the tray's or a shortcut's start: held off
+    assert not page.running
+    page.cancel_button.click()
+    qtbot.waitUntil(lambda: not compare.active, timeout=10_000)
+    assert [r.name for r in compare.runs] == ["Extreme Performance"]
+    assert backend.machine.envelope_state.shift_mode == "comfort"
+    assert page.one_click.isEnabled() and not page.cancel_button.isEnabled()
+    assert "Restored firmware mode Balanced." in page.verdict_card.comparison.text()
