@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.safetext import printable
 from desktop.cli import stress_gate, stress_modes
-from desktop.cli.common import ProgressBar, add_db, add_json, db_path, load_settings
+from desktop.cli.common import ProgressBar, add_db, add_json, add_simulate, db_path, load_settings
 from desktop.config import StressSettings
+from desktop.errors import UserError
 
 if TYPE_CHECKING:
     from advisor.verdict_model import Verdict
@@ -39,7 +40,16 @@ def request_from(args: argparse.Namespace) -> StressRequest:
     from desktop.sessions.stress import StressRequest
 
     minutes = getattr(args, "minutes", None)
-    return StressRequest(workload=getattr(args, "workload", "gemm"), device=getattr(args, "device", None),
+    device, simulate = getattr(args, "device", None), getattr(args, "simulate", None)
+    if simulate is not None:
+        if device not in (None, "sim"):
+            raise UserError(f"--simulate runs on the simulated GPU: leave out --device {device}")
+        device = "sim"
+    gpu = getattr(args, "gpu", None)
+    if gpu is not None and gpu < 0:
+        raise UserError(f"--gpu {gpu}: a GPU's NVML index is 0 or more (rigscope doctor lists them)")
+    return StressRequest(workload=getattr(args, "workload", "gemm"), device=device, gpu_index=gpu,
+                         profiles=simulate or None,
                          dtype=getattr(args, "dtype", None), duration_s=minutes * 60.0 if minutes is not None else None,
                          guard_c=getattr(args, "guard_c", None), db_path=db_path(args))
 
@@ -79,7 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what to run (default gemm)")
     parser.add_argument("--dtype", choices=("bf16", "fp16", "tf32", "fp32"), default=None,
                         help="GEMM precision (default: the fastest the device supports)")
-    parser.add_argument("--device", default=None, metavar="DEV", help="cuda:0 | cpu | sim (default: cuda:0, else sim)")
+    parser.add_argument("--gpu", type=int, default=None, metavar="N",
+                        help="the GPU to test, by its NVML index as `rigscope doctor` and `run --gpu` number it "
+                             "(default 0)")
+    add_simulate(parser)
+    parser.add_argument("--device", default=None, metavar="DEV",
+                        help="cuda:N | cpu | sim (default: cuda:0, else sim); an alias kept for --gpu N (cuda:N) "
+                             "and --simulate (sim), and the way to run on the CPU")
     parser.add_argument("--guard-c", type=float, default=None, metavar="C", help="stop above this GPU temperature")
     stress_gate.add_arguments(parser)  # the portable record and the CI gate
     stress_modes.add_arguments(parser)  # the Quick test once per firmware mode

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
 #: The Quick test's length (the Stress page's "Quick 2 min").
 QUICK_MINUTES = QUICK_S / 60.0
-#: Each run after the first starts once the GPU is back within this of the first run's start temperature.
-COOL_MARGIN_C = 3.0
-COOL_LIMIT_S = 180.0
 
 ProgressLine = Callable[[ProgressBar], Callable[["Progress"], None]]  # Progress: imported when run
 
@@ -75,16 +72,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, session: StressSession, *, progress_line: ProgressLine) -> int:
     """The runs of ``session``'s request, one per mode (``session.run_next``), in the device lock the caller holds."""
     from advisor.run_compare import compare
+    from desktop.sessions.stress_device import simulated_gpus
     from desktop.stress.mode_restore import ModeKeeper
-    from desktop.stress.per_mode import SysfsModes, choose_modes, run_modes, simulated_switch, wait_cool
+    from desktop.stress.per_mode import SysfsModes, choose_modes, cool_to_start, run_modes, simulated_switch
     from desktop.stress.run_model import RealClock
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler, open_gpu_backend
-    from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
     device = session.device.name
     if device == "cpu":
-        raise UserError("--per-mode compares the GPU's firmware modes: use it with cuda:0 or sim")
+        raise UserError("--per-mode compares the GPU's firmware modes: use it with --gpu N or --simulate")
     if getattr(args, "output", None) or getattr(args, "baseline", None):
         raise UserError("--per-mode does not write -o records or check --baseline: run those one mode at a time")
     minutes = args.minutes if args.minutes is not None else QUICK_MINUTES
@@ -105,7 +102,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
 
     switch: ModeSwitch
     if device == "sim":
-        backend = SimulatedBackend(parse_profile_list(None), shared=SharedLoads())
+        backend = simulated_gpus(session.request.profiles, session.device.nvml_index)
         # The model's own modes, or a (fake) msi-ec tree under RIGSCOPE_SYSFS_ROOT that the laptop follows.
         switch = simulated_switch(backend.machine, allow_write=bool(args.switch_modes))
 
@@ -160,9 +157,7 @@ def run(args: argparse.Namespace, session: StressSession, *, progress_line: Prog
             raise UserError(str(exc)) from None
         keeper.remember()  # before the first switch; ModesBusy while another run switches modes
         previous = {signum: signal.signal(signum, handle) for signum in _STOP_SIGNALS}
-        start = temperature()
-        cool = (lambda: wait_cool(temperature, start + COOL_MARGIN_C, RealClock(), limit_s=COOL_LIMIT_S,
-                                  stop=stop)) if start is not None else None
+        cool = cool_to_start(temperature, RealClock(), stop)  # the start temperature, read before the first run
         runs = run_modes(modes, switch, run_one, ask=ask, cool_down=cool, say=say, stop=stop)
     finally:
         asking[0] = False  # a second signal from here on only sets stop: the restore is not cut short

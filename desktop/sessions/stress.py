@@ -1,22 +1,23 @@
 """One stress test from the request to the outcome, for `rigscope stress` and the Stress page alike.
 
-``StressSession`` owns the whole sequence: it resolves the device and the GPU index once (one
-``StressDevice`` value, carried in the run's config to the runner and its child), checks the
+``StressSession`` owns the whole sequence: it resolves the device and the GPU once (one ``GpuTarget``:
+NVML index, CUDA ordinal, UUID and bus id, desktop/stress/devices.py; its index and device carried in the
+run's config to the runner and its child), checks the
 request, builds the runner, holds the device lock and the per-GPU locks (``gpu_locks``) while the
 test runs, reads the earlier runs on the same GPU, judges the run against them, stores it in the
 history and gives the outcome with its exit code. Progress goes to plain callbacks (``on_progress``,
 ``on_start``, ``on_phase``, ``on_warning``); no Qt here. The command line prints what they say
 (desktop/cli/stress.py; ``--per-mode`` runs ``run_next`` once per firmware mode, desktop/cli/stress_modes.py)
 and the window turns them into signals (desktop/ui/stress_work.py), which runs the test (``run_test``) on a
-QThread and the judging (``finish_run``) on a worker of its own.
+QThread and the judging (``finish``, the same call as the command line's) on a worker of its own. The window's
+runners come from ``window_runners`` over the backend it shows, and its device from ``device_for`` that backend
+(desktop/sessions/stress_device.py, with ``resolve_device`` and the command line's ``own_runner``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import math
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from advisor.verdict_model import Verdict
 from desktop.config import MAX_STRESS_MINUTES, StressSettings
 from desktop.errors import UserError
 from desktop.sessions.gpu_locks import DeviceLock, GpuClaims
+from desktop.sessions.stress_device import RunnerFactory, own_runner, resolve_device
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import (
     exit_code,
     gpu_identity,
@@ -42,18 +45,13 @@ from desktop.stress.records import (
 from desktop.stress.run_model import Progress, RunResult, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
-from desktop.telemetry.sampler import Sampler, open_gpu_backend
-from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list
 
 log = logging.getLogger(__name__)
 
-_CUDA = re.compile(r"^cuda(:\d+)?$")
 #: The run finished and its verdict was given, but the history database could not store it.
 EXIT_NOT_SAVED = 6
 #: Rows in the Stress page's table of earlier runs.
 TABLE_RUNS = 50
-
-RunnerFactory = Callable[[StressConfig], StressRunner]
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,10 @@ class StressRequest:
     workload: str = "gemm"
     #: ``cuda``/``cuda:N``, ``cpu`` or ``sim``; None: cuda:0 when an NVIDIA GPU answers, else the simulated GPU.
     device: str | None = None
-    #: The NVML GPU picked (the Stress page's picker); None: the one the device names.
+    #: The NVML GPU picked (``--gpu N``, the Stress page's picker); None: the one the device names.
     gpu_index: int | None = None
+    #: The simulated GPU's profiles (``--simulate=PROFILES``; None: the default laptop).
+    profiles: str | None = None
     dtype: str | None = None
     #: None: the settings' default length.
     duration_s: float | None = None
@@ -73,47 +73,7 @@ class StressRequest:
     db_path: Path | None = None
 
 
-@dataclass(frozen=True)
-class StressDevice:
-    """Where the test runs, resolved once: the device the child is started on and the NVML GPU it is.
-
-    For ``cuda:N`` the runner asks CUDA for the PCI bus order, so N is NVML's index too; it still
-    confirms which NVML GPU the child got from the child's own identity (desktop.stress.devices)."""
-
-    name: str  # cuda:N | cpu | sim
-    gpu_index: int = 0
-    #: Said to the user: why the default device is the simulated GPU.
-    note: str | None = None
-
-    @property
-    def simulated(self) -> bool:
-        return self.name == "sim"
-
-
-def resolve_device(requested: str | None, gpu_index: int | None = None) -> StressDevice:
-    """The device for ``requested``: cuda:0 when an NVIDIA GPU answers, else the simulated GPU, said out loud."""
-    if requested:
-        if requested not in ("cpu", "sim") and not _CUDA.match(requested):
-            raise UserError(f"unknown device {requested!r}: use cuda:0, cpu or sim")
-        if requested.startswith("cuda"):
-            number = gpu_index if gpu_index is not None else int(requested.partition(":")[2] or 0)
-            return StressDevice(f"cuda:{number}", number)
-        return StressDevice(requested, gpu_index or 0)
-    backend = open_gpu_backend()
-    try:
-        simulated = backend.source.simulated
-        reason = backend.source.fallback_reason
-    finally:
-        backend.close()
-    if simulated:
-        return StressDevice("sim", gpu_index or 0,
-                            note=(f"no NVIDIA GPU here ({reason}); running on the simulated GPU — "
-                                  "use --device cpu for a real CPU run"))
-    index = gpu_index or 0
-    return StressDevice(f"cuda:{index}", index)
-
-
-def stress_config(request: StressRequest, device: StressDevice, settings: StressSettings | None = None) -> StressConfig:
+def stress_config(request: StressRequest, device: GpuTarget, settings: StressSettings | None = None) -> StressConfig:
     """The run's config, checked (UserError: a length, guard or precision the device cannot run)."""
     stress = settings or StressSettings()
     duration_s = request.duration_s if request.duration_s is not None else stress.default_minutes * 60.0
@@ -131,36 +91,10 @@ def stress_config(request: StressRequest, device: StressDevice, settings: Stress
     if device.name == "cpu" and request.dtype == "tf32":
         raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
     if device.simulated and request.workload != "gemm":
-        raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --device sim")
+        raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --simulate")
     return StressConfig(workload=request.workload, device=device.name, dtype=request.dtype, duration_s=duration_s,
-                        gpu_index=device.gpu_index, guard_c=guard_c, guard_offset_c=stress.guard_offset_c,
-                        guard_absolute_c=stress.guard_temperature_c)
-
-
-def _need_torch() -> None:
-    if importlib.util.find_spec("torch") is None:
-        raise UserError("PyTorch is not installed: `pip install rigscope[stress]`, or use --device sim")
-
-
-def own_runner(config: StressConfig) -> StressRunner:
-    """A runner on a backend of its own (the command line's): a new simulated GPU, or NVML for CUDA.
-
-    The runner owns the sampler: it closes it (and the backend's NVML session) however the run ends."""
-    sampler: Sampler | None = None
-    if config.device == "sim":
-        sampler = Sampler(SimulatedBackend(parse_profile_list(None), shared=SharedLoads()))
-    elif config.device.startswith("cuda"):
-        _need_torch()
-        backend = open_gpu_backend()
-        if backend.source.simulated:
-            backend.close()
-            raise UserError(f"no NVIDIA GPU answers here ({backend.source.fallback_reason}); try --device cpu or sim")
-        # Which NVML GPU cuda:N is (and whether CUDA has an N) only the workload child can say:
-        # the runner maps it from the child's first record, and refuses when it cannot.
-        sampler = Sampler(backend)
-    else:
-        _need_torch()
-    return StressRunner(config, sampler, owns_sampler=True)
+                        gpu_index=device.nvml_index, target=device, guard_c=guard_c,
+                        guard_offset_c=stress.guard_offset_c, guard_absolute_c=stress.guard_temperature_c)
 
 
 @dataclass(frozen=True)
@@ -251,36 +185,6 @@ def list_runs(db_path: Path | None) -> list[StressResult]:
         return store.stress_runs()[:TABLE_RUNS]
 
 
-@dataclass(frozen=True)
-class FinishedRun:
-    """The Stress page's view of a judged run: verdict, earlier runs, stored id (None: not stored), the table."""
-
-    verdict: Verdict
-    earlier: list[StressResult]
-    run_id: int | None
-    runs: list[StressResult]
-    #: Why the table could not be read ("" when it was).
-    runs_error: str = ""
-    #: Why the run could not be stored ("" when it was, or when there was nothing to store).
-    save_error: str = ""
-
-
-def finish_run(db_path: Path | None, result: RunResult,
-               regression_pct: float = Thresholds.stress_regression_pct) -> FinishedRun:
-    """The session's judging and saving for the window (on a worker thread), and the table's runs after it."""
-    outcome = judge_and_save(db_path, result, regression_pct=regression_pct)
-    save_error = f"Not saved to {db_path}: {outcome.save_error}" if outcome.save_error is not None else ""
-    if save_error:
-        log.warning("stress run not saved: %s", save_error)
-    try:
-        runs = list_runs(db_path)
-    except Exception as exc:  # the table is a convenience; the verdict still shows
-        log.warning("cannot list stress runs: %s", exc)
-        return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, [], f"{type(exc).__name__}: {exc}",
-                           save_error)
-    return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, runs, save_error=save_error)
-
-
 class StressSession:
     """One stress test: ``prepare`` (device, checks, runner), ``run_test`` (locks and the test; it blocks),
     ``finish`` (earlier runs, verdict, history, exit code); ``run`` does all three, ``run_next`` all three again
@@ -291,7 +195,7 @@ class StressSession:
     too (the command line does; the window's simulated GPU is its own machine, which no other process loads).
     """
 
-    def __init__(self, request: StressRequest, *, make_runner: RunnerFactory = own_runner,
+    def __init__(self, request: StressRequest, *, make_runner: RunnerFactory | None = None,
                  settings: StressSettings | None = None, lock_simulated: bool = True,
                  lock_folder: Path | None = None, regression_pct: float = Thresholds.stress_regression_pct,
                  on_progress: Callable[[Progress], None] | None = None,
@@ -299,7 +203,7 @@ class StressSession:
                  on_phase: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None) -> None:
         self.request = request
-        self.make_runner = make_runner
+        self.make_runner: RunnerFactory = make_runner or (lambda config: own_runner(config, request.profiles))
         self.settings = settings
         #: How far below its baseline a run is called slower (the advisor's threshold, from Settings).
         self.regression_pct = regression_pct
@@ -324,7 +228,9 @@ class StressSession:
         session = cls(StressRequest(workload=cfg.workload, device=cfg.device, gpu_index=cfg.gpu_index,
                                     dtype=cfg.dtype, duration_s=cfg.duration_s, guard_c=cfg.guard_c, db_path=db_path),
                       make_runner=lambda _config: runner, lock_simulated=lock_simulated, lock_folder=lock_folder)
-        session.device = StressDevice(cfg.device, cfg.gpu_index)
+        cuda = cfg.device.startswith("cuda")
+        session.device = GpuTarget("cuda" if cuda else cfg.device, cfg.gpu_index,
+                                   int(cfg.device.partition(":")[2] or 0) if cuda else None)
         session.runner = runner
         session.on_progress, session.on_start = runner.on_progress, runner.on_start  # its own, kept
         return session

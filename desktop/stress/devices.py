@@ -12,7 +12,7 @@ from __future__ import annotations
 import platform
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,65 @@ from desktop.telemetry.model import GpuInfo
 
 _BUS_ID = re.compile(r"^\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*$")
 _UUID_PREFIXES = ("gpu-", "mig-")
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """The device a stress test loads, made once (the stress session, from ``--gpu N``, ``--simulate``,
+    ``--device`` or the Stress page's picker) and passed down as one value instead of re-spelled on the way.
+
+    As nvitop's ``CudaDevice``, it holds each numbering at once: NVML's index (what the sampler, the guard,
+    the GPU locks and the history read), CUDA's ordinal (what the workload child is started on; the runner
+    starts it with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, NVML's order, so the two agree unless
+    CUDA_VISIBLE_DEVICES renumbers), and the UUID and PCI bus id that tell the GPU apart wherever the numbers
+    do not (filled in where NVML has been read: ``known_as``). The runner still confirms from the child's own
+    identity which NVML GPU the child got (``map_cuda_device``)."""
+
+    kind: str  # cuda | cpu | sim
+    nvml_index: int = 0
+    #: CUDA's number for it (cuda only; None for the CPU and the simulated GPU).
+    cuda_ordinal: int | None = None
+    uuid: str | None = None
+    bus_id: str | None = None
+    #: Said to the user: why the default device is the simulated GPU.
+    note: str | None = None
+
+    @classmethod
+    def cuda(cls, nvml_index: int, cuda_ordinal: int | None = None) -> GpuTarget:
+        """NVML GPU ``nvml_index`` under CUDA (its ordinal: the same number in the PCI bus order, unless given)."""
+        return cls("cuda", nvml_index, nvml_index if cuda_ordinal is None else cuda_ordinal)
+
+    @property
+    def name(self) -> str:
+        """The device as the workload child, the device lock and the stored run spell it: cuda:N, cpu or sim."""
+        return f"cuda:{self.cuda_ordinal or 0}" if self.kind == "cuda" else self.kind
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "sim"
+
+    def known_as(self, info: GpuInfo) -> GpuTarget:
+        """This target with NVML's facts on its GPU (UUID, PCI bus id); ``info`` must be its NVML index's."""
+        if info.index != self.nvml_index:
+            raise ValueError(f"NVML GPU {info.index} is not the target's GPU {self.nvml_index}")
+        return replace(self, uuid=info.uuid or self.uuid, bus_id=info.pci_bus_id or self.bus_id)
+
+    def is_gpu(self, info: GpuInfo) -> bool:
+        """Whether ``info`` is this GPU, by UUID, else by PCI bus id; True when neither is known (nothing to tell
+        them apart by: the caller's own mapping decides)."""
+        if self.uuid and info.uuid:
+            return _uuid_key(self.uuid) == _uuid_key(info.uuid)
+        if self.bus_id and info.pci_bus_id:
+            return bus_key(self.bus_id) == bus_key(info.pci_bus_id)
+        return True
+
+    def label(self) -> str:
+        """How the user picked it: "GPU 1 (cuda:1)", "the CPU", "the simulated GPU 0"."""
+        if self.kind == "cpu":
+            return "the CPU"
+        if self.simulated:
+            return f"the simulated GPU {self.nvml_index}"
+        return f"GPU {self.nvml_index} ({self.name})"
 
 
 class DeviceMappingError(UserError):

@@ -3,10 +3,12 @@
 Each mode is set before its run: by Rigscope where it may (the simulated laptop always; a real
 laptop's msi-ec ``shift_mode`` or ACPI ``platform_profile`` only when the user allowed it and the
 file is writable), otherwise the user is asked to switch and the mode read back labels the run.
-Between runs the GPU cools to near its first start temperature (at most ``cooldown_s``), so a later
-mode does not start hot. Each run is the stress session's (``run_test``: its locks, its judging
-against the earlier runs, its saving; desktop/sessions/stress.py); here it becomes a portable record
-(advisor/portable.py) compared as any other, plus one sentence per neighbouring pair
+Between runs the GPU cools to near its first start temperature (``cool_to_start``: within
+``COOL_MARGIN_C``, at most ``COOL_LIMIT_S``), so a later mode does not start hot. ``run_modes`` is the loop
+the command line runs; ``ModeSteps`` the same steps one at a time, which the Stress page's "Compare modes"
+drives from its callbacks (desktop/ui/pages/stress_modes.py). Each run is the stress session's (``run_test``:
+its locks, its judging against the earlier runs, its saving; desktop/sessions/stress.py); here it becomes a
+portable record (advisor/portable.py) compared as any other, plus one sentence per neighbouring pair
 (advisor/mode_compare.py). The mode found before the first switch is put back afterwards, on Ctrl+C and
 after a crash (desktop/stress/mode_restore.py).
 
@@ -275,38 +277,112 @@ def choose_modes(requested: Sequence[str], available: Sequence[str]) -> list[str
     return list(dict.fromkeys(modes))
 
 
+#: Each run after the first starts once the GPU is back within this of the first run's start temperature...
+COOL_MARGIN_C = 3.0
+#: ...or once it has idled this long.
+COOL_LIMIT_S = 180.0
+
+
+class ModeSteps:
+    """``run_modes`` one step at a time, for a caller that cannot block between runs (the Stress page's "Compare
+    modes", which runs each test on the page and comes back when it is judged).
+
+    Per mode: ``switch_next()`` (on the caller's thread: it may ask the user) sets the next mode and gives the mode
+    the firmware reads, or None when the runs are over (all done, ``stop`` set, a run aborted, or the user
+    declined: ``declined``); ``cool()`` idles before any run but the first (it blocks: off the GUI thread);
+    ``add(judged)`` records the run. ``ask(prompt)`` returning False declines the switch; anything else goes on."""
+
+    def __init__(self, modes: Sequence[str], switch: ModeSwitch, *, ask: Callable[[str], object],
+                 cool_down: Callable[[], object] | None = None, say: Callable[[str], None] = lambda _text: None,
+                 machine: str | None = None, stop: threading.Event | None = None,
+                 prompt: str = "Switch the firmware to {name} ({kind} {mode}) now, then press Enter") -> None:
+        self.modes = list(modes)
+        #: What ``ask`` is given where Rigscope may not switch: a template of the mode's name, kind and value.
+        self.prompt = prompt
+        self.switch = switch
+        self.ask = ask
+        self.cool_down = cool_down
+        self.say = say
+        self.machine = machine
+        self.stop = stop if stop is not None else threading.Event()
+        self.runs: list[ModeRun] = []
+        #: The user declined to switch when asked (the window's Cancel in its dialog).
+        self.declined = False
+        self._position = 0
+        self._name = ""
+
+    @property
+    def over(self) -> bool:
+        """No further run: every mode ran, ``stop`` is set, the user declined, or the last run was aborted."""
+        return (self._position >= len(self.modes) or self.stop.is_set() or self.declined
+                or bool(self.runs and self.runs[-1].result.aborted))  # the next would not be a fair comparison
+
+    def switch_next(self) -> str | None:
+        """Switch to the next mode (or ask the user to); the mode the firmware then reads, None when over."""
+        if self.over:
+            return None
+        mode = self.modes[self._position]
+        self._position += 1
+        name = mode_name(self.switch.kind, mode)
+        if not self.switch.set(mode) and self.ask(
+                self.prompt.format(name=name, kind=self.switch.kind, mode=mode)) is False:
+            self.declined = True
+            return None
+        actual = self.switch.current() or mode
+        if actual != mode:
+            self.say(f"the firmware reads {actual!r}, not {mode!r}: the run is labelled by what it reads")
+        self._name = mode_name(self.switch.kind, actual)
+        return actual
+
+    @property
+    def cooling_due(self) -> bool:
+        """``cool()`` will idle (any mode but the first, with a ``cool_down``): the window runs it on a worker."""
+        return self._position > 1 and self.cool_down is not None
+
+    def cool(self) -> bool:
+        """Idle before any run but the first (``cool_down``), then say which mode runs; False: stopped meanwhile."""
+        if self.cooling_due and self.cool_down is not None:
+            self.say("cooling down before the next mode…")
+            self.cool_down()
+            if self.stop.is_set():
+                return False
+        self.say(f"running {self._name}…")
+        return True
+
+    def add(self, mode: str, judged: JudgedRun) -> ModeRun:
+        """Record the run of ``mode`` (the one ``switch_next`` gave) as a portable record labelled by its mode."""
+        result, verdict = judged.result, judged.verdict
+        name = mode_name(self.switch.kind, mode)
+        record = record_from_stress(result, verdict, machine=f"{self.machine} · {name}" if self.machine else name)
+        run = ModeRun(mode, name, result, verdict, record, judged.run_id, judged.save_error)
+        self.runs.append(run)
+        return run
+
+
 def run_modes(modes: Sequence[str], switch: ModeSwitch, run_test: Callable[[str], JudgedRun], *,
-              ask: Callable[[str], None], cool_down: Callable[[], object] | None = None,
+              ask: Callable[[str], object], cool_down: Callable[[], object] | None = None,
               say: Callable[[str], None] = lambda _text: None, machine: str | None = None,
               stop: threading.Event | None = None) -> list[ModeRun]:
-    """Run once per mode: switch (or ask), cool down, run, record. ``run_test(mode)`` runs, judges and stores
-    one test (the stress session's ``run_next``); this loop only sets the mode before each and labels it.
-    ``stop`` set (Ctrl+C, SIGTERM) ends the loop before the next switch; putting the mode found back is the
-    caller's (``mode_restore.ModeKeeper``)."""
-    runs: list[ModeRun] = []
-    for position, mode in enumerate(modes):
-        if stop is not None and stop.is_set():
+    """Run once per mode: switch (or ask), cool down, run, record (``ModeSteps``, one step after the other).
+    ``run_test(mode)`` runs, judges and stores one test (the stress session's ``run_next``); this loop only sets
+    the mode before each and labels it. ``stop`` set (Ctrl+C, SIGTERM) ends the loop before the next switch;
+    putting the mode found back is the caller's (``mode_restore.ModeKeeper``)."""
+    steps = ModeSteps(modes, switch, ask=ask, cool_down=cool_down, say=say, machine=machine, stop=stop)
+    while (mode := steps.switch_next()) is not None:
+        if not steps.cool():
             break
-        name = mode_name(switch.kind, mode)
-        if not switch.set(mode):
-            ask(f"Switch the firmware to {name} ({switch.kind} {mode}) now, then press Enter")
-        actual = switch.current() or mode
-        if actual != mode:
-            say(f"the firmware reads {actual!r}, not {mode!r}: the run is labelled by what it reads")
-            name = mode_name(switch.kind, actual)
-        if position > 0 and cool_down is not None:
-            say("cooling down before the next mode…")
-            cool_down()
-            if stop is not None and stop.is_set():
-                break
-        say(f"running {name}…")
-        judged = run_test(actual)
-        result, verdict = judged.result, judged.verdict
-        record = record_from_stress(result, verdict, machine=f"{machine} · {name}" if machine else name)
-        runs.append(ModeRun(actual, name, result, verdict, record, judged.run_id, judged.save_error))
-        if result.aborted:
-            break  # cancelled or guarded: the next mode would not be a fair comparison
-    return runs
+        steps.add(mode, run_test(mode))
+    return steps.runs
+
+
+def cool_to_start(read_temperature: Callable[[], float | None], clock: Clock,
+                  stop: threading.Event | None = None) -> Callable[[], object] | None:
+    """The cool-down between modes: back to within ``COOL_MARGIN_C`` of the temperature now (read before the first
+    run), at most ``COOL_LIMIT_S``; None when the temperature cannot be read."""
+    start = read_temperature()
+    if start is None:
+        return None
+    return lambda: wait_cool(read_temperature, start + COOL_MARGIN_C, clock, limit_s=COOL_LIMIT_S, stop=stop)
 
 
 def wait_cool(read_temperature: Callable[[], float | None], target_c: float, clock: Clock, *,

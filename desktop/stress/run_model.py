@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from advisor.guard import DEFAULT_GUARD_OFFSET_C
 from advisor.verdict import RunTrace
+from desktop.stress.devices import GpuTarget
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.simulated.profiles import datasheet_boost_mhz
 
@@ -74,6 +75,9 @@ class StressConfig:
     size: int = 0
     threads: int = 0
     inject_faults: bool = False
+    #: The GPU picked, as the session made it once (desktop.stress.devices.GpuTarget): where its UUID is known,
+    #: the runner refuses a child that landed on another GPU. None: a config made without a session.
+    target: GpuTarget | None = None
 
 
 @dataclass(frozen=True)

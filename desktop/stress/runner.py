@@ -33,7 +33,7 @@ from advisor.guard import GuardRefused, GuardSource, RunWatch, check_guard_above
 from desktop.errors import UserError
 from desktop.stress.child import ChildReader, close_pipes, stop_child
 from desktop.stress.cpu_noise import warmup_noise_pct
-from desktop.stress.devices import CudaIdentity, map_cuda_device
+from desktop.stress.devices import CudaIdentity, DeviceMappingError, map_cuda_device
 from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.envelope import explain_gpu
@@ -95,8 +95,16 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
             config = replace(config, guard_absolute_c=guard_absolute_c)
         if config.device == "cpu":
             return StressRunner(config, None, clock=clock)
+        backend = open_backend()
+        target = config.target
+        if target is not None and target.kind == "cuda" and target.uuid is None:
+            # The GPU picked by its NVML index: known by its UUID and bus id from here on (the runner then refuses
+            # a child that CUDA_VISIBLE_DEVICES puts on another GPU, as `stress --gpu N` does).
+            info = next((i for i in backend.devices() if i.index == target.nvml_index), None)
+            if info is not None:
+                config = replace(config, target=target.known_as(info))
         # The run owns this backend: it closes it (its NVML session) when it ends, however it ends.
-        return StressRunner(config, Sampler(open_backend(), clock=(clock or RealClock()).now), clock=clock,
+        return StressRunner(config, Sampler(backend, clock=(clock or RealClock()).now), clock=clock,
                             owns_sampler=True)
 
     return make
@@ -255,7 +263,15 @@ class StressRunner:
     def _map_child_device(self, record: dict[str, Any]) -> None:
         """The child named its CUDA device: watch the NVML GPU with its UUID or PCI address (or refuse)."""
         assert self.sampler is not None
-        self._arm(map_cuda_device(CudaIdentity.from_record(record), self.sampler.gpu.devices()))
+        identity = CudaIdentity.from_record(record)
+        info = map_cuda_device(identity, self.sampler.gpu.devices())
+        target = self.config.target
+        if target is not None and not target.is_gpu(info):
+            raise DeviceMappingError(
+                f"cuda:{identity.index} is NVML GPU {info.index} ({info.name}, {info.uuid or 'no UUID'}), not "
+                f"{target.label()} that was picked ({target.uuid or target.bus_id}); CUDA_VISIBLE_DEVICES="
+                f"{identity.visible_devices!r} renumbers CUDA's GPUs: the test is not run on the wrong one")
+        self._arm(info)
 
     # --- simulated GPU ------------------------------------------------------------------
 

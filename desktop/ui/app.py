@@ -31,7 +31,7 @@ from desktop.config import Settings
 from desktop.paths import config_dir, default_db_path, demo_db_path
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.model import Snapshot
-from desktop.telemetry.sampler import Sampler, open_gpu_backend
+from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
 from desktop.ui.main_window import MainWindow
@@ -192,30 +192,21 @@ class RigscopeApp(QObject):
         GPU that is another reader of the window's machine: the test's load, heat and process
         show on the Dashboard, the Processes page and in the alerts too.
         """
-        from desktop.sessions.stress import finish_run
-        from desktop.stress.runner import runner_factory
+        from desktop.sessions.stress_device import device_for, needs_torch, window_runners
         from desktop.ui.pages.stress_page import StressPage
 
         gpu = self.sampler.gpu
-        open_backend: Callable[[], GpuBackend]
-        if isinstance(gpu, SimulatedBackend):
-            device = "sim"
-            open_backend = gpu.view
-        else:
-            device = "cuda:0"
-            open_backend = open_gpu_backend
-        # The runner on the window's backend and clock; the guard settings go into the session's config.
-        make_runner = runner_factory(open_backend, clock=self.stress_clock)
+        device = device_for(gpu)
         # The picker shows when there are several GPUs (the backend's static list, read once here).
         gpus = [(info.index, info.name) for info in gpu.devices()]
-        # Judged with the advisor's regression threshold as it is when the run ends (Settings may change it).
-        page = StressPage(self.theme, make_runner, db_path=self.db_path, device=device, gpus=gpus,
-                          settings=self.settings.stress,
-                          judge_and_store=lambda db, result: finish_run(
-                              db, result, self.settings.advisor.stress_regression_pct))
+        # The session's runners on the window's backend and clock; the guard settings go into its config, and
+        # the advisor's regression threshold follows Settings (apply_settings).
+        page = StressPage(self.theme, window_runners(gpu, clock=self.stress_clock), db_path=self.db_path,
+                          device=device, gpus=gpus, settings=self.settings.stress,
+                          regression_pct=self.settings.advisor.stress_regression_pct)
         self._add_mode_compare(page, gpu)
         page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
-        if device != "sim" and importlib.util.find_spec("torch") is None:
+        if needs_torch(device) and importlib.util.find_spec("torch") is None:
             page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
                                  "pip install \"rigscope[stress]\" (or pip install torch) and restart Rigscope.")
         return page
@@ -234,7 +225,26 @@ class RigscopeApp(QObject):
         else:
             switch = SysfsModes()  # reads only: the user switches when asked
         if len(switch.available()) >= 2:
-            self.mode_compare = ModeCompare(page, switch)
+            self.mode_compare = ModeCompare(page, switch, read_temperature=self._temperature_reader(gpu),
+                                            clock=self.stress_clock)
+
+    def _temperature_reader(self, gpu: GpuBackend) -> Callable[[int], float | None]:
+        """A GPU's temperature for the cool-down between compared modes (read on a worker): the simulated machine
+        read on the Stress page's clock, as its runs read it; a real GPU's from the window's newest snapshot."""
+        view = gpu.view() if isinstance(gpu, SimulatedBackend) else None
+        clock = self.stress_clock
+
+        def read(index: int) -> float | None:
+            if view is not None:
+                readings = view.sample(clock.now() if clock is not None else time.time())
+            else:
+                snap = self.last_snapshot
+                readings = list(snap.gpus) if snap is not None else []
+            for reading in readings:
+                if reading.info.index == index and reading.sample is not None:
+                    return reading.sample.temperature_c
+            return None
+        return read
 
     def _build_advisor_page(self) -> PageWidget:
         from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
@@ -405,6 +415,8 @@ class RigscopeApp(QObject):
         self.recording.set_retention(settings.retention, settings.advisor.busy_util_pct)
         self.sampling.set_interval(settings.sampling.interval_s)
         self.sampler.process_period_s = settings.sampling.process_interval_s
+        if self.window.is_built("stress"):  # the next run is judged with the threshold Settings give now
+            self.stress.regression_pct = settings.advisor.stress_regression_pct
         theme = resolve(settings.appearance.theme)
         if theme != self.theme:
             self.theme = theme

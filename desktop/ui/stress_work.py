@@ -3,20 +3,58 @@
 ``StressWorker`` runs ``StressSession.run_test`` (the device and GPU locks and the runner; it
 blocks for the whole test) on a QThread and turns the session's callbacks into queued signals.
 Judging the finished run against the earlier ones and storing it is the session's too
-(``desktop.sessions.stress.finish_run``); the page calls it through a ``background.Loader``,
-so a slow or locked database never freezes the window.
+(``StressSession.finish``, the call `rigscope stress` makes); the page runs it with ``finish_on_worker``
+through a ``background.Loader``, so a slow or locked database never freezes the window.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from advisor.frame import StressResult
+from advisor.verdict_model import Verdict
 from desktop.errors import UserError
 from desktop.sessions.stress import StressSession
+from desktop.stress.run_model import RunResult
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """The Stress page's view of a judged run: verdict, earlier runs, stored id (None: not stored), the table."""
+
+    verdict: Verdict
+    earlier: list[StressResult]
+    run_id: int | None
+    runs: list[StressResult]
+    #: Why the table could not be read ("" when it was).
+    runs_error: str = ""
+    #: Why the run could not be stored ("" when it was, or when there was nothing to store).
+    save_error: str = ""
+
+
+def finish_on_worker(session: StressSession, result: RunResult,
+                     read_runs: Callable[[Path | None], list[StressResult]]) -> FinishedRun:
+    """The session's ``finish`` (judged against the earlier runs, stored), then the table's runs after it; on a
+    worker thread. A table that cannot be read is said in ``runs_error``: the verdict still shows."""
+    outcome = session.finish(result)
+    db_path = session.request.db_path
+    save_error = f"Not saved to {db_path}: {outcome.save_error}" if outcome.save_error is not None else ""
+    if save_error:
+        log.warning("stress run not saved: %s", save_error)
+    try:
+        runs = read_runs(db_path)
+    except Exception as exc:  # the table is a convenience; the verdict still shows
+        log.warning("cannot list stress runs: %s", exc)
+        return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, [], f"{type(exc).__name__}: {exc}",
+                           save_error)
+    return FinishedRun(outcome.verdict, outcome.earlier, outcome.run_id, runs, save_error=save_error)
 
 
 class StressWorker(QThread):

@@ -4,11 +4,13 @@ The runner runs on a worker QThread (it blocks); its progress callback crosses t
 by a queued signal. The torch work happens in the runner's child process: nothing here
 imports torch or the workloads. The history database is read and written off the GUI thread
 too (``background.Loader``): the table of earlier runs, and judging a finished run against
-them and storing it (the stress session's ``finish_run``). Start builds a ``StressSession``
-(desktop/sessions/stress.py) from the controls; it owns the run's sequence. Dependencies come in explicitly:
-``make_runner(config)`` builds a ``StressRunner`` for the session's checked config (the app gives it
-the sampler and clock; tests an accelerated simulated clock), ``settings`` are the stress settings the
-session puts in that config (the guard), and ``db_path`` is where runs are saved and earlier runs come from.
+them and storing it (``StressSession.finish``, as `rigscope stress` does). Start builds a ``StressSession``
+(desktop/sessions/stress.py) from the controls; it owns the run's sequence, from the device to the outcome.
+Dependencies come in explicitly: ``make_runner(config)`` builds a ``StressRunner`` for the session's checked
+config (the app gives the session's ``window_runners`` over its backend; tests an accelerated simulated clock),
+``device`` is the session's ``device_for`` that backend, ``settings`` are the stress settings the session puts
+in that config (the guard), ``regression_pct`` the advisor's threshold the session judges with, and ``db_path``
+is where runs are saved and earlier runs come from.
 
 One button starts the test, with the preset shown selected beside it (Ctrl+Enter; Escape
 cancels). Before the first run of the session the chart area explains itself instead of
@@ -39,19 +41,13 @@ from PySide6.QtWidgets import (
 
 from advisor.baseline import QUICK_S, SUSTAINED_S
 from advisor.frame import StressResult
+from advisor.thresholds import Thresholds
 from advisor.verdict import Verdict
 from advisor.verdict_text import format_duration
 from desktop.config import StressSettings
 from desktop.errors import UserError
-from desktop.sessions.stress import (
-    FinishedRun,
-    StressRequest,
-    StressSession,
-    finish_run,
-    list_runs,
-    resolve_device,
-    stress_config,
-)
+from desktop.sessions.stress import StressRequest, StressSession, list_runs, stress_config
+from desktop.sessions.stress_device import resolve_device
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.report import run_html
 from desktop.stress.run_model import Progress, RunResult, StressConfig
@@ -59,7 +55,7 @@ from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import GpuInfo
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.stress_work import StressWorker
+from desktop.ui.stress_work import FinishedRun, StressWorker, finish_on_worker
 from desktop.ui.theme import Theme
 from desktop.ui.widgets.plot_column import PlotColumn
 from desktop.ui.widgets.ring_buffer import RingBuffer
@@ -90,15 +86,21 @@ class StressPage(PageWidget):
     """Presets, workload and precision, Start/Cancel, live charts, the verdict and the history of runs."""
 
     finished = Signal(object)  # the Verdict, once judged and saved
+    judged = Signal(object)  # the FinishedRun (verdict, stored id, why not stored), just before ``finished``
+    cancelled = Signal()  # Cancel pressed (or Escape), with or without a run under way
 
     def __init__(self, theme: Theme, make_runner: Callable[[StressConfig], StressRunner], *,
                  db_path: Path | None = None, device: str = "sim", parent: QWidget | None = None,
                  read_runs: Callable[[Path | None], list[StressResult]] = list_runs,
-                 judge_and_store: Callable[[Path | None, RunResult], FinishedRun] = finish_run,
-                 gpus: Sequence[tuple[int, str]] = (), settings: StressSettings | None = None) -> None:
+                 gpus: Sequence[tuple[int, str]] = (), settings: StressSettings | None = None,
+                 regression_pct: float = Thresholds.stress_regression_pct) -> None:
         super().__init__(parent)
         #: Settings' [stress] section: the session's guard offset and absolute guard temperature (None: defaults).
         self.settings = settings
+        #: The advisor's stress-regression threshold the session judges with (the app keeps it as Settings say).
+        self.regression_pct = regression_pct
+        #: The session of the run under way or being judged (None before the first run).
+        self.session: StressSession | None = None
         #: The GPUs to choose from (NVML index, name); the picker shows only with more than one.
         self.gpus = tuple(gpus)
         self.theme = theme
@@ -106,9 +108,10 @@ class StressPage(PageWidget):
         self.db_path = db_path
         #: The database side, called on worker threads (tests pass slow or failing ones).
         self.read_runs = read_runs
-        self.judge_and_store = judge_and_store
         self.device = device
         self.worker: StressWorker | None = None
+        #: Why Start is held off between runs (``hold``); None: it is not.
+        self._held: str | None = None
         self.result: RunResult | None = None
         self.verdict: Verdict | None = None
         self.run_id: int | None = None
@@ -279,11 +282,11 @@ class StressPage(PageWidget):
         self.start()
 
     def start(self) -> None:
-        if self.running:
+        if self.running or self._held is not None:
             return
         # No device lock on the window's simulated GPU: loads other processes put on it add up (shared.py).
         session = StressSession(self.selected_request(), make_runner=self.make_runner, settings=self.settings,
-                                lock_simulated=False)
+                                lock_simulated=False, regression_pct=self.regression_pct)
         try:
             config = session.config
             session.prepare()
@@ -293,6 +296,7 @@ class StressPage(PageWidget):
         self._buffer.clear()
         self.result = self.verdict = None
         self.run_id = None
+        self.session = session
         self.worker = StressWorker(session, self)
         self.worker.progress.connect(self._on_progress)
         self.worker.started_on.connect(self._on_started)
@@ -321,6 +325,17 @@ class StressPage(PageWidget):
     def cancel(self) -> None:
         if self.worker is not None:
             self.worker.cancel()
+        self.cancelled.emit()
+
+    def hold(self, reason: str | None) -> None:
+        """Keep Start off (Cancel on) while something prepares the next run on the page ("Compare modes" cooling
+        the GPU down), saying ``reason`` in the progress bar; None lets go."""
+        if reason is None and self._held is None:
+            return  # nothing held: leave the controls as they are (a page set unavailable stays so)
+        self._held = reason
+        self._set_running(self.running)
+        if reason is not None:
+            self.progress_bar.setFormat(reason)
 
     def set_unavailable(self, message: str) -> None:
         """Explain why no test can run here (e.g. PyTorch is missing) and disable starting one."""
@@ -338,11 +353,12 @@ class StressPage(PageWidget):
         self.judging.wait(SHUTDOWN_WAIT_S)
 
     def _set_running(self, running: bool) -> None:
+        busy = running or self._held is not None
         for widget in (self.one_click, self.precision, self.gpu_combo, *self.presets.buttons()):
-            widget.setEnabled(not running)
+            widget.setEnabled(not busy)
         # The simulated GPU models GEMM throughput only.
-        self.workload.setEnabled(not running and self.device != "sim")
-        self.cancel_button.setEnabled(running)
+        self.workload.setEnabled(not busy and self.device != "sim")
+        self.cancel_button.setEnabled(busy)
 
     def _on_started(self, info: GpuInfo | None, guard_c: float | None) -> None:
         """Draw the device's own limits: max clock, slowdown and guard temperature, power limit."""
@@ -384,8 +400,10 @@ class StressPage(PageWidget):
         self._finish_worker(idle=False)  # busy until judged and stored
         self.result = result
         self.progress_bar.setFormat("Judging and saving the run…")
-        db_path, judge_and_store = self.db_path, self.judge_and_store
-        self.judging.run(lambda: judge_and_store(db_path, result), self._on_judged, self._on_judge_failed)
+        session, read_runs = self.session, self.read_runs
+        assert session is not None
+        self.judging.run(lambda: finish_on_worker(session, result, read_runs), self._on_judged,
+                         self._on_judge_failed)
 
     def _on_judged(self, done: FinishedRun) -> None:
         result = self.result
@@ -404,6 +422,7 @@ class StressPage(PageWidget):
             self._runs_failed(done.runs_error)
         else:
             self._show_runs(done.runs)
+        self.judged.emit(done)
         self.finished.emit(done.verdict)
 
     def _on_judge_failed(self, message: str) -> None:

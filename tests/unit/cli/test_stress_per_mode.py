@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from desktop.cli import build_parser, stress, stress_modes
+from desktop.cli import build_parser, stress
 from desktop.errors import UserError
+from desktop.stress import per_mode
 
 
 def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
@@ -17,7 +18,7 @@ def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
 
 
 def test_per_mode_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(stress_modes, "COOL_LIMIT_S", 0.0)
+    monkeypatch.setattr(per_mode, "COOL_LIMIT_S", 0.0)
     assert stress.main(_args(tmp_path, "--per-mode", "turbo,eco", "--minutes", "0.05", "--json")) == 0
     out = json.loads(capsys.readouterr().out)
     turbo, eco = out["modes"]
@@ -31,7 +32,7 @@ def test_per_mode_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: 
 
 
 def test_per_mode_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(stress_modes, "COOL_LIMIT_S", 0.0)
+    monkeypatch.setattr(per_mode, "COOL_LIMIT_S", 0.0)
     assert stress.main(_args(tmp_path, "--per-mode", "comfort,turbo", "--minutes", "0.05")) == 0
     text = capsys.readouterr().out
     assert "A: Balanced" in text and "B: Extreme Performance" in text

@@ -11,15 +11,15 @@ import pytest
 
 from desktop.errors import UserError
 from desktop.history.store import HistoryStore
-from desktop.sessions import stress as session_module
+from desktop.sessions import stress_device as session_module
 from desktop.sessions.gpu_locks import DeviceBusy, DeviceLock, gpu_lock
 from desktop.sessions.stress import (
     EXIT_NOT_SAVED,
-    StressDevice,
     StressRequest,
     StressSession,
     resolve_device,
 )
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import Progress, SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.model import GpuInfo
@@ -107,7 +107,7 @@ def test_the_device_and_gpu_index_are_resolved_once_and_reach_the_runner_as_one_
     session = StressSession(StressRequest(gpu_index=1, duration_s=30.0), make_runner=_sim_runners(
         "rtx4090-laptop,rtx4090", seen), lock_folder=tmp_path)
     # No NVIDIA GPU here: the default device is the simulated one, said once, with the GPU picked.
-    assert session.device == StressDevice("sim", 1, session.device.note) and session.device.note
+    assert session.device == GpuTarget("sim", 1, note=session.device.note) and session.device.note
     outcome = session.run()
     assert len(opened) == 1  # asked once, when the session was made; never again on the way to the runner
     (config,) = seen
@@ -115,9 +115,10 @@ def test_the_device_and_gpu_index_are_resolved_once_and_reach_the_runner_as_one_
     assert outcome.result.gpu is not None and outcome.result.gpu.index == 1 and "Laptop" not in outcome.result.gpu.name
     # CUDA: the picked GPU is the child's device (the runner asks CUDA for the PCI bus order).
     cuda = StressSession(StressRequest(device="cuda:0", gpu_index=1))
-    assert cuda.device == StressDevice("cuda:1", 1) and cuda.config.device == "cuda:1"
+    assert cuda.device == GpuTarget("cuda", 1, 1) and cuda.config.device == "cuda:1"
     assert "cuda:1" in StressRunner(cuda.config).child_command()
-    assert resolve_device("cuda:2") == StressDevice("cuda:2", 2) and resolve_device("cuda") == StressDevice("cuda:0", 0)
+    assert resolve_device("cuda:2") == GpuTarget.cuda(2) and resolve_device("cuda") == GpuTarget.cuda(0)
+    assert resolve_device("cuda:2").name == "cuda:2" and resolve_device("cpu", 3) == GpuTarget("cpu", 3)
 
 
 def test_the_session_holds_the_device_while_it_runs_and_refuses_a_busy_one(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from advisor.log_verdict import verdicts_for_log
 from desktop.cli import main
 from desktop.history.store import HistoryStore
-from desktop.sessions.stress import resolve_device
+from desktop.sessions.stress_device import resolve_device
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 
 

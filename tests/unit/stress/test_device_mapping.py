@@ -227,7 +227,7 @@ class RealLooking(ClosingBackend):
 
 
 def _fake_child(monkeypatch: pytest.MonkeyPatch, device: dict[str, Any], seconds: float) -> None:
-    from desktop.sessions import stress as commands
+    from desktop.sessions import stress_device as commands
 
     monkeypatch.setattr(commands, "open_gpu_backend", RealLooking)
     monkeypatch.setattr(StressRunner, "child_command",
@@ -247,6 +247,29 @@ def test_cli_stores_the_run_under_the_gpu_cuda_runs_on(monkeypatch: pytest.Monke
     assert report["gpu"]["uuid"] == gpus[1].uuid and report["gpu"]["nvml_index"] == 1
     with HistoryStore.open(db, readonly=True) as store:
         assert [r.gpu_uuid for r in store.stress_runs()] == [gpus[1].uuid]
+
+
+def test_cli_gpu_n_tests_that_nvml_gpu_or_refuses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35 item 3: `stress --gpu N` picks NVML GPU N (as `run --gpu N` does) once, by its UUID: the run on it is
+    stored under it; a child that CUDA_VISIBLE_DEVICES puts on another GPU is refused; a GPU not there is one line."""
+    from desktop.cli import main
+    from desktop.history.store import HistoryStore
+
+    gpus = RealLooking().devices()
+    db = tmp_path / "h.sqlite"
+    _fake_child(monkeypatch, {"index": 1, "count": 2, "uuid": gpus[1].uuid}, 1.2)
+    assert main(["stress", "--gpu", "1", "--minutes", "0.02", "--json", "--db", str(db)]) in (0, 7)
+    report = json.loads(capsys.readouterr().out)
+    assert report["device"] == "cuda:1" and report["gpu"]["uuid"] == gpus[1].uuid
+    with HistoryStore.open(db, readonly=True) as store:
+        assert [r.gpu_uuid for r in store.stress_runs()] == [gpus[1].uuid]
+    _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0)
+    assert main(["stress", "--gpu", "0", "--minutes", "0.5", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "not GPU 0 (cuda:0) that was picked" in err and "Traceback" not in err
+    assert main(["stress", "--gpu", "5", "--minutes", "0.5", "--db", str(db)]) == 2
+    assert "there is no GPU 5: NVML sees 2 GPUs (0 to 1)" in capsys.readouterr().err
 
 
 def test_cli_cuda_index_beyond_cudas_count_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -310,3 +333,23 @@ def test_cli_two_shells_whose_cuda_n_is_one_gpu_are_told_apart(monkeypatch: pyte
     # Once the other run is over, the same command runs.
     _fake_child(monkeypatch, {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 1.2)
     assert main(["stress", "--device", "cuda:0", "--minutes", "0.02", "--db", str(tmp_path / "h.sqlite")]) in (0, 7)
+
+
+def test_a_child_that_lands_on_another_gpu_than_the_one_picked_is_refused() -> None:
+    """Issue 35 item 3: the GPU picked (``--gpu 0``: its UUID read from NVML once, in the session's ``GpuTarget``)
+    travels down to the runner; CUDA_VISIBLE_DEVICES=1 makes the child's cuda:0 NVML GPU 1, which was not picked:
+    refused before any load, instead of testing (and storing) another GPU than the user asked for."""
+    from desktop.stress.devices import GpuTarget
+
+    backend, gpus = two_gpus()
+    picked = GpuTarget.cuda(0).known_as(gpus[0])
+    runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 5.0,
+                            config=StressConfig(device="cuda:0", duration_s=5.0, interval_s=0.05, target=picked),
+                            sampler=Sampler(backend), owns_sampler=True)
+    with pytest.raises(DeviceMappingError, match=r"is NVML GPU 1 .* not GPU 0 \(cuda:0\) that was picked"):
+        runner.run()
+    # The same child on the GPU picked runs.
+    same = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[0].uuid}, 0.3,
+                          config=StressConfig(device="cuda:0", duration_s=0.3, interval_s=0.05, target=picked),
+                          sampler=Sampler(two_gpus()[0]), owns_sampler=True)
+    assert same.run().gpu == gpus[0]

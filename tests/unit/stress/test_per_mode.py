@@ -117,3 +117,39 @@ def test_platform_profile_modes(tmp_path: Path) -> None:
     modes = SysfsModes(EnvelopeReader(root, tmp_path / "proc", []), allow_write=True)
     assert modes.kind == "platform_profile" and modes.available() == ("low-power", "balanced", "performance")
     assert modes.set("performance") and modes.current() == "performance"
+
+
+def test_mode_steps_one_at_a_time_stop_where_run_modes_stops() -> None:
+    """`ModeSteps`, the steps `run_modes` loops over and the Stress page drives from its callbacks: a declined
+    switch ends them (declined), a cool-down only between modes, nothing after `stop` or an aborted run."""
+    import threading
+    from types import SimpleNamespace
+
+    from desktop.stress.per_mode import ModeSteps
+
+    machine = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad()).machine
+
+    class AskOnly(SimulatedModes):
+        def set(self, mode: str) -> bool:
+            return False
+
+    asked: list[str] = []
+    declined = ModeSteps(["turbo", "eco"], AskOnly(machine), ask=lambda text: asked.append(text) or False,
+                         prompt="{name} ({kind} {mode})?")
+    assert declined.switch_next() is None and declined.declined and declined.over
+    assert asked == ["Extreme Performance (simulated turbo)?"]
+
+    cooled: list[int] = []
+    stop = threading.Event()
+    steps = ModeSteps(["turbo", "eco", "comfort"], SimulatedModes(machine), ask=lambda _text: None,
+                      cool_down=lambda: cooled.append(1), stop=stop)
+    first = steps.switch_next()
+    assert first == "turbo" and not steps.cooling_due and steps.cool() and cooled == []
+    run = SimpleNamespace(result=SimpleNamespace(aborted=False), verdict=None, run_id=1, save_error=None)
+    steps.runs.append(run)  # type: ignore[arg-type]  # what `add` records; only `aborted` is read here
+    assert steps.switch_next() == "eco" and steps.cooling_due and steps.cool() and cooled == [1]
+    stop.set()  # Ctrl+C, SIGTERM, the page's Cancel
+    assert steps.over and steps.switch_next() is None and not steps.declined
+    aborted = ModeSteps(["turbo", "eco"], SimulatedModes(machine), ask=lambda _text: None)
+    aborted.runs.append(SimpleNamespace(result=SimpleNamespace(aborted=True)))  # type: ignore[arg-type]
+    assert aborted.over and aborted.switch_next() is None

@@ -220,7 +220,7 @@ def test_two_machines_in_one_process_never_erase_each_others_load() -> None:
 
 def test_what_the_commands_open_is_the_shared_machine() -> None:
     """`--simulate` (every command, the window) and `rigscope stress --device sim` open the shared machine."""
-    from desktop.sessions.stress import own_runner
+    from desktop.sessions.stress_device import own_runner
     from desktop.stress.run_model import StressConfig
     from desktop.telemetry.sampler import open_gpu_backend
 

@@ -80,3 +80,30 @@ def test_the_window_refuses_a_gpu_a_terminal_loads_under_another_cuda_number(qtb
         assert "NVIDIA GeForce RTX 4090" in refused[0] and "already running" in refused[0]
     finally:
         held.release()
+
+
+def test_the_window_refuses_a_child_on_another_gpu_than_the_one_picked(qtbot, monkeypatch) -> None:
+    """Issue 35 item 3: the Stress page's picked GPU (NVML 0) goes down as one GpuTarget; the window's runner reads
+    its UUID from the backend it opens, and a child that CUDA_VISIBLE_DEVICES=1 put on NVML GPU 1 is refused on the
+    page instead of loading (and storing) a GPU the user did not pick."""
+    import json
+    import sys
+
+    from desktop.stress.runner import StressRunner, runner_factory
+    from desktop.ui.pages.stress_page import StressPage
+    from desktop.ui.theme import resolve
+    from tests.unit.stress.test_device_mapping import FAKE_CHILD, RealLooking
+
+    gpus = RealLooking().devices()
+    child = {"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}
+    monkeypatch.setattr(StressRunner, "child_command",
+                        lambda self: [sys.executable, "-c", FAKE_CHILD, json.dumps(child), "30"])
+    page = StressPage(resolve("dark"), runner_factory(RealLooking), db_path=None, device="cuda",
+                      gpus=[(g.index, g.name) for g in gpus])
+    qtbot.addWidget(page)
+    page.gpu_combo.setCurrentIndex(0)
+    page.presets.button(0).setChecked(True)
+    page.start()
+    qtbot.waitUntil(lambda: not page.running, timeout=20_000)
+    assert page.verdict_title.text() == "Cannot run the test"
+    assert "not GPU 0 (cuda:0) that was picked" in page.verdict_text.text()

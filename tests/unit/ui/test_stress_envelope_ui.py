@@ -168,3 +168,74 @@ def test_the_window_start_restores_a_mode_a_killed_run_left(make_app: Any, tmp_p
     assert (ec / "shift_mode").read_text() == "comfort\n" and not (state / STATE_NAME).exists()
     assert h.app.window.banners.texts() == [
         "Restored firmware mode Balanced (a run that ended without restoring it, pid 4321, had switched it)."]
+
+
+def test_compare_modes_cools_down_between_modes_as_the_command_line_does(qtbot: QtBot) -> None:
+    """Issue 35 item 2: the window's comparison is `run_modes`'s steps, cool-down included: the second mode
+    starts once the GPU is back near the first run's start temperature, not hot from the first run."""
+    from desktop.stress.per_mode import COOL_LIMIT_S, COOL_MARGIN_C, SimulatedModes
+    from desktop.stress.run_model import SimClock
+    from desktop.stress.runner import runner_factory
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+    from desktop.ui.pages.stress_modes import ModeCompare
+
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+    clock = SimClock(real_s_per_s=0.002)
+    page = StressPage(resolve("light"), runner_factory(backend.view, clock=clock), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    view = backend.view()
+
+    def read(index: int) -> float | None:
+        sample = view.sample(clock.now())[index].sample
+        return sample.temperature_c if sample is not None else None
+
+    compare = ModeCompare(page, SimulatedModes(backend.machine), ask=lambda _text: True, read_temperature=read,
+                          clock=clock)
+    compare.mode_actions["comfort"].setChecked(False)
+    start_c = read(0)
+    assert start_c is not None
+    compare.run_action.trigger()
+    qtbot.waitUntil(lambda: not compare.active, timeout=60_000)
+    first, second = (run.result for run in compare.runs)
+    idled_s = second.started_s - first.ended_s
+    first_end_c = float(first.columns["temperature_c"][-1])
+    second_start_c = float(second.columns["temperature_c"][0])
+    assert first_end_c > start_c + 2 * COOL_MARGIN_C  # the first mode heated it: there was something to wait for
+    assert second_start_c <= start_c + COOL_MARGIN_C + 1.0 or idled_s >= COOL_LIMIT_S
+    assert second_start_c < first_end_c - COOL_MARGIN_C and idled_s > 10.0
+
+
+def test_while_compare_modes_cools_down_start_is_held_and_cancel_ends_it(qtbot: QtBot) -> None:
+    """The cool-down between modes is the comparison's: Start stays off (a run started there would be taken for
+    the next mode's), Cancel stays on and ends the comparison, and the mode found is put back."""
+    from desktop.stress.per_mode import SimulatedModes
+    from desktop.stress.run_model import SimClock
+    from desktop.stress.runner import runner_factory
+    from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
+    from desktop.ui.pages.stress_modes import ModeCompare
+
+    backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=5)
+    clock = SimClock(real_s_per_s=0.02)  # 180 simulated seconds of cooling: several real seconds to look at
+    page = StressPage(resolve("light"), runner_factory(backend.view, clock=clock), db_path=None, device="sim")
+    qtbot.addWidget(page)
+    view = backend.view()
+
+    def read(index: int) -> float | None:
+        sample = view.sample(clock.now())[index].sample
+        return sample.temperature_c if sample is not None else None
+
+    compare = ModeCompare(page, SimulatedModes(backend.machine), ask=lambda _text: True, read_temperature=read,
+                          clock=clock)
+    compare.mode_actions["comfort"].setChecked(False)
+    compare.run_action.trigger()
+    qtbot.waitUntil(lambda: compare.cooling.busy, timeout=60_000)
+    assert not page.running and not page.one_click.isEnabled() and page.cancel_button.isEnabled()
+    assert page.progress_bar.format() == "Cooling down before Eco…"
+    page.start()  # the tray's or a shortcut's start: held off
+    assert not page.running
+    page.cancel_button.click()
+    qtbot.waitUntil(lambda: not compare.active, timeout=10_000)
+    assert [r.name for r in compare.runs] == ["Extreme Performance"]
+    assert backend.machine.envelope_state.shift_mode == "comfort"
+    assert page.one_click.isEnabled() and not page.cancel_button.isEnabled()
+    assert "Restored firmware mode Balanced." in page.verdict_card.comparison.text()

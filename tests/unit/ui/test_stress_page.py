@@ -13,7 +13,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
-from desktop.sessions.stress import FinishedRun, finish_run
+from desktop.sessions.stress import StressOutcome, StressSession
 from desktop.stress.portable import read_record
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
@@ -174,15 +174,17 @@ def test_a_table_that_cannot_be_read_says_so(qtbot: QtBot, tmp_path: Path) -> No
     assert page.start_button.isEnabled()
 
 
-def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tmp_path: Path) -> None:
+def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
+    finish = StressSession.finish
 
-    def slow_judge(db_path: Path | None, result: RunResult) -> FinishedRun:
+    def slow_judge(session: StressSession, result: RunResult) -> StressOutcome:
         assert release.wait(10)
-        return finish_run(db_path, result)
+        return finish(session, result)
 
-    page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", device="sim",
-                      judge_and_store=slow_judge)
+    monkeypatch.setattr(StressSession, "finish", slow_judge)  # the session's own judging, held on its worker
+    page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", device="sim")
     qtbot.addWidget(page)
     page.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
     try:
@@ -200,11 +202,12 @@ def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tm
     assert page.progress_bar.format() == "Done"
 
 
-def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot) -> None:
-    def broken(db_path: Path | None, result: RunResult) -> FinishedRun:
+def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(session: StressSession, result: RunResult) -> StressOutcome:
         raise ValueError("no samples")
 
-    page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim", judge_and_store=broken)
+    monkeypatch.setattr(StressSession, "finish", broken)
+    page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
     page.presets.button(0).setChecked(True)
     with qtbot.assertNotEmitted(page.finished, wait=100):
