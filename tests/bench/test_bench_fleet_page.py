@@ -1,6 +1,6 @@
 """Benchmark: the GUI thread's share of a Fleet page refresh of 50 machines x 8 GPUs (issue 33 item 6: < 16 ms).
 
-The reading itself (18 queries and the grouping, tests/bench/test_bench_fleet.py) runs on a worker thread;
+The reading itself (19 queries and the grouping, tests/bench/test_bench_fleet.py) runs on a worker thread;
 what lands on the GUI thread is ``FleetPage.apply_fleet`` (card texts set where they changed, cards
 re-ordered when the attention order moved) and the layout and paint it causes (``processEvents``). Three
 cases, median and worst of 20 each, printed, never asserted: the first reading (400 GPU lines built),

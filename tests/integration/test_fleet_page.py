@@ -12,6 +12,7 @@ import pytest
 
 from desktop.config import FleetSettings, Settings
 from desktop.fleet.advice import QUERIES, advise
+from desktop.fleet.reader import GPU_QUERIES, HOST_QUERIES
 from desktop.ui.pages.fleet_page import FleetPage
 from desktop.ui.theme import resolve
 from tests.integration.test_fleet import DCGM_HOST, RIGS, _count, fleet, scraped  # noqa: F401 - the fixture
@@ -77,7 +78,8 @@ def test_rigscope_fleet_advice_json_is_the_pages_advice(scraped: dict[str, Any])
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     advice = doc["advice"]
-    assert doc["requests"] == 18 and advice["requests"] == 5 and advice["window_s"] == 7 * 86400
+    assert doc["requests"] == len(GPU_QUERIES) + len(HOST_QUERIES)  # one per metric
+    assert advice["requests"] == 5 and advice["window_s"] == 7 * 86400
     assert {"rig-one", "rig-two", DCGM_HOST} <= set(advice["busy_gpu_hours_by_machine"])
     assert all(row["recorded_h"] > 0 for row in advice["busy_gpu_hours_by_machine"].values())
     assert {g["uuid"] for g in advice["gpus"]} >= {"GPU-dcgm-0000"}

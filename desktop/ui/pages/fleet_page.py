@@ -1,7 +1,7 @@
 """The Fleet page: every machine a Prometheus server scrapes, a card each, live every few seconds.
 
 Off until Settings has a Prometheus URL (``[fleet] url``): until then the page says how to set one.
-Each refresh reads the fleet on a worker thread (``Loader``: the 18 queries and the grouping never run
+Each refresh reads the fleet on a worker thread (``Loader``: the 19 queries and the grouping never run
 on the GUI thread) and hands a ``Fleet`` back; the cards are updated in place, in the reader's
 attention order (the one ``rigscope fleet`` prints). A failed read (server down, 401, timeout) is one
 line on the page, the last good reading stays shown. Click a card: the machine's plots over 1 h / 24 h /
