@@ -76,6 +76,11 @@ def test_the_window_keeps_every_sample_while_commands_write_and_die(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
            "RIGSCOPE_CONFIG_DIR": str(tmp_path / "config"), "RIGSCOPE_DATA_DIR": str(tmp_path / "data")}
     cli = [sys.executable, "-m", "desktop"]
+    # The imported log is from June 2025: the window's maintenance (at its first tick and at its close, as
+    # `rigscope record`'s) would prune it by the shipped retention (raw 14 days, minutes a year). Keep every row:
+    # this test is about every sample landing beside the others, not about retention.
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "settings.toml").write_text("[retention]\nraw_days = 3650\nminute_days = 36500\n")
     window = subprocess.Popen([sys.executable, "-m", "tests.integration.window_child", str(db)], cwd=REPO, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
     stop = threading.Event()
