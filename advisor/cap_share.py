@@ -79,22 +79,25 @@ class CapShare:
         return ", then ".join(f"{s.limit_w:g} W for {duration_words(s.capped_s)}" for s in known)
 
 
+def _scaled(seconds: float) -> tuple[str, str, str]:
+    """``seconds`` in the unit that reads well: (figure, short unit, long unit)."""
+    if seconds < 90:
+        return f"{seconds:.0f}", "s", "seconds"
+    if seconds < 7200:
+        return f"{seconds / 60.0:.0f}", "min", "minutes"
+    return f"{seconds / 3600.0:.1f}", "h", "hours"
+
+
 def duration_words(seconds: float) -> str:
     """ "40 min", "6.6 h", "35 s"."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60.0:.0f} min"
-    return f"{seconds / 3600.0:.1f} h"
+    figure, short, _ = _scaled(seconds)
+    return f"{figure} {short}"
 
 
 def busy_text(seconds: float) -> str:
     """The denominator in words: "41 busy minutes", "6.6 busy hours", "50 busy seconds"."""
-    if seconds < 90:
-        return f"{seconds:.0f} busy seconds"
-    if seconds < 7200:
-        return f"{seconds / 60.0:.0f} busy minutes"
-    return f"{seconds / 3600.0:.1f} busy hours"
+    figure, _, long = _scaled(seconds)
+    return f"{figure} busy {long}"
 
 
 def capped_seconds(gpu: GpuSeries) -> FloatArray:
