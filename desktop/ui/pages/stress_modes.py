@@ -88,7 +88,7 @@ class ModeCompare(QObject):
         self.run_action = self.menu.addAction("Run the Quick test in each checked mode")
         self.run_action.triggered.connect(self.start)
         self.button.setMenu(self.menu)
-        page.add_control(self.button)
+        page.controls.add_control(self.button)
         page.judged.connect(self._on_judged)
         page.cancelled.connect(self._on_cancel)
         self.runs: list[ModeRun] = []
@@ -122,7 +122,7 @@ class ModeCompare(QObject):
         self.runs = []
         self._stop = threading.Event()
         cool = None
-        read, index = self.read_temperature, self.page.selected_gpu()
+        read, index = self.read_temperature, self.page.controls.selected_gpu()
         if read is not None:  # the start temperature of the GPU compared, read before the first switch
             cool = cool_to_start(lambda: read(index), self.clock, self._stop)
         self.steps = ModeSteps(modes, self.switch, ask=self.ask, cool_down=cool, stop=self._stop,
@@ -166,7 +166,7 @@ class ModeCompare(QObject):
     def _run(self, mode: str) -> None:
         if self.steps is None or self.current is None or self.current[0] != mode:
             return  # ended meanwhile (quit)
-        self.page.presets.button(QUICK_PRESET).setChecked(True)
+        self.page.controls.select_preset(QUICK_PRESET)
         self.page.start()
         if not self.page.running:  # refused to start (the page says why)
             self._stop_with(None)

@@ -160,7 +160,7 @@ def test_a_few_seconds_are_too_short_to_judge() -> None:
 
 def test_the_sustained_preset_is_the_baseline_length() -> None:
     from advisor.baseline import SUSTAINED_S
-    from desktop.ui.pages.stress_page import PRESETS
+    from desktop.ui.widgets.stress_controls import PRESETS
 
     assert dict(PRESETS)["Sustained 10 min"] == SUSTAINED_S
 

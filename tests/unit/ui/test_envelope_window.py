@@ -48,4 +48,4 @@ def test_the_stress_page_offers_compare_modes_on_the_simulated_laptop(make_app: 
     page = h.app.stress
     compare = h.app.mode_compare
     assert compare.page is page and list(compare.mode_actions) == ["turbo", "eco", "comfort"]
-    assert page._controls.indexOf(compare.button) == page._controls.indexOf(page.one_click) - 1
+    assert page.controls.row.indexOf(compare.button) == page.controls.row.indexOf(page.controls.one_click) - 1

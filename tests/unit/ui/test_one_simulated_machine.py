@@ -69,7 +69,7 @@ def test_a_stress_run_on_the_stress_page_heats_the_dashboards_gpu_and_fires_the_
     clock = HoldClock(h.clock.now_s, hold_at_s=h.clock.now_s + 300.0)
     app.stress_clock = clock
     page = app.stress  # built now, on the window's simulated machine and the accelerated clock
-    page.one_click.click()
+    page.controls.one_click.click()
     assert page.running
     assert clock.holding.wait(30.0), "the run did not reach five simulated minutes"
     # Five simulated minutes into the ten-minute test: the window's own sampler reads the same GPU.

@@ -101,8 +101,8 @@ def test_the_window_refuses_a_child_on_another_gpu_than_the_one_picked(qtbot, mo
     page = StressPage(resolve("dark"), runner_factory(RealLooking), db_path=None, device="cuda",
                       gpus=[(g.index, g.name) for g in gpus])
     qtbot.addWidget(page)
-    page.gpu_combo.setCurrentIndex(0)
-    page.presets.button(0).setChecked(True)
+    page.controls.gpu_combo.setCurrentIndex(0)
+    page.controls.presets.button(0).setChecked(True)
     page.start()
     qtbot.waitUntil(lambda: not page.running, timeout=20_000)
     assert page.verdict_title.text() == "Cannot run the test"

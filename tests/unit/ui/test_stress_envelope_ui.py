@@ -33,7 +33,7 @@ def test_verdict_card_shows_the_line_escaped(qtbot: QtBot) -> None:
 def test_quick_run_on_the_simulated_laptop_names_its_limit(qtbot: QtBot) -> None:
     page = StressPage(resolve("light"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)  # Quick 2 min
+    page.controls.presets.button(0).setChecked(True)  # Quick 2 min
     page.start()
     with qtbot.waitSignal(page.finished, timeout=60_000):
         pass
@@ -229,13 +229,13 @@ def test_while_compare_modes_cools_down_start_is_held_and_cancel_ends_it(qtbot: 
     compare.mode_actions["comfort"].setChecked(False)
     compare.run_action.trigger()
     qtbot.waitUntil(lambda: compare.cooling.busy, timeout=60_000)
-    assert not page.running and not page.one_click.isEnabled() and page.cancel_button.isEnabled()
-    assert page.progress_bar.format() == "Cooling down before Eco…"
+    assert not page.running and not page.controls.one_click.isEnabled() and page.controls.cancel_button.isEnabled()
+    assert page.live.progress_bar.format() == "Cooling down before Eco…"
     page.start()  # the tray's or a shortcut's start: held off
     assert not page.running
-    page.cancel_button.click()
+    page.controls.cancel_button.click()
     qtbot.waitUntil(lambda: not compare.active, timeout=10_000)
     assert [r.name for r in compare.runs] == ["Extreme Performance"]
     assert backend.machine.envelope_state.shift_mode == "comfort"
-    assert page.one_click.isEnabled() and not page.cancel_button.isEnabled()
+    assert page.controls.one_click.isEnabled() and not page.controls.cancel_button.isEnabled()
     assert "Restored firmware mode Balanced." in page.verdict_card.comparison.text()

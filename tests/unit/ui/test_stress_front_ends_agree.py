@@ -16,9 +16,9 @@ from desktop.cli import main
 from desktop.history.store import HistoryStore
 from desktop.sessions.stress_device import device_for, window_runners
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
-from desktop.ui.pages import stress_page
 from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve
+from desktop.ui.widgets import stress_controls
 
 #: Both runs' length: long enough for a few samples at 1 Hz, short enough for a unit test in real time (the
 #: command line's runner takes real time; the page is given the same clock, the app's default).
@@ -46,12 +46,12 @@ def test_the_stress_page_and_rigscope_stress_store_the_same_run(qtbot: QtBot, tm
     assert code == cli["exit_code"]
     # The window: the app's wiring of the page (the session's runners and device for the window's backend),
     # a preset of the same length.
-    monkeypatch.setattr(stress_page, "PRESETS", (("Test", RUN_S), *stress_page.PRESETS[1:]))
+    monkeypatch.setattr(stress_controls, "PRESETS", (("Test", RUN_S), *stress_controls.PRESETS[1:]))
     backend = SimulatedBackend(parse_profile_list(None))
     page_db = tmp_path / "page.sqlite"
     page = StressPage(resolve("light"), window_runners(backend), db_path=page_db, device=device_for(backend))
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)
+    page.controls.presets.button(0).setChecked(True)
     with qtbot.waitSignal(page.finished, timeout=60_000) as blocker:
         page.start()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)

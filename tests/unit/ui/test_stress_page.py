@@ -62,16 +62,16 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     qtbot.addWidget(page)
     page.resize(1400, 950)
     page.show()
-    page.one_click.click()
-    assert page.running and page.cancel_button.isEnabled() and not page.start_button.isEnabled()
+    page.controls.one_click.click()
+    assert page.running and page.controls.cancel_button.isEnabled() and not page.controls.start_button.isEnabled()
     assert page.selected_config().duration_s == 600.0
-    assert not page.workload.isEnabled()  # the simulated GPU models GEMM only
+    assert not page.controls.workload.isEnabled()  # the simulated GPU models GEMM only
     shots = _screenshot_dir(tmp_path)
     # Mid-run: past the thermal onset (about 2.5 simulated minutes in), the charts show the drop.
-    qtbot.waitUntil(lambda: len(page._buffer) >= 300 or page.verdict is not None, timeout=60_000)
-    assert page.progress_bar.value() > 0 and "left" in page.progress_bar.format()
+    qtbot.waitUntil(lambda: len(page.live.buffer) >= 300 or page.verdict is not None, timeout=60_000)
+    assert page.live.progress_bar.value() > 0 and "left" in page.live.progress_bar.format()
     # The device's own limits are drawn: the laptop's slowdown temperature and the guard.
-    limits = page.charts.plot("temperature_c")._limits
+    limits = page.live.charts.plot("temperature_c")._limits
     assert limits["slowdown"][0].value() == 87.0 and limits["guard"][0].value() == DEFAULT_GUARD_C
     page.grab().save(str(shots / "stress-running.png"))
     with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
@@ -79,8 +79,8 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     verdict = blocker.args[0]
     assert verdict.throttled and verdict.cause_family == "thermal"
     assert "thermal" in page.verdict_text.text() and page.verdict_title.text() == "Throttled"
-    assert not page.running and page.start_button.isEnabled()
-    assert page.run_id is not None and page.table.rowCount() == 1
+    assert not page.running and page.controls.start_button.isEnabled()
+    assert page.run_id is not None and page.earlier_runs.table.rowCount() == 1
     qtbot.wait(100)  # let the card lay out its new, longer text (a grab at once shows it half relaid)
     page.grab().save(str(shots / "stress-verdict.png"))
     assert (shots / "stress-verdict.png").stat().st_size > 10_000
@@ -94,16 +94,16 @@ def test_one_click_sustained_test_ends_in_a_thermal_verdict(qtbot: QtBot, tmp_pa
     page.start()
     with qtbot.waitSignal(page.finished, timeout=120_000) as blocker:
         pass
-    assert "baseline" in blocker.args[0].comparison and page.table.rowCount() == 2
+    assert "baseline" in blocker.args[0].comparison and page.earlier_runs.table.rowCount() == 2
 
 
 def test_cancel_stops_the_run_and_says_so(qtbot: QtBot) -> None:
     page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
     page.start_sustained()
-    qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
+    qtbot.waitUntil(lambda: len(page.live.buffer) >= 5, timeout=30_000)
     with qtbot.waitSignal(page.finished, timeout=10_000) as blocker:
-        page.cancel_button.click()
+        page.controls.cancel_button.click()
     assert blocker.args[0].status == "aborted"
     assert page.verdict_title.text() == "Aborted"
     assert "torch" not in sys.modules  # the GUI process never imports torch
@@ -113,16 +113,16 @@ def test_each_run_closes_its_backend_on_completion_cancel_and_refusal(qtbot: QtB
     opened, closed = CountingBackend.opened, CountingBackend.closed
     page = StressPage(resolve("dark"), sim_runners(guard_c=None), db_path=None, device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
+    page.controls.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
     with qtbot.waitSignal(page.finished, timeout=60_000):
         page.start()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
     assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (1, 1)
 
     page.start_sustained()
-    qtbot.waitUntil(lambda: len(page._buffer) >= 5, timeout=30_000)
+    qtbot.waitUntil(lambda: len(page.live.buffer) >= 5, timeout=30_000)
     with qtbot.waitSignal(page.finished, timeout=10_000):
-        page.cancel_button.click()
+        page.controls.cancel_button.click()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
     assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (2, 2)
 
@@ -132,7 +132,7 @@ def test_each_run_closes_its_backend_on_completion_cancel_and_refusal(qtbot: QtB
     qtbot.waitUntil(lambda: page.worker is None, timeout=10_000)
     assert (CountingBackend.opened - opened, CountingBackend.closed - closed) == (3, 3)
     assert page.verdict_title.text() == "Cannot run the test"
-    assert "shutdown temperature" in page.verdict_text.text() and page.start_button.isEnabled()
+    assert "shutdown temperature" in page.verdict_text.text() and page.controls.start_button.isEnabled()
 
 
 def _run(run_id: int) -> StressResult:
@@ -153,14 +153,14 @@ def test_the_table_of_earlier_runs_is_read_off_the_gui_thread(qtbot: QtBot, tmp_
     page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", read_runs=slow_runs)
     qtbot.addWidget(page)
     try:
-        assert page.loading and page.runs_title.text() == "Earlier runs: reading…"
+        assert page.loading and page.earlier_runs.title.text() == "Earlier runs: reading…"
         gui_stays_responsive(qtbot)
-        assert page.table.rowCount() == 0
+        assert page.earlier_runs.table.rowCount() == 0
     finally:
         release.set()
     qtbot.waitUntil(lambda: not page.loading)
-    assert page.runs_title.text() == "Earlier runs" and page.table.rowCount() == 2
-    assert page.table.item(0, 5).text() == "run 2"
+    assert page.earlier_runs.title.text() == "Earlier runs" and page.earlier_runs.table.rowCount() == 2
+    assert page.earlier_runs.table.item(0, 5).text() == "run 2"
 
 
 def test_a_table_that_cannot_be_read_says_so(qtbot: QtBot, tmp_path: Path) -> None:
@@ -170,8 +170,8 @@ def test_a_table_that_cannot_be_read_says_so(qtbot: QtBot, tmp_path: Path) -> No
     page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", read_runs=locked)
     qtbot.addWidget(page)
     qtbot.waitUntil(lambda: not page.loading)
-    assert page.runs_title.text() == "Earlier runs: could not be read (OSError: database is locked)"
-    assert page.start_button.isEnabled()
+    assert page.earlier_runs.title.text() == "Earlier runs: could not be read (OSError: database is locked)"
+    assert page.controls.start_button.isEnabled()
 
 
 def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tmp_path: Path,
@@ -186,20 +186,20 @@ def test_a_finished_run_is_judged_and_stored_off_the_gui_thread(qtbot: QtBot, tm
     monkeypatch.setattr(StressSession, "finish", slow_judge)  # the session's own judging, held on its worker
     page = StressPage(resolve("dark"), sim_runners(), db_path=tmp_path / "history.sqlite", device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
+    page.controls.presets.button(0).setChecked(True)  # Quick 2 min: a fraction of a second here
     try:
         page.start()
         qtbot.waitUntil(lambda: page.worker is None, timeout=60_000)  # the run is over, its judging held
-        assert page.running and page.judging.busy and not page.start_button.isEnabled()
-        assert page.progress_bar.format() == "Judging and saving the run…"
+        assert page.running and page.judging.busy and not page.controls.start_button.isEnabled()
+        assert page.live.progress_bar.format() == "Judging and saving the run…"
         gui_stays_responsive(qtbot)
     finally:
         release.set()
     with qtbot.waitSignal(page.finished, timeout=10_000) as blocker:
         pass
     assert blocker.args[0] is page.verdict and page.run_id is not None
-    assert page.table.rowCount() == 1 and not page.running and page.start_button.isEnabled()
-    assert page.progress_bar.format() == "Done"
+    assert page.earlier_runs.table.rowCount() == 1 and not page.running and page.controls.start_button.isEnabled()
+    assert page.live.progress_bar.format() == "Done"
 
 
 def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,13 +209,13 @@ def test_a_run_that_cannot_be_judged_says_so(qtbot: QtBot, monkeypatch: pytest.M
     monkeypatch.setattr(StressSession, "finish", broken)
     page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)
+    page.controls.presets.button(0).setChecked(True)
     with qtbot.assertNotEmitted(page.finished, wait=100):
         page.start()
         qtbot.waitUntil(lambda: page.worker is None and not page.running, timeout=60_000)
     assert page.verdict_title.text() == "The run could not be judged"
     assert page.verdict_text.text() == "ValueError: no samples"
-    assert page.start_button.isEnabled() and page.verdict is None
+    assert page.controls.start_button.isEnabled() and page.verdict is None
 
 
 def test_a_run_that_cannot_be_saved_keeps_its_verdict_and_says_so(qtbot: QtBot, tmp_path: Path,
@@ -231,13 +231,13 @@ def test_a_run_that_cannot_be_saved_keeps_its_verdict_and_says_so(qtbot: QtBot, 
     db = tmp_path / "history.sqlite"
     page = StressPage(resolve("dark"), sim_runners(), db_path=db, device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)
+    page.controls.presets.button(0).setChecked(True)
     with qtbot.waitSignal(page.finished, timeout=60_000) as blocker:
         page.start()
     assert blocker.args[0] is page.verdict and page.verdict is not None and page.run_id is None
     # The verdict, then the power-limit line of the run's envelope (issue 25).
     assert page.verdict_text.text().split("\nPower limit: ")[0] == page.verdict.sentence
-    assert page.live_label.text().startswith(f"Not saved to {db}") and "disk is full" in page.live_label.text()
+    assert page.live.readout.text().startswith(f"Not saved to {db}") and "disk is full" in page.live.readout.text()
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
 
 
@@ -247,7 +247,7 @@ def test_a_quick_run_still_heating_up_is_called_inconclusive_not_passed(qtbot: Q
     the labelled forecast that the temperature settles above the slowdown temperature."""
     page = StressPage(resolve("dark"), sim_runners(), db_path=None, device="sim")
     qtbot.addWidget(page)
-    page.presets.button(0).setChecked(True)  # Quick 2 min
+    page.controls.presets.button(0).setChecked(True)  # Quick 2 min
     with qtbot.waitSignal(page.finished, timeout=60_000):
         page.start()
     assert page.verdict is not None and page.verdict.status == "inconclusive"

@@ -14,8 +14,9 @@ from advisor.frame import StressResult
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner, runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
-from desktop.ui.pages.stress_page import MIN_SPANS, StressPage
+from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve
+from desktop.ui.widgets.stress_live import MIN_SPANS
 from desktop.ui.widgets.stress_runs import NO_RUN_TITLE, run_cells
 
 REAL_S_PER_S = 0.002
@@ -49,15 +50,15 @@ def _page(qtbot: QtBot, theme: str = "light", **kwargs: object) -> StressPage:
 
 def test_before_the_first_run_the_chart_area_explains_itself(qtbot: QtBot, tmp_path: Path) -> None:
     page = _page(qtbot)
-    assert not page.charts_shown and page.empty_state.isVisibleTo(page)
-    assert "Start Sustained 10 min test" in page.empty_state.text()
+    assert not page.live.charts_shown and page.live.empty_state.isVisibleTo(page)
+    assert "Start Sustained 10 min test" in page.live.empty_state.text()
     assert page.verdict_title.text() == NO_RUN_TITLE  # nothing stored, nothing run
     shots = Path(os.environ.get("RIGSCOPE_SCREENSHOTS", str(tmp_path)))
     page.grab().save(str(shots / "stress-empty.png"))
-    page.presets.button(0).setChecked(True)
+    page.controls.presets.button(0).setChecked(True)
     with qtbot.waitSignal(page.finished, timeout=60_000):
         page.start()
-    assert page.charts_shown  # the run's charts stay after it
+    assert page.live.charts_shown  # the run's charts stay after it
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
 
 
@@ -68,22 +69,22 @@ def test_no_test_run_yet_only_when_there_is_none(qtbot: QtBot, tmp_path: Path) -
     assert "Throttled after 2 min 30 s" in page.verdict_text.text()
     empty = _page(qtbot, db_path=tmp_path / "h.sqlite", read_runs=lambda _db: [])
     qtbot.waitUntil(lambda: not empty.loading)
-    assert empty.verdict_title.text() == NO_RUN_TITLE and "none stored yet" in empty.runs_title.text()
+    assert empty.verdict_title.text() == NO_RUN_TITLE and "none stored yet" in empty.earlier_runs.title.text()
 
 
 def test_one_start_button_runs_the_preset_shown_selected(qtbot: QtBot) -> None:
     page = _page(qtbot)
     starts = [b for b in page.findChildren(QPushButton) if b.text().startswith(("Start", "Run"))]
-    assert starts == [page.one_click] and page.start_button is page.one_click
-    assert page.one_click.text() == "Start Sustained 10 min test"
-    assert page.presets.checkedButton().text() == "Sustained 10 min"
+    assert starts == [page.controls.one_click] and page.controls.start_button is page.controls.one_click
+    assert page.controls.one_click.text() == "Start Sustained 10 min test"
+    assert page.controls.presets.checkedButton().text() == "Sustained 10 min"
     assert "QPushButton#preset:checked" in page.styleSheet()  # the chosen preset stands out
-    page.presets.button(0).setChecked(True)
-    assert page.one_click.text() == "Start Quick 2 min test" and "Quick 2 min" in page.empty_state.text()
+    page.controls.presets.button(0).setChecked(True)
+    assert page.controls.one_click.text() == "Start Quick 2 min test" and "Quick 2 min" in page.live.empty_state.text()
     page.activateWindow()  # shortcuts need the active window; offscreen it arrives through the event loop
     qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
     with qtbot.waitSignal(page.finished, timeout=60_000):
-        qtbot.keyClick(page.workload, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        qtbot.keyClick(page.controls.workload, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert page.result is not None and page.result.config.duration_s == 120.0
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
 
@@ -96,7 +97,7 @@ def test_every_live_chart_keeps_a_minimum_y_span() -> None:
 def test_the_live_charts_use_their_spans(qtbot: QtBot) -> None:
     page = _page(qtbot)
     for key, (span, fraction) in MIN_SPANS.items():
-        plot = page.charts.plot(key)
+        plot = page.live.charts.plot(key)
         assert (plot.min_span, plot.min_span_fraction) == (span, fraction)
 
 
@@ -108,20 +109,20 @@ def test_units_in_every_numeric_column() -> None:
 
 def test_a_gpu_picker_only_with_several_gpus_and_the_run_uses_the_chosen_one(qtbot: QtBot) -> None:
     one = _page(qtbot, gpus=[(0, "RTX 4090 Laptop")])
-    assert not one.gpu_combo.isVisibleTo(one) and one.selected_config().gpu_index == 0
+    assert not one.controls.gpu_combo.isVisibleTo(one) and one.selected_config().gpu_index == 0
     page = _page(qtbot, make_runner=runners("rtx4090-laptop,rtx4090"),
                  gpus=[(0, "RTX 4090 Laptop"), (1, "RTX 4090")])
-    assert page.gpu_combo.isVisibleTo(page) and page.gpu_combo.count() == 2
-    page.gpu_combo.setCurrentIndex(1)
+    assert page.controls.gpu_combo.isVisibleTo(page) and page.controls.gpu_combo.count() == 2
+    page.controls.gpu_combo.setCurrentIndex(1)
     assert page.selected_config().gpu_index == 1
-    page.presets.button(0).setChecked(True)
+    page.controls.presets.button(0).setChecked(True)
     with qtbot.waitSignal(page.finished, timeout=60_000):
         page.start()
     assert page.result is not None and page.result.gpu is not None and page.result.gpu.index == 1
     assert "RTX 4090" in page.result.gpu.name and "Laptop" not in page.result.gpu.name
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)
     cuda = _page(qtbot, device="cuda:0", gpus=[(0, "A"), (1, "B")])
-    cuda.gpu_combo.setCurrentIndex(1)
+    cuda.controls.gpu_combo.setCurrentIndex(1)
     assert cuda.selected_config().device == "cuda:1"
 
 
@@ -131,4 +132,4 @@ def test_a_guard_below_the_current_temperature_is_refused_on_the_page(qtbot: QtB
     qtbot.waitUntil(lambda: page.worker is None and not page.running, timeout=10_000)
     assert page.verdict_title.text() == "Cannot run the test"
     assert "current temperature" in page.verdict_text.text() and "stop at once" in page.verdict_text.text()
-    assert page.one_click.isEnabled()
+    assert page.controls.one_click.isEnabled()

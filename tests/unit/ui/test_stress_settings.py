@@ -16,7 +16,7 @@ def test_the_stress_settings_guard_goes_into_the_sessions_config_and_stops_the_r
     page = app.stress  # built now, with the factory and the settings
     assert (page.selected_config().guard_offset_c, page.selected_config().guard_absolute_c) == (2.0, 70.0)
     with qtbot.waitSignal(page.finished, timeout=60_000):
-        page.one_click.click()
+        page.controls.one_click.click()
         worker = page.worker
         assert worker is not None
     session_config = worker.session.config
@@ -26,5 +26,5 @@ def test_the_stress_settings_guard_goes_into_the_sessions_config_and_stops_the_r
     assert (result.config.guard_offset_c, result.config.guard_absolute_c) == (2.0, 70.0)
     # The simulated laptop heats past 70 °C in a sustained run: the settings' guard stopped it there.
     assert result.status == "guard" and "70 °C" in result.message, result.message
-    assert page.charts.plot("temperature_c")._limits["guard"][0].value() == 70.0
+    assert page.live.charts.plot("temperature_c")._limits["guard"][0].value() == 70.0
     qtbot.waitUntil(lambda: not page.running, timeout=10_000)

@@ -106,28 +106,28 @@ def test_a_run_stored_by_the_cli_appears_when_the_page_is_shown_again(qtbot: QtB
     db = tmp_path / "history.sqlite"
     _stress_from_the_cli(db)  # the history exists, with one run, before the page opens
     page = _page(qtbot, db)
-    assert len(page.runs) == 1
-    page.runs_timer.stop()  # only showing the page again may read the new run here
+    assert len(page.earlier_runs.runs) == 1
+    page.earlier_runs.timer.stop()  # only showing the page again may read the new run here
     _stress_from_the_cli(db)
     assert len(list_runs(db)) == 2
     page.hide()  # another page of the window
     page.show()
-    qtbot.waitUntil(lambda: len(page.runs) == 2, timeout=DEADLINE_S * 1000)
-    assert page.table.rowCount() == 2
-    assert page.runs_title.text() == "Earlier runs"
+    qtbot.waitUntil(lambda: len(page.earlier_runs.runs) == 2, timeout=DEADLINE_S * 1000)
+    assert page.earlier_runs.table.rowCount() == 2
+    assert page.earlier_runs.title.text() == "Earlier runs"
 
 
 def test_a_run_stored_by_the_cli_appears_while_the_page_stays_shown(qtbot: QtBot, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
     page = _page(qtbot, db)  # no history yet: the CLI creates it
-    assert page.runs == [] and page.runs_title.text() == "Earlier runs: none stored yet"
-    assert page.runs_timer.isActive()
+    assert page.earlier_runs.runs == [] and page.earlier_runs.title.text() == "Earlier runs: none stored yet"
+    assert page.earlier_runs.timer.isActive()
     _stress_from_the_cli(db)
-    qtbot.waitUntil(lambda: len(page.runs) == 1, timeout=DEADLINE_S * 1000)
-    assert page.table.rowCount() == 1
+    qtbot.waitUntil(lambda: len(page.earlier_runs.runs) == 1, timeout=DEADLINE_S * 1000)
+    assert page.earlier_runs.table.rowCount() == 1
     assert page.verdict_card.title.text() != "No test run yet"  # the card before a run names the newest stored
     page.hide()
-    assert not page.runs_timer.isActive()  # nobody looks: no reads
+    assert not page.earlier_runs.timer.isActive()  # nobody looks: no reads
 
 
 def test_the_windows_stress_page_reads_runs_again_when_shown(make_app, tmp_path: Path) -> None:
@@ -138,12 +138,12 @@ def test_the_windows_stress_page_reads_runs_again_when_shown(make_app, tmp_path:
     app.window.show_page("stress")
     page = app.stress
     assert page.db_path == app.db_path
-    page.runs_timer.stop()  # only showing the page again may read the new run here
-    page.runs_loader.wait(DEADLINE_S)
+    page.earlier_runs.timer.stop()  # only showing the page again may read the new run here
+    page.earlier_runs.loader.wait(DEADLINE_S)
     app.qt_app.processEvents()
     _stress_from_the_cli(app.db_path)
     app.window.show_page("dashboard")
     app.window.show_page("stress")
-    page.runs_loader.wait(DEADLINE_S)
+    page.earlier_runs.loader.wait(DEADLINE_S)
     app.qt_app.processEvents()
-    assert len(page.runs) == 1
+    assert len(page.earlier_runs.runs) == 1
