@@ -2,9 +2,10 @@
 
 Nothing here is global: ``RigscopeApp`` receives the objects it wires (tests and the
 screenshot script pass a simulated sampler, a temporary database, an injected tray). To add
-a page, add one line to ``_add_pages``::
+a page, add one line to ``AppPages.add_to`` (desktop/ui/app_pages.py: how each page is made from the app's
+parts, and when)::
 
-    window.add_page("stress", "Stress test", StressPage(...))
+    window.add_page("stress", "Stress test", self.stress)
 
 On the simulated GPU there is one simulated machine (``SimulatedMachine``): the sampler thread
 reads it, a stress run reads it through a second backend (``SimulatedBackend.view``), the
@@ -14,7 +15,6 @@ simulated processes, so every page, alert and the recording see the same load, h
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import time
 from collections.abc import Callable
@@ -28,14 +28,13 @@ from PySide6.QtWidgets import QApplication
 from advisor.safetext import printable
 from desktop import config
 from desktop.config import Settings
-from desktop.paths import config_dir, default_db_path, demo_db_path
-from desktop.telemetry.backend import GpuBackend
+from desktop.paths import default_db_path, demo_db_path
 from desktop.telemetry.model import Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
 from desktop.ui.alerts import Alert, AlertMonitor
+from desktop.ui.app_pages import AppPages
 from desktop.ui.main_window import MainWindow
-from desktop.ui.pages.base import PageWidget
 from desktop.ui.pages.dashboard import DashboardPage
 from desktop.ui.simulated_actions import SimulatedActions
 from desktop.ui.theme import apply_theme, resolve
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from desktop.ui.pages.jobs_page import JobsPage
     from desktop.ui.pages.processes import ProcessesPage
     from desktop.ui.pages.settings_page import SettingsPage
+    from desktop.ui.pages.stress_modes import ModeCompare
     from desktop.ui.pages.stress_page import StressPage
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,6 @@ class RigscopeApp(QObject):
         self.window = MainWindow(self.theme)
         self.window.setWindowIcon(app_icon())
         self.dashboard = DashboardPage(self.theme, settings.sampling.interval_s, history=recording.store)
-        self._end_process = end_process
-        #: Snapshots that came before the Processes page was built (the first one): it is fed them when built.
-        self._unseen_by_processes: list[Snapshot] = []
         self.settings_path = settings_path
         self.db_path = db_path or default_db_path()
         #: The history the Advisor, Costs, History and Jobs pages read: the recorded one, or the demo week.
@@ -96,9 +93,11 @@ class RigscopeApp(QObject):
         #: Where the Stress page's runs take time from (read when the page is built).
         self.stress_clock = stress_clock
         self._shown_store: Any | None = None
-        self._service = service
         self._history_source: HistorySource | None = None
-        self._add_pages()
+        self.last_snapshot: Snapshot | None = None
+        #: The window's pages, each made from this app's parts when first shown.
+        self.pages = AppPages(self, end_process=end_process, service=service)
+        self.pages.add_to(self.window, self.dashboard)
         #: The simulated bar's workloads and demo week (nothing on a real GPU).
         self.simulated = SimulatedActions(self.machine, self.dashboard, self.window, db_path=self.db_path,
                                           demo_path=demo_path or demo_db_path(), now_s=self._now_s,
@@ -113,7 +112,6 @@ class RigscopeApp(QObject):
         recording.start(sampler, report=self.recording_said.emit)
         self.recording_said.connect(self._say_recording, Qt.ConnectionType.AutoConnection)
         self.sampling = SamplerThread(recording.tick, settings.sampling.interval_s)
-        self.last_snapshot: Snapshot | None = None
         self.fired: list[Alert] = []
         self._shut_down = False
         self.signal_timer: QTimer | None = None
@@ -134,23 +132,7 @@ class RigscopeApp(QObject):
             self.window.show_banner(f"The history database was damaged and was moved aside to {recovered}; "
                                     "recording continues in a fresh one.", "warning")
 
-    # --- pages -----------------------------------------------------------------------
-    # The Dashboard is built at once; Processes with the second snapshot (it keeps each process's
-    # utilization from then on, and is fed the first one), or when first shown if that is sooner;
-    # the others (and their imports: the stress runner, the advisor, the report renderer) when
-    # first shown, so they cost nothing before the first frame.
-    def _add_pages(self) -> None:
-        w = self.window
-        w.add_page("dashboard", "Dashboard", self.dashboard)
-        w.add_page("processes", "Processes", self._build_processes_page)
-        w.add_page("stress", "Stress test", self._build_stress_page)
-        w.add_page("advisor", "Advisor", self._build_advisor_page)
-        w.add_page("costs", "Costs", self._build_costs_page)
-        w.add_page("history", "History", self._build_history_page)
-        w.add_page("jobs", "Jobs", self._build_jobs_page)
-        w.add_page("fleet", "Fleet", self._build_fleet_page)
-        w.add_page("settings", "Settings", self._build_settings_page, shortcut="Ctrl+,")
-
+    # --- pages (made in app_pages.py) ----------------------------------------------
     @property
     def processes(self) -> ProcessesPage:
         return cast("ProcessesPage", self.window.page("processes"))
@@ -168,6 +150,11 @@ class RigscopeApp(QObject):
         return cast("HistoryPage", self.window.page("history"))
 
     @property
+    def mode_compare(self) -> ModeCompare | None:
+        """The Stress page's "Compare modes" (None before the page is built, or with fewer than two modes)."""
+        return self.pages.mode_compare
+
+    @property
     def history_source(self) -> HistorySource:
         """The history reader behind the Advisor, Costs and History pages (one, shared)."""
         if self._history_source is None:
@@ -175,117 +162,6 @@ class RigscopeApp(QObject):
 
             self._history_source = HistorySource(self.history_path, self.settings)
         return self._history_source
-
-    def _build_processes_page(self) -> ProcessesPage:
-        from desktop.ui.pages.processes import ProcessesPage
-
-        page = ProcessesPage(self.theme, end_process=self._end_process)
-        for snap in self._unseen_by_processes:
-            page.add_snapshot(snap)
-        self._unseen_by_processes.clear()
-        return page
-
-    def _build_stress_page(self) -> StressPage:
-        """The Stress page on the GPU the window shows: the simulated one, or the first real one.
-
-        Each run opens its own backend (the app's sampler thread owns this one). On the simulated
-        GPU that is another reader of the window's machine: the test's load, heat and process
-        show on the Dashboard, the Processes page and in the alerts too.
-        """
-        from desktop.sessions.stress_device import device_for, needs_torch, window_runners
-        from desktop.ui.pages.stress_page import StressPage
-
-        gpu = self.sampler.gpu
-        device = device_for(gpu)
-        # The picker shows when there are several GPUs (the backend's static list, read once here).
-        gpus = [(info.index, info.name) for info in gpu.devices()]
-        # The session's runners on the window's backend and clock; the guard settings go into its config, and
-        # the advisor's regression threshold follows Settings (apply_settings).
-        page = StressPage(self.theme, window_runners(gpu, clock=self.stress_clock), db_path=self.db_path,
-                          device=device, gpus=gpus, settings=self.settings.stress,
-                          regression_pct=self.settings.advisor.stress_regression_pct)
-        self._add_mode_compare(page, gpu)
-        page.finished.connect(lambda _verdict: self.reload_calibrations())  # saved: a new full-load calibration
-        if needs_torch(device) and importlib.util.find_spec("torch") is None:
-            page.set_unavailable("The stress test needs PyTorch, which is not installed. Add it with "
-                                 "pip install \"rigscope[stress]\" (or pip install torch) and restart Rigscope.")
-        return page
-
-    def _add_mode_compare(self, page: StressPage, gpu: GpuBackend) -> None:
-        """The Stress page's "Compare modes": the simulated laptop's modes, or msi-ec / platform_profile's."""
-        from desktop.stress.per_mode import ModeSwitch, SysfsModes, simulated_switch
-        from desktop.ui.pages.stress_modes import ModeCompare
-
-        switch: ModeSwitch
-        if isinstance(gpu, SimulatedBackend):
-            if not gpu.machine.laptop:
-                return
-            # The model's modes, or a fake msi-ec tree under RIGSCOPE_SYSFS_ROOT read as a real laptop's.
-            switch = simulated_switch(gpu.machine, allow_write=False)
-        else:
-            switch = SysfsModes()  # reads only: the user switches when asked
-        if len(switch.available()) >= 2:
-            self.mode_compare = ModeCompare(page, switch, read_temperature=self._temperature_reader(gpu),
-                                            clock=self.stress_clock)
-
-    def _temperature_reader(self, gpu: GpuBackend) -> Callable[[int], float | None]:
-        """A GPU's temperature for the cool-down between compared modes (read on a worker): the simulated machine
-        read on the Stress page's clock, as its runs read it; a real GPU's from the window's newest snapshot."""
-        view = gpu.view() if isinstance(gpu, SimulatedBackend) else None
-        clock = self.stress_clock
-
-        def read(index: int) -> float | None:
-            if view is not None:
-                readings = view.sample(clock.now() if clock is not None else time.time())
-            else:
-                snap = self.last_snapshot
-                readings = list(snap.gpus) if snap is not None else []
-            for reading in readings:
-                if reading.info.index == index and reading.sample is not None:
-                    return reading.sample.temperature_c
-            return None
-        return read
-
-    def _build_advisor_page(self) -> PageWidget:
-        from desktop.ui.pages.advisor_page import AdviceState, AdvisorPage
-
-        state = AdviceState(config_dir() / "advisor-state.json")
-        return AdvisorPage(self.history_source.advice, state, self.theme)
-
-    def _build_costs_page(self) -> PageWidget:
-        from desktop.ui.pages.costs_page import CostsPage
-
-        page = CostsPage(self.history_source.advice, self.settings.costs, self.theme)
-        page.costs_changed.connect(self.save_costs)
-        return page
-
-    def _build_jobs_page(self) -> PageWidget:
-        from desktop.sessions.jobs_reader import JobsHistory
-        from desktop.ui.pages.jobs_page import JobsPage
-
-        # The history shown (the demo week's jobs while it is shown), like the Advisor, Costs and History pages.
-        return JobsPage(JobsHistory(self.history_path, lambda: self.settings.costs), self.theme)
-
-    def _build_history_page(self) -> HistoryPage:
-        from desktop.ui.pages.advisor_history import HistoryPage
-
-        return HistoryPage(self.history_source.weeks, self.history_source.report,
-                           default_week=self.history_source.default_week)
-
-    def _build_fleet_page(self) -> PageWidget:
-        from desktop.fleet.advice import advise
-        from desktop.ui.pages.fleet_page import FleetPage
-
-        # Read through the app at each refresh: a URL saved in Settings takes effect on the next one.
-        return FleetPage(lambda: self.settings.fleet, lambda: self.settings.alerts.temperature_c, self.theme,
-                         advise=lambda client, fleet: advise(client, fleet, self.settings))
-
-    def _build_settings_page(self) -> SettingsPage:
-        from desktop.ui.pages.settings_page import SettingsPage
-
-        page = SettingsPage(self.settings, self.theme, path=self.settings_path, service=self._service)
-        page.applied.connect(self.apply_settings)
-        return page
 
     def save_costs(self, costs: config.CostSettings) -> None:
         """The Costs page's inputs are settings too: keep them for the next start."""
@@ -374,10 +250,7 @@ class RigscopeApp(QObject):
             return
         self.last_snapshot = snap
         self.dashboard.add_snapshot(snap)
-        if self.window.is_built("processes") or self._unseen_by_processes:
-            self.processes.add_snapshot(snap)  # the second snapshot builds the page, after the first frame
-        else:
-            self._unseen_by_processes.append(snap)
+        self.pages.feed_processes(snap)  # the second snapshot builds the page, after the first frame
         self.tray.update(snap)
         self.update_recording_status()
         for alert in self.alerts.check(snap):
@@ -437,7 +310,7 @@ class RigscopeApp(QObject):
             self.signal_timer.stop()
         if self.window.is_built("stress"):
             self.stress.shutdown()
-        compare = getattr(self, "mode_compare", None)
+        compare = self.mode_compare
         if compare is not None:
             compare.shutdown()  # a comparison cut short by quitting puts the mode it found back
         if self.window.is_built("fleet"):  # no more reads; one in flight is left to its (daemon) thread
