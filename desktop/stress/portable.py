@@ -19,18 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from advisor.portable import (
-    MAX_RECORD_BYTES,
-    Environment,
-    Latency,
-    PortableError,
-    PortableRecord,
-    Spread,
-    energy_joules,
-    finite_or_none,
-    parse_record_bytes,
-)
+from advisor.portable import Environment, Latency, PortableRecord, Spread, energy_joules, finite_or_none
 from advisor.portable_legacy import legacy_record
+from advisor.portable_read import MAX_RECORD_BYTES, PortableError, parse_record_bytes
 from advisor.safetext import printable
 from advisor.verdict_model import Verdict
 from desktop import __version__
@@ -219,7 +210,7 @@ def read_record(path: Path) -> PortableRecord:
         raise UserError(f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
         return parse_record_bytes(data, legacy=legacy_record)  # older Rigscope JSON is read too
-    except PortableError as exc:  # one line naming the file and the field (advisor.portable's limits)
+    except PortableError as exc:  # one line naming the file and the field (advisor.portable_read's limits)
         raise UserError(f"{shown}: {printable(exc)}") from None
 
 
