@@ -156,7 +156,7 @@ def record_from_job(job: JobRecord, card: Mapping[str, Any] | None = None, *,
     clock, temperature, power = _spreads(columns)
     gpus = card.get("gpus") if isinstance(card.get("gpus"), list) else []
     first_gpu: Mapping[str, Any] = gpus[0] if gpus and isinstance(gpus[0], Mapping) else {}
-    mean = _card_number(first_gpu, "mean_power_w")  # the card's figure (advisor.job_card.GpuFigures)
+    mean = _card_number(first_gpu, "mean_power_w")  # the card's figure (advisor.job_figures.GpuFigures)
     if mean is not None:
         power = Spread(p5=power.p5, p50=power.p50, p95=power.p95, mean=mean)
     if temperature.empty:
