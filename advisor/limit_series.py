@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.causes import CauseTimes
+from advisor.frame import held_most
 from advisor.power_cap import PowerCap, PowerCapKind, power_cap
 from advisor.verdict_model import PowerLimitSource, RunTrace
 
@@ -154,6 +155,15 @@ def _trimmed_mean(values: FloatArray) -> float:
     return float(np.mean(finite[cut:finite.size - cut]))
 
 
+def held_over_load(steps: list[LimitStep], loaded: BoolArray, interval_s: FloatArray) -> float:
+    """The steps' limit held over most of the load time: ``frame.held_most``, the one figure a job's card and a
+    range's figures take, over each step's limit weighted by its seconds under load (a limit the run came back
+    to counts all its steps; a wobble within a step is its step's limit)."""
+    load_s = [float(np.sum(interval_s[step.start:step.stop][loaded[step.start:step.stop]])) for step in steps]
+    held = held_most(np.array([step.limit_w for step in steps], dtype=np.float64), np.array(load_s))
+    return held if held is not None else steps[0].limit_w
+
+
 class PowerFields(TypedDict):
     """The Verdict's power figures: was the run power-limited, how, at what level against which limit."""
 
@@ -168,17 +178,14 @@ class PowerFields(TypedDict):
 def run_against_limit(trace: RunTrace, loaded: BoolArray, interval_s: FloatArray, causes: CauseTimes | None,
                       cap_share: float) -> tuple[RunTrace, PowerCap, list[dict[str, object]]]:
     """The run against the limit in force: one limit held -> that limit; a limit that moved under load -> each step
-    against its own (the trace then carries the one held longest, as ``frame.held_most`` picks for a job's or a
-    range's one figure; the steps all of them, ``steps_power_cap``). ``cap_share``: the share of the load under
-    the power-cap cause."""
+    against its own (the steps all of them, ``steps_power_cap``; the trace then carries the one held over most of
+    the load, ``held_over_load``). ``cap_share``: the share of the load under the power-cap cause."""
     limits = limit_in_force(trace.power_limit_series_w, trace.power_limit_w, loaded.shape[0])
     steps = loaded_steps(trace.time_s, limits, loaded) if limits is not None else []
     if len(steps) > 1:
         cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
                                          loaded=loaded, interval_s=interval_s, causes=causes)
-        longest = max(steps, key=lambda step: float(np.sum(interval_s[step.start:step.stop]
-                                                           [loaded[step.start:step.stop]])))
-        return replace(trace, power_limit_w=longest.limit_w), cap, described
+        return replace(trace, power_limit_w=held_over_load(steps, loaded, interval_s)), cap, described
     if steps:
         trace = replace(trace, power_limit_w=steps[0].limit_w)
     return trace, power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
