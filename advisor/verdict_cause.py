@@ -37,7 +37,6 @@ class JudgedRun:
     causes: CauseTimes | None
 
 
-
 def cause_shares(run: JudgedRun) -> tuple[dict[VerdictCause, float], dict[Cause, float]]:
     """(share of the load time, seconds under load) per cause; reasons outside the load do not count."""
     if run.causes is None:
