@@ -1,7 +1,7 @@
 """How much of a GPU's busy time ran under a power cap, and at which limit and power: from the capped samples.
 
 The one computation the Advisor's power-cap card (``advisor/rules/gpu.py``) and a job card
-(``advisor/job_card.py``) share, so the same run is "capped 100 % of its 6.6 busy hours" in both, each
+(``advisor/job_figures.py``) share, so the same run is "capped 100 % of its 6.6 busy hours" in both, each
 share said with what it is a share of. Three facts come from the capped seconds themselves, never from
 the whole row or the GPU's last limit:
 

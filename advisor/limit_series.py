@@ -7,19 +7,23 @@ run held at its then-enforced 80 W "46 % of its 175 W power limit". So a trace c
 per sample (``RunTrace.power_limit_series_w``, NaN where unknown); a run under one limit is judged
 against that limit, and a run that spans a change is judged piecewise, each step against its own
 limit, and its sentence says so with the times ("at its 80 W power limit until 10:04, then at its
-175 W limit").
+175 W limit"). ``run_against_limit`` is that choice for ``judge``, and ``power_fields`` the Verdict's
+power figures it leads to.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 from advisor.causes import CauseTimes
+from advisor.frame import held_most
 from advisor.power_cap import PowerCap, PowerCapKind, power_cap
+from advisor.verdict_model import PowerLimitSource, RunTrace
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -149,3 +153,48 @@ def _trimmed_mean(values: FloatArray) -> float:
     finite = np.sort(values)
     cut = int(finite.size * 0.1)
     return float(np.mean(finite[cut:finite.size - cut]))
+
+
+def held_over_load(steps: list[LimitStep], loaded: BoolArray, interval_s: FloatArray) -> float:
+    """The steps' limit held over most of the load time: ``frame.held_most``, the one figure a job's card and a
+    range's figures take, over each step's limit weighted by its seconds under load (a limit the run came back
+    to counts all its steps; a wobble within a step is its step's limit)."""
+    load_s = [float(np.sum(interval_s[step.start:step.stop][loaded[step.start:step.stop]])) for step in steps]
+    held = held_most(np.array([step.limit_w for step in steps], dtype=np.float64), np.array(load_s))
+    return held if held is not None else steps[0].limit_w
+
+
+class PowerFields(TypedDict):
+    """The Verdict's power figures: was the run power-limited, how, at what level against which limit."""
+
+    power_limited: bool
+    power_cap: PowerCapKind | None
+    power_level_w: float | None
+    power_limit_w: float | None
+    power_limit_source: PowerLimitSource | None
+    power_at_limit_share: float | None
+
+
+def run_against_limit(trace: RunTrace, loaded: BoolArray, interval_s: FloatArray, causes: CauseTimes | None,
+                      cap_share: float) -> tuple[RunTrace, PowerCap, list[dict[str, object]]]:
+    """The run against the limit in force: one limit held -> that limit; a limit that moved under load -> each step
+    against its own (the steps all of them, ``steps_power_cap``; the trace then carries the one held over most of
+    the load, ``held_over_load``). ``cap_share``: the share of the load under the power-cap cause."""
+    limits = limit_in_force(trace.power_limit_series_w, trace.power_limit_w, loaded.shape[0])
+    steps = loaded_steps(trace.time_s, limits, loaded) if limits is not None else []
+    if len(steps) > 1:
+        cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
+                                         loaded=loaded, interval_s=interval_s, causes=causes)
+        return replace(trace, power_limit_w=held_over_load(steps, loaded, interval_s)), cap, described
+    if steps:
+        trace = replace(trace, power_limit_w=steps[0].limit_w)
+    return trace, power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
+                            cap_share=cap_share, capped=causes.on("power_cap") if causes is not None else None), []
+
+
+def power_fields(trace: RunTrace, cap: PowerCap) -> PowerFields:
+    """The Verdict's power figures of a run judged against ``trace``'s limit with ``cap`` (``run_against_limit``)."""
+    limit = trace.power_limit_w if trace.power_limit_w and trace.power_limit_w > 0 else None
+    return PowerFields(power_limited=cap.limited, power_cap=cap.kind, power_level_w=cap.level_w, power_limit_w=limit,
+                       power_limit_source=trace.power_limit_source if limit else None,
+                       power_at_limit_share=cap.at_limit_share)

@@ -9,7 +9,7 @@
 - `rigscope jobs show ID --json` (the job's record with its card under ``"card"``): the card's figures,
   as `rigscope run -o` writes them.
 
-Pure; the input is JSON already parsed under ``advisor.portable``'s limits, and every field is read
+Pure; the input is JSON already parsed under ``advisor.portable_read``'s limits, and every field is read
 through its typed reader, so a damaged file still fails naming the field.
 """
 
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor.portable import Environment, PortableError, PortableRecord, Spread, _Reader, energy_joules
+from advisor.portable import Environment, PortableRecord, Spread, energy_joules
+from advisor.portable_read import FieldReader, PortableError
 
 #: The point series an old Stress page export holds, and the record's spread each one fills.
 _POINT_SPREADS = ("sm_clock_mhz", "temperature_c", "power_w")
@@ -55,8 +56,8 @@ def _points(points: Mapping[str, Any], key: str) -> np.ndarray | None:
 
 def _stress_export(data: Mapping[str, Any]) -> PortableRecord:
     """The Stress page's export of a run before the portable record: judged again from nothing, read as it was."""
-    r = _Reader(dict(data))
-    verdict = _Reader(r.obj("verdict"), "verdict.")
+    r = FieldReader(dict(data))
+    verdict = FieldReader(r.obj("verdict"), "verdict.")
     points = r.obj("points")
     time_s = _points(points, "time_s")
     spreads = {}
@@ -82,10 +83,11 @@ def _stress_export(data: Mapping[str, Any]) -> PortableRecord:
 
 def _jobs_show(data: Mapping[str, Any]) -> PortableRecord:
     """`rigscope jobs show ID --json`: the job's card as `rigscope run -o` writes it (``record_from_job``)."""
-    r = _Reader(dict(data))
-    card = _Reader(r.obj("card"), "card.")
+    r = FieldReader(dict(data))
+    card = FieldReader(r.obj("card"), "card.")
     gpus = r.obj("card").get("gpus")
-    first = _Reader(gpus[0] if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) else {}, "card.gpus.0.")
+    first = FieldReader(gpus[0] if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) else {},
+                        "card.gpus.0.")
     argv = data.get("argv")
     command = " ".join(a for a in argv if isinstance(a, str)) if isinstance(argv, list) else ""
     exit_code = r.number("exit_code")

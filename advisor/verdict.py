@@ -11,45 +11,45 @@ GEMM held at its power limit from the first second is the normal state of a data
 the SW power cap alone is reported (named: ``power_cap``), not judged. Reasons count only under
 load (A10, A40 and RTX 5090 report SW power cap Active at idle). Every decision reads a
 rolling median, so single noisy samples cannot trigger it.
+
+This module measures the fall; its parts live beside it: the signal's levels (``advisor.signal_level``),
+the cause behind the fall and its onset (``advisor.verdict_cause``), the limit in force and the power
+figures (``advisor.limit_series``), the sentence (``advisor.verdict_text``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
-from advisor.causes import (
-    CAUSE_BITS,
-    CAUSE_FAMILY,
-    SLOWDOWN_CAUSES,
-    SLOWDOWN_MIN_SHARE,
-    Cause,
-    CauseTimes,
-    CauseTiming,
-    VerdictCause,
-    cause_times,
-    reason_bits,
-    sample_intervals,
-)
+from advisor.causes import CAUSE_FAMILY, CauseTiming, cause_times, reason_bits, sample_intervals
 from advisor.clock_events import ClockEventReason
 from advisor.clock_reference import ClockBasis, ClockReference, choose_reference
 from advisor.forecast import TemperatureForecast, run_forecast
-from advisor.limit_series import limit_in_force, loaded_steps, steps_power_cap
-from advisor.power_cap import PowerCap, PowerCapKind, power_cap
-from advisor.verdict_model import Basis, ClockMaxSource, PowerLimitSource, RunTrace, Verdict, VerdictStatus
+from advisor.limit_series import PowerFields, power_fields, run_against_limit
+from advisor.signal_level import best_level, level, rolling_median
+from advisor.verdict_cause import (
+    JudgedRun,
+    cause_shares,
+    fall_cause,
+    fall_onset,
+    first_on,
+    slowdown_cause,
+    unexplained_share,
+)
+from advisor.verdict_model import Basis, ClockMaxSource, RunTrace, Verdict, VerdictStatus
 from advisor.verdict_text import sentence_for
 from advisor.wording import count_text
 
-# The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well.
+# The judge's input and answer live in verdict_model (verdict_text reads them too); offered here as well, since
+# the stress run, the job card, the log verdict and the window all take them with ``judge``.
 __all__ = ["DROP_THRESHOLD", "LOAD_UTIL_PCT", "MIN_STRESS_LOAD_S", "MIN_SUSTAINED_S",
            "REFERENCE_SMOOTH_S", "REFERENCE_WINDOW_S", "RISING_C_PER_MIN", "RISING_HORIZON_S", "RISING_WINDOW_S",
-           "SLOWDOWN_MIN_SHARE", "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge",
-           "rolling_median"]
+           "SMOOTH_WINDOW_S", "WARMUP_S", "RunTrace", "Verdict", "judge"]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -78,63 +78,6 @@ RISING_C_PER_MIN = 1.0
 RISING_HORIZON_S = 300.0
 
 
-#: At most this many values are copied out of the log at once (8 MiB): a 7 ms log's 5 s window is 714
-#: samples, and one rows x window copy of a 199k-row log was 1.17 GB.
-_CHUNK_VALUES = 1 << 20
-#: A window this long is evaluated every window/16 samples and held in between (a 5 s median moves
-#: little in 0.3 s); shorter windows (a 1 Hz log's 5 samples) are exact at every sample.
-_STRIDE_PARTS = 16
-
-
-def _nanmedian_rows(rows: FloatArray) -> FloatArray:
-    """``np.nanmedian(rows, axis=1)`` without its per-row overhead: sort (NaN last), pick the middle of the finite."""
-    ordered = np.sort(rows, axis=1)
-    count = np.count_nonzero(np.isfinite(rows), axis=1)
-    pick = np.arange(rows.shape[0])
-    low = np.maximum(count - 1, 0) // 2
-    high = np.where(count > 0, count // 2, 0)
-    out: FloatArray = (ordered[pick, low] + ordered[pick, high]) / 2.0
-    out[count == 0] = np.nan
-    return out
-
-
-def rolling_median(values: FloatArray, window: int) -> FloatArray:
-    """Centred rolling median that ignores NaN (edges use the samples available), in bounded memory."""
-    n = values.shape[0]
-    if n == 0 or window <= 1:
-        return values.copy()
-    half = window // 2
-    width = 2 * half + 1
-    padded = np.concatenate([np.full(half, np.nan), np.asarray(values, dtype=np.float64), np.full(half, np.nan)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, width)  # a view: nothing copied yet
-    stride = max(1, width // _STRIDE_PARTS)
-    centres = np.arange(0, n, stride)
-    medians = np.empty(centres.shape[0])
-    chunk = max(1, _CHUNK_VALUES // width)
-    for lo in range(0, centres.shape[0], chunk):
-        medians[lo:lo + chunk] = _nanmedian_rows(windows[centres[lo:lo + chunk]])
-    if stride == 1:
-        return medians
-    nearest = np.minimum(np.rint(np.arange(n) / stride).astype(np.int64), centres.shape[0] - 1)
-    out: FloatArray = medians[nearest]
-    return out
-
-
-@dataclass(frozen=True)
-class _Run:
-    """The pieces of one judged run, shared by the helpers below."""
-
-    rel: FloatArray  # seconds since the first loaded sample
-    interval_s: FloatArray
-    loaded: BoolArray
-    signal: FloatArray  # NaN outside the load
-    smooth: FloatArray
-    reference: BoolArray  # the early window the peak is read from
-    end: BoolArray  # the last third
-    warmup_s: float
-    causes: CauseTimes | None
-
-
 def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = False) -> Verdict:
     """The verdict for one run (or one load segment of a log); under ``min_load_s`` of load it says so instead.
 
@@ -152,8 +95,8 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
     rel, signal, reference = run.rel, run.signal, run.reference
     load_s = float(np.sum(run.interval_s[loaded]))
     clock_max = trace.sm_clock_max_mhz if trace.sm_clock_max_mhz and trace.sm_clock_max_mhz > 0 else None
-    shares, seconds = _cause_shares(run)
-    trace, cap, steps = _limit_in_force(trace, run, shares)
+    shares, seconds = cause_shares(run)
+    trace, cap, steps = run_against_limit(trace, loaded, run.interval_s, run.causes, shares.get("power_cap", 0.0))
     # Under a limit that moved, the early level is the first limit's clock, not one to measure the rest by.
     clock_ref = _clock_reference(trace, loaded, reference if len(steps) <= 1 else None, clock_max, step)
     ref_mhz = clock_ref.mhz if clock_ref else None
@@ -163,7 +106,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                            sm_clock_max_source=trace.sm_clock_max_source if clock_max else None,
                            power_limit_steps=steps,
                            clock_reference_mhz=ref_mhz, clock_reference_basis=clock_ref.basis if clock_ref else None,
-                           **_power_fields(trace, cap))
+                           **power_fields(trace, cap))
     said = _forecast(trace, time_s, loaded) if steady_state else _Forecast(forecast=None, forecast_unavailable=None)
     if load_s < min_load_s:
         typical = float(np.nanmedian(signal))
@@ -174,22 +117,22 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
                           onset_temperature_c=None, cause_shares=shares, cause_seconds=seconds,
                           **said, **common)
         return _with_sentence(verdict, trace, min_load_s)
-    best_early = _best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
-    sustained = _level(signal[run.end]) if np.isfinite(signal[run.end]).any() else _level(signal)
+    best_early = best_level(signal, reference, max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum()))))
+    sustained = level(signal[run.end]) if np.isfinite(signal[run.end]).any() else level(signal)
     # The peak is the best sustained level seen: a run that gets faster (a long warm-up, lighter
     # data later) is at 100 % of it, never above.
     peak = float(np.nanmax([best_early, sustained]))
     ratio = sustained / peak if peak > 0 else math.nan
     slow = np.isfinite(run.smooth) & (run.smooth < DROP_THRESHOLD * peak)
-    shares["unexplained"] = _unexplained_share(run, slow)
+    shares["unexplained"] = unexplained_share(run, slow)
     dropped = bool(np.isfinite(ratio) and ratio < DROP_THRESHOLD)
-    slowdown = _slowdown_cause(shares) if run.causes is not None else None
-    onset = _onset(run, peak) if dropped else None
+    slowdown = slowdown_cause(shares) if run.causes is not None else None
+    onset = fall_onset(run, peak) if dropped else None
     if slowdown is not None:
-        appeared = _first_on(run, slowdown)
+        appeared = first_on(run, slowdown)
         if appeared is not None and (onset is None or appeared < onset):
             onset = appeared
-    cause = _cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
+    cause = fall_cause(trace, run, shares, peak, onset=onset, dropped=dropped, slowdown=slowdown)
     if cause == "unexplained" and cap.kind == "plateau":
         cause = "power_cap"  # held at a limit the log does not name: its power plateau says so (power_plateau)
     throttled = dropped or slowdown is not None
@@ -211,7 +154,7 @@ def judge(trace: RunTrace, *, min_load_s: float = 0.0, steady_state: bool = Fals
 
 
 def _run_of(trace: RunTrace, time_s: FloatArray, loaded: BoolArray,
-            raw_signal: FloatArray) -> tuple[_Run, float, float]:
+            raw_signal: FloatArray) -> tuple[JudgedRun, float, float]:
     """The run's time line, load and reference stretch; with its sample step and its span (s)."""
     interval_s = sample_intervals(time_s)
     step = float(np.median(interval_s))
@@ -223,10 +166,10 @@ def _run_of(trace: RunTrace, time_s: FloatArray, loaded: BoolArray,
     reference = loaded & (rel >= warmup) & (rel <= warmup + min(REFERENCE_WINDOW_S, span / 3.0))
     if not reference.any():
         reference = loaded.copy()
-    run = _Run(rel=rel, interval_s=interval_s, loaded=loaded, signal=signal,
-               smooth=rolling_median(signal, max(1, round(SMOOTH_WINDOW_S / step))), reference=reference,
-               end=loaded & (rel >= span * 2.0 / 3.0), warmup_s=warmup,
-               causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
+    run = JudgedRun(rel=rel, interval_s=interval_s, loaded=loaded, signal=signal,
+                    smooth=rolling_median(signal, max(1, round(SMOOTH_WINDOW_S / step))), reference=reference,
+                    end=loaded & (rel >= span * 2.0 / 3.0), warmup_s=warmup,
+                    causes=cause_times(trace.clock_event_reasons, trace.cause_time_s, interval_s))
     return run, step, span
 
 
@@ -250,36 +193,7 @@ class _Forecast(TypedDict):
     forecast_unavailable: str | None
 
 
-class _PowerFields(TypedDict):
-    power_limited: bool
-    power_cap: PowerCapKind | None
-    power_level_w: float | None
-    power_limit_w: float | None
-    power_limit_source: PowerLimitSource | None
-    power_at_limit_share: float | None
-
-
-def _limit_in_force(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, float]
-                   ) -> tuple[RunTrace, PowerCap, list[dict[str, object]]]:
-    """The run against the limit in force (``limit_series``): one limit held -> that limit; a limit that moved under
-    load -> each step against its own (the trace then carries the one held longest, as ``frame.held_most`` picks
-    for a job's or a range's one figure; the steps all of them)."""
-    limits = limit_in_force(trace.power_limit_series_w, trace.power_limit_w, run.loaded.shape[0])
-    steps = loaded_steps(trace.time_s, limits, run.loaded) if limits is not None else []
-    if len(steps) > 1:
-        cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
-                                         loaded=run.loaded, interval_s=run.interval_s, causes=run.causes)
-        longest = max(steps, key=lambda step: float(np.sum(run.interval_s[step.start:step.stop]
-                                                           [run.loaded[step.start:step.stop]])))
-        return replace(trace, power_limit_w=longest.limit_w), cap, described
-    if steps:
-        trace = replace(trace, power_limit_w=steps[0].limit_w)
-    return trace, power_cap(trace.power_w, trace.sm_clock_mhz, run.loaded, run.interval_s,
-                            limit_w=trace.power_limit_w, cap_share=shares.get("power_cap", 0.0),
-                            capped=run.causes.on("power_cap") if run.causes is not None else None), []
-
-
-class _Common(_PowerFields):
+class _Common(PowerFields):
     """The Verdict fields every judged run gets the same way, passed whole to both of ``judge``'s answers."""
 
     unit: str
@@ -308,17 +222,10 @@ def _clock_reference(trace: RunTrace, loaded: BoolArray, reference: BoolArray | 
             highest = float(np.nanmax(clock))
             if reference is not None:
                 window = max(1, min(round(REFERENCE_SMOOTH_S / step), int(reference.sum())))
-                early = _best_level(clock, reference & np.isfinite(clock), window)
+                early = best_level(clock, reference & np.isfinite(clock), window)
     return choose_reference(calibration_mhz=trace.sm_clock_calibration_mhz, reported_max_mhz=clock_max,
                             reported_from_log=trace.sm_clock_max_source == "log", highest_loaded_mhz=highest,
                             early_mhz=early, boost_mhz=trace.sm_clock_boost_mhz)
-
-
-def _power_fields(trace: RunTrace, cap: PowerCap) -> _PowerFields:
-    limit = trace.power_limit_w if trace.power_limit_w and trace.power_limit_w > 0 else None
-    return _PowerFields(power_limited=cap.limited, power_cap=cap.kind, power_level_w=cap.level_w, power_limit_w=limit,
-                        power_limit_source=trace.power_limit_source if limit else None,
-                        power_at_limit_share=cap.at_limit_share)
 
 
 def temperature_rise(trace: RunTrace, rel: FloatArray, loaded: BoolArray) -> float | None:
@@ -348,32 +255,6 @@ def _still_heating(trace: RunTrace, rising: float | None) -> bool:
     if last >= trace.temp_slowdown_c:  # at the limit already: no longer a question of time
         return False
     return last + rising * RISING_HORIZON_S / 60.0 >= trace.temp_slowdown_c
-
-
-def _level(values: FloatArray) -> float:
-    """The typical level of a stretch: a 10 % trimmed mean of its finite values.
-
-    Not the median: under a power cap the clock is bimodal (capped / not capped, 15 MHz steps),
-    and a median jumps between the modes when their shares are near even; a mean of the middle
-    80 % is steady and still ignores spikes.
-    """
-    finite = np.sort(values[np.isfinite(values)])
-    if not finite.size:
-        return math.nan
-    cut = int(finite.size * 0.1)
-    return float(np.mean(finite[cut:finite.size - cut]))
-
-
-def _best_level(signal: FloatArray, mask: BoolArray, window: int) -> float:
-    """The best sustained level inside ``mask``: the highest ``_level`` of any ``window`` consecutive samples there."""
-    positions = np.flatnonzero(mask)
-    if not positions.size:
-        return math.nan
-    # A fast log's 45 s window is thousands of samples: its start every 1/64 of a window is enough.
-    positions = positions[::max(1, window // 64)]
-    half = window // 2
-    levels = [_level(signal[max(0, i - half):i + window - half]) for i in positions]
-    return float(np.nanmax(levels)) if np.isfinite(levels).any() else math.nan
 
 
 def _no_data(trace: RunTrace, basis: Basis, unit: str) -> Verdict:
@@ -416,108 +297,6 @@ def _clock_ratio(trace: RunTrace, mask: BoolArray, reference_mhz: float | None) 
     clocks = trace.sm_clock_mhz[mask]
     clocks = clocks[np.isfinite(clocks)]
     return float(np.median(clocks)) / reference_mhz if clocks.size else None
-
-
-def _cause_shares(run: _Run) -> tuple[dict[VerdictCause, float], dict[Cause, float]]:
-    """(share of the load time, seconds under load) per cause; reasons outside the load do not count."""
-    if run.causes is None:
-        return {}, {}
-    shares: dict[VerdictCause, float] = {c: run.causes.share(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
-    seconds = {c: run.causes.seconds(c, run.loaded, run.interval_s) for c in CAUSE_BITS}
-    return shares, seconds
-
-
-def _unexplained_share(run: _Run, slow: BoolArray) -> float:
-    """Share of the load time that was slow with no throttle reason at all."""
-    total = float(np.sum(run.interval_s[run.loaded]))
-    if total <= 0:
-        return 0.0
-    unexplained = slow & run.loaded
-    if run.causes is not None:
-        for cause in CAUSE_BITS:
-            unexplained &= ~run.causes.on(cause)
-    return float(np.sum(run.interval_s[unexplained])) / total
-
-
-def _slowdown_cause(shares: Mapping[VerdictCause, float]) -> Cause | None:
-    """The thermal / HW slowdown that appeared under load long enough to count, if any."""
-    present = {c: shares.get(c, 0.0) for c in SLOWDOWN_CAUSES if shares.get(c, 0.0) >= SLOWDOWN_MIN_SHARE}
-    if not present:
-        return None
-    largest: Cause = max(present, key=lambda c: present[c])
-    return largest
-
-
-def _first_on(run: _Run, cause: Cause) -> float | None:
-    """When a cause first showed under load: the first sample whose counter grew (or whose bit was set)."""
-    assert run.causes is not None
-    hits = np.flatnonzero(run.causes.on(cause) & run.loaded)
-    return float(run.rel[hits[0]]) if hits.size else None
-
-
-def _onset(run: _Run, peak: float) -> float | None:
-    """When the fall began: the first persistent drop below the early level, moved back to the reason behind it."""
-    smooth, reference = run.smooth, run.reference
-    # The plateau is the typical early level; the peak sits above the noise and would pull onset early.
-    plateau = float(np.nanmedian(smooth[reference])) if np.isfinite(smooth[reference]).any() else peak
-    early = smooth[reference & np.isfinite(smooth)]
-    noise_band = 1.4826 * float(np.median(np.abs(early - plateau))) if early.size else 0.0
-    below = np.isfinite(smooth) & (smooth < 0.97 * plateau) & (run.rel >= run.warmup_s)
-    # Persistent: the first slow sample after which the median stays slow for most of the next 30 samples.
-    candidates = np.flatnonzero(below)
-    if not candidates.size:
-        return None
-    first = next((int(i) for i in candidates if below[i:i + 30].mean() >= 0.5), int(candidates[0]))
-    onset_index = first
-    # The median lags the true change and the fall may be gradual: walk back to the last sample
-    # at plateau level (within the noise seen on the plateau).
-    while (onset_index > 0 and first - onset_index < 30 and smooth[onset_index - 1] < plateau - noise_band
-           and not reference[onset_index - 1]):
-        onset_index -= 1
-    if run.causes is not None:
-        new = np.zeros(smooth.shape[0], dtype=bool)
-        for cause in CAUSE_BITS:
-            on = run.causes.on(cause)
-            if not (on & reference).any():  # a cause already there early did not start the fall
-                new |= on
-        lookback = np.flatnonzero((new & run.loaded)[max(0, first - 15):first + 1])
-        if lookback.size:
-            # The driver's own record of when it started holding clocks beats any estimate from the signal.
-            onset_index = max(0, first - 15) + int(lookback[0])
-    return float(run.rel[onset_index])
-
-
-def _cause(trace: RunTrace, run: _Run, shares: Mapping[VerdictCause, float], peak: float, *, onset: float | None,
-           dropped: bool, slowdown: Cause | None) -> VerdictCause | None:
-    """The reason behind a fall (the one that became more common when the signal fell), else what held the clocks."""
-    slow = run.loaded & np.isfinite(run.smooth) & (run.smooth < 0.97 * peak)
-    if onset is not None:
-        slow &= run.rel >= onset
-    if run.causes is not None:
-        if dropped and slow.any():
-            scores = {c: run.causes.share(c, slow, run.interval_s) - run.causes.share(c, run.reference, run.interval_s)
-                      for c in CAUSE_BITS}
-            best = max(scores, key=lambda k: scores[k])
-            if scores[best] > 0.05:
-                return best
-            if slowdown is not None:
-                return slowdown
-            # The cap held the clock all along and the clock sank under it (a hotter chip leaks more per MHz).
-            return "power_cap" if run.causes.share("power_cap", slow, run.interval_s) >= 0.5 else "unexplained"
-        # Held its speed: ``judge`` names the cap when ``power_cap`` finds the run power-limited.
-        return slowdown
-    if not dropped or not slow.any():
-        return None
-    # No reason bits (older logs): infer from temperature and power against their limits.
-    if trace.temperature_c is not None and trace.temp_slowdown_c:
-        hot = trace.temperature_c[slow]
-        if np.isfinite(hot).any() and np.nanmedian(hot) >= trace.temp_slowdown_c - 2.0:
-            return "sw_thermal"
-    if trace.power_w is not None and trace.power_limit_w:
-        draw = trace.power_w[slow]
-        if np.isfinite(draw).any() and np.nanmedian(draw) >= 0.97 * trace.power_limit_w:
-            return "power_cap"
-    return "unexplained"
 
 
 def _temperature_near(trace: RunTrace, rel: FloatArray, at_s: float) -> float | None:

@@ -19,7 +19,8 @@ from advisor.cap_share import CapShare
 from advisor.clock_events import CLOCK_EVENT_COUNTERS
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame, StressResult
-from advisor.job_card import THROTTLE_CAUSES, CloudInputs, GpuFigures, JobCard, JobInputs, job_card
+from advisor.job_card import CloudInputs, JobCard, JobInputs, job_card
+from advisor.job_figures import THROTTLE_CAUSES, GpuFigures
 from advisor.progress import JobSeries
 from advisor.safetext import printable
 from advisor.thresholds import Thresholds

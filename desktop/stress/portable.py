@@ -19,18 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from advisor.portable import (
-    MAX_RECORD_BYTES,
-    Environment,
-    Latency,
-    PortableError,
-    PortableRecord,
-    Spread,
-    energy_joules,
-    finite_or_none,
-    parse_record_bytes,
-)
+from advisor.portable import Environment, Latency, PortableRecord, Spread, energy_joules, finite_or_none
 from advisor.portable_legacy import legacy_record
+from advisor.portable_read import MAX_RECORD_BYTES, PortableError, parse_record_bytes
 from advisor.safetext import printable
 from advisor.verdict_model import Verdict
 from desktop import __version__
@@ -165,7 +156,7 @@ def record_from_job(job: JobRecord, card: Mapping[str, Any] | None = None, *,
     clock, temperature, power = _spreads(columns)
     gpus = card.get("gpus") if isinstance(card.get("gpus"), list) else []
     first_gpu: Mapping[str, Any] = gpus[0] if gpus and isinstance(gpus[0], Mapping) else {}
-    mean = _card_number(first_gpu, "mean_power_w")  # the card's figure (advisor.job_card.GpuFigures)
+    mean = _card_number(first_gpu, "mean_power_w")  # the card's figure (advisor.job_figures.GpuFigures)
     if mean is not None:
         power = Spread(p5=power.p5, p50=power.p50, p95=power.p95, mean=mean)
     if temperature.empty:
@@ -219,7 +210,7 @@ def read_record(path: Path) -> PortableRecord:
         raise UserError(f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
         return parse_record_bytes(data, legacy=legacy_record)  # older Rigscope JSON is read too
-    except PortableError as exc:  # one line naming the file and the field (advisor.portable's limits)
+    except PortableError as exc:  # one line naming the file and the field (advisor.portable_read's limits)
         raise UserError(f"{shown}: {printable(exc)}") from None
 
 

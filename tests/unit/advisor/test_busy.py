@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, busy_share
-from advisor.job_card import gpu_figures
+from advisor.job_figures import gpu_figures
 from advisor.rules.base import RuleContext
 from advisor.stats import busy_seconds
 from advisor.summary import gpu_week, top_processes

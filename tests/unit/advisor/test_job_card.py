@@ -9,7 +9,8 @@ import pytest
 
 from advisor.costs import CloudOffer, GpuSpec
 from advisor.frame import GpuMeta, GpuSeries
-from advisor.job_card import CloudInputs, JobCard, JobInputs, gpu_figures, job_card, mean_throughput
+from advisor.job_card import CloudInputs, JobCard, JobInputs, job_card, mean_throughput
+from advisor.job_figures import gpu_figures
 
 T0 = 1_795_000_000.0
 STEP = 60.0

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from advisor.frame import held_most
 from advisor.limit_series import limit_in_force, limit_steps
 from advisor.verdict import RunTrace, judge
 
@@ -146,3 +147,16 @@ def test_a_limit_that_keeps_moving_is_said_as_its_range(utc: None) -> None:
     assert "at its power limit 100 % of the load as the limit moved 11 times between 80 and 104 W" \
         in verdict.sentence, verdict.sentence
     assert "then" not in verdict.sentence
+
+
+def test_a_run_whose_limit_came_back_is_weighed_against_the_limit_held_most_as_a_job_card_is() -> None:
+    """One figure for 'the limit in force over most of the run': 80 W for 60 s, 175 W for 90 s, 80 W again for
+    60 s held 80 W for 120 of its 210 s. The verdict took its longest single step (175 W) while the job card
+    and a range's figures (``frame.held_most``) said 80 W for the same samples."""
+    trace = _gemm([(60, 80.0), (90, 175.0), (60, 80.0)])
+    verdict = judge(trace, min_load_s=60.0)
+    assert [s["limit_w"] for s in verdict.power_limit_steps] == [80.0, 175.0, 80.0]
+    assert trace.power_limit_series_w is not None
+    held = held_most(trace.power_limit_series_w, np.ones(trace.time_s.shape[0]))
+    assert held == 80.0
+    assert verdict.power_limit_w == held

@@ -9,18 +9,8 @@ import numpy as np
 import pytest
 
 from advisor.compare_text import flagged_sentence, rows
-from advisor.portable import (
-    FORMAT,
-    VERSION,
-    Environment,
-    Latency,
-    PortableError,
-    PortableRecord,
-    Spread,
-    energy_joules,
-    parse_record,
-    record_from_dict,
-)
+from advisor.portable import FORMAT, VERSION, Environment, Latency, PortableRecord, Spread, energy_joules
+from advisor.portable_read import PortableError, parse_record, record_from_dict
 from advisor.run_compare import compare
 
 

@@ -11,13 +11,12 @@ import math
 
 import pytest
 
-from advisor.portable import (
+from advisor.portable import PortableRecord, finite_json
+from advisor.portable_read import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     MAX_RECORD_BYTES,
     PortableError,
-    PortableRecord,
-    finite_json,
     parse_record,
     parse_record_bytes,
 )

@@ -9,7 +9,8 @@ import pytest
 
 from advisor.baseline import pick_baseline
 from advisor.frame import StressResult
-from advisor.verdict import RunTrace, Verdict, judge, rolling_median
+from advisor.signal_level import rolling_median
+from advisor.verdict import RunTrace, Verdict, judge
 from advisor.verdict_text import compare_with_baseline, format_duration
 from desktop.telemetry.model import THERMAL_REASONS
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, Trace, parse_profile_list

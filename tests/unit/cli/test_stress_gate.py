@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.portable import PortableRecord, parse_record
+from advisor.portable import PortableRecord
+from advisor.portable_read import parse_record
 from desktop.cli import main
 from desktop.cli.stress_gate import EXIT_BELOW_BASELINE, Gate, judge_gate
 from desktop.stress.portable import write_record

@@ -208,7 +208,7 @@ def test_a_flat_power_plateau_while_the_clock_moves_is_held_at_a_limit(tmp_path:
 def test_the_rolling_median_of_a_fast_log_holds_no_rows_x_window_copy() -> None:
     import tracemalloc
 
-    from advisor.verdict import rolling_median
+    from advisor.signal_level import rolling_median
 
     rng = np.random.default_rng(7)
     n, window = 60_000, 715  # 7 ms samples, the verdict's 5 s window: 343 MB as one copy

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.job_card import GpuFigures, JobCard
-from advisor.portable import parse_record
+from advisor.job_card import JobCard
+from advisor.job_figures import GpuFigures
+from advisor.portable_read import parse_record
 from desktop.jobs.model import JobRecord
 from desktop.stress.portable import record_from_job, record_from_stress
 from desktop.stress.records import judge_run
