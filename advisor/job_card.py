@@ -31,7 +31,7 @@ from advisor.thresholds import Thresholds
 
 #: Card format version (``as_dict()["version"]``); ``from_dict`` reads this one.
 CARD_VERSION = 1
-__all__ = ["CLOUD_ROWS", "CloudEquivalent", "CloudInputs", "JobCard", "JobInputs", "cloud_equivalents", "job_card",
+__all__ = ["CLOUD_ROWS", "CloudEquivalent", "CloudInputs", "JobCard", "JobInputs", "job_card",
            "mean_throughput"]
 
 
@@ -137,18 +137,6 @@ class CloudInputs:
     specs: Sequence[GpuSpec] = ()
     #: Sustained TFLOP/s of the local GPU from its latest GEMM stress test; None: use the datasheet.
     measured_tflops: float | None = None
-
-
-def cloud_equivalents(gpu_name: str, gpus: int, running_s: float, *, busy_share: float | None,
-                      peak_vram_mib: float | None, inputs: CloudInputs, effective_load_pct: float | None = None,
-                      cpu_pct: float | None = None, rows: int = CLOUD_ROWS
-                      ) -> tuple[tuple[CloudEquivalent, ...], list[str]]:
-    """The cheapest offers (on demand) that hold the job, each with the hours it would take there; and notes."""
-    bound = job_bound(busy_share, effective_load_pct, cpu_pct)
-    equivalents, notes = _cloud_rows(gpu_name, gpus, running_s, bound=bound, peak_vram_mib=peak_vram_mib,
-                                     offers=inputs.offers, specs=inputs.specs, measured_tflops=inputs.measured_tflops,
-                                     rows=rows)
-    return equivalents, notes
 
 
 @dataclass(frozen=True)
