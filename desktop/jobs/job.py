@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -34,6 +35,7 @@ from desktop.jobs.job_trace import JobTrace
 from desktop.jobs.model import GuardEvent, JobRecord
 from desktop.jobs.wrap import Watchdog, WrappedJob
 from desktop.telemetry.host import process_tree
+from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import GpuInfo, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
@@ -265,19 +267,24 @@ class JobRun:
             self.job.cont(self._windows_pids())
 
     def run(self) -> int:
-        """Start (unless started), watch until the job ends, finish; the job's exit code."""
+        """Start (unless started), watch until the job ends, finish; the job's exit code.
+
+        A step every ``interval_s`` through ``run_every``, the recorder's loop: the wait after each step is the
+        job's (``job.wait``: its end wakes it at once) or the injected ``wait``; once the job ended no step follows."""
         if self.job is None:
             self.start()
         assert self.job is not None
         job = self.job
-        while job.poll() is None:
-            started = time.monotonic()
-            self.step()
-            left = max(0.0, self.interval_s - (time.monotonic() - started))
-            if self._wait is not None:
-                self._wait(left)
+        wait = self._wait if self._wait is not None else job.wait
+        ended = threading.Event()
+
+        def tick() -> None:
+            if job.poll() is not None:
+                ended.set()  # the loop stops here, before another step
             else:
-                job.wait(left)
+                self.step()
+
+        run_every(self.interval_s, tick, ended, sleep=lambda left: None if ended.is_set() else wait(left))
         self.finish()
         return int(job.poll() or 0)
 
