@@ -5,9 +5,9 @@ lists say which GPUs the job's PIDs use) and acts on the guard's decisions. Its 
 (job_history.py) decides where the samples go: when `rigscope run` can take the history's writer lock it
 writes the samples too, like the recorder; when the recorder holds it, the recorder's samples are the job's
 telemetry and the job row, its events and its series (``JobRows``, job_rows.py) are short transactions beside
-it. ``JobProcesses`` (job_processes.py) follows the job's processes, ``JobTrace`` (job_trace.py) keeps the
-samples the run took for its verdict. On the simulated GPU the job is the load: full while it runs,
-idle (its memory still held) while the guard keeps it stopped.
+it. ``JobProcesses`` (job_processes.py) follows the job's processes, ``JobProgress`` (job_progress.py) reads its
+rate, ``JobTrace`` (job_trace.py) keeps the samples the run took for its verdict. On the simulated GPU the
+job is the load: full while it runs, idle (its memory still held) while the guard keeps it stopped.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from typing import Any
 
 from advisor.frame import held_most
 from advisor.guard import GuardSettings, ThermalGuard
-from advisor.progress import PROGRESS_ENV, JobSeries, OutputProgress, ProtocolProgress, throughput_series
+from advisor.progress import PROGRESS_ENV, JobSeries
 from advisor.wording import count_text
 from desktop.history.job_owner import this_process
 from desktop.jobs.card import judge_job
 from desktop.jobs.job_history import JobHistory
 from desktop.jobs.job_processes import JobProcesses
+from desktop.jobs.job_progress import JobProgress
 from desktop.jobs.job_rows import JobRows
 from desktop.jobs.job_trace import JobTrace
 from desktop.jobs.model import GuardEvent, JobRecord
@@ -73,11 +74,8 @@ class JobRun:
         self._use_pty = use_pty
         self._fds = (stdout_fd, stderr_fd)
         self._want_watchdog = watchdog
-        self.output = {1: OutputProgress(), 2: OutputProgress()}
-        self.protocol = ProtocolProgress()
-        #: Whether the job's last output on each stream left a line unfinished (a tqdm bar).
-        self.line_open = {1: False, 2: False}
-        self._protocol_at = 0
+        #: The job's rate: what its output and its progress file said.
+        self.progress = JobProgress(progress_path)
         self.trace = JobTrace()
         #: The job's PIDs, those that left its session, and the GPUs they use (``processes.gpus``).
         self.processes = JobProcesses(say)
@@ -106,7 +104,7 @@ class JobRun:
             self.processes.marker = f"{PROGRESS_ENV}={self.progress_path}".encode("utf-8", "surrogateescape")
         started = self.clock()
         self.record = replace(self.record, started_s=started, owner=this_process(), last_seen_s=started)
-        self.job = WrappedJob(self.argv, env=env, on_output=self._on_output, use_pty=self._use_pty,
+        self.job = WrappedJob(self.argv, env=env, on_output=self.progress.on_output, use_pty=self._use_pty,
                               monotonic=self.monotonic, stdout_fd=self._fds[0], stderr_fd=self._fds[1])
         self.processes.pids[self.job.pid] = None
         if self._want_watchdog:
@@ -133,10 +131,6 @@ class JobRun:
         """The job's id in the history once its row was added (0 before, or when it could not be)."""
         return self.rows.stored_job_id()
 
-    def _on_output(self, stream: int, chunk: bytes, time_s: float) -> None:
-        self.output[stream].feed(chunk, time_s)
-        self.line_open[stream] = not chunk.endswith(b"\n")
-
     # --- each tick -----------------------------------------------------------------------
 
     def step(self) -> Snapshot:
@@ -150,7 +144,7 @@ class JobRun:
         if self._tree_at is None or now - self._tree_at >= self.process_period_s or snapshot.processes_fresh:
             self._tree_at = now
             self.processes.follow(self.job, snapshot, self.watchdog, guarded=self.guard is not None)
-        self._read_protocol(now)
+        self.progress.read_file(now)
         self._note_job_id()
         self.record = self.rows.heartbeat(self.record, now, self.interval_s)
         if self.guard is not None and self.job.poll() is None:
@@ -160,22 +154,6 @@ class JobRun:
     def guard_note(self) -> str | None:
         """For the card: the job's processes the guard could not stop, when there is a guard and were any."""
         return self.processes.guard_note() if self.guard is not None else None
-
-    def _read_protocol(self, now: float) -> None:
-        if self.progress_path is None:
-            return
-        try:
-            with self.progress_path.open("rb") as handle:
-                handle.seek(self._protocol_at)
-                data = handle.read(1 << 20)
-        except OSError:
-            return
-        self._protocol_at += len(data)
-        if data:
-            try:
-                self.protocol.feed(data, now)
-            except Exception:  # the parser is bounded; should it still fail, the line is lost, never the run
-                self.protocol.bad_lines += 1
 
     def watched_gpus(self) -> list[int]:
         """The GPUs the guard watches: --gpu, else the job's own, else every GPU (until its own are known)."""
@@ -300,12 +278,8 @@ class JobRun:
         self._set_sim_load(running=False, ended=True)
         if self.guard is not None and self.guard.paused and self.events:
             self.pauses.append((self.events[-1].time_s, end))
-        for parser in self.output.values():
-            parser.finish(end)
-        self._read_protocol(end)
-        self.protocol.finish(end)
-        if self.protocol.bad_lines:
-            self.say(f"{count_text(self.protocol.bad_lines, 'line')} in {PROGRESS_ENV} were not "
+        if bad_lines := self.progress.finish(end):
+            self.say(f"{count_text(bad_lines, 'line')} in {PROGRESS_ENV} were not "
                      '{"items": N, "unit": "..."} and were skipped')
         _series, unit = self.series()
         paused_s = self.guard.total_paused_s(end) if self.guard is not None else 0.0
@@ -325,8 +299,8 @@ class JobRun:
         return self.record.started_s + duration
 
     def series(self) -> tuple[JobSeries, str | None]:
-        rates = sorted((r for p in self.output.values() for r in p.readings), key=lambda r: r.time_s)
-        return throughput_series(self.trace.time_s, rates, self.protocol.readings, self.pauses)
+        """The job's throughput at its samples' times, and its unit (None: it said no rate)."""
+        return self.progress.series(self.trace.time_s, self.pauses)
 
     def primary_gpu(self) -> int | None:
         """The GPU the verdict is judged on: --gpu, else the job's first, else the only one."""

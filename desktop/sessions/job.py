@@ -201,7 +201,7 @@ def conclude(run: JobRun, settings: config.Settings, history: JobHistory, output
         from desktop.jobs.card import format_card
 
         # After a job's unfinished line (a tqdm bar) the card starts on a line of its own.
-        show_card(("\n" if run.line_open[2] else "") + format_card(card))
+        show_card(("\n" if run.progress.line_open[2] else "") + format_card(card))
     except Exception as exc:  # the job is done: a card that cannot be made is said, not fatal
         say(f"no job card ({' '.join(str(exc).split()) or type(exc).__name__})")
         if sentence:
