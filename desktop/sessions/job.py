@@ -1,7 +1,7 @@
 """Your own job (`rigscope run -- CMD`): the whole sequence from the command to its exit code, in one place.
 
 ``JobSession`` checks the GPU asked for, opens the job's history (its own writer when it gets the lock,
-else beside the recorder, else a private one: desktop/jobs/job.py's ``JobHistory``), builds the sampler
+else beside the recorder, else a private one: desktop/jobs/job_history.py's ``JobHistory``), builds the sampler
 and the thermal guard's settings (refusing a guard the GPUs are already above), runs the wrapped job
 (``JobRun``: the wrapper, watchdog, progress and guard), then makes the card, stores it with the job,
 writes the portable run record (``output``) and hands back the job's exit code. What it has to say goes
@@ -24,7 +24,8 @@ from advisor.guard import GuardRefused, GuardSettings, check_guard_c
 from advisor.safetext import printable
 from desktop import config
 from desktop.errors import UserError
-from desktop.jobs.job import JobHistory, JobRun
+from desktop.jobs.job import JobRun
+from desktop.jobs.job_history import JobHistory
 from desktop.jobs.job_writes import END_WRITES_S
 from desktop.telemetry.sampler import Sampler, open_host_backend
 
@@ -200,7 +201,7 @@ def conclude(run: JobRun, settings: config.Settings, history: JobHistory, output
         from desktop.jobs.card import format_card
 
         # After a job's unfinished line (a tqdm bar) the card starts on a line of its own.
-        show_card(("\n" if run.line_open[2] else "") + format_card(card))
+        show_card(("\n" if run.progress.line_open[2] else "") + format_card(card))
     except Exception as exc:  # the job is done: a card that cannot be made is said, not fatal
         say(f"no job card ({' '.join(str(exc).split()) or type(exc).__name__})")
         if sentence:

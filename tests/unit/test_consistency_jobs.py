@@ -32,7 +32,8 @@ from advisor.guard import GuardSettings
 from desktop import cli, config
 from desktop.history.store import HistoryStore
 from desktop.jobs.card import card_rows, job_frame, job_gpus, pause_spans
-from desktop.jobs.job import JobHistory, JobRun
+from desktop.jobs.job import JobRun
+from desktop.jobs.job_history import JobHistory
 from desktop.sessions.jobs_reader import JobsHistory
 from desktop.stress.portable import read_record
 from desktop.telemetry.sampler import Sampler

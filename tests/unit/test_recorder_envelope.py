@@ -101,7 +101,7 @@ def test_the_window_recording_writes_them_too() -> None:
 
 
 def test_rigscope_run_writes_them_when_it_holds_the_history(tmp_path: Path) -> None:
-    from desktop.jobs.job import JobHistory
+    from desktop.jobs.job_history import JobHistory
 
     path = tmp_path / "h.sqlite"
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=1)

@@ -11,7 +11,8 @@ import pytest
 
 from advisor.progress import JobSeries
 from desktop import config
-from desktop.jobs.job import JobHistory, _Trace
+from desktop.jobs.job_history import JobHistory
+from desktop.jobs.job_trace import JobTrace
 from desktop.jobs.model import JobRecord
 from desktop.sessions.job import SIMULATED_LOAD_NOTE, job_card
 from desktop.telemetry.model import GpuInfo, GpuSample
@@ -23,7 +24,7 @@ INFO = GpuInfo(index=0, uuid="GPU-sim-4090", name="NVIDIA GeForce RTX 4090 Lapto
 
 
 def test_a_history_without_the_jobs_gpu_gives_the_card_from_the_runs_own_samples(tmp_path: Path) -> None:
-    trace = _Trace()
+    trace = JobTrace()
     for i in range(61):  # 60 s at 149 W, the energy counter rising 149 J a second
         sample = GpuSample(utilization_gpu_pct=100.0, vram_used_mib=6000.0, temperature_c=60.0, power_w=149.0,
                            energy_mj=1e6 + 149_000.0 * i, sm_clock_mhz=1935.0, clock_event_reasons=0x4)

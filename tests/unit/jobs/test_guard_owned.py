@@ -144,7 +144,7 @@ def test_a_daemonised_worker_is_named_not_under_the_guard_instead_of_counted_as_
         # daemon would show now, taken or pending (``owned.is_stopped``), with no wait for it to land.
         member = owned.read_stat(daemon)
         assert member is not None and not owned.is_stopped(member)
-        assert daemon in {pid for pid, _ in run.escaped}
+        assert daemon in {pid for pid, _ in run.processes.escaped}
         note = run.guard_note()
         assert note is not None and note.startswith("not under the guard") and f"pid {daemon} " in note
         assert any(f"pid {daemon} " in line and "left the job's session" in line for line in said)

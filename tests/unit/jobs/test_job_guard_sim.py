@@ -14,7 +14,8 @@ import pytest
 
 from advisor.guard import GuardSettings
 from desktop.history.store import HistoryStore
-from desktop.jobs.job import JobHistory, JobRun
+from desktop.jobs.job import JobRun
+from desktop.jobs.job_history import JobHistory
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 

@@ -112,7 +112,8 @@ def test_a_job_under_a_held_write_lock_is_measured_as_itself_and_rigscope_exits_
 def test_the_jobs_rows_wait_for_the_lock_off_its_path_and_are_all_written_when_it_is_free(tmp_path: Path) -> None:
     """The job's row, its end and its series wait for the lock on a thread of their own: start() and the loop
     do not (the guard's next look, the job's measured end), and nothing is dropped when the lock comes back."""
-    from desktop.jobs.job import JobHistory, JobRun
+    from desktop.jobs.job import JobRun
+    from desktop.jobs.job_history import JobHistory
     from desktop.telemetry.sampler import Sampler
     from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 

@@ -80,7 +80,7 @@ try:
     run.step()
     # The job stopped (the guard's SIGSTOP taken), then the sleep: stopped, or a SIGSTOP still pending for it.
     until(lambda: state(run.job.pid) == "T", 60.0)
-    print(json.dumps({"child": child, "seen": child in run.pids, "job": state(run.job.pid),
+    print(json.dumps({"child": child, "seen": child in run.processes.pids, "job": state(run.job.pid),
                       "sleep": "T" if stop_pending(sleeper.pid) else state(sleeper.pid),
                       "events": [e.kind for e in run.events]}))
 finally:
