@@ -8,7 +8,7 @@ import numpy as np
 from pytestqt.qtbot import QtBot
 
 from desktop.ui.theme import DARK
-from desktop.ui.widgets.charts import min_span_range, readout_time
+from desktop.ui.widgets.chart_math import min_span_range, readout_time
 from desktop.ui.widgets.plot_column import PlotColumn
 
 NOON_S = time.mktime((2026, 11, 10, 12, 0, 0, 0, 0, -1))  # local noon: no midnight within an hour of it
