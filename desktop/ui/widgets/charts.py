@@ -41,7 +41,14 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
 from desktop.ui.theme import Theme
-from desktop.ui.widgets.chart_math import limit_text, min_span_range, nearest_index, readout_time, share_text
+from desktop.ui.widgets.chart_math import (
+    finite_bounds,
+    limit_text,
+    min_span_range,
+    nearest_index,
+    readout_time,
+    share_text,
+)
 from desktop.ui.widgets.plot_curves import LiveCurve, Series, series_pen
 from desktop.ui.widgets.plot_item import TimeItem
 
@@ -206,10 +213,10 @@ class TimePlot:
         lows, highs = [], []
         for store in (self._data, self._history):
             for _times, values in store.values():
-                finite = values[np.isfinite(values)]
-                if finite.size:
-                    lows.append(float(finite.min()))
-                    highs.append(float(finite.max()))
+                low, high = finite_bounds(values)  # the bounds the live curve reports to its view box
+                if not math.isnan(low):
+                    lows.append(low)
+                    highs.append(high)
         if not lows:
             return
         low, high = min(lows), max(highs)
