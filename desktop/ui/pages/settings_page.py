@@ -15,14 +15,14 @@ worker thread too) and says it in the words of ``rigscope service status`` ("ins
 here)"). A unit that was written but could not be enabled is installed, so the setting is saved
 as on, with what is left to do; a unit installed from a terminal shows ticked, and unticking
 it removes it.
+
+The field table and its editors are in ``settings_fields.py``; the start-at-login calls that run on the worker
+thread in ``settings_service.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -48,124 +45,15 @@ from desktop.config import Settings
 from desktop.service import ServiceStatus, summary
 from desktop.ui.background import Loader
 from desktop.ui.pages.base import PageWidget
-from desktop.ui.theme import Theme
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Field:
-    key: str  # "section.name"
-    label: str
-    unit: str = ""
-    kind: str = "text"  # text | bool | choice | spin (whole numbers in ``config.allowed_range``)
-    choices: tuple[str, ...] = ()
-    help: str = ""
-    #: For a spin box: what its minimum reads as (e.g. "forever" for 0 days).
-    special: str = ""
-    #: A text field's width in pixels (a URL needs more than a number).
-    width: int = 110
-
-
-_INTERVAL_LOW, _INTERVAL_HIGH = config.INTERVAL_RANGE_S
-
-
-def _within(key: str) -> str:
-    """``(1 to 30)``: the range ``config`` accepts for a setting, for its unit label."""
-    low, high = config.allowed_range(key)
-    return f"({low:g} to {high:g})"
-
-
-GROUPS: tuple[tuple[str, tuple[Field, ...]], ...] = (
-    ("Sampling", (
-        Field("sampling.interval_s", "Sampling interval", f"s ({_INTERVAL_LOW:g} to {_INTERVAL_HIGH:g})",
-              help=f"{config.SamplingSettings().interval_s:g} s is the sane default; faster polling can stutter games"),
-        Field("sampling.process_interval_s", "Process list interval", "s",
-              help="the slowest driver call: poll it less often"),
-    )),
-    ("History retention", (
-        Field("retention.raw_days", "Keep every sample for", "days"),
-        Field("retention.minute_days", "Keep minute averages for", "days"),
-        Field("retention.hour_days", "Keep hourly averages for", "days", kind="spin", special="forever",
-              help="0 (forever) keeps them for good"),
-    )),
-    ("Alerts", (
-        Field("alerts.temperature_c", "GPU temperature above", "°C"),
-        Field("alerts.vram_pct", "VRAM fuller than", "%"),
-        Field("alerts.throttle_s", "Throttled for longer than", "s"),
-        Field("alerts.gpu_lost", "When a GPU stops answering", kind="bool"),
-        Field("alerts.debounce_s", "Repeat the same alert at most every", "s"),
-    )),
-    ("Appearance", (
-        Field("appearance.theme", "Theme", kind="choice", choices=("system", "dark", "light")),
-    )),
-    ("Costs", (
-        Field("costs.electricity_price_per_kwh", "Electricity price", "per kWh"),
-        Field("costs.currency", "Currency", help="e.g. USD, EUR"),
-    )),
-    ("Job guard (rigscope run --guard-c)", (
-        Field("jobs.guard_resume_offset_c", "Let the job run again at", f"°C below the guard "
-              f"{_within('jobs.guard_resume_offset_c')}",
-              help="--guard-c T pauses the job when the GPU reaches T °C and continues it this far below T"),
-        Field("jobs.guard_min_pause_s", "Pause at least", f"s {_within('jobs.guard_min_pause_s')}",
-              help="a paused job stays paused at least this long, even when the GPU cools sooner"),
-        Field("jobs.guard_min_run_s", "Run at least", f"s {_within('jobs.guard_min_run_s')}",
-              help="after a resume the job runs at least this long before it may be paused again"),
-    )),
-    ("Fleet (the Fleet page, rigscope fleet)", (
-        Field("fleet.url", "Prometheus URL", width=320,
-              help="the Prometheus server that scrapes your machines, e.g. http://prometheus:9090; empty: the "
-                   "Fleet page is off. Credentials: RIGSCOPE_FLEET_TOKEN, or RIGSCOPE_FLEET_USER and "
-                   "RIGSCOPE_FLEET_PASSWORD, or token_file / user + password_file under [fleet]"),
-        Field("fleet.timeout_s", "Give up on a request after", f"s {_within('fleet.timeout_s')}"),
-    )),
-    ("Startup", (
-        Field("startup.start_at_login", "Record from login (recorder service)", kind="bool"),
-    )),
+from desktop.ui.pages.settings_fields import GROUPS, Editor, Field, editor_value, make_editor, setting_value, show_value
+from desktop.ui.pages.settings_service import (
+    StatusSource,
+    change_service,
+    default_service,
+    read_status,
+    with_start_at_login,
 )
-
-
-StatusSource = Callable[[], ServiceStatus]
-
-
-def _change_service(service: Callable[[bool], None], enable: bool,
-                    status: StatusSource | None) -> tuple[str, ServiceStatus | None]:
-    """Turn start at login on or off (worker thread): why it failed ("" when it did not), and the state after."""
-    try:
-        service(enable)
-        refused = ""
-    except Exception as exc:  # systemd/Task Scheduler refused, or did only part: the state read below says which
-        refused = str(exc)
-    return refused, _read_status(status)
-
-
-def _read_status(status: StatusSource | None) -> ServiceStatus | None:
-    if status is None:
-        return None
-    try:
-        return status()
-    except Exception as exc:  # an unsupported platform, an unreadable unit: the page goes by the settings file
-        log.info("start-at-login status unknown: %s", exc)
-        return None
-
-
-def _get(settings: Settings, key: str) -> Any:
-    section, name = key.split(".")
-    return getattr(getattr(settings, section), name)
-
-
-def _default_service() -> Callable[[bool], None]:
-    """``desktop.service`` install/uninstall."""
-    from desktop import service
-
-    def apply(enable: bool) -> None:
-        (service.install if enable else service.uninstall)()
-
-    return apply
-
-
-def _with_start_at_login(settings: Settings, on: bool) -> Settings:
-    return dataclasses.replace(settings, startup=dataclasses.replace(settings.startup, start_at_login=on))
+from desktop.ui.theme import Theme
 
 
 class SettingsPage(PageWidget):
@@ -186,14 +74,14 @@ class SettingsPage(PageWidget):
         if service is None:
             from desktop import service as start_at_login
 
-            self._service: Callable[[bool], None] | None = _default_service()
+            self._service: Callable[[bool], None] | None = default_service()
             self._status: StatusSource | None = service_status or start_at_login.status
         else:
             self._service, self._status = service, service_status
         #: What the service manager said last (None: not asked, or it could not tell).
         self.service_state: ServiceStatus | None = None
         self.service_loader = Loader(self, name="service")
-        self.editors: dict[str, QLineEdit | QCheckBox | QComboBox | QSpinBox] = {}
+        self.editors: dict[str, Editor] = {}
         self.errors: dict[str, QLabel] = {}
 
         body = QWidget()
@@ -233,24 +121,7 @@ class SettingsPage(PageWidget):
         row = QWidget()
         layout = QHBoxLayout(row)
         layout.setContentsMargins(0, 0, 0, 0)
-        editor: QLineEdit | QCheckBox | QComboBox | QSpinBox
-        if f.kind == "spin":
-            low, high = config.allowed_range(f.key)
-            editor = QSpinBox(minimum=int(low), maximum=int(min(high, 2**31 - 1)))
-            editor.setSpecialValueText(f.special)  # the minimum reads as a word, e.g. 0 days: "forever"
-            editor.setSuffix(f" {f.unit}")
-            editor.setAlignment(Qt.AlignmentFlag.AlignRight)
-        elif f.kind == "bool":
-            editor = QCheckBox()
-        elif f.kind == "choice":
-            editor = QComboBox()
-            editor.addItems(list(f.choices))
-        else:
-            editor = QLineEdit()
-            editor.setFixedWidth(f.width)
-            editor.setAlignment(Qt.AlignmentFlag.AlignRight)
-        editor.setObjectName(f.key)
-        editor.setToolTip(f.help)
+        editor = make_editor(f)
         layout.addWidget(editor)
         if f.unit and f.kind != "spin":  # a spin box carries its unit (and "forever" reads alone)
             layout.addWidget(QLabel(f.unit))
@@ -267,15 +138,7 @@ class SettingsPage(PageWidget):
     def revert(self) -> None:
         """Show the current settings, clearing any error."""
         for key, editor in self.editors.items():
-            value = _get(self.settings, key)
-            if isinstance(editor, QCheckBox):
-                editor.setChecked(bool(value))
-            elif isinstance(editor, QComboBox):
-                editor.setCurrentText(str(value))
-            elif isinstance(editor, QSpinBox):
-                editor.setValue(int(value))
-            else:
-                editor.setText(f"{value:g}" if isinstance(value, float) else str(value))
+            show_value(editor, setting_value(self.settings, key))
         if self.service_state is not None:
             self._start_box().setChecked(self.service_state.installed)
         self._show_problems([])
@@ -298,7 +161,7 @@ class SettingsPage(PageWidget):
         if self._status is None or self.busy:
             return
         status = self._status
-        self.service_loader.run(lambda: _read_status(status), self._state_read, lambda error: None)
+        self.service_loader.run(lambda: read_status(status), self._state_read, lambda error: None)
 
     def _state_read(self, state: ServiceStatus | None) -> None:
         self.service_state = state
@@ -312,15 +175,7 @@ class SettingsPage(PageWidget):
         out: dict[str, dict[str, Any]] = {}
         for key, editor in self.editors.items():
             section, name = key.split(".")
-            if isinstance(editor, QCheckBox):
-                value: Any = editor.isChecked()
-            elif isinstance(editor, QComboBox):
-                value = editor.currentText()
-            elif isinstance(editor, QSpinBox):
-                value = editor.value()
-            else:
-                value = editor.text().strip()
-            out.setdefault(section, {})[name] = value
+            out.setdefault(section, {})[name] = editor_value(editor)
         return out
 
     def _show_problems(self, problems: list[tuple[str, str]]) -> None:
@@ -366,7 +221,7 @@ class SettingsPage(PageWidget):
             self.status.setText("Turning start at login " + ("on…" if enable else "off…"))
             self.status.setStyleSheet(f"color: {self.theme.muted};")
             status = self._status
-            self.service_loader.run(lambda: _change_service(service, enable, status),
+            self.service_loader.run(lambda: change_service(service, enable, status),
                                     lambda answer: self._service_done(new, *answer), self._service_failed)
             return None
         return self._write(new)
@@ -389,7 +244,7 @@ class SettingsPage(PageWidget):
             self.status.setStyleSheet(f"color: {self.theme.bad};")
             return
         # Installed as asked, perhaps not yet enabled (no systemctl here): saved as on, with what is left to do.
-        if self._write(_with_start_at_login(new, state.installed)):
+        if self._write(with_start_at_login(new, state.installed)):
             self.status.setText(" ".join(part for part in ("Saved.", self._service_line(), refused) if part))
 
     def _service_failed(self, error: str) -> None:

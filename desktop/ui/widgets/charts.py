@@ -2,7 +2,9 @@
 
 The pieces (the dashboard, the stress page and the reports reuse them): ``RingBuffer``
 (``desktop/ui/widgets/ring_buffer.py``) keeps the live numbers; ``PlotColumn``
-(``desktop/ui/widgets/plot_column.py``) stacks plots over one time axis with one crosshair; and here:
+(``desktop/ui/widgets/plot_column.py``) stacks plots over one time axis with one crosshair; each series is
+drawn by the curves of ``desktop/ui/widgets/plot_curves.py`` (``LiveCurve``, ``Series``); the readout's words and
+the arrays' arithmetic are in ``desktop/ui/widgets/chart_math.py`` (no Qt); and here:
 
 ``TimePlot`` -- one plot. ``add_series(key, label, colour=None, width=1, style=...)`` adds a
     persistent curve (created once, fed by ``setData``; the series of one plot differ in line
@@ -17,7 +19,7 @@ The pieces (the dashboard, the stress page and the reports reuse them): ``RingBu
     is labelled ``labels[i]``. The title and the hover readout sit in a band above the plot
     area (``BAND_PX``), never over the data; each series is named in the text colour after a
     swatch of its line. The readout names the date with the time when the window is longer
-    than ``DATED_WINDOW_S`` or crosses midnight.
+    than ``chart_math.DATED_WINDOW_S`` or crosses midnight.
 
 Curves follow pyqtgraph's live-plot habits: ``connect="finite"`` so NaN leaves a gap (a
 missing metric, a lost GPU), ``"peak"`` downsampling (spikes survive it) to about a point
@@ -30,18 +32,24 @@ x-range move, which doubled the cost of a live frame.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
-from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from pyqtgraph.graphicsItems.PlotCurveItem import arrayToLineSegments
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
 from desktop.ui.theme import Theme
+from desktop.ui.widgets.chart_math import (
+    finite_bounds,
+    limit_text,
+    min_span_range,
+    nearest_index,
+    readout_time,
+    share_text,
+)
+from desktop.ui.widgets.plot_curves import LiveCurve, Series, series_pen
 from desktop.ui.widgets.plot_item import TimeItem
 
 FloatArray = npt.NDArray[np.float64]
@@ -55,280 +63,8 @@ LIMIT_LABEL_GAP_PX = 14.0
 BAND_PX = 18
 #: Line styles by series order within one plot, so two series never differ by hue alone.
 SERIES_STYLES = ("solid", "dash", "dot", "dashdot")
-_PEN_STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine,
-               "dashdot": Qt.PenStyle.DashDotLine}
 #: The readout's swatch of each line style (box-drawing glyphs, drawn in the series colour).
 _SWATCHES = {"solid": "\u2501\u2501", "dash": "\u254d\u254d", "dot": "\u2505\u2505", "dashdot": "\u2509\u2509"}
-#: A window longer than this (or one that crosses midnight) shows the date in the hover readout.
-DATED_WINDOW_S = 6 * 3600.0
-
-
-def readout_time(time_s: float, window_start_s: float, window_end_s: float) -> str:
-    """The hover readout's time: "14:03:07", or with the date ("Tue 10 Nov 14:03") in a long window."""
-    start, end = time.localtime(window_start_s), time.localtime(window_end_s)
-    dated = window_end_s - window_start_s > DATED_WINDOW_S or (start.tm_year, start.tm_yday) != (end.tm_year,
-                                                                                                  end.tm_yday)
-    return time.strftime("%a %d %b %H:%M" if dated else "%H:%M:%S", time.localtime(time_s))
-
-
-def min_span_range(low: float, high: float, span: float) -> tuple[float, float]:
-    """``(low, high)`` widened about its middle to at least ``span`` (unchanged when already as tall)."""
-    if high - low >= span:
-        return low, high
-    middle = (low + high) / 2.0
-    return middle - span / 2.0, middle + span / 2.0
-
-
-
-def _nearest(times: FloatArray, time_s: float) -> int | None:
-    if times.size == 0 or time_s < times[0] - 5.0 or time_s > times[-1] + 5.0:
-        return None
-    i = int(np.searchsorted(times, time_s))
-    if i >= times.size:
-        return times.size - 1
-    if i > 0 and time_s - times[i - 1] < times[i] - time_s:
-        return i - 1
-    return i
-
-
-def share_text(label: str, share: float) -> str:
-    """A lane cause in the hover readout with its share of the time under the cursor: "HW thermal 1.5 %"."""
-    pct = 100.0 * share
-    shown = "<0.1" if pct < 0.05 else f"{pct:.1f}" if pct < 9.95 else f"{pct:.0f}"
-    return f"{label} {shown} %"
-
-
-def limit_text(label: str, value: float, unit: str) -> str:
-    """A limit line's label: "slowdown 87 °C", "power limit 150 W"."""
-    return f"{label} {value:,.0f} {unit}".strip()
-
-
-class _Series:
-    __slots__ = ("colour", "downsample", "history", "history_fill", "label", "live", "style", "width")
-
-    def __init__(self, label: str, colour: str, live: LiveCurve, downsample: bool = True, *,
-                 style: str = "solid", width: float = 1.0, history_fill: float | None = None) -> None:
-        self.downsample = downsample
-        self.label = label
-        self.colour = colour
-        self.style = style
-        self.width = width
-        self.history_fill = history_fill
-        self.live = live
-        #: The curve of the part read from history: made when the first history points come (most
-        #: plots never get any), so a window's cold start builds half the curves.
-        self.history: pg.PlotDataItem | None = None
-
-    def history_curve(self) -> pg.PlotDataItem:
-        """A new curve for the history part: the live one's look (or a filled area), drawn just under it."""
-        fill = self.history_fill
-        curve = _curve(self.colour, 1.0 if fill is not None else self.width, self.style)
-        if fill is not None:
-            curve.setFillLevel(fill)
-            curve.setBrush(pg.mkBrush(self.colour))
-        # Under its own live curve, as when both were added in order (history first): made later, it
-        # would otherwise be drawn over it.
-        curve.setZValue(self.live.zValue() - 0.5)
-        return curve
-
-
-def _pen(colour: str, width: float, style: str) -> pg.QtGui.QPen:
-    pen = pg.mkPen(colour, width=width, style=_PEN_STYLES[style])
-    if width > 1:  # wide lane marks: a cause held for under a pixel still shows as a square
-        pen.setCapStyle(Qt.PenCapStyle.SquareCap)
-    return pen
-
-
-def _curve(colour: str, width: float, style: str = "solid") -> pg.PlotDataItem:
-    curve = pg.PlotDataItem(pen=_pen(colour, width, style), connect="finite", antialias=False)
-    curve.setDownsampling(ds=1, auto=False, method="peak")
-    return curve
-
-
-def peak_downsample(time_s: FloatArray, values: FloatArray, factor: int) -> tuple[FloatArray, FloatArray]:
-    """pyqtgraph's "peak" downsampling: per block of ``factor`` points its max then its min, at the block's
-    middle time (a block holding a NaN is NaN, a gap); a trailing part block is dropped."""
-    n = time_s.size // factor
-    x = np.repeat(time_s[factor // 2:factor // 2 + n * factor:factor], 2)
-    blocks = values[:n * factor].reshape(n, factor)
-    y = np.empty((n, 2))
-    y[:, 0] = blocks.max(axis=1)
-    y[:, 1] = blocks.min(axis=1)
-    return x, y.reshape(n * 2)
-
-
-def _finite_bounds(values: FloatArray) -> tuple[float, float]:
-    """The least and greatest finite value; NaN, NaN when there is none (the view box then ignores the axis)."""
-    if values.size == 0:
-        return math.nan, math.nan
-    low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
-    if math.isinf(low) or math.isinf(high):
-        finite = values[np.isfinite(values)]
-        if finite.size == 0:
-            return math.nan, math.nan
-        low, high = float(finite.min()), float(finite.max())
-    return low, high
-
-
-#: How far right of its data (pixels) a live curve's bounding rect reaches, and how far above and below.
-RECT_LEAD_PX: Final = 100.0
-RECT_MARGIN_PX: Final = 20.0
-#: Pixels added each side of a repainted strip beyond the pen (a segment's end is rounded to a pixel).
-STRIP_SLACK_PX: Final = 2.0
-
-
-def _slid_ends(x: FloatArray, y: FloatArray, new_x: FloatArray,
-               new_y: FloatArray) -> list[tuple[float, float]] | None:
-    """Where the picture changed when the data only slid along (points gone at its start, come at its end, the
-    rest the same): the x spans of the segments that went and came. None for any other change."""
-    if x.size < 2 or new_x.size < 2:
-        return None
-    k = int(np.searchsorted(x, new_x[0]))
-    if k >= x.size or x[k] != new_x[0]:
-        return None
-    kept = x.size - k
-    if kept < 2 or kept > new_x.size or not (np.array_equal(x[k:], new_x[:kept])
-                                             and np.array_equal(y[k:], new_y[:kept], equal_nan=True)):
-        return None
-    spans = []
-    if k > 0:
-        spans.append((float(x[0]), float(new_x[0])))
-    if new_x.size > kept:
-        spans.append((float(x[-1]), float(new_x[-1])))
-    return spans
-
-
-class LiveCurve(pg.GraphicsObject):  # type: ignore[misc]
-    """The live part of one series: a lean stand-in for ``pg.PlotDataItem``, set every frame.
-
-    It draws what a PlotDataItem with ``connect="finite"``, antialias off and "peak" downsampling
-    draws (a NaN is a gap; a wide solid pen as separate line segments, as PlotCurveItem does), without
-    its per-``setData`` bookkeeping (display datasets, scatter item, option passes): the path is made
-    once per new data, at the first paint after it, and the bounds come from the arrays' finite min/max.
-    ``opts`` keeps the keys that are read: ``pen``, ``connect``, ``downsample`` (the "peak" factor
-    applied by the next ``setData``) and ``downsampleMethod``; ``getData()`` gives the drawn points.
-    """
-
-    def __init__(self, pen: pg.QtGui.QPen) -> None:
-        super().__init__()
-        self.opts: dict[str, object] = {"pen": pen, "connect": "finite", "antialias": False, "downsample": 1,
-                                        "downsampleMethod": "peak"}
-        # As PlotCurveItem's "auto" segmented-line mode: drawLines is the faster way to stroke a wide solid pen.
-        self._segmented = (pen.widthF() > 1.0 and pen.style() == Qt.PenStyle.SolidLine and pen.isSolid()
-                           and pen.color().alphaF() == 1.0)
-        self._pad_px = pen.widthF() * 0.7072 if pen.isCosmetic() else 0.0
-        empty = np.empty(0, dtype=np.float64)
-        self._x: FloatArray = empty
-        self._y: FloatArray = empty
-        self._bounds = ((math.nan, math.nan), (math.nan, math.nan))
-        self._rect: pg.QtCore.QRectF | None = None
-        #: The data extent (x0, x1, y0, y1) ``_rect`` was made for: data inside it keeps the rect.
-        self._covered: tuple[float, float, float, float] | None = None
-        self._path: pg.QtGui.QPainterPath | None = None
-        self._lines: Any = None
-
-    def setData(self, time_s: FloatArray, values: FloatArray) -> None:
-        factor = int(self.opts["downsample"])  # type: ignore[call-overload]
-        if factor > 1:
-            time_s, values = peak_downsample(time_s, values, factor)
-        x, y = self._x, self._y
-        if x.size == time_s.size and np.array_equal(x, time_s) and np.array_equal(y, values, equal_nan=True):
-            return  # the same picture: no new path, no repaint
-        changed = _slid_ends(x, y, time_s, values)
-        old_y0, old_y1 = self._bounds[1]
-        self._x, self._y = time_s, values
-        self._bounds = (_finite_bounds(time_s), _finite_bounds(values))
-        self._path = None
-        self._lines = None
-        if not self._rect_covers(self._bounds):
-            self.prepareGeometryChange()  # repaints where it was; the new rect is made when next asked
-            self._rect = None
-            self._covered = None
-            self.update()
-        elif changed is None:
-            self.update()
-        else:
-            # The window slid along: only its two ends look different. Repainting just those strips (each
-            # segment that came or went, with the pen's width) is what keeps an idle window cheap.
-            y0, y1 = self._bounds[1]
-            y0, y1 = min(y0, old_y0), max(y1, old_y1)  # a segment that went may have reached past what stays
-            for lo, hi in changed:
-                self.update(self._strip(lo, hi, y0, y1))
-        self.informViewBoundsChanged()
-
-    def _rect_covers(self, bounds: tuple[tuple[float, float], tuple[float, float]]) -> bool:
-        covered = self._covered
-        if covered is None or self._rect is None:
-            return False
-        (x0, x1), (y0, y1) = bounds
-        return covered[0] <= x0 and x1 <= covered[1] and covered[2] <= y0 and y1 <= covered[3]
-
-    def _strip(self, lo: float, hi: float, y0: float, y1: float) -> pg.QtCore.QRectF:
-        """[lo, hi] x [y0, y1] (the data's height before and after), widened by the pen and ``STRIP_SLACK_PX`` each
-        way (not the bounding rect's spare room: that reaches past the view box, into the axes and plots beside)."""
-        vx, vy = self.pixelVectors()
-        extra = self._pad_px + STRIP_SLACK_PX
-        pad_x = extra * (0.0 if vx is None else vx.length())
-        pad_y = extra * (0.0 if vy is None else vy.length())
-        return pg.QtCore.QRectF(lo - pad_x, y0 - pad_y, hi - lo + 2 * pad_x, y1 - y0 + 2 * pad_y)
-
-    def getData(self) -> tuple[FloatArray, FloatArray]:
-        return self._x, self._y
-
-    def dataBounds(self, ax: int, frac: float = 1.0,
-                   orthoRange: tuple[float, float] | None = None) -> tuple[float, float] | tuple[None, None]:
-        if frac >= 1.0 and orthoRange is None:
-            return self._bounds[ax]
-        data, other = (self._x, self._y) if ax == 0 else (self._y, self._x)
-        if orthoRange is not None:
-            data = data[(other >= orthoRange[0]) & (other <= orthoRange[1])]
-        data = data[np.isfinite(data)]
-        if data.size == 0:
-            return None, None
-        if frac >= 1.0:
-            return float(data.min()), float(data.max())
-        low, high = np.percentile(data, [50 * (1 - frac), 50 * (1 + frac)])
-        return float(low), float(high)
-
-    def pixelPadding(self) -> float:
-        return self._pad_px
-
-    def boundingRect(self) -> pg.QtCore.QRectF:
-        """The data's bounds and the pen, with room to spare (``RECT_LEAD_PX`` right, ``RECT_MARGIN_PX`` above
-        and below): the window's new samples stay inside it for a while, so it need not change (and have the
-        curve repainted whole) with each."""
-        if self._rect is None:
-            (x0, x1), (y0, y1) = self._bounds
-            if not (math.isfinite(x0) and math.isfinite(y0)):
-                return pg.QtCore.QRectF()
-            vx, vy = self.pixelVectors()
-            x_px = 0.0 if vx is None else vx.length()
-            y_px = 0.0 if vy is None else vy.length()
-            x1 += RECT_LEAD_PX * x_px
-            y0, y1 = y0 - RECT_MARGIN_PX * y_px, y1 + RECT_MARGIN_PX * y_px
-            px, py = x_px * self._pad_px, y_px * self._pad_px
-            self._rect = pg.QtCore.QRectF(x0 - px, y0 - py, 2 * px + x1 - x0, 2 * py + y1 - y0)
-            self._covered = (x0, x1, y0, y1)
-        return self._rect
-
-    def viewTransformChanged(self) -> None:
-        self._rect = None  # the pixel padding is in data units: it changes with the view
-        self._covered = None
-        self.prepareGeometryChange()
-
-    def paint(self, painter: pg.QtGui.QPainter, *_: object) -> None:
-        if self._x.size == 0:
-            return
-        painter.setRenderHint(painter.RenderHint.Antialiasing, False)
-        painter.setPen(self.opts["pen"])
-        if self._segmented:
-            if self._lines is None:
-                self._lines = arrayToLineSegments(self._x, self._y, connect="finite", finiteCheck=True)
-            painter.drawLines(*self._lines.drawargs())
-        else:
-            if self._path is None:
-                self._path = pg.arrayToQPath(self._x, self._y, connect="finite", finiteCheck=True)
-            painter.drawPath(self._path)
 
 
 class TimePlot:
@@ -340,7 +76,7 @@ class TimePlot:
         self.unit = unit
         self.theme = theme
         self.categories: tuple[str, ...] = ()
-        self._series: dict[str, _Series] = {}
+        self._series: dict[str, Series] = {}
         self._data: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._history: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._limits: dict[str, tuple[pg.InfiniteLine, str]] = {}
@@ -394,11 +130,11 @@ class TimePlot:
         down to that y under a 1 px edge (a lane row drawn as each bucket's share), the live one keeps its pen."""
         colour = colour or self.theme.series[len(self._series) % len(self.theme.series)]
         style = style or SERIES_STYLES[len(self._series) % len(SERIES_STYLES)]
-        live = LiveCurve(_pen(colour, width, style))
+        live = LiveCurve(series_pen(colour, width, style))
         if below:
             live.setZValue(-1)
         self.item.addItem(live)
-        self._series[key] = _Series(label, colour, live, downsample, style=style, width=width,
+        self._series[key] = Series(label, colour, live, downsample, style=style, width=width,
                                     history_fill=history_fill)
 
     def relabel(self, title: str, labels: dict[str, str]) -> None:
@@ -477,10 +213,10 @@ class TimePlot:
         lows, highs = [], []
         for store in (self._data, self._history):
             for _times, values in store.values():
-                finite = values[np.isfinite(values)]
-                if finite.size:
-                    lows.append(float(finite.min()))
-                    highs.append(float(finite.max()))
+                low, high = finite_bounds(values)  # the bounds the live curve reports to its view box
+                if not math.isnan(low):
+                    lows.append(low)
+                    highs.append(high)
         if not lows:
             return
         low, high = min(lows), max(highs)
@@ -525,7 +261,7 @@ class TimePlot:
         self._feed(series, series.history, *(drawn or (time_s, values)))
         self._fit_y()
 
-    def _feed(self, series: _Series, curve: pg.PlotDataItem | LiveCurve, time_s: FloatArray,
+    def _feed(self, series: Series, curve: pg.PlotDataItem | LiveCurve, time_s: FloatArray,
               values: FloatArray) -> None:
         """setData with a "peak" downsampling factor of about one point pair per pixel."""
         width_px = max(200.0, self.item.vb.width())
@@ -552,7 +288,7 @@ class TimePlot:
     # --- hover ----------------------------------------------------------------------
     def value_at(self, key: str, time_s: float) -> float | None:
         for times, values in (self.data(key), self.history(key)):
-            i = _nearest(times, time_s)
+            i = nearest_index(times, time_s)
             if i is not None and math.isfinite(values[i]):
                 return float(values[i])
         return None

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from pytestqt.qtbot import QtBot
 
 from desktop.ui.theme import DARK
-from desktop.ui.widgets.charts import min_span_range, readout_time
+from desktop.ui.widgets.chart_math import min_span_range, readout_time
 from desktop.ui.widgets.plot_column import PlotColumn
 
 NOON_S = time.mktime((2026, 11, 10, 12, 0, 0, 0, 0, -1))  # local noon: no midnight within an hour of it
@@ -85,3 +86,22 @@ def test_the_span_can_be_a_share_of_the_value(qtbot: QtBot) -> None:
     plot.set_data("tp", times, np.full(60, 70.0) + np.linspace(0, 0.3, 60))
     low, high = plot.y_range()
     assert high - low >= 0.2 * 70.0
+
+
+def test_gaps_and_an_infinite_reading_do_not_move_the_minimum_span(qtbot: QtBot) -> None:
+    """The span is widened about the finite readings only: a NaN gap (a lost GPU) or an inf (a broken sensor
+    read) neither hides the data nor stretches the range to infinity; all-NaN history adds nothing."""
+    column = _column(qtbot)
+    plot = column.add_plot("temp", "Temperature", "°C")
+    plot.add_series("temp", "Temperature")
+    plot.set_min_span(10.0)
+    times = NOON_S + np.arange(120, dtype=np.float64)
+    readings = np.full(120, 64.5)
+    readings[10:20] = np.nan
+    readings[50] = np.inf
+    readings[51] = -np.inf
+    plot.set_history("temp", times - 120.0, np.full(120, np.nan))
+    plot.set_data("temp", times, readings)
+    low, high = plot.y_range()
+    assert high - low == pytest.approx(10.0 * 1.04)  # 59.5 to 69.5 with pyqtgraph's 2 % padding each side
+    assert low < 59.5 and high > 69.5

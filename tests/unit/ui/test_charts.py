@@ -13,8 +13,9 @@ from PySide6.QtGui import QImage
 
 from desktop.ui.pages.dashboard_panel import LANE_REASONS, lane_rows, lane_segments
 from desktop.ui.theme import DARK, LIGHT
-from desktop.ui.widgets.charts import LiveCurve, _curve, peak_downsample
+from desktop.ui.widgets.chart_math import peak_downsample
 from desktop.ui.widgets.plot_column import PlotColumn
+from desktop.ui.widgets.plot_curves import LiveCurve, plot_data_curve
 from desktop.ui.widgets.ring_buffer import RingBuffer
 
 
@@ -146,7 +147,7 @@ def test_live_curves_draw_what_a_plot_data_item_draws(qtbot):
             for tp, key in ((plot, "solid"), (plot, "dash"), (lane, "held")):
                 series = tp._series[key]
                 tp.item.removeItem(series.live)
-                series.live = _curve(series.colour, series.width, series.style)
+                series.live = plot_data_curve(series.colour, series.width, series.style)
                 tp.item.addItem(series.live)
         plot.set_data("solid", times, values)
         plot.set_data("dash", times, values - 30)

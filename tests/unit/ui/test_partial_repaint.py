@@ -13,7 +13,7 @@ from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
 from desktop.ui.theme import DARK
-from desktop.ui.widgets import charts
+from desktop.ui.widgets import chart_math, charts, plot_curves
 from desktop.ui.widgets.plot_column import PlotColumn
 
 WINDOW_S = 120.0
@@ -72,13 +72,13 @@ def _slide(qtbot: QtBot, column: PlotColumn, plot: charts.TimePlot, steps: int,
 
 def test_the_screen_after_each_slide_is_a_fresh_render(qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     strips = []
-    strip = charts.LiveCurve._strip
+    strip = plot_curves.LiveCurve._strip
 
-    def spy(self: charts.LiveCurve, lo: float, hi: float, y0: float, y1: float) -> QRectF:
+    def spy(self: plot_curves.LiveCurve, lo: float, hi: float, y0: float, y1: float) -> QRectF:
         strips.append(hi - lo)
         return strip(self, lo, hi, y0, y1)
 
-    monkeypatch.setattr(charts.LiveCurve, "_strip", spy)
+    monkeypatch.setattr(plot_curves.LiveCurve, "_strip", spy)
     column, plot = _column(qtbot)
     assert _slide(qtbot, column, plot, steps=15) == [0] * 15
     assert len(strips) >= 2 * 2 * 12  # both ends of both curves, most steps: the partial repaint was what ran
@@ -93,17 +93,17 @@ def test_the_check_sees_a_stale_picture(qtbot: QtBot, monkeypatch: pytest.Monkey
     # Were the strips too narrow (here: a speck each; a null rect would mean the whole item), it would show.
     column, plot = _column(qtbot)
     _slide(qtbot, column, plot, steps=2)
-    monkeypatch.setattr(charts.LiveCurve, "_strip", lambda self, lo, hi, y0, y1: QRectF(hi, 50.0, 1e-6, 1e-6))
+    monkeypatch.setattr(plot_curves.LiveCurve, "_strip", lambda self, lo, hi, y0, y1: QRectF(hi, 50.0, 1e-6, 1e-6))
     assert max(_slide(qtbot, column, plot, steps=3)) > 0
 
 
 def test_only_the_ends_are_marked_when_the_window_slides() -> None:
     x = np.arange(10.0, 20.0)
     y = x * 2
-    assert charts._slid_ends(x, y, x[2:] + 0, y[2:]) == [(10.0, 12.0)]  # two points gone at the start
+    assert chart_math.slid_ends(x, y, x[2:] + 0, y[2:]) == [(10.0, 12.0)]  # two points gone at the start
     grown_x, grown_y = np.append(x[1:], [20.0, 21.0]), np.append(y[1:], [0.0, 1.0])
-    assert charts._slid_ends(x, y, grown_x, grown_y) == [(10.0, 11.0), (19.0, 21.0)]
+    assert chart_math.slid_ends(x, y, grown_x, grown_y) == [(10.0, 11.0), (19.0, 21.0)]
     changed = y[1:].copy()
     changed[3] = -1.0  # a kept point changed: not a slide
-    assert charts._slid_ends(x, y, x[1:], changed) is None
-    assert charts._slid_ends(x, y, x + 0.5, y) is None  # new times: not a slide
+    assert chart_math.slid_ends(x, y, x[1:], changed) is None
+    assert chart_math.slid_ends(x, y, x + 0.5, y) is None  # new times: not a slide
