@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -80,6 +81,24 @@ def test_a_file_from_a_newer_release_is_refused_not_moved(tmp_path: Path) -> Non
         HistoryStore.open(path)
     assert path.exists()
     assert not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_a_file_from_a_newer_release_is_read_as_far_as_understood_and_that_is_said_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "newer.sqlite"
+    with HistoryStore.open(path) as store:
+        store.write_snapshots([snapshot(T0)])
+    conn = sqlite3.connect(path)  # as a newer release leaves it
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
+    conn.close()
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):  # readers reopen the file often
+            with HistoryStore.open(path, readonly=True) as store:
+                assert store.readonly and store.counts()["gpu_samples"] == 1
+    said = [r for r in caplog.records if "newer Rigscope" in r.getMessage()]
+    assert len(said) == 1 and str(path) in said[0].getMessage()
+    # `rigscope` prints the logger's name with the line: the store's, wherever the opening code lives.
+    assert said[0].name == "desktop.history.store"
 
 
 def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -> None:
