@@ -269,6 +269,8 @@ class HistoryStore(StoreJobs):
         """Each GPU's energy used and busy time over [start_s, end_s)."""
         return usage_query.gpu_energy(self, start_s, end_s)
 
+    # --- jobs (`rigscope run`): inherited from ``store_jobs.StoreJobs`` -------------------
+
     # --- bulk writes, rollups, retention ---------------------------------------------------
 
     def write_gpu_columns(self, info: GpuInfo, time_s: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike], *,
