@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from desktop.history.dbfile import is_sqlite_file
+    from desktop.history.filekind import is_sqlite_file
 
     if getattr(args, "prometheus", False):
         from desktop.cli import serve

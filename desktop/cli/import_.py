@@ -78,7 +78,7 @@ _KEPT = "; rows already written are kept, and running the import again adds only
 
 def _import_file(store: HistoryStore, file: Path, machine: str | None, now_s: float) -> dict[str, Any]:
     """One log into ``store``: its report, with an ``error`` when nothing of it could be imported."""
-    from desktop.history.dbfile import is_sqlite_file
+    from desktop.history.filekind import is_sqlite_file
     from desktop.history.importer import import_result
     from desktop.history.nvsmi_csv import parse_nvsmi_csv
 

@@ -8,8 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history import codec, limits, packing
+from desktop.history.layout import GPU_SCALES
 from desktop.history.rollup import note_written
-from desktop.history.schema import GPU_SCALES
 from desktop.history.store_api import StoreApi
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, GpuProcess, HostSample
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from desktop.history.schema import GPU_SCALES, HOST_SCALES
+from desktop.history.layout import GPU_SCALES, HOST_SCALES
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuInfo, GpuProcess, GpuSample, HostSample
 
 FloatArray = npt.NDArray[np.float64]

@@ -22,7 +22,8 @@ from desktop.config import RetentionSettings
 from desktop.errors import UserError
 from desktop.history import bulk, rollup
 from desktop.history.lock import WriterLock
-from desktop.history.store import THROTTLE_END_GAP_S, HistoryStore
+from desktop.history.snapshot_rows import THROTTLE_END_GAP_S
+from desktop.history.store import HistoryStore
 from desktop.telemetry.envelope import EnvelopeEvent, EnvelopeWatch
 from desktop.telemetry.model import (
     THROTTLE_REASONS,

@@ -16,8 +16,8 @@ import numpy as np
 from advisor.frame import GPU_SERIES_METRICS, GpuMeta, GpuSeries, HistoryFrame, HostSeries, ProcessSamples
 from desktop.history import blocks, codec, limits, stress_runs
 from desktop.history.host_query import host_rows
+from desktop.history.layout import REASON_BITS
 from desktop.history.query import Resolution, gpu_rows
-from desktop.history.schema import REASON_BITS
 from desktop.history.store_api import StoreApi
 from desktop.telemetry.model import CLOCK_EVENT_COUNTERS, GpuInfo
 

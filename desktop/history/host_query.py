@@ -8,7 +8,7 @@ import numpy as np
 
 from desktop.history import blocks, codec, rollup_math
 from desktop.history.codec import fetch_columns
-from desktop.history.schema import HOST_ROLLUP_METRICS, HOST_SCALES
+from desktop.history.layout import HOST_ROLLUP_METRICS, HOST_SCALES
 
 if TYPE_CHECKING:
     from desktop.history.query import Resolution

@@ -238,14 +238,15 @@ def close_orphaned_jobs_at(path: Path, now_s: float) -> list[JobRecord]:
     process has it open yet). Never creates, migrates or fails: a missing, read-only, busy, foreign or newer
     file is left as it is, to the command that opens it to say what is wrong."""
     from desktop.errors import UserError
-    from desktop.history.dbfile import connect, resolve_db
+    from desktop.history.connections import connect
+    from desktop.history.dbfile import resolve_db
     from desktop.history.schema import SCHEMA_VERSION
 
     try:
         db = resolve_db(path)  # taken as it is when the command resolved it already
         if not db.is_file():
             return []
-        # Made by dbfile.connect like every history connection, so this process knows the file is open.
+        # Made by connections.connect like every history connection, so this process knows the file is open.
         conn = connect(f"{db.as_uri()}?mode=rw", uri=True, timeout=2.0)
     except (OSError, ValueError, sqlite3.Error, UserError):
         return []

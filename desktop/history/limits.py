@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history import codec
-from desktop.history.schema import LIMIT_COLUMNS
+from desktop.history.layout import LIMIT_COLUMNS
 from desktop.telemetry.model import GpuInfo
 
 FloatArray = npt.NDArray[np.float64]

@@ -20,7 +20,7 @@ from pathlib import Path
 from advisor.safetext import printable
 from desktop.errors import UserError
 from desktop.history import dberrors
-from desktop.history.dbfile import connect
+from desktop.history.connections import connect
 
 log = logging.getLogger(__name__)
 

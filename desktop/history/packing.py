@@ -1,7 +1,7 @@
 """The GPU sample layout of schema v10: rows, packs and counted seconds, written and read back.
 
-A ``gpu_samples`` row holds the metrics that move (``schema.ROW_METRICS``), ``pack``, the id of its
-``gpu_packs`` row: the combination of the rarely-changing ones (``schema.PACK_COLUMNS``; a week at 1 Hz
+A ``gpu_samples`` row holds the metrics that move (``layout.ROW_METRICS``), ``pack``, the id of its
+``gpu_packs`` row: the combination of the rarely-changing ones (``layout.PACK_COLUMNS``; a week at 1 Hz
 has a few dozen), and ``counters``, the four clock-event counters (ms) in 16-bit fields, or -1 when one
 does not fit and they are in ``gpu_counters``. The pack's ``counted`` bits say which counters were read:
 the others read missing. Every value comes back as it was stored before v10.
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.history.codec import FloatArray, fetch_columns
-from desktop.history.schema import (
+from desktop.history.layout import (
     COUNTER_BITS,
     COUNTER_MAX,
     COUNTER_METRICS,

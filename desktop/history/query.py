@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from advisor.wording import plural_word
 from desktop.history import blocks, codec, limits, packing, rollup_math
-from desktop.history.schema import GPU_SCALES, MINMAX_METRICS, REASON_BITS
+from desktop.history.layout import GPU_SCALES, MINMAX_METRICS, REASON_BITS
 from desktop.telemetry.model import GPU_METRIC_NAMES, GpuProcess, ProcessKind
 
 if TYPE_CHECKING:

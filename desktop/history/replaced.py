@@ -28,7 +28,9 @@ from pathlib import Path
 
 from advisor.safetext import printable
 from desktop.errors import UserError
-from desktop.history.dbfile import check_target, id_open_here, open_here, resolve_db
+from desktop.history.connections import id_open_here, open_here
+from desktop.history.dbfile import resolve_db
+from desktop.history.filekind import check_target
 from desktop.history.store import HistoryStore
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT, utilization_busy
 from advisor.clock_events import POWER_REASONS
-from desktop.history.schema import (
+from desktop.history.layout import (
     COUNTER_METRICS,
     GPU_SCALES,
     HOST_ROLLUP_METRICS,

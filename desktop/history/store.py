@@ -7,24 +7,23 @@ One process writes (guarded by ``desktop.history.lock.WriterLock``, through
 permissions. WAL and ``synchronous=NORMAL`` make a commit survive the process being killed. A
 Rigscope database that SQLite calls corrupt is moved aside to ``<name>.corrupt-<timestamp>``
 (never deleted) and a fresh one is started; the caller reads ``recovered_from`` to tell the user.
-Any other file is refused (``dbfile.NotOurDatabase``).
+Any other file is refused (``filekind.NotOurDatabase``). Opening, recovery and the read-only
+upgrade are ``store_open``'s.
 
 The store holds the connection, its transactions, metadata and the small lookup tables (GPUs,
 strings, events) that readers and writers share. It caches the ``gpus`` and ``strings`` rows, so
 a write resolves a GPU or a process name without a query; a rolled-back transaction empties the
 caches, since they may then name rows that were never committed. The tables' own code lives in
-private modules it calls (range queries in ``query``, rollups in ``rollup``, bulk numpy writes in
-``bulk``, stress runs in ``stress_runs``, jobs in ``jobs``; ``store_api`` says why they type it
-as a Protocol); code outside ``desktop.history`` calls this class's methods, never those modules.
+private modules it calls (a batch of snapshots in ``snapshot_rows``, range queries in ``query``,
+rollups in ``rollup``, bulk numpy writes in ``bulk``, stress runs in ``stress_runs``, jobs in ``jobs``
+through the ``store_jobs`` mixin; ``store_api`` says why they type it as a Protocol); code outside
+``desktop.history`` calls this class's methods, never those modules.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -34,99 +33,19 @@ import numpy.typing as npt
 
 from advisor.busy import DEFAULT_BUSY_UTIL_PCT
 from advisor.frame import Event, StressResult
-from advisor.progress import JobSeries
 from advisor.usage import GpuEnergy, ProcessUsageRows
 from desktop.config import RetentionSettings
-from desktop.errors import UserError
-from desktop.history import (
-    bulk,
-    codec,
-    dberrors,
-    jobs,
-    limits,
-    media,
-    packing,
-    rollup,
-    schema,
-    stress_runs,
-    usage_query,
-)
-from desktop.history.dbfile import (
-    DbPath,
-    NotOurDatabase,
-    Transaction,
-    connect_rw,
-    is_own_connection,
-    may_move_aside,
-    move_aside,
-    resolve_db,
-)
-from desktop.history.job_model import GuardEvent, JobRecord
-from desktop.history.media import connect_readonly
+from desktop.history import bulk, codec, limits, rollup, store_open, stress_runs, usage_query
+from desktop.history.dbfile import Transaction, resolve_db
 from desktop.history.query import QUERYABLE, QueryResult, Resolution, process_history, run_query
-from desktop.paths import ensure_private_dir
-from desktop.telemetry.model import (
-    THROTTLE_REASONS,
-    ClockEventReason,
-    DeviceState,
-    GpuInfo,
-    GpuProcess,
-    HostSample,
-    Snapshot,
-)
+from desktop.history.snapshot_rows import CachedGpu, SnapshotRows
+from desktop.history.store_jobs import StoreJobs
+from desktop.telemetry.model import GpuInfo, GpuProcess, HostSample, Snapshot
 
 __all__ = ["QUERYABLE", "HistoryStore", "QueryResult", "Resolution"]
 
-log = logging.getLogger(__name__)
 
-#: Seconds without any throttle reason that end a throttle episode.
-THROTTLE_END_GAP_S = 30.0
-
-
-def _throttle_labels(mask: int) -> str:
-    return ", ".join(r.label for r in ClockEventReason.decode(mask & int(THROTTLE_REASONS)))
-
-
-def _create_private(path: Path) -> None:
-    """Create the empty database file, 0600. Only a file made here is chmod-ed (the umask may have
-    taken the owner's own bits); one that appeared meanwhile is someone else's and keeps its mode."""
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        return
-    try:
-        if hasattr(os, "fchmod"):  # POSIX
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-
-
-_WARNED_NEWER: set[Path] = set()
-
-
-def _warn_newer(path: Path, version: int) -> None:
-    """Said once per file and process: what a reader shows may lack what a newer Rigscope stored."""
-    if path in _WARNED_NEWER:
-        return
-    _WARNED_NEWER.add(path)
-    log.warning("the history database %s was written by a newer Rigscope (schema version %d; this one knows up "
-                "to %d): it is read as far as this version understands it, and newer figures are left out; "
-                "update Rigscope to see everything", path, version, schema.SCHEMA_VERSION)
-
-
-@dataclass(slots=True)
-class CachedGpu:
-    """One ``gpus`` row as the writer last stored it (it compares each new reading with this)."""
-
-    id: int
-    info: GpuInfo
-    #: The ``DeviceState`` value stored last.
-    state: str
-    #: Throttle reasons seen in the open throttle episode (0: no episode open).
-    throttle_mask: int
-
-
-class HistoryStore:
+class HistoryStore(StoreJobs):
     """One open history database. Not thread-safe: use it from one thread (or via HistoryWriter)."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool, recovered_from: Path | None) -> None:
@@ -137,10 +56,8 @@ class HistoryStore:
         self.recovered_from = recovered_from
         self._gpu_cache: dict[str, CachedGpu] = {}
         self._strings: dict[str, int] = {}
-        # uuid -> when the current calm stretch of an open throttle episode began.
-        self._unthrottled_since: dict[str, float] = {}
-        #: Each GPU's limits in force, written when they change (schema v11).
-        self._limits = limits.LimitsLog()
+        #: What writing snapshots remembers between batches (open throttle episodes, limits last written).
+        self._snapshot_rows = SnapshotRows()
         self._load_gpus()
 
     # --- opening ---------------------------------------------------------------------
@@ -154,67 +71,9 @@ class HistoryStore:
         resolved and checked there first: a folder, a device, a text file or another program's database is refused."""
         path = resolve_db(path)
         if readonly:
-            return cls._open_readonly(path)
-        media.require_writable_folder(path)  # read-only media: one line, before anything is made or written
-        try:
-            ensure_private_dir(path.parent)
-            if not path.exists():
-                _create_private(path)
-        except OSError as exc:
-            raise UserError(f"cannot create the history database {path}: {exc.strerror or exc} "
-                            "(a read-only file system, missing permission, or a file where a folder should be)"
-                            ) from exc
-        recovered: Path | None = None
-        try:
-            conn = connect_rw(path, verify)
-        except sqlite3.DatabaseError as exc:
-            if not dberrors.is_corruption(exc):
-                raise cls._as_user_error(path, exc) from exc
-            if not may_move_aside(path):  # only a damaged *Rigscope* database is ours to move
-                raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's"
-                                     ) from exc
-            recovered = move_aside(path)
-            log.info("history database %s was corrupt; moved it to %s and started a fresh one", path, recovered)
-            conn = connect_rw(path, verify)
+            return cls(store_open.open_readonly(path), path, readonly=True, recovered_from=None)
+        conn, recovered = store_open.open_rw(path, verify)
         return cls(conn, path, readonly=False, recovered_from=recovered)
-
-    @classmethod
-    def _open_readonly(cls, path: DbPath) -> HistoryStore:
-        if not path.exists():
-            raise UserError(f"no history database at {path} (start `rigscope record`, or `rigscope demo`)")
-        conn: sqlite3.Connection | None = None
-        try:
-            conn = connect_readonly(path)  # immutable=1 where read-only media take no -shm (said once)
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            own = is_own_connection(conn)
-        except sqlite3.DatabaseError as exc:
-            if conn is not None:
-                conn.close()
-            if dberrors.is_corruption(exc) and not may_move_aside(path):
-                raise NotOurDatabase(path, "it is a damaged SQLite file that does not say it is Rigscope's") from exc
-            raise cls._as_user_error(path, exc) from exc
-        if own is False:
-            conn.close()
-            raise NotOurDatabase(path, "it is another program's SQLite database")
-        if version < schema.SCHEMA_VERSION:  # an older file nobody has opened for writing yet
-            conn.close()
-            if media.folder_unwritable(path.parent):
-                raise UserError(f"the history database {path} was written by an older Rigscope (schema version "
-                                f"{version}) and is upgraded once by writing it, but it is "
-                                f"{media.why_unwritable(path.parent)}: copy it to a writable folder and read the copy")
-            cls.open(path).close()
-            return cls._open_readonly(path)
-        if version > schema.SCHEMA_VERSION:
-            _warn_newer(path, int(version))
-        return cls(conn, path, readonly=True, recovered_from=None)
-
-    @staticmethod
-    def _as_user_error(path: Path, exc: sqlite3.DatabaseError) -> UserError:
-        if dberrors.is_corruption(exc):
-            return UserError(f"the history database {path} is damaged ({exc}); open it once for writing "
-                             "(`rigscope record`) to move it aside and start a fresh one")
-        reason = dberrors.environment_problem(exc) or str(exc)
-        return UserError(f"cannot open the history database {path}: {reason}")
 
     @property
     def db(self) -> Any:
@@ -240,10 +99,9 @@ class HistoryStore:
 
     def _reset_caches(self) -> None:
         """After a rollback the caches may name rows that were never committed."""
-        self._unthrottled_since.clear()
+        self._snapshot_rows.clear()
         self._gpu_cache.clear()
         self._strings.clear()
-        self._limits.clear()
         self._load_gpus()
 
     # --- metadata ----------------------------------------------------------------------
@@ -366,76 +224,7 @@ class HistoryStore:
 
     def write_snapshots_in_transaction(self, snapshots: Sequence[Snapshot]) -> None:
         """``write_snapshots`` for a caller that already opened a transaction."""
-        gpu_rows = packing.SampleRows(self.conn)
-        host_rows: list[tuple[Any, ...]] = []
-        proc_rows: list[tuple[Any, ...]] = []
-        seen: dict[int, float] = {}
-        self._limits.clear()  # another process (an import) may have written limits since the last batch
-        for snap in snapshots:
-            ids: dict[int, int] = {}
-            for reading in snap.gpus:
-                gid = self.ensure_gpu(reading.info, snap.time_s)
-                ids[reading.info.index] = gid
-                seen[gid] = snap.time_s
-                self._limits.note(self.conn, gid, snap.time_s, reading.info)
-                self._track_state(reading.info.uuid, snap.time_s, reading.state, reading.state_detail)
-                if reading.state is DeviceState.OK and reading.sample is not None:
-                    gpu_rows.add(gid, snap.time_s, reading.sample)
-                    self._track_throttle(reading.info.uuid, snap.time_s, reading.sample.clock_event_reasons)
-            if snap.host is not None:
-                host_rows.append(codec.host_row(snap.time_s, snap.host))
-            if snap.processes_fresh:
-                ts_ms = codec.to_ms(snap.time_s)
-                for proc in snap.processes:
-                    gid_or_none = ids.get(proc.gpu_index)
-                    if gid_or_none is None:
-                        continue
-                    proc_rows.append(codec.process_row(ts_ms, gid_or_none, proc, self.string_id(proc.name),
-                                                       self.process_string_ids(proc)))
-        gpu_rows.write()
-        self.conn.executemany(codec.INSERT_HOST, host_rows)
-        self.conn.executemany(codec.INSERT_PROC, proc_rows)
-        for gid, last in seen.items():
-            self.conn.execute("UPDATE gpus SET last_seen_s = max(coalesce(last_seen_s, 0), ?) WHERE id = ?",
-                              (last, gid))
-        rollup.note_written(self, min(s.time_s for s in snapshots))
-
-    def _track_state(self, uuid: str, time_s: float, state: DeviceState, detail: str | None) -> None:
-        entry = self._gpu_cache[uuid]
-        if entry.state == state.value:
-            return
-        # Only losing a GPU and getting it back are events; a laptop GPU put to sleep by the
-        # driver (runtime PM) and woken again is normal running, not a fault.
-        if state is DeviceState.LOST:
-            self.add_event(time_s, "gpu_lost", uuid, detail or "")
-        elif entry.state == DeviceState.LOST.value:
-            self.add_event(time_s, "gpu_back", uuid, detail or "")
-        entry.state = state.value
-        self.conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (state.value, entry.id))
-
-    def _track_throttle(self, uuid: str, time_s: float, reasons: int | None) -> None:
-        """throttle_start / throttle_end events, one pair per episode: an episode ends only after
-        ``THROTTLE_END_GAP_S`` without a throttle reason, so a power cap that flickers every few
-        seconds is one episode (the end is stamped at the first sample without a reason)."""
-        entry = self._gpu_cache[uuid]
-        mask = (reasons or 0) & int(THROTTLE_REASONS)
-        episode = entry.throttle_mask
-        if mask:
-            self._unthrottled_since.pop(uuid, None)
-            if not episode:
-                self.add_event(time_s, "throttle_start", uuid, _throttle_labels(mask))
-            if mask | episode != episode:
-                entry.throttle_mask = mask | episode
-                self.conn.execute("UPDATE gpus SET throttle_mask = ? WHERE id = ?", (entry.throttle_mask, entry.id))
-            return
-        if not episode:
-            return
-        since = self._unthrottled_since.setdefault(uuid, time_s)
-        if time_s - since >= THROTTLE_END_GAP_S:
-            self.add_event(since, "throttle_end", uuid, _throttle_labels(episode))
-            del self._unthrottled_since[uuid]
-            entry.throttle_mask = 0
-            self.conn.execute("UPDATE gpus SET throttle_mask = 0 WHERE id = ?", (entry.id,))
+        self._snapshot_rows.write(self, self._gpu_cache, snapshots)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -480,53 +269,7 @@ class HistoryStore:
         """Each GPU's energy used and busy time over [start_s, end_s)."""
         return usage_query.gpu_energy(self, start_s, end_s)
 
-    # --- jobs (`rigscope run`) -----------------------------------------------------------
-
-    def add_job(self, record: JobRecord) -> int:
-        """Store a job (running or finished) with its events; returns its new job_id (``record.job_id`` is ignored)."""
-        return jobs.add_job(self, record)
-
-    def update_job(self, record: JobRecord) -> None:
-        """Store what ``record`` says now (its end, PIDs, GPUs, card); its events are added by ``add_job_event``."""
-        jobs.update_job(self, record)
-
-    def heartbeat(self, record: JobRecord, now_s: float) -> None:
-        """Say that ``record``'s `rigscope run` is alive at ``now_s`` (a job taken for lost runs again)."""
-        jobs.heartbeat(self, record, now_s)
-
-    def add_job_event(self, job_id: int, event: GuardEvent, gpu_uuid: str | None = None, detail: str = "") -> None:
-        """One guard event of a job, also on the history's timeline (``job_pause``/``job_resume``)."""
-        jobs.add_job_event(self, job_id, event, gpu_uuid, detail)
-
-    def set_job_series(self, job_id: int, series: JobSeries) -> None:
-        """The job's throughput series, replacing any stored before."""
-        jobs.set_job_series(self, job_id, series)
-
-    def job_series(self, job_id: int) -> JobSeries:
-        """The job's throughput series; empty when it reported none."""
-        return jobs.job_series(self, job_id)
-
-    def jobs(self, start_s: float | None = None, end_s: float | None = None, *,
-             limit: int | None = None) -> list[JobRecord]:
-        """Stored jobs, newest first; optionally those that started in [start_s, end_s), the newest ``limit``."""
-        return jobs.jobs(self, start_s, end_s, limit=limit)
-
-    def job(self, job_id: int) -> JobRecord | None:
-        """One job with its events; None when there is no such job."""
-        return jobs.job(self, job_id)
-
-    def close_orphaned_jobs(self, now_s: float, *,
-                            alive: Callable[[JobRecord, float], bool] | None = None) -> list[JobRecord]:
-        """Close every job still "running" whose `rigscope run` is gone, at its last heartbeat; returns them."""
-        if alive is None:
-            return jobs.close_orphaned_jobs(self.conn, now_s)
-        return jobs.close_orphaned_jobs(self.conn, now_s, alive=alive)
-
-    @staticmethod
-    def close_orphaned_jobs_at(path: Path, now_s: float) -> list[JobRecord]:
-        """``close_orphaned_jobs`` on the database at ``path`` for a command about to open it: never creates,
-        migrates or fails (what is wrong with the file is said by the command that opens it)."""
-        return jobs.close_orphaned_jobs_at(path, now_s)
+    # --- jobs (`rigscope run`): inherited from ``store_jobs.StoreJobs`` -------------------
 
     # --- bulk writes, rollups, retention ---------------------------------------------------
 

@@ -1,12 +1,12 @@
 """What the history's table modules use of ``store.HistoryStore``, as a typing Protocol.
 
 There is one store object, ``HistoryStore``. The table modules (``query``, ``host_query``,
-``usage_query``, ``rollup``, ``blocks``, ``stress_runs``, ``jobs``, ``bulk``, ``frames``) are
-its private parts: ``HistoryStore`` calls them and nothing outside ``desktop.history`` imports
-them (import-linter's "protected" contract). They cannot name ``HistoryStore`` in their
-signatures, since ``store`` imports them and the package has no import circles, type-only ones
-included (tests/unit/test_architecture.py); they name this Protocol, which ``HistoryStore``
-satisfies (mypy checks it where ``store`` hands itself to them). Nothing here runs.
+``usage_query``, ``rollup``, ``blocks``, ``stress_runs``, ``jobs``, ``bulk``, ``frames``,
+``snapshot_rows``, and the ``store_jobs`` mixin) are its private parts: ``HistoryStore`` calls them and
+nothing outside ``desktop.history`` imports them (import-linter's "protected" contract). They cannot
+name ``HistoryStore`` in their signatures, since ``store`` imports them and the package has no import
+circles, type-only ones included (tests/unit/test_architecture.py); they name this Protocol, which
+``HistoryStore`` satisfies (mypy checks it where ``store`` hands itself to them). Nothing here runs.
 """
 
 from __future__ import annotations

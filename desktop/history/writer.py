@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.safetext import printable
 from desktop.history import dberrors, replaced
-from desktop.history.dbfile import file_id, resolve_db
+from desktop.history.connections import file_id
+from desktop.history.dbfile import resolve_db
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
 from desktop.history.writer_status import WriterStatus, describe_loss
@@ -239,7 +240,7 @@ class HistoryWriter:
     def _check_wal(self) -> None:
         """Reopen the database when the write-ahead log this connection writes no longer has its name.
 
-        That happens only when something broke SQLite's locks (see ``dbfile``): every commit after
+        That happens only when something broke SQLite's locks (see ``connections``): every commit after
         it would go to a file nobody else can see, and be lost. The old connection is kept, unused
         and never closed, until the process ends: closing it could checkpoint its orphaned log
         into the database or delete the new log by name."""

@@ -22,8 +22,8 @@ import numpy as np
 
 from desktop.history import bulk, codec, packing
 from desktop.history.frames import load_frame
+from desktop.history.layout import GPU_SCALES
 from desktop.history.rollup import run_rollups
-from desktop.history.schema import GPU_SCALES
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GPU_METRIC_NAMES, DeviceState, GpuReading, Snapshot, SourceInfo
 from desktop.telemetry.scenarios import WeekScenario

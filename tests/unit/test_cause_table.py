@@ -20,8 +20,8 @@ from advisor.clock_events import (
     ClockEventReason,
 )
 from desktop.cli.sample import SHORT_REASONS
+from desktop.history.layout import COUNTER_METRICS, GPU_SCALES
 from desktop.history.nvsmi_csv import REASON_FIELDS
-from desktop.history.schema import COUNTER_METRICS, GPU_SCALES
 from desktop.telemetry.metric_names import VIOLATION_COUNTERS
 from desktop.telemetry.model import METRICS_BY_NAME, GpuSample
 from desktop.telemetry.nvml.counters import ALL_COUNTER_FIELDS, CounterTracker

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from desktop.errors import UserError
-from desktop.history import dbfile
-from desktop.history.dbfile import DbPath, NotOurDatabase, resolve_db
+from desktop.history import filekind
+from desktop.history.dbfile import DbPath, resolve_db
+from desktop.history.filekind import NotOurDatabase
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
 from desktop.history.writer import HistoryWriter
@@ -24,13 +25,13 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need p
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every path ``check_target`` is asked about, in order."""
     seen: list[Path] = []
-    real = dbfile.check_target
+    real = filekind.check_target
 
     def counting(path: Path) -> None:
         seen.append(Path(path))
         real(path)
 
-    monkeypatch.setattr(dbfile, "check_target", counting)
+    monkeypatch.setattr(filekind, "check_target", counting)
     return seen
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from desktop.cli import main as cli_main
 from desktop.errors import UserError
-from desktop.history import dbfile
+from desktop.history import filekind
 from desktop.history.lock import WriterLock
 from desktop.history.store import HistoryStore
 from tests.unit.history.helpers import snapshot
@@ -182,7 +182,7 @@ def test_an_older_rigscope_database_without_the_marker_opens_and_is_marked(tmp_p
         store.conn.execute("PRAGMA application_id = 0")  # as every file before issue 12
     with HistoryStore.open(path) as store:
         assert store.recovered_from is None and store.counts()["gpu_samples"] == 1
-        assert store.conn.execute("PRAGMA application_id").fetchone()[0] == dbfile.APPLICATION_ID
+        assert store.conn.execute("PRAGMA application_id").fetchone()[0] == filekind.APPLICATION_ID
 
 
 def test_an_empty_file_is_a_new_database(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from advisor.frame import StressResult
-from desktop.history import schema
+from desktop.history import layout
 from desktop.history.calibration import load_calibrations, stress_calibrations
 from desktop.history.frames import load_frame
 from desktop.history.rollup import run_rollups
@@ -34,12 +34,12 @@ def test_v9_appends_effective_load_and_old_rows_keep_null(tmp_path: Path) -> Non
     conn.close()
     with HistoryStore.open(path) as store:
         assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", "pack", "counters",
-                                                                                         *schema.ROW_METRICS]
+                                                                                         *layout.ROW_METRICS]
         for table in ("gpu_minute", "gpu_hour"):
             columns = [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")]
             # v11 appended the power-capped seconds and their mean power after it.
-            assert columns == ["gpu", "ts", *schema.rollup_columns()]
-            assert columns[-3:] == ["effective_load_pct", *schema.CAPPED_ROLLUP_COLUMNS]
+            assert columns == ["gpu", "ts", *layout.rollup_columns()]
+            assert columns[-3:] == ["effective_load_pct", *layout.CAPPED_ROLLUP_COLUMNS]
         old = store.query("GPU-old", ["temperature_c", "effective_load_pct"], T0 - 100, T0 + 100)
         assert old.columns["temperature_c"].tolist() == [65.5]
         assert np.isnan(old.columns["effective_load_pct"]).all()  # nobody estimated then: missing, not 0

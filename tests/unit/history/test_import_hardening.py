@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from desktop import cli
-from desktop.history import store as store_module
+from desktop.history import store_open
 from desktop.history.bulk import write_gpu_columns
 from desktop.history.importer import import_result
 from desktop.history.nvsmi_csv import MAX_LINE_BYTES, parse_nvsmi_csv
@@ -114,16 +114,14 @@ def test_export_far_range_still_finds_the_samples(tmp_path: Path, capsys: pytest
 
 def _hook_store(monkeypatch: pytest.MonkeyPatch, after_open: Callable[[sqlite3.Connection], None]) -> None:
     """Let the test spoil the writer's connection the way the environment would (as root, chmod cannot)."""
-    import desktop.history.store as store_module
-
-    real = store_module.connect_rw
+    real = store_open.connect_rw
 
     def hooked(path: Path, verify: bool) -> sqlite3.Connection:
         conn = real(path, verify)
         after_open(conn)
         return conn
 
-    monkeypatch.setattr(store_module, "connect_rw", hooked)
+    monkeypatch.setattr(store_open, "connect_rw", hooked)
 
 
 def _sample_count(db: Path) -> int:
@@ -171,7 +169,7 @@ def test_a_folder_that_cannot_be_written_is_a_message(tmp_path: Path, capsys: py
         # what a read-only folder gives a non-root user when the database file is created
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(store_module, "_create_private", refuse)
+    monkeypatch.setattr(store_open, "_create_private", refuse)
     rc, _, err = _import(capsys, tmp_path / "ro" / "h.sqlite", HOSTILE / "nvsmi_far_timestamps.csv")
     assert rc == 2 and err.count("\n") == 1 and "Permission denied" in err and "h.sqlite" in err
 

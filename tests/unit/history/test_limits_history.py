@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from desktop.history import schema
+from desktop.history import layout, schema
 from desktop.history.frames import load_frame
 from desktop.history.importer import import_result
 from desktop.history.nvsmi_csv import ImportResult
@@ -151,7 +151,7 @@ def test_the_power_while_capped_merges_weighted_by_the_capped_seconds() -> None:
     _, hour = rollup_math.aggregate(T0 // 3600 * 3600 + np.array([0.0, 60.0]), minutes, 3600)
     assert hour["capped_s"].tolist() == [60.0] and hour["power_capped_w"].tolist() == [350.0]
     assert hour["power_w"].tolist() == [205.0]  # the row's own mean stays time-weighted
-    raw = {name: np.full(3, np.nan) for name in schema.GPU_SCALES}
+    raw = {name: np.full(3, np.nan) for name in layout.GPU_SCALES}
     raw.update(power_w=np.array([600.0, 70.0, 590.0]), clock_event_reasons=np.array([0x4, 0x1, 0x80]))
     rows = rollup_math.raw_as_rollup(T0 + np.arange(3.0), raw)
     assert rows["capped_s"].tolist() == [1.0, 0.0, 1.0]

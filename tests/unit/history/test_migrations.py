@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from desktop.errors import UserError
-from desktop.history import schema
+from desktop.history import layout, schema
 from desktop.history.store import HistoryStore
 from tests.unit.history.helpers import FULL_INFO, snapshot
 
@@ -82,6 +83,24 @@ def test_a_file_from_a_newer_release_is_refused_not_moved(tmp_path: Path) -> Non
     assert not list(tmp_path.glob("*.corrupt-*"))
 
 
+def test_a_file_from_a_newer_release_is_read_as_far_as_understood_and_that_is_said_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "newer.sqlite"
+    with HistoryStore.open(path) as store:
+        store.write_snapshots([snapshot(T0)])
+    conn = sqlite3.connect(path)  # as a newer release leaves it
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
+    conn.close()
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):  # readers reopen the file often
+            with HistoryStore.open(path, readonly=True) as store:
+                assert store.readonly and store.counts()["gpu_samples"] == 1
+    said = [r for r in caplog.records if "newer Rigscope" in r.getMessage()]
+    assert len(said) == 1 and str(path) in said[0].getMessage()
+    # `rigscope` prints the logger's name with the line: the store's, wherever the opening code lives.
+    assert said[0].name == "desktop.history.store"
+
+
 def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -> None:
     path = tmp_path / "v5.sqlite"
     _old_file(path, 5)
@@ -95,22 +114,22 @@ def test_v6_appends_the_counted_seconds_and_old_rows_keep_null(tmp_path: Path) -
     with HistoryStore.open(path) as store:
         # A file of any age ends in the same layout as a new one (v10 moved the counters to a side table).
         assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", "pack", "counters",
-                                                                                         *schema.ROW_METRICS]
+                                                                                         *layout.ROW_METRICS]
         assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_counters)")] == ["gpu", "ts",
-                                                                                          *schema.COUNTER_METRICS]
+                                                                                          *layout.COUNTER_METRICS]
         for table in ("gpu_minute", "gpu_hour"):
             assert [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})")] == ["gpu", "ts",
-                                                                                      *schema.rollup_columns()]
-        result = store.query("GPU-old", ["temperature_c", *schema.COUNTER_METRICS], T0 - 10, T0 + 10)
+                                                                                      *layout.rollup_columns()]
+        result = store.query("GPU-old", ["temperature_c", *layout.COUNTER_METRICS], T0 - 10, T0 + 10)
         assert result.columns["temperature_c"].tolist() == [65.5]
-        for name in schema.COUNTER_METRICS:  # nobody counted then: missing, not zero
+        for name in layout.COUNTER_METRICS:  # nobody counted then: missing, not zero
             assert np.isnan(result.columns[name]).all(), name
         # Dropped, to be packed again with the new columns by the next rollup.
         assert store.conn.execute("SELECT count(*) FROM day_blocks").fetchone()[0] == 0
         assert store.meta("blocks_until") is None
         store.write_snapshots([snapshot(T0 + 5)])
-        new = store.query(FULL_INFO.uuid, list(schema.COUNTER_METRICS), T0, T0 + 10)
-        assert [float(new.columns[n][0]) for n in schema.COUNTER_METRICS] == [0.75, 0.3, 0.125, 0.0]
+        new = store.query(FULL_INFO.uuid, list(layout.COUNTER_METRICS), T0, T0 + 10)
+        assert [float(new.columns[n][0]) for n in layout.COUNTER_METRICS] == [0.75, 0.3, 0.125, 0.0]
 
 
 def test_v8_adds_process_utilization_and_attribution_and_old_rows_keep_null(tmp_path: Path) -> None:
@@ -126,7 +145,7 @@ def test_v8_adds_process_utilization_and_attribution_and_old_rows_keep_null(tmp_
     conn.close()
     with HistoryStore.open(path) as store:
         columns = [r[1] for r in store.conn.execute("PRAGMA table_info(process_samples)")]
-        assert columns[-6:] == list(schema.PROCESS_V8_COLUMNS)
+        assert columns[-6:] == list(layout.PROCESS_V8_COLUMNS)
         (_, old), = process_history(store, T0 - 1, T0 + 1)
         # Nobody asked then: n/a, not idle.
         assert (old.pid, old.name, old.sm_util_pct, old.mem_util_pct, old.command, old.container) == (

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from desktop.history.importer import import_result
+from desktop.history.layout import COUNTER_METRICS
 from desktop.history.nvsmi_csv import parse_nvsmi_csv
 from desktop.history.rollup import run_rollups
-from desktop.history.schema import COUNTER_METRICS
 from desktop.history.store import HistoryStore
 from desktop.telemetry.model import GpuInfo
 

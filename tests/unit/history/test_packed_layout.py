@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from desktop.config import RetentionSettings
-from desktop.history import bulk, packing, schema
+from desktop.history import bulk, layout, packing, schema
 from desktop.history.query import read_raw
 from desktop.history.rollup import apply_retention, run_rollups
 from desktop.history.store import HistoryStore
@@ -56,7 +56,7 @@ def test_an_old_layout_file_migrates_and_reads_back_the_same_values(tmp_path: Pa
     with HistoryStore.open(path) as store:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
         assert [r[1] for r in store.conn.execute("PRAGMA table_info(gpu_samples)")] == ["gpu", "ts", "pack", "counters",
-                                                                                         *schema.ROW_METRICS]
+                                                                                         *layout.ROW_METRICS]
         # one pack per distinct combination, a side row only for counters the row cannot hold
         assert store.conn.execute("SELECT count(*) FROM gpu_packs").fetchone()[0] == len(_V9_ROWS)
         assert store.conn.execute("SELECT count(*) FROM gpu_counters").fetchone()[0] == 3
@@ -71,7 +71,7 @@ def test_an_old_layout_file_migrates_and_reads_back_the_same_values(tmp_path: Pa
         assert time_s.tolist() == [t / 1000.0 for t, _ in before]
         for i, (_, old) in enumerate(before[:3]):
             assert [v is None for v in old] == [bool(np.isnan(cols[m][i])) for m in GPU_METRIC_NAMES]
-            assert [v for v in old if v is not None] == [round(float(cols[m][i]) * schema.GPU_SCALES[m])
+            assert [v for v in old if v is not None] == [round(float(cols[m][i]) * layout.GPU_SCALES[m])
                                                          for m in GPU_METRIC_NAMES if not np.isnan(cols[m][i])]
         assert cols["vram_free_mib"][3] == 0.3  # exact beside a garbage 2**61 used: the subtraction is in SQL
         assert np.isnan(cols["clock_event_sw_power_cap_s"][2]) and cols["clock_event_hw_power_brake_s"][2] == 0.0
@@ -113,7 +113,7 @@ def test_a_sample_stored_already_keeps_its_counted_seconds(tmp_path: Path) -> No
         bulk.write_gpu_columns(store, FULL_INFO, [T0, T0], {"clock_event_sw_thermal_s": [50.0, 60.0]})
         bulk.write_gpu_columns(store, FULL_INFO, [T0 + 1, T0 + 1], {"clock_event_sw_thermal_s": [0.0, 60.0]})
         _, cols = read_raw(store, gid, T0, T0 + 2)
-        assert [cols[m][0] for m in schema.COUNTER_METRICS] == [0.0, 0.0, 0.0, 0.0]
+        assert [cols[m][0] for m in layout.COUNTER_METRICS] == [0.0, 0.0, 0.0, 0.0]
         assert cols["clock_event_sw_thermal_s"][1] == 0.0 and np.isnan(cols["clock_event_sw_power_cap_s"][1])
         assert store.conn.execute("SELECT count(*) FROM gpu_counters").fetchone()[0] == 0
 
@@ -203,7 +203,7 @@ def test_the_multi_row_write_stores_what_one_statement_per_row_stores(tmp_path: 
         schema.migrate(conn)
         conn.execute(f"INSERT INTO gpus (uuid, idx, name, info_json) VALUES ('GPU-old', 0, 'Old GPU', "
                      f"'{GPU_INFO_JSON}')")
-        scaled = {m: v * schema.GPU_SCALES[m] for m, v in columns.items()}
+        scaled = {m: v * layout.GPU_SCALES[m] for m, v in columns.items()}
         packing.write_bulk(conn, 1, times[:1] + 0.0, {m: v[:1] * 0 + 7 for m, v in scaled.items()})  # stored first
         if name == "multi":
             inserted = packing.write_bulk(conn, 1, times, scaled)

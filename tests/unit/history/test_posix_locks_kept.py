@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from desktop.history import dbfile
+from desktop.errors import UserError
+from desktop.history import connections, filekind
 from desktop.history.store import HistoryStore
 from tests.unit.history.helpers import deleted_open_files
 
@@ -37,11 +38,11 @@ store.close()
 
 
 def _header_check(path: Path) -> None:
-    dbfile.check_target(path)
+    filekind.check_target(path)
 
 
 def _header_kind(path: Path) -> None:
-    assert dbfile.header_kind(path) == "ours"
+    assert filekind.header_kind(path) == "ours"
 
 
 def _readonly_store(path: Path) -> None:
@@ -59,7 +60,7 @@ def _plain_sqlite_connection(path: Path) -> None:
 
 
 def _may_move_aside(path: Path) -> None:
-    assert dbfile.may_move_aside(path)
+    assert filekind.may_move_aside(path)
 
 
 @pytest.mark.parametrize("touch", [_header_check, _header_kind, _readonly_store, _second_writer_store,
@@ -91,20 +92,20 @@ def test_a_second_process_closing_never_deletes_the_writers_wal(tmp_path: Path, 
 def test_open_here_knows_every_name_of_an_open_file(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     link = tmp_path / "link.sqlite"
-    assert not dbfile.open_here(path)
+    assert not connections.open_here(path)
     store = HistoryStore.open(path)
     link.symlink_to(path)
-    assert dbfile.open_here(path) and dbfile.open_here(link)
+    assert connections.open_here(path) and connections.open_here(link)
     store.close()
-    assert not dbfile.open_here(path)
+    assert not connections.open_here(path)
 
 
 def test_a_damaged_file_open_here_is_never_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     store = HistoryStore.open(path)
     try:
-        with pytest.raises(dbfile.UserError, match="still open in this process"):
-            dbfile.move_aside(path)
+        with pytest.raises(UserError, match="still open in this process"):
+            filekind.move_aside(path)
         assert path.exists()
     finally:
         store.close()

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from desktop.history import schema
+from desktop.history import layout, schema
 
 #: The SQL the converted tables and indexes were created with before (schema v1, v3, v5, v7).
 BEFORE = """
@@ -65,10 +65,10 @@ def test_add_column_appends_the_same_integer_columns() -> None:
     schema.migrate(conn, target=9)
     for table in ("gpu_minute", "gpu_hour"):
         columns = [(r[1], r[2]) for r in conn.execute(f"PRAGMA table_info({table})")]
-        assert columns[-len(schema.COUNTER_METRICS) - 1:] == [(m, "INTEGER") for m in
-                                                              (*schema.COUNTER_METRICS, "effective_load_pct")]
+        assert columns[-len(layout.COUNTER_METRICS) - 1:] == [(m, "INTEGER") for m in
+                                                              (*layout.COUNTER_METRICS, "effective_load_pct")]
     process = [(r[1], r[2]) for r in conn.execute("PRAGMA table_info(process_samples)")]
-    assert process[-len(schema.PROCESS_V8_COLUMNS):] == [(c, "INTEGER") for c in schema.PROCESS_V8_COLUMNS]
+    assert process[-len(layout.PROCESS_V8_COLUMNS):] == [(c, "INTEGER") for c in layout.PROCESS_V8_COLUMNS]
 
 
 def test_a_step_that_fails_half_way_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -92,6 +92,19 @@ def test_gpu_info_changes_emit_driver_vbios_and_state_events(store: HistoryStore
     assert [(e.time_s, e.detail) for e in ends] == [(T0 + 12, "Power cap, HW thermal")]
 
 
+def test_a_rolled_back_batch_leaves_no_calm_stretch_behind(store: HistoryStore) -> None:
+    """An episode's calm stretch counts only stored samples: one begun in a rolled-back batch is forgotten."""
+    idle = dataclasses.replace(FULL_SAMPLE, clock_event_reasons=0x1)
+    store.write_snapshots([snapshot(T0)])  # a throttle episode opens
+    with pytest.raises(RuntimeError, match="roll back"), store.transaction():
+        store.write_snapshots_in_transaction([snapshot(T0 + 1, sample=idle)])
+        raise RuntimeError("roll back")
+    store.write_snapshots([snapshot(T0 + 20, sample=idle), snapshot(T0 + 40, sample=idle)])
+    assert store.events(T0 + 1, T0 + 100, kinds=["throttle_end"]) == []  # calm since T0 + 20: 20 s so far
+    store.write_snapshots([snapshot(T0 + 50, sample=idle)])
+    assert [e.time_s for e in store.events(T0 + 1, T0 + 100, kinds=["throttle_end"])] == [T0 + 20]
+
+
 def test_state_survives_reopening(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     with HistoryStore.open(path) as store:
