@@ -7,8 +7,9 @@ seconds of the temperature guard being crossed. On CUDA it watches the GPU the c
 its first record (desktop.stress.devices: CUDA's device order is not NVML's) and refuses to go
 on when no NVML GPU matches it, or when an explicit guard is at or above shutdown (UserErrors).
 For the simulated GPU there is no child: the runner sets the simulator's load and reads
-throughput from its clock model, which also lets tests run a ten-minute test on an injected
-clock in milliseconds. In the window that is the window's own simulated machine (a second
+throughput from its clock model, ticking through the one fixed-interval loop
+(desktop.telemetry.loop.run_every) on the run's clock, which also lets tests run a ten-minute
+test on an injected clock in milliseconds. In the window that is the window's own simulated machine (a second
 reader of it, ``SimulatedBackend.view``), so the Dashboard, the alerts and the Processes page
 see the test's load, heat and process. No Qt here: progress goes to a plain callback, which the stress session
 (desktop/sessions/stress.py) passes on to the CLI and the GUI worker. What a run is (its config, clocks,
@@ -38,6 +39,7 @@ from desktop.stress.run_model import Clock, Progress, RealClock, RunResult, Stre
 from desktop.stress.trace import TraceRecorder, child_trace
 from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.host import cpu_use, other_cores
+from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
@@ -227,28 +229,43 @@ class StressRunner:
         # a simulated GPU to the simulator, which answers that Cancel stops the test).
         manual.set(cfg.gpu_index, 1.0, vram_mib, "rigscope-stress", os.getpid(),
                    command=f"rigscope stress --device sim --seconds {cfg.duration_s:g}", started_s=started)
-        status, message = "completed", "finished"
+        # The one fixed-interval loop (telemetry.loop.run_every) on the run's clock: the tick ends the run (guard,
+        # duration: ``ended``), a cancel during the wait ends it before another sample; the last wait is cut short
+        # so that the last sample lands on the duration.
+        ended = threading.Event()
+        outcome = ["completed", "finished"]
+        elapsed_s = 0.0
+
+        def tick() -> None:
+            nonlocal elapsed_s
+            snapshot = sampler.tick()
+            sample = self._sample(snapshot)
+            throughput = backend.throughput_tflops(cfg.gpu_index)
+            now = self.clock.now()
+            recorder.add(now, throughput, sample, self._limit_w(snapshot))
+            elapsed_s = now - started
+            self._report(elapsed_s, throughput, "TFLOP/s", sample)
+            stop = self._guard_stop(snapshot, now)
+            if stop is not None:
+                outcome[:] = ["guard", stop]
+                ended.set()
+            elif elapsed_s >= cfg.duration_s:
+                ended.set()
+
+        def wait(seconds: float) -> None:
+            if ended.is_set():
+                return  # stopped by the guard: no wait after the last sample
+            self.clock.sleep(seconds, self._cancel)
+            if self._cancel.is_set():
+                outcome[:] = ["cancelled", "cancelled"]
+                ended.set()
+
         try:
-            while True:
-                snapshot = sampler.tick()
-                sample = self._sample(snapshot)
-                throughput = backend.throughput_tflops(cfg.gpu_index)
-                now = self.clock.now()
-                recorder.add(now, throughput, sample, self._limit_w(snapshot))
-                elapsed = now - started
-                self._report(elapsed, throughput, "TFLOP/s", sample)
-                stop = self._guard_stop(snapshot, now)
-                if stop is not None:
-                    status, message = "guard", stop
-                    break
-                if elapsed >= cfg.duration_s:
-                    break
-                self.clock.sleep(min(cfg.interval_s, cfg.duration_s - elapsed), self._cancel)
-                if self._cancel.is_set():
-                    status, message = "cancelled", "cancelled"
-                    break
+            run_every(lambda: min(cfg.interval_s, cfg.duration_s - elapsed_s), tick, ended, clock=self.clock.now,
+                      sleep=wait)
         finally:
             manual.set(cfg.gpu_index, 0.0)
+        status, message = outcome
         time_s, throughput_arr, columns = recorder.arrays()
         return RunResult(status, message, cfg, started, self.clock.now(), "TFLOP/s", cfg.dtype or "bf16",
                          time_s, throughput_arr, columns, gpu=info,
