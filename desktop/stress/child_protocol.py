@@ -6,7 +6,8 @@ answers one JSON object a line on stdout (``emit``; desktop.stress.child reads t
 ``{"type": "device", "index", "count", "uuid", "pci_bus_id", ...}`` (the parent finds the NVML GPU to
 watch from it), then ``{"type": "start", ...}``, ``{"type": "progress", "t", "throughput", "unit",
 "errors", "checks", ...}`` about once a second (desktop.stress.pacing), ``{"type": "done", ...}`` or
-``{"type": "error", "message"}``. No torch here: the runner imports this module, and the child
+``{"type": "error", "message"}``; ``ReportAdditions`` adds the step latencies and a check's mismatch
+to the progress records. No torch here: the runner imports this module, and the child
 passes in the names of its workloads and dtypes.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -58,3 +59,32 @@ def emit(record: dict[str, Any]) -> None:
     """One record to the parent: a JSON line on stdout, flushed at once."""
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
+
+
+class ReportAdditions:
+    """What the child adds to each progress record (desktop.stress.pacing's ``on_report``), and to the done record.
+
+    The step latencies since the last report as percentiles (``percentiles_ms``: the child's, computed by torch),
+    kept for the whole run's percentiles (``run_latency``, in the done record); and the mismatch of the check that
+    found wrong elements, reported once, with that check.
+    """
+
+    def __init__(self, workload: Any, percentiles_ms: Callable[[list[float]], dict[str, float]]) -> None:
+        self.workload = workload
+        self.percentiles_ms = percentiles_ms
+        self.all_latencies_s: list[float] = []
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        latencies = getattr(self.workload, "latencies_s", None)
+        if latencies:
+            record.update(self.percentiles_ms(latencies))
+            self.all_latencies_s.extend(latencies)
+            latencies.clear()
+        mismatch = getattr(self.workload, "mismatch", None)
+        if mismatch is not None:  # reported once, with the check that found it
+            record["mismatch"] = mismatch.record()
+            self.workload.mismatch = None
+
+    def run_latency(self) -> dict[str, float]:
+        """The whole run's step-latency percentiles (none for a workload without latencies)."""
+        return self.percentiles_ms(self.all_latencies_s)
