@@ -255,7 +255,9 @@ class StressRunner:
         def wait(seconds: float) -> None:
             if ended.is_set():
                 return  # stopped by the guard: no wait after the last sample
-            self.clock.sleep(seconds, self._cancel)
+            # At most one interval: the real run's clock is the wall clock, and a step back (NTP) must not
+            # stop the samples, and the guard with them, for as long as the step.
+            self.clock.sleep(min(seconds, cfg.interval_s), self._cancel)
             if self._cancel.is_set():
                 outcome[:] = ["cancelled", "cancelled"]
                 ended.set()
