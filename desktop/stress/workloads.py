@@ -170,8 +170,8 @@ class Bandwidth:
     unit = "GB/s"
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
-        count = bandwidth_elements(size, torch.cuda.mem_get_info(device)[0]
-                                   if device.type == "cuda" and not size else None)
+        free_b = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" and not size else None
+        count = bandwidth_elements(size, free_b)
         self.device, self.inject = device, inject
         self.src = torch.arange(count, dtype=torch.int32, device=device)
         self.dst = torch.empty_like(self.src)
