@@ -233,11 +233,11 @@ class StressRunner:
         # duration: ``ended``), a cancel during the wait ends it before another sample; the last wait is cut short
         # so that the last sample lands on the duration.
         ended = threading.Event()
-        outcome = ["completed", "finished"]
+        status, message = "completed", "finished"
         elapsed_s = 0.0
 
         def tick() -> None:
-            nonlocal elapsed_s
+            nonlocal elapsed_s, status, message
             snapshot = sampler.tick()
             sample = self._sample(snapshot)
             throughput = backend.throughput_tflops(cfg.gpu_index)
@@ -247,19 +247,20 @@ class StressRunner:
             self._report(elapsed_s, throughput, "TFLOP/s", sample)
             stop = self._guard_stop(snapshot, now)
             if stop is not None:
-                outcome[:] = ["guard", stop]
+                status, message = "guard", stop
                 ended.set()
             elif elapsed_s >= cfg.duration_s:
                 ended.set()
 
         def wait(seconds: float) -> None:
+            nonlocal status, message
             if ended.is_set():
                 return  # stopped by the guard: no wait after the last sample
             # At most one interval: the real run's clock is the wall clock, and a step back (NTP) must not
             # stop the samples, and the guard with them, for as long as the step.
             self.clock.sleep(min(seconds, cfg.interval_s), self._cancel)
             if self._cancel.is_set():
-                outcome[:] = ["cancelled", "cancelled"]
+                status, message = "cancelled", "cancelled"
                 ended.set()
 
         try:
@@ -267,7 +268,6 @@ class StressRunner:
                       sleep=wait)
         finally:
             manual.set(cfg.gpu_index, 0.0)
-        status, message = outcome
         time_s, throughput_arr, columns = recorder.arrays()
         return RunResult(status, message, cfg, started, self.clock.now(), "TFLOP/s", cfg.dtype or "bf16",
                          time_s, throughput_arr, columns, gpu=info,
