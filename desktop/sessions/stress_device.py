@@ -17,7 +17,8 @@ from advisor.wording import count_text
 from desktop.errors import UserError
 from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import Clock, StressConfig
-from desktop.stress.runner import StressRunner, runner_factory
+from desktop.stress.runner import StressRunner
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.backend import GpuBackend
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import SharedLoads, SimulatedBackend, parse_profile_list

@@ -6,12 +6,14 @@ with the same forward pass run again); a float64 reference of a corner says the 
 A fault confined to one SM shows as wrong elements in the tiles that SM computed; a check of one
 corner (one thread block) never saw it.
 
-Works on torch tensors through their own methods only: ``stress/workloads.py`` stays the one module
-that imports torch (and this one is testable without it on anything tensor-like).
+Also the tolerance per dtype, and ``corrupt_one``, the fault ``--inject-faults`` plants before each
+check. Works on torch tensors through their own methods only: ``stress/workloads.py`` stays the one
+module that imports torch (and this one is testable without it on anything tensor-like).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,6 +23,8 @@ from typing import Any, Final
 TILE: Final = 128
 #: Tiles listed in a report (the count says how many there were).
 MAX_TILES_LISTED: Final = 16
+#: Largest |result - reference| allowed, relative to the largest |reference|, per dtype.
+TOLERANCE = {"bf16": 5e-2, "fp16": 1e-2, "tf32": 1e-2, "fp32": 1e-4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +75,10 @@ def summarize(bad: Any, tile: int = TILE) -> Mismatch:
     grid = padded.reshape(tile_rows, tile, tile_cols, tile).any(3).any(1)
     where = [(int(r), int(c)) for r, c in grid.nonzero().tolist()]
     return Mismatch(elements, checked, len(where), tuple(where[:MAX_TILES_LISTED]), tile)
+
+
+def corrupt_one(result: Any, rng: random.Random) -> tuple[int, ...]:
+    """Add 1000 to one element of ``result`` at a random place (``--inject-faults``); its index."""
+    index = tuple(rng.randrange(size) for size in result.shape)
+    result[index] += 1000.0
+    return index

@@ -7,12 +7,15 @@ seconds of the temperature guard being crossed. On CUDA it watches the GPU the c
 its first record (desktop.stress.devices: CUDA's device order is not NVML's) and refuses to go
 on when no NVML GPU matches it, or when an explicit guard is at or above shutdown (UserErrors).
 For the simulated GPU there is no child: the runner sets the simulator's load and reads
-throughput from its clock model, which also lets tests run a ten-minute test on an injected
-clock in milliseconds. In the window that is the window's own simulated machine (a second
+throughput from its clock model, ticking through the one fixed-interval loop
+(desktop.telemetry.loop.run_every) on the run's clock, which also lets tests run a ten-minute
+test on an injected clock in milliseconds. In the window that is the window's own simulated machine (a second
 reader of it, ``SimulatedBackend.view``), so the Dashboard, the alerts and the Processes page
 see the test's load, heat and process. No Qt here: progress goes to a plain callback, which the stress session
 (desktop/sessions/stress.py) passes on to the CLI and the GUI worker. What a run is (its config, clocks,
-progress and result) lives in desktop.stress.run_model.
+progress and result) lives in desktop.stress.run_model; its trace (the samples as arrays) in
+desktop.stress.trace; the child's command line and records in desktop.stress.child_protocol; the
+runner made per run over a backend of its own in desktop.stress.runner_factory.
 """
 
 from __future__ import annotations
@@ -20,94 +23,31 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from advisor.envelope import envelope_summary
 from advisor.guard import GuardRefused, GuardSource, RunWatch, check_guard_above_current, guard_temperature
 from desktop.errors import UserError
 from desktop.stress.child import ChildReader, close_pipes, stop_child
+from desktop.stress.child_protocol import child_command
 from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.devices import CudaIdentity, DeviceMappingError, map_cuda_device
-from desktop.stress.run_model import Clock, FloatArray, Progress, RealClock, RunResult, StressConfig
-from desktop.telemetry.backend import GpuBackend
+from desktop.stress.run_model import Clock, Progress, RealClock, RunResult, StressConfig
+from desktop.stress.trace import TraceRecorder, child_trace
 from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.host import cpu_use, other_cores
+from desktop.telemetry.loop import run_every
 from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot
 from desktop.telemetry.sampler import Sampler
 from desktop.telemetry.simulated import SimulatedBackend
 
 log = logging.getLogger(__name__)
 
-SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample))
-#: The enforced power limit in force at each sample (the GPU's info as the backend re-read it: it moves with
-#: Dynamic Boost, the firmware mode and the battery), so the verdict judges each moment at its own limit.
-LIMIT_COLUMN = "power_limit_w"
 #: How long the child may take to import torch and allocate before it counts as hung.
 START_TIMEOUT_S = 120.0
-
-
-class _Recorder:
-    """Collects samples as plain lists; turned into numpy arrays once at the end."""
-
-    def __init__(self) -> None:
-        self.time_s: list[float] = []
-        self.throughput: list[float] = []
-        self.columns: dict[str, list[float]] = {name: [] for name in (*SAMPLE_FIELDS, LIMIT_COLUMN)}
-
-    def add(self, time_s: float, throughput: float | None, sample: GpuSample | None,
-            limit_w: float | None = None) -> None:
-        self.time_s.append(time_s)
-        self.throughput.append(np.nan if throughput is None else throughput)
-        for name in SAMPLE_FIELDS:
-            value = getattr(sample, name) if sample is not None else None
-            self.columns[name].append(np.nan if value is None else float(value))
-        self.columns[LIMIT_COLUMN].append(np.nan if limit_w is None else float(limit_w))
-
-    def arrays(self) -> tuple[FloatArray, FloatArray, dict[str, FloatArray]]:
-        return (np.asarray(self.time_s, dtype=np.float64), np.asarray(self.throughput, dtype=np.float64),
-                {k: np.asarray(v, dtype=np.float64) for k, v in self.columns.items()})
-
-
-def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: float | None = None,
-                   guard_absolute_c: float | None = None,
-                   clock: Clock | None = None) -> Callable[[StressConfig], StressRunner]:
-    """What the GUI passes to its Stress page: each run gets its own backend and sampler.
-
-    The config is the stress session's, settings included; ``guard_offset_c``/``guard_absolute_c``
-    (None: the config's own) override its guard, for tests that drive a runner without a session.
-
-    Its own backend, not the app's: a run closes it when it ends (its NVML session), and its
-    throttle counters and process polls are its own. On the simulated GPU, ``open_backend``
-    gives another reader of the window's machine (``SimulatedBackend.view``), not a second
-    machine: the run's load is the one the Dashboard shows.
-    """
-
-    def make(config: StressConfig) -> StressRunner:
-        if guard_offset_c is not None:
-            config = replace(config, guard_offset_c=guard_offset_c)
-        if guard_absolute_c is not None:
-            config = replace(config, guard_absolute_c=guard_absolute_c)
-        if config.device == "cpu":
-            return StressRunner(config, None, clock=clock)
-        backend = open_backend()
-        target = config.target
-        if target is not None and target.kind == "cuda" and target.uuid is None:
-            # The GPU picked by its NVML index: known by its UUID and bus id from here on (the runner then refuses
-            # a child that CUDA_VISIBLE_DEVICES puts on another GPU, as `stress --gpu N` does).
-            info = next((i for i in backend.devices() if i.index == target.nvml_index), None)
-            if info is not None:
-                config = replace(config, target=target.known_as(info))
-        # The run owns this backend: it closes it (its NVML session) when it ends, however it ends.
-        return StressRunner(config, Sampler(backend, clock=(clock or RealClock()).now), clock=clock,
-                            owns_sampler=True)
-
-    return make
 
 
 class StressRunner:
@@ -283,32 +223,49 @@ class StressRunner:
             raise ValueError("device 'sim' needs a sampler over a SimulatedBackend with a manual load")
         cfg = self.config
         vram_mib = (info.vram_total_mib or 8192.0) * 0.8 if info else 8192.0
-        recorder = _Recorder()
+        recorder = TraceRecorder()
         started = self.clock.now()
         # No child here: the simulated test's process is this one (the window routes "End process" on
         # a simulated GPU to the simulator, which answers that Cancel stops the test).
         manual.set(cfg.gpu_index, 1.0, vram_mib, "rigscope-stress", os.getpid(),
                    command=f"rigscope stress --device sim --seconds {cfg.duration_s:g}", started_s=started)
+        # The one fixed-interval loop (telemetry.loop.run_every) on the run's clock: the tick ends the run (guard,
+        # duration: ``ended``), a cancel during the wait ends it before another sample; the last wait is cut short
+        # so that the last sample lands on the duration.
+        ended = threading.Event()
         status, message = "completed", "finished"
+        elapsed_s = 0.0
+
+        def tick() -> None:
+            nonlocal elapsed_s, status, message
+            snapshot = sampler.tick()
+            sample = self._sample(snapshot)
+            throughput = backend.throughput_tflops(cfg.gpu_index)
+            now = self.clock.now()
+            recorder.add(now, throughput, sample, self._limit_w(snapshot))
+            elapsed_s = now - started
+            self._report(elapsed_s, throughput, "TFLOP/s", sample)
+            stop = self._guard_stop(snapshot, now)
+            if stop is not None:
+                status, message = "guard", stop
+                ended.set()
+            elif elapsed_s >= cfg.duration_s:
+                ended.set()
+
+        def wait(seconds: float) -> None:
+            nonlocal status, message
+            if ended.is_set():
+                return  # stopped by the guard: no wait after the last sample
+            # At most one interval: the real run's clock is the wall clock, and a step back (NTP) must not
+            # stop the samples, and the guard with them, for as long as the step.
+            self.clock.sleep(min(seconds, cfg.interval_s), self._cancel)
+            if self._cancel.is_set():
+                status, message = "cancelled", "cancelled"
+                ended.set()
+
         try:
-            while True:
-                snapshot = sampler.tick()
-                sample = self._sample(snapshot)
-                throughput = backend.throughput_tflops(cfg.gpu_index)
-                now = self.clock.now()
-                recorder.add(now, throughput, sample, self._limit_w(snapshot))
-                elapsed = now - started
-                self._report(elapsed, throughput, "TFLOP/s", sample)
-                stop = self._guard_stop(snapshot, now)
-                if stop is not None:
-                    status, message = "guard", stop
-                    break
-                if elapsed >= cfg.duration_s:
-                    break
-                self.clock.sleep(min(cfg.interval_s, cfg.duration_s - elapsed), self._cancel)
-                if self._cancel.is_set():
-                    status, message = "cancelled", "cancelled"
-                    break
+            run_every(lambda: min(cfg.interval_s, cfg.duration_s - elapsed_s), tick, ended, clock=self.clock.now,
+                      sleep=wait)
         finally:
             manual.set(cfg.gpu_index, 0.0)
         time_s, throughput_arr, columns = recorder.arrays()
@@ -328,18 +285,7 @@ class StressRunner:
     # --- child process ------------------------------------------------------------------
 
     def child_command(self) -> list[str]:
-        cfg = self.config
-        command = [sys.executable, "-m", "desktop.stress.workloads", "--workload", cfg.workload,
-                   "--device", cfg.device, "--seconds", str(cfg.duration_s), "--parent-pid", str(os.getpid())]
-        if cfg.dtype:
-            command += ["--dtype", cfg.dtype]
-        if cfg.size:
-            command += ["--size", str(cfg.size)]
-        if cfg.threads:
-            command += ["--threads", str(cfg.threads)]
-        if cfg.inject_faults:
-            command.append("--inject-faults")
-        return command
+        return child_command(self.config, os.getpid())
 
     def _run_child(self) -> RunResult:
         cfg = self.config
@@ -356,7 +302,7 @@ class StressRunner:
         if self.on_child_started is not None:
             self.on_child_started(proc.pid)
         reader = ChildReader(proc, self._wake)
-        recorder = _Recorder()
+        recorder = TraceRecorder()
         launched = self.clock.now()
         cpu_before = cpu_use(proc.pid) if cfg.device == "cpu" else None  # the others' load on its cores
         cpu_after, ended = None, launched  # the last reading while the child lived
@@ -413,11 +359,7 @@ class StressRunner:
         state = reader.snapshot()
         time_s, throughput_arr, columns = recorder.arrays()
         if self.sampler is None and started is not None:
-            # No telemetry to align with: the child's own once-a-second records are the trace.
-            points = reader.points()
-            time_s = started + np.asarray([t for t, _ in points], dtype=np.float64)
-            throughput_arr = np.asarray([v for _, v in points], dtype=np.float64)
-            columns = {name: np.full(time_s.shape[0], np.nan) for name in (*SAMPLE_FIELDS, LIMIT_COLUMN)}
+            time_s, throughput_arr, columns = child_trace(started, reader.points())
         extra: dict[str, Any] = {"guard_c": self._guard_c, **state.start_info, **state.latency, **self.watch.extra()}
         if self.gpu is not None:
             extra["nvml_index"] = self.gpu.index

@@ -1,4 +1,7 @@
-"""The train/infer transformer block's shape for a GPU: width, sequence and batch from its SM count and free memory.
+"""The workloads' sizes for a GPU: the train/infer block's shape, the GEMM's N, the bandwidth buffers' elements.
+
+The block's width, sequence and batch come from the SM count and free memory; the GEMM and the
+bandwidth buffers from free memory alone.
 
 Plain arithmetic (no torch), so the sizing is tested without the workloads' child process.
 """
@@ -36,3 +39,29 @@ def block_shape(sm_count: int | None, free_bytes: int | None, *, train: bool,
         tokens = min(tokens, int(free_bytes * ACTIVATION_SHARE / bytes_per_token))
     batch = max(1, tokens // seq)
     return width, seq, batch
+
+
+#: Bandwidth buffers hold int32 element indices: exact for every element a buffer can have here.
+MAX_BANDWIDTH_ELEMENTS = 2**31 - 1
+
+
+def gemm_edge(free_bytes: int, element_bytes: int) -> int:
+    """Square GEMM size on a GPU with ``free_bytes`` free: A, B and C in 30 % of it, a multiple of 256
+    from 1024 up to 8192 (gpu-burn's cap)."""
+    n = int((free_bytes * 0.3 / (3 * element_bytes)) ** 0.5)
+    return max(1024, min(8192, n // 256 * 256))
+
+
+def bandwidth_elements(size: int, free_bytes: int | None) -> int:
+    """Elements of each bandwidth buffer: ``size`` when given, else a quarter of a GPU's ``free_bytes`` (at most
+    2 GiB) over two int32 buffers, or 16 Mi on the CPU (``free_bytes`` None); ValueError outside 1 to
+    ``MAX_BANDWIDTH_ELEMENTS``."""
+    if size:
+        count = size
+    elif free_bytes is not None:
+        count = int(min(free_bytes * 0.25, 2 * 1024**3) / 2 / 4)
+    else:
+        count = 16 * 1024 * 1024
+    if not 0 < count <= MAX_BANDWIDTH_ELEMENTS:
+        raise ValueError(f"the bandwidth buffer takes 1 to {MAX_BANDWIDTH_ELEMENTS} elements, not {count}")
+    return count

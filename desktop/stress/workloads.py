@@ -2,11 +2,8 @@
 
 Run as ``python -m desktop.stress.workloads --workload gemm --device cpu --seconds 60``.
 This is the only module that imports torch, and only the child process imports it: a CUDA
-fault or a hang cannot take the window down. Records (one JSON object a line): on CUDA first
-``{"type": "device", "index", "count", "uuid", "pci_bus_id", ...}`` (the parent finds the NVML
-GPU to watch from it), then ``{"type": "start", ...}``, ``{"type": "progress", "t",
-"throughput", "unit", "errors", "checks", ...}`` about once a second (desktop.stress.pacing),
-``{"type": "done", ...}`` or ``{"type": "error", "message"}``.
+fault or a hang cannot take the window down. Its command line and its records (one JSON object
+a line: device, start, progress about once a second, done or error) are desktop.stress.child_protocol's.
 Each workload checks its whole result periodically, as gpu-burn does (desktop.stress.result_check:
 every element against the first result of the same computation, plus a float64 reference of a
 corner), counts mismatching elements as errors and names the output tiles they fall in (the
@@ -17,9 +14,7 @@ tests can prove that errors are reported.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 import os
 import random
 import sys
@@ -29,21 +24,15 @@ from typing import Any
 
 import torch
 
+from desktop.stress.child_protocol import ReportAdditions, child_parser, emit
 from desktop.stress.devices import CudaIdentity, bf16_native, cuda_index_problem, nvml_uuid, pci_bus_id
 from desktop.stress.devices import default_dtype as choose_dtype
 from desktop.stress.lifeline import die_with_parent
 from desktop.stress.pacing import Fence, drive, no_fence
-from desktop.stress.result_check import Mismatch, mismatch_mask, summarize
-from desktop.stress.shapes import block_shape
+from desktop.stress.result_check import TOLERANCE, Mismatch, corrupt_one, mismatch_mask, summarize
+from desktop.stress.shapes import bandwidth_elements, block_shape, gemm_edge
 
-#: Largest |result - reference| allowed, relative to the largest |reference|, per dtype.
-TOLERANCE = {"bf16": 5e-2, "fp16": 1e-2, "tf32": 1e-2, "fp32": 1e-4}
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
-
-
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
 
 
 def default_dtype(device: torch.device) -> str:
@@ -119,21 +108,7 @@ def gemm_size(device: torch.device, dtype: str, requested: int = 0) -> int:
     if device.type != "cuda":
         return 512
     free_b, _total = torch.cuda.mem_get_info(device)
-    bytes_per = torch.tensor([], dtype=_DTYPES[dtype]).element_size()
-    n = int((free_b * 0.3 / (3 * bytes_per)) ** 0.5)
-    return max(1024, min(8192, n // 256 * 256))
-
-
-def relative_error(result: torch.Tensor, reference: torch.Tensor, tolerance: float) -> int:
-    """Elements whose error exceeds ``tolerance`` x the largest |reference| (gpu-burn's fault count)."""
-    return int(mismatch_mask(result, reference, tolerance).sum())
-
-
-def corrupt_one(result: torch.Tensor, rng: random.Random) -> tuple[int, ...]:
-    """Add 1000 to one element of ``result`` at a random place (``--inject-faults``); its index."""
-    index = tuple(rng.randrange(size) for size in result.shape)
-    result[index] += 1000.0
-    return index
+    return gemm_edge(free_b, torch.tensor([], dtype=_DTYPES[dtype]).element_size())
 
 
 class Gemm:
@@ -184,10 +159,6 @@ class Gemm:
         return found.elements
 
 
-#: Bandwidth buffers hold int32 element indices: exact for every element a buffer can have here.
-MAX_BANDWIDTH_ELEMENTS = 2**31 - 1
-
-
 class Bandwidth:
     """Device-memory copy, dst <- src, throughput in GB/s (read + write bytes).
 
@@ -199,15 +170,8 @@ class Bandwidth:
     unit = "GB/s"
 
     def __init__(self, device: torch.device, dtype: str, size: int, inject: bool) -> None:
-        if size:
-            count = size
-        elif device.type == "cuda":
-            free_b, _total = torch.cuda.mem_get_info(device)
-            count = int(min(free_b * 0.25, 2 * 1024**3) / 2 / 4)
-        else:
-            count = 16 * 1024 * 1024
-        if not 0 < count <= MAX_BANDWIDTH_ELEMENTS:
-            raise ValueError(f"the bandwidth buffer takes 1 to {MAX_BANDWIDTH_ELEMENTS} elements, not {count}")
+        free_b = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" and not size else None
+        count = bandwidth_elements(size, free_b)
         self.device, self.inject = device, inject
         self.src = torch.arange(count, dtype=torch.int32, device=device)
         self.dst = torch.empty_like(self.src)
@@ -385,37 +349,16 @@ def run(workload_name: str, device_name: str, dtype: str | None, seconds: float,
           **workload.describe(),
           "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
           "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"})
-    all_latencies: list[float] = []
-
-    def add_latencies(record: dict[str, Any]) -> None:
-        latencies = getattr(workload, "latencies_s", None)
-        if latencies:
-            record.update(latency_percentiles_ms(latencies))
-            all_latencies.extend(latencies)
-            latencies.clear()
-        mismatch = getattr(workload, "mismatch", None)
-        if mismatch is not None:  # reported once, with the check that found it
-            record["mismatch"] = mismatch.record()
-            workload.mismatch = None
-
+    additions = ReportAdditions(workload, latency_percentiles_ms)
     totals = drive(workload, seconds, emit, fence=fence_for(device),
                    check_period_s=float(getattr(workload, "check_period_s", check_period_s)),
-                   on_report=add_latencies)
-    emit({"type": "done", **totals, **latency_percentiles_ms(all_latencies)})
+                   on_report=additions)
+    emit({"type": "done", **totals, **additions.run_latency()})
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m desktop.stress.workloads")
-    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="gemm")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", choices=tuple(_DTYPES), default=None)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--size", type=int, default=0, help="GEMM N / bandwidth elements / block width (0 = auto)")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0 = torch's default)")
-    parser.add_argument("--parent-pid", type=int, default=0)
-    parser.add_argument("--inject-faults", action="store_true")
-    args = parser.parse_args(argv)
+    args = child_parser(WORKLOADS, _DTYPES).parse_args(argv)
     if args.parent_pid:
         die_with_parent(args.parent_pid)
     if args.threads:

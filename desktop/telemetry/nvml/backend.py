@@ -32,10 +32,11 @@ from desktop.telemetry.model import (
 )
 from desktop.telemetry.nvml.counters import CounterTracker
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost, load_module
+from desktop.telemetry.nvml.gateway import NvmlGateway, load_module
 from desktop.telemetry.nvml.gpm import close_gpm, open_gpm, read_gpm
 from desktop.telemetry.nvml.info import DriverVersions, read_bus_id, read_identity, read_info, read_limits
 from desktop.telemetry.nvml.mig import read_mig_instances
+from desktop.telemetry.nvml.outcomes import MISSING, NvmlLost
 from desktop.telemetry.nvml.processes import device_processes
 from desktop.telemetry.nvml.reading import read_sample
 from desktop.telemetry.nvml.sleep import ASLEEP_DETAIL, default_sysfs_root, device_asleep

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.telemetry.model import GpuInfo
+from desktop.telemetry.nvml.call_memory import CallMemory
 from desktop.telemetry.nvml.counters import CounterTracker
-from desktop.telemetry.nvml.gateway import CallMemory
 
 
 @dataclass(slots=True)

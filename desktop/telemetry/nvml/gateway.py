@@ -6,7 +6,8 @@ down at interpreter exit; ``call`` and ``device_call`` turn a call's error into 
 (NotSupported & co.: remembered per device in a ``CallMemory`` and never asked again; a failing
 sensor: asked again after ``FAILED_RETRY_S``) or into ``NvmlLost`` (the GPU itself is gone). It
 also remembers the functions this driver or binding lacks, and hands out the C symbols that the
-process-list code calls directly.
+process-list code calls directly. What a call can come to and the code tables that decide it
+are in outcomes.py; what each device's calls have taught, in call_memory.py.
 """
 
 from __future__ import annotations
@@ -16,88 +17,29 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Final
+from typing import Any
 
 from desktop.telemetry.backend import BackendUnavailable
+from desktop.telemetry.nvml.call_memory import FAILED_RETRY_S, CallMemory
+from desktop.telemetry.nvml.outcomes import (
+    FUNCTION_NOT_FOUND,
+    LOST_CODES,
+    MISSING,
+    MISSING_CODES,
+    NO_SAMPLE_CODES,
+    NO_SAMPLES,
+    TRANSIENT_CODES,
+    NvmlLost,
+    error_code,
+    reason_for_init_error,
+)
 
 log = logging.getLogger(__name__)
-
-#: A query that failed with an error that is neither "not supported" nor "lost" (UNKNOWN: a
-#: sensor nvidia-smi shows as ERR!, OPERATING_SYSTEM, IRQ_ISSUE, a string that does not decode)
-#: leaves that metric n/a and is asked again only after this long.
-FAILED_RETRY_S: Final = 300.0
-
-# NVML return codes by how a caller should treat them (codes, not classes: old bindings lack some).
-MISSING_CODES: Final = frozenset({
-    2,  # INVALID_ARGUMENT: e.g. a clock or sensor type this GPU does not have
-    3,  # NOT_SUPPORTED
-    4,  # NO_PERMISSION
-    6,  # NOT_FOUND
-    8,  # INSUFFICIENT_POWER
-    13,  # FUNCTION_NOT_FOUND: the driver predates the call
-    14,  # CORRUPTED_INFOROM
-    21,  # NO_DATA
-    22,  # VGPU_ECC_NOT_SUPPORTED
-    24,  # FREQ_NOT_SUPPORTED
-    25,  # ARGUMENT_VERSION_MISMATCH
-    26,  # DEPRECATED
-    30,  # RESET_TYPE_NOT_SUPPORTED
-})
-TRANSIENT_CODES: Final = frozenset({5, 7, 10, 19, 20, 23, 27, 29})  # busy, timeout, in use, memory, not ready...
-#: Codes that cost the whole GPU (LOST until its handle comes back); every other error costs only
-#: the metric asked for (UNKNOWN 999, OPERATING_SYSTEM 17, IRQ_ISSUE 11 on a failing sensor).
-LOST_CODES: Final = frozenset({
-    15,  # GPU_IS_LOST: fell off the bus
-    16,  # RESET_REQUIRED: nothing reads until the GPU is reset
-    28,  # GPU_NOT_FOUND
-    1,  # UNINITIALIZED: the NVML session is gone (renewed by reinit when every GPU is lost)
-    9,  # DRIVER_NOT_LOADED
-    18,  # LIB_RM_VERSION_MISMATCH: the driver was upgraded underneath
-})
-FUNCTION_NOT_FOUND: Final = 13
-
-
-class _Missing:
-    """Sentinel: the call gave no value (unsupported, transient or unknown)."""
-
-
-MISSING: Final = _Missing()
-
-
-class _NoSamples:
-    """Sentinel: a sample-buffer call answered, with nothing newer than the timestamp passed."""
-
-
-NO_SAMPLES: Final = _NoSamples()
-#: What a sample-buffer call (``nvmlDeviceGetProcessUtilization`` & co.) answers when no sample is
-#: newer than the timestamp passed: NOT_FOUND (6); SUCCESS (0) where pynvml's wrapper raises on a
-#: size query that found nothing to size.
-NO_SAMPLE_CODES: Final = frozenset({0, 6})
-
-
-class NvmlLost(Exception):
-    """A fatal per-device NVML error: the device is LOST until its handle is got again."""
 
 
 class _NoSuchError(Exception):
     """Stands in for ``NVMLError`` when handed a module without it (never raised)."""
-
-
-def reason_for_init_error(code: int | None, text: str) -> str:
-    """Why NVML cannot be used here, in the user's words."""
-    if code == 12:
-        return ("No NVIDIA driver found: the NVML library (libnvidia-ml.so.1 / nvml.dll) could not be "
-                "loaded. Install the NVIDIA driver to read a real GPU.")
-    if code == 9:
-        return "The NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot may help)."
-    if code == 4:
-        return "No permission to talk to the NVIDIA driver (check access to /dev/nvidia*)."
-    if code == 18:
-        return ("Driver/library version mismatch: the NVIDIA driver was upgraded but the old kernel module is "
-                "still loaded: reboot (or reload the nvidia kernel modules).")
-    return f"NVML could not start: {text}"
 
 
 def load_module() -> ModuleType:
@@ -112,61 +54,6 @@ def load_module() -> ModuleType:
             f"{exc}") from exc
     module: ModuleType = pynvml
     return module
-
-
-def error_code(exc: BaseException) -> int | None:
-    """The NVML return code an exception carries (``NVMLError.value``), if any."""
-    value = getattr(exc, "value", None)
-    return value if isinstance(value, int) else None
-
-
-@dataclass(slots=True)
-class CallMemory:
-    """What one device's calls have taught so far, by call key ("fan", "field:185", ...).
-
-    Kept per device (a GPU that lacks a fan says nothing about its neighbour) and read and
-    written through ``NvmlGateway``: keys that answered NotSupported & co. are never asked
-    again; keys that failed otherwise rest for ``FAILED_RETRY_S``.
-    """
-
-    #: How log lines name the device ("GPU 0").
-    label: str
-    unsupported: set[str] = field(default_factory=set)
-    #: Keys that failed with neither "missing" nor "lost": (monotonic time, message).
-    failed: dict[str, tuple[float, str]] = field(default_factory=dict)
-    #: Queries answered, and errors met, in the current read: a read where all failed is a lost GPU.
-    answered: int = 0
-    errors: list[str] = field(default_factory=list)
-    #: Bumped whenever ``unsupported`` changes, so what is derived from it can be kept until then.
-    changes: int = 0
-
-    def begin_read(self) -> None:
-        self.answered, self.errors = 0, []
-
-    def every_query_failed(self) -> bool:
-        return bool(self.errors) and not self.answered
-
-    def is_unsupported(self, key: str) -> bool:
-        return key in self.unsupported
-
-    def mark_unsupported(self, *keys: str) -> None:
-        before = len(self.unsupported)
-        self.unsupported.update(keys)
-        if len(self.unsupported) != before:
-            self.changes += 1
-
-    def forget_unsupported(self, key: str | None = None) -> None:
-        """Ask ``key`` (every key when None) again."""
-        if key is None:
-            self.unsupported.clear()
-        else:
-            self.unsupported.discard(key)
-        self.changes += 1
-
-    def failure(self, key: str) -> str | None:
-        """The message of the last failure of ``key`` while it is remembered."""
-        entry = self.failed.get(key)
-        return entry[1] if entry is not None else None
 
 
 class NvmlGateway:

@@ -28,7 +28,8 @@ from typing import Any, Final
 
 from desktop.telemetry.model import GpmActivity
 from desktop.telemetry.nvml.device import GpmSamples, NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from typing import Any, Final
 
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING
 from desktop.telemetry.nvml.values import as_int, as_mib, as_number, as_text, field_number
 
 _LAPTOP_NAME = re.compile(r"laptop|mobile|max-q", re.IGNORECASE)

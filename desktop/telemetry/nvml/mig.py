@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from desktop.telemetry.model import MigInstance
+from desktop.telemetry.nvml.call_memory import CallMemory
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, CallMemory, NvmlGateway, NvmlLost
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING, NvmlLost
 from desktop.telemetry.nvml.processes import running_processes
 from desktop.telemetry.nvml.values import as_int, as_mib, as_text
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, NO_SAMPLES, NvmlGateway
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING, NO_SAMPLES
 from desktop.telemetry.nvml.values import as_int
 
 #: (call key, pynvml function), newest first; both take (handle, lastSeenTimeStamp µs).

@@ -23,8 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from desktop.telemetry.model import GpuProcess, ProcessKind
+from desktop.telemetry.nvml.call_memory import CallMemory
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, CallMemory, NvmlGateway
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING
 from desktop.telemetry.nvml.proc_util import IDLE, read_process_utilization
 from desktop.telemetry.nvml.values import as_int, as_mib
 

@@ -18,7 +18,8 @@ from typing import Any, Final
 from desktop.telemetry.model import GpuSample
 from desktop.telemetry.nvml.counters import ALL_COUNTER_FIELD_IDS
 from desktop.telemetry.nvml.device import NvmlDevice
-from desktop.telemetry.nvml.gateway import MISSING, NvmlGateway, NvmlLost
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING, NvmlLost
 from desktop.telemetry.nvml.values import (
     FIELD_ENERGY_MJ,
     FIELD_MEMORY_TEMP_C,

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from desktop.telemetry.model import GPU_METRIC_NAMES
 from desktop.telemetry.nvml.counters import ALL_COUNTER_FIELDS
-from desktop.telemetry.nvml.gateway import MISSING
+from desktop.telemetry.nvml.outcomes import MISSING
 
 MIB: Final = 1024.0 * 1024.0
 

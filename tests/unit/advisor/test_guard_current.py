@@ -10,7 +10,7 @@ from advisor.guard import GuardRefused, check_guard_above_current
 from desktop.cli import main
 from desktop.errors import UserError
 from desktop.stress.run_model import SimClock, StressConfig
-from desktop.stress.runner import runner_factory
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 

@@ -9,7 +9,7 @@ import pytest
 from advisor.guard import TEMP_UNKNOWN_LIMIT_S, RunWatch, memory_guard_temperature
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
-from desktop.stress.runner import runner_factory
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.model import GpuInfo, GpuProcess, GpuReading
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 

@@ -21,7 +21,8 @@ from desktop.sessions.stress import (
 )
 from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import Progress, SimClock, StressConfig
-from desktop.stress.runner import StressRunner, runner_factory
+from desktop.stress.runner import StressRunner
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.model import GpuInfo
 from desktop.telemetry.sampler import Sampler, open_gpu_backend
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list

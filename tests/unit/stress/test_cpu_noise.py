@@ -14,7 +14,8 @@ from advisor.verdict import judge
 from desktop.stress.cpu_noise import warmup_noise_pct
 from desktop.stress.records import exit_code, judge_run
 from desktop.stress.run_model import RunResult, StressConfig
-from desktop.stress.runner import SAMPLE_FIELDS, StressRunner
+from desktop.stress.runner import StressRunner
+from desktop.stress.trace import SAMPLE_FIELDS
 
 N = 30  # `stress --device cpu --minutes 0.5`: 30 one-second samples
 

@@ -8,7 +8,9 @@ import pynvml
 import pytest
 
 from desktop.telemetry.backend import BackendUnavailable
-from desktop.telemetry.nvml.gateway import FAILED_RETRY_S, MISSING, CallMemory, NvmlGateway, NvmlLost
+from desktop.telemetry.nvml.call_memory import FAILED_RETRY_S, CallMemory
+from desktop.telemetry.nvml.gateway import NvmlGateway
+from desktop.telemetry.nvml.outcomes import MISSING, NvmlLost
 from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
 
 

@@ -89,7 +89,8 @@ def test_the_window_refuses_a_child_on_another_gpu_than_the_one_picked(qtbot, mo
     import json
     import sys
 
-    from desktop.stress.runner import StressRunner, runner_factory
+    from desktop.stress.runner import StressRunner
+    from desktop.stress.runner_factory import runner_factory
     from desktop.ui.pages.stress_page import StressPage
     from desktop.ui.theme import resolve
     from tests.unit.stress.test_device_mapping import FAKE_CHILD, RealLooking

@@ -43,7 +43,7 @@ def test_quick_run_on_the_simulated_laptop_names_its_limit(qtbot: QtBot) -> None
 def _compare_page(qtbot: QtBot, asked: list[str] | None = None, switch: object = None) -> tuple[object, object]:
     from desktop.stress.per_mode import SimulatedModes
     from desktop.stress.run_model import SimClock
-    from desktop.stress.runner import runner_factory
+    from desktop.stress.runner_factory import runner_factory
     from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
     from desktop.ui.pages.stress_modes import ModeCompare
 
@@ -175,7 +175,7 @@ def test_compare_modes_cools_down_between_modes_as_the_command_line_does(qtbot: 
     starts once the GPU is back near the first run's start temperature, not hot from the first run."""
     from desktop.stress.per_mode import COOL_LIMIT_S, COOL_MARGIN_C, SimulatedModes
     from desktop.stress.run_model import SimClock
-    from desktop.stress.runner import runner_factory
+    from desktop.stress.runner_factory import runner_factory
     from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
     from desktop.ui.pages.stress_modes import ModeCompare
 
@@ -210,7 +210,7 @@ def test_while_compare_modes_cools_down_start_is_held_and_cancel_ends_it(qtbot: 
     the next mode's), Cancel stays on and ends the comparison, and the mode found is put back."""
     from desktop.stress.per_mode import SimulatedModes
     from desktop.stress.run_model import SimClock
-    from desktop.stress.runner import runner_factory
+    from desktop.stress.runner_factory import runner_factory
     from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
     from desktop.ui.pages.stress_modes import ModeCompare
 

@@ -16,7 +16,8 @@ from advisor.frame import StressResult
 from desktop.sessions.stress import StressOutcome, StressSession
 from desktop.stress.portable import read_record
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
-from desktop.stress.runner import StressRunner, runner_factory
+from desktop.stress.runner import StressRunner
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve

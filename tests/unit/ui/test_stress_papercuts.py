@@ -12,7 +12,8 @@ from pytestqt.qtbot import QtBot
 
 from advisor.frame import StressResult
 from desktop.stress.run_model import SimClock, StressConfig
-from desktop.stress.runner import StressRunner, runner_factory
+from desktop.stress.runner import StressRunner
+from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_profile_list
 from desktop.ui.pages.stress_page import StressPage
 from desktop.ui.theme import resolve
