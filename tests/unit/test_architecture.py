@@ -130,3 +130,29 @@ def test_the_private_import_finder_finds_each_form() -> None:
               "from desktop.history import job_owner\n")
     assert private_imports(source, private) == ["desktop.history.jobs", "desktop.history.rollup",
                                                 "desktop.history.rollup"]
+
+
+#: Issue 35: a module over this many lines has more than one job; split it along a real seam.
+MAX_MODULE_LINES = 400
+
+
+def long_modules(root: Path, packages: tuple[str, ...] = PACKAGES, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """``path: lines`` for every Python file under ``packages`` with more than ``limit`` lines (as ``wc -l``)."""
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            lines = path.read_bytes().count(b"\n")
+            if lines > limit:
+                found.append(f"{path.relative_to(root).as_posix()}: {lines}")
+    return found
+
+
+def test_no_module_in_the_package_is_over_400_lines() -> None:
+    assert long_modules(Path(__file__).resolve().parents[2]) == []
+
+
+def test_the_long_module_finder_counts_lines_as_wc_does(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "short.py").write_text("x = 1\n" * 400)
+    (tmp_path / "pkg" / "sub" / "long.py").write_text("x = 1\n" * 401)
+    assert long_modules(tmp_path, ("pkg",)) == ["pkg/sub/long.py: 401"]
