@@ -1,7 +1,8 @@
 """One fixed-interval loop (``run_every``) for everything that samples on a schedule.
 
 The recorder, the Prometheus exporter's own sampler, `rigscope sample`, `rigscope run`'s job loop,
-the window's sampler thread and the simulated stress run (on the run's own clock) all tick through it, so they keep time the same way.
+the window's sampler thread and the simulated stress run (on the run's own clock) all tick through it,
+so they keep time the same way.
 """
 
 from __future__ import annotations
