@@ -50,6 +50,11 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 120.0
 
 
+#: How near the duration the simulated run's last sample may land and end it: clock times are epoch seconds,
+#: whose float steps (about 0.24 µs today) can leave a last wait too small to move the clock at all.
+DURATION_SLACK_S = 1e-3
+
+
 class StressRunner:
     """Runs one stress test; ``run()`` blocks (call it off the GUI thread), ``cancel()`` is thread-safe."""
 
@@ -249,7 +254,7 @@ class StressRunner:
             if stop is not None:
                 status, message = "guard", stop
                 ended.set()
-            elif elapsed_s >= cfg.duration_s:
+            elif elapsed_s >= cfg.duration_s - DURATION_SLACK_S:
                 ended.set()
 
         def wait(seconds: float) -> None:

@@ -68,3 +68,19 @@ def test_a_wall_clock_stepped_back_does_not_stop_the_samples_or_the_guard() -> N
     gaps_s = np.diff(result.time_s)
     # One step back of a minute, and every other sample a second after the one before (never a minute's silence).
     assert (gaps_s < 0).sum() == 1 and gaps_s[gaps_s > 0].max() == 1.0
+
+
+def test_a_run_whose_last_wait_is_below_the_clocks_resolution_still_ends() -> None:
+    # 10.05 s in steps of 0.7 s from an epoch time: the last wait comes to ~7e-13 s, which adding to 12,355 s
+    # leaves unchanged; the run used to wait for it for ever.
+    clock = SimClock(time_s=12345.678)
+    backend = SimulatedBackend(parse_profile_list("rtx4090"), ManualLoad(), seed=3)
+    runner = StressRunner(StressConfig(device="sim", duration_s=10.05, interval_s=0.7),
+                          Sampler(backend, clock=clock.now), clock=clock)
+    done: list[str] = []
+    thread = threading.Thread(target=lambda: done.append(runner.run().status), daemon=True)
+    thread.start()
+    thread.join(60)  # a bound on a hang, not a timing: the run itself takes milliseconds
+    runner.cancel()
+    assert done == ["completed"]
+    assert abs(clock.time_s - 12345.678 - 10.05) < 1e-3
