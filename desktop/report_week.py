@@ -1,8 +1,8 @@
 """The report's week: ISO weeks in the operating system's local time (DST included), which week a report opens
 on, and the history frames of a week and the week before it.
 
-`rigscope report`, `rigscope advise --week` and the window's History page (``desktop.reporting.HistorySource``)
-pick their week here, so a week means the same hours in each.
+`rigscope report`, `rigscope advise` (its ``--week``) and the window's History page
+(``desktop.reporting.HistorySource``) pick their week here, so a week means the same hours in each.
 """
 
 from __future__ import annotations
