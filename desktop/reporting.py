@@ -1,28 +1,21 @@
-"""The weekly report's data, without Qt: the week in local time, its summary and advice, JSON and CSV.
+"""The weekly report's data, without Qt: its summary and advice, charts' series, labels and "Who used the GPU".
 
-The advisor supplies the numbers (``advisor.summary``, ``desktop.advice``); this module picks
-the week (ISO weeks in local time, DST included), builds the ``ReportData`` every format
-renders, and writes the JSON and CSV; ``desktop.ui.report.reports`` draws the charts and renders
-HTML and PDF from the same data. ``HistorySource`` reads the history for the Advisor, Costs
-and History pages (on their worker threads). A GPU is a card, not a slot: series, charts and
-labels are keyed on its uuid, so a card swapped in slot 0 mid-week gets its own charts and a
-label that says which ("GPU 0 (RTX 4090)", plus the uuid where slot and name are shared).
+The advisor supplies the numbers (``advisor.summary``, ``desktop.advice``); ``desktop.report_week``
+picks the week (ISO weeks in local time, DST included); this module builds the ``ReportData`` every
+format renders: ``desktop.report_output`` writes the JSON and CSV, ``desktop.ui.report.reports``
+draws the charts and renders HTML and PDF from the same data. ``HistorySource`` reads the history
+for the Advisor, Costs and History pages (on their worker threads). A GPU is a card, not a slot:
+series, charts and labels are keyed on its uuid, so a card swapped in slot 0 mid-week gets its own
+charts and a label that says which ("GPU 0 (RTX 4090)", plus the uuid where slot and name are shared).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import io
-import json
 import math
-import os
-import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -30,49 +23,13 @@ import numpy as np
 
 from advisor.frame import FloatArray, GpuSeries, HistoryFrame
 from advisor.rules import Recommendation
-from advisor.safetext import printable
-from advisor.summary import WEEKDAYS, WeeklySummary, weekly_summary
+from advisor.summary import WeeklySummary, weekly_summary
 from advisor.usage import NO_KEY, GpuEnergy, ProcessUsageRows, UsageTable, account_usage
 from advisor.wording import parenthesized
 from desktop import config
-from desktop.advice import (
-    Advice,
-    advice_json,
-    compute_advice,
-    json_safe,
-    load_recent_frame,
-    open_history,
-    recommendation_dict,
-)
-from desktop.csvsafe import CsvWriter
+from desktop.advice import Advice, compute_advice, load_recent_frame, open_history
 from desktop.errors import UserError
-
-WEEK_S = 7 * 86400.0
-
-
-class SystemLocalTime(tzinfo):
-    """The operating system's local time zone, DST included (``datetime.astimezone()`` fixes one offset)."""
-
-    def _offset_at(self, epoch_s: float) -> timedelta:
-        return timedelta(seconds=time.localtime(epoch_s).tm_gmtoff)
-
-    def utcoffset(self, dt: datetime | None) -> timedelta:
-        if dt is None:
-            return self._offset_at(time.time())
-        return self._offset_at(time.mktime(dt.replace(tzinfo=None).timetuple()))
-
-    def dst(self, dt: datetime | None) -> timedelta:
-        return timedelta(0)
-
-    def tzname(self, dt: datetime | None) -> str:
-        return time.strftime("%Z")
-
-    def fromutc(self, dt: datetime) -> datetime:
-        epoch = (dt.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()
-        return dt + self._offset_at(epoch)
-
-    def __str__(self) -> str:
-        return f"local time, {time.strftime('%Z')}"
+from desktop.report_week import WEEK_S, SystemLocalTime, default_week, load_week, week_label
 
 
 @dataclass(frozen=True)
@@ -166,23 +123,6 @@ def chart_key(kind: str, position: int) -> str:
     return f"{kind}-{position}"
 
 
-def week_bounds(label: str, tz: tzinfo) -> tuple[float, float]:
-    """``2026-W48`` -> Monday 00:00 to the next Monday 00:00, local time, as epoch seconds."""
-    try:
-        year_text, week_text = label.upper().split("-W")
-        monday = datetime.fromisocalendar(int(year_text), int(week_text), 1)
-    except ValueError:
-        raise UserError(f"--week {label!r}: expected an ISO week such as 2026-W48") from None
-    start = monday.replace(tzinfo=tz).timestamp()
-    end = (monday + timedelta(days=7)).replace(tzinfo=tz).timestamp()
-    return start, end
-
-
-def week_label(time_s: float, tz: tzinfo) -> str:
-    year, week, _ = datetime.fromtimestamp(time_s, tz).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def hourly(gpu: GpuSeries, start_s: float, end_s: float) -> dict[str, FloatArray]:
     """Hourly time-weighted means of the charted metrics (NaN for hours with no data), and the power limit and
     slowdown temperature in force each hour."""
@@ -234,157 +174,6 @@ def build_report(frame: HistoryFrame, previous: HistoryFrame | None, settings: c
         captions[chart_key("who", 0)] = "Who used the GPU: energy per user"
     return ReportData(label, summary, advice, time.time() if now_s is None else now_s, captions, series, notes,
                       labels, who, unknown_notes(usage_rows) if who else ())
-
-
-def to_json(data: ReportData) -> str:
-    summary = dataclasses.asdict(data.summary)
-    summary["recommendations"] = [recommendation_dict(r) for r in data.summary.recommendations]
-    # The change and its unit as the HTML shows them: a percentage changes by percentage points.
-    for change, row in zip(data.summary.changes, summary["changes"], strict=True):
-        row.update(delta=change.delta, delta_unit=change.delta_unit)
-    payload = {"week": data.week_label, "generated_s": data.generated_s, "notes": list(data.notes),
-               "summary": json_safe(summary), "advice": advice_json(data.advice),
-               "who_used_the_gpu": [table.to_dict() for table in data.who], "who_notes": list(data.who_notes)}
-    # ASCII only: a name's ESC, C1 control, bidi override or lone surrogate is written as its \\u escape,
-    # so `report --format json -o -` is safe on a terminal and any reader gets the exact name back.
-    return json.dumps(payload, indent=2, ensure_ascii=True)
-
-
-def to_csv(data: ReportData) -> str:
-    """Long format: section, gpu, item, value, unit (one figure a line, easy to pivot).
-
-    The gpu column is the index; where a slot held two cards it is "index (uuid)". Text cells are
-    ``printable`` (a process named ``py\\x1b]0;…`` shows the escape, never the byte, so `-o -` is safe
-    on a terminal) and go through ``desktop.csvsafe`` (a process may be named ``=cmd|...``)."""
-    out = io.StringIO()
-    w = CsvWriter(out)
-    w.writerow(["section", "gpu", "item", "value", "unit"])
-    slots = Counter(g.index for g in data.summary.gpus)
-
-    def row(*cells: Any) -> None:
-        w.writerow(printable(c) if isinstance(c, str) else c for c in cells)
-
-    if data.summary.demo:  # first, as the HTML report's note: a spreadsheet of the demo week says so
-        row("note", "", "demo", "Demo data: a simulated week, not your GPU.", "")
-
-    for g in data.summary.gpus:
-        gpu: int | str = g.index if slots[g.index] == 1 else f"{g.index} ({g.uuid})"
-        row("gpu", gpu, "name", g.name, "")
-        row("gpu", gpu, "busy", round(g.busy_hours, 3), "h")
-        row("gpu", gpu, "mean utilization while busy", round(g.mean_util_busy_pct, 2), "%")
-        row("gpu", gpu, "energy", round(g.energy_kwh, 4), "kWh")
-        row("gpu", gpu, "energy cost", round(g.energy_cost, 4), data.summary.currency)
-        row("gpu", gpu, "peak temperature", g.peak_temp_c, "°C")
-        row("gpu", gpu, "p95 temperature", g.p95_temp_c, "°C")
-        row("gpu", gpu, "throttled: any cause", round(g.throttled_minutes, 2), "min")
-        for cause, minutes in g.throttle_minutes.items():
-            row("gpu", gpu, f"throttled: {cause}", round(minutes, 2), "min")
-        row("gpu", gpu, "throttled: of it HW thermal", round(g.hw_thermal_minutes, 2), "min")
-        row("gpu", gpu, "VRAM peak", g.vram_peak_mib, "MiB")
-        row("gpu", gpu, "VRAM above 90 %", round(g.vram_above_90_minutes, 2), "min")
-        for d, day in enumerate(WEEKDAYS):
-            for h, value in enumerate(g.heatmap_pct[d]):
-                row("heatmap", gpu, f"{day} {h:02d}:00", round(value, 2) if math.isfinite(value) else "", "%")
-    for p in data.summary.top_processes:
-        row("process", p.gpu_index, p.name, round(p.gpu_hours, 3), "GPU-h")
-    for table in data.who:
-        for line in table.lines:
-            row(f"who by {table.by}", "", f"{line.key}: GPU time", round(line.gpu_hours, 3), "GPU-h")
-            row(f"who by {table.by}", "", f"{line.key}: energy", round(line.energy_wh, 2), "Wh")
-            row(f"who by {table.by}", "", f"{line.key}: energy cost", round(line.cost, 4), table.currency)
-    for c in data.summary.changes:
-        row("change", c.gpu_index, c.label, round(c.delta, 3), c.delta_unit)
-    for r in data.summary.recommendations:
-        row("recommendation", "" if r.gpu_index is None else r.gpu_index, f"{r.severity}: {r.title}", r.rule_id, "")
-    for cost in data.advice.costs:
-        row("cost", cost.gpu_name, "owned per month", round(cost.owned_month, 2), data.advice.currency)
-        for o in cost.options:
-            row("cost", cost.gpu_name, f"{o.offer.gpu_model} at {o.offer.provider}, on demand per month",
-                round(o.on_demand_month, 2), "USD")
-    return out.getvalue()
-
-
-def _umask() -> int:
-    """The process's umask without changing it (os.umask sets it: not thread-safe); 022 where it cannot be read."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
-def write_beside(path: Path, write: Callable[[Path], None]) -> None:
-    """Make ``path`` whole or not at all: ``write(temporary)`` fills a file beside it (same folder, so the
-    rename is atomic), which then replaces ``path`` (``os.replace``). A symlink at ``path`` is replaced by
-    the file, never followed (what it points to is untouched); a write that fails (a full disk) leaves the
-    old file as it was and no partial one. The new file gets the old one's permissions, else the umask's."""
-    try:
-        mode = os.lstat(path).st_mode & 0o777 if path.is_file() and not path.is_symlink() else None
-    except OSError:
-        mode = None
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    temporary = Path(name)
-    try:
-        os.chmod(temporary, mode if mode is not None else 0o666 & ~_umask())
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def write_report_text(path: Path, text: str) -> None:
-    """A report's text (HTML, JSON, CSV) into ``path`` through ``write_beside``, flushed to the disk."""
-    data = memoryview(text.encode("utf-8"))
-
-    def write(temporary: Path) -> None:
-        fd = os.open(temporary, os.O_WRONLY | os.O_TRUNC)
-        try:
-            view = data
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    write_beside(path, write)
-
-
-def default_week(span: tuple[float, float] | None, tz: tzinfo, now_s: float) -> tuple[str, tuple[str, ...]]:
-    """The week `rigscope report` and the window's History page open on: the last full week, or where it has no
-    history, the newest week with data (and the note that says so)."""
-    label = week_label(now_s - WEEK_S, tz)
-    start, end = week_bounds(label, tz)
-    if span is not None and (span[1] <= start or span[0] >= end):  # nothing recorded then
-        # the week holding the newest hour, so a lone sample on Monday 00:00 does not pick an empty week
-        label = week_label(max(span[0], span[1] - 3600.0), tz)
-        return label, (f"The last full week has no history; this is the newest week with data ({label}).",)
-    return label, ()
-
-
-def load_week(store: Any, label: str | None, tz: tzinfo, now_s: float) -> tuple[str, HistoryFrame,
-                                                                                 HistoryFrame | None, tuple[str, ...]]:
-    """The frames for ``label`` (default: the last full week, or the newest week with data) and the week before."""
-    from desktop.history.frames import load_frame
-
-    notes: tuple[str, ...] = ()
-    span = store.time_range()
-    if label is None:
-        label, notes = default_week(span, tz, now_s)
-    start, end = week_bounds(label, tz)
-    if span is None or span[1] <= start or span[0] >= end:
-        raise UserError(f"no history recorded in {label}"
-                        + (f" (the history covers {week_label(span[0], tz)} to {week_label(span[1] - 1, tz)})"
-                           if span else ""))
-    # Named by its week: costs and busy hours say "from 1.6 recorded days of 2026-W48" (advisor.span).
-    frame = dataclasses.replace(load_frame(store, start, end, platform=sys.platform), label=label)
-    previous = load_frame(store, start - WEEK_S, start, platform=sys.platform) if span[0] < start else None
-    if previous is not None and not previous.gpus:
-        previous = None
-    return label, frame, previous, notes
 
 
 class HistorySource:

@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     store = open_history(db_path(args))
     try:
         if args.week is not None:  # the report's window, by the report's own function: the same figures
-            from desktop.reporting import SystemLocalTime, load_week
+            from desktop.report_week import SystemLocalTime, load_week
 
             _label, frame, _previous, _notes = load_week(store, args.week, SystemLocalTime(), args.now_s)
         else:

@@ -173,6 +173,21 @@ def check_interval(seconds: float) -> float:
     return seconds
 
 
+def sampling_interval(args: argparse.Namespace, settings: config.Settings | None = None, *,
+                      default: float | None = None) -> float:
+    """The seconds between samples of a command that samples (record, run, serve, sample): ``--interval``
+    (``add_interval``), else ``default``, else the Settings' sampling interval (``settings``; read with
+    ``load_settings`` only when neither gives one), checked by ``check_interval``: outside the range, a
+    ``UserError`` (one line, exit 2)."""
+    seconds = args.interval
+    if seconds is None:
+        if default is not None:
+            seconds = default
+        else:
+            seconds = (settings if settings is not None else load_settings()[0]).sampling.interval_s
+    return check_interval(float(seconds))
+
+
 def interval_arg(text: str) -> float:
     """argparse ``type`` of ``--interval``: a number of seconds in the one allowed range (else exit 2)."""
     try:

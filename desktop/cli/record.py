@@ -22,10 +22,10 @@ from desktop.cli.common import (
     add_interval,
     add_listen,
     add_simulate,
-    check_interval,
     db_path,
     load_settings,
     open_backend,
+    sampling_interval,
     start_prometheus,
 )
 
@@ -45,8 +45,7 @@ def main(args: argparse.Namespace) -> int:
     from desktop.telemetry.sampler import Sampler, open_host_backend
 
     settings, _problems = load_settings()
-    interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
-    check_interval(interval_s)
+    interval_s = sampling_interval(args, settings)
     path = db_path(args)
     # With no usable driver it records the host and no GPU (never a simulated one), trying NVML again.
     backend = open_backend(args.simulate, fallback="unavailable")

@@ -49,15 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from desktop.advice import open_history
-    from desktop.reporting import (
-        SystemLocalTime,
-        build_report,
-        load_usage_rows,
-        load_week,
-        to_csv,
-        to_json,
-        write_report_text,
-    )
+    from desktop.report_output import to_csv, to_json, write_report_text
+    from desktop.report_week import SystemLocalTime, load_week
+    from desktop.reporting import build_report, load_usage_rows
 
     fmt = report_format(args.output, args.format)
     to_stdout = args.output == STDOUT

@@ -27,11 +27,11 @@ from desktop.cli.common import (
     add_db,
     add_interval,
     add_simulate,
-    check_interval,
     check_output,
     db_path,
     load_settings,
     open_backend,
+    sampling_interval,
 )
 from desktop.config import JobSettings
 from desktop.errors import UserError
@@ -113,8 +113,7 @@ def main(args: argparse.Namespace) -> int:
         _own_std_streams()
     argv = _command(args)
     settings, _problems = load_settings()
-    interval_s = args.interval if args.interval is not None else settings.sampling.interval_s
-    check_interval(interval_s)
+    interval_s = sampling_interval(args, settings)
     output = Path(args.output) if args.output else None
     if output is not None:
         check_output(output, "job.json")

@@ -14,7 +14,7 @@ from typing import Final
 
 from advisor.clock_events import REASON_TABLE
 from advisor.safetext import printable
-from desktop.cli.common import add_interval, add_json, add_simulate, check_interval, open_backend, text_table
+from desktop.cli.common import add_interval, add_json, add_simulate, open_backend, sampling_interval, text_table
 from desktop.errors import UserError
 from desktop.telemetry.envelope import explain_gpu
 from desktop.telemetry.loop import run_every
@@ -136,10 +136,9 @@ def main(args: argparse.Namespace) -> int:
     from desktop.telemetry.sampler import Sampler, open_host_backend
 
     count = int(args.count or 0)
-    interval_s = float(args.interval if args.interval is not None else 1.0)
     if count < 0:
         raise UserError("--count must be 0 (run until Ctrl+C) or a positive number of samples")
-    check_interval(interval_s)  # the one range record, serve and Settings allow
+    interval_s = sampling_interval(args, default=1.0)  # the one range record, serve and Settings allow
     detail = bool(getattr(args, "detail", False))
     if detail and args.json:
         raise UserError("--detail and --json do not go together: --json carries every metric already")

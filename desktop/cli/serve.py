@@ -12,10 +12,9 @@ from desktop.cli.common import (
     add_interval,
     add_listen,
     add_simulate,
-    check_interval,
     db_path,
-    load_settings,
     open_backend,
+    sampling_interval,
     start_prometheus,
 )
 
@@ -33,8 +32,7 @@ def main(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     from desktop.exporter import run_loop
     from desktop.telemetry.sampler import Sampler
 
-    interval_s = args.interval if args.interval is not None else load_settings()[0].sampling.interval_s
-    check_interval(interval_s)
+    interval_s = sampling_interval(args)
     # No driver: no GPU series at all (rigscope_gpus{state="unavailable"} 1), never a simulated GPU's.
     backend = open_backend(args.simulate, fallback="unavailable")
     # No host backend (CPU and memory are node_exporter's job), and no process polling after the

@@ -1,11 +1,8 @@
 """The wrapped job as a process: spawned in its own session and process group, its output passed through.
 
 Standard input is the job's own (inherited, untouched). Standard output and error go through
-rigscope, byte for byte, so their rates can be read on the way (advisor/progress.py): where
-rigscope's own stream is a terminal, the job gets a pseudo-terminal instead (one for both when
-both are the same terminal, which keeps their order), so ``isatty()`` stays true and tqdm still
-draws; the pty's output processing is off, so ``\\n`` is not turned into ``\\r\\n`` twice. Where it is
-a file or a pipe, the job gets a pipe. On Windows it is pipes always.
+rigscope, byte for byte, so their rates can be read on the way (advisor/progress.py), over a
+pseudo-terminal where rigscope's own stream is a terminal, else a pipe (``desktop.jobs.streams``).
 
 The job runs in a session of its own: Ctrl+C at the terminal reaches rigscope, which forwards
 SIGINT (and SIGTERM, SIGHUP) to the job's whole process group, and stopping the group with
@@ -22,16 +19,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.jobs.streams import Relay, open_relays
 from desktop.telemetry import owned
 
 #: ``on_output(stream, chunk, time_s)``: stream 1 is the job's standard output, 2 its standard error.
 OutputHook = Callable[[int, bytes, float], None]
 _CHUNK = 1 << 16
-#: Linux pipes hold 64 KiB by default: a wider one halves the relay's wake-ups for a job that prints a lot.
-_PIPE_BYTES = 1 << 20
 #: After the job exits, what it (or a child that kept its output open) still writes is passed on this long.
 DRAIN_S = 2.0
 #: Signals forwarded to the job's process group (those that exist here).
@@ -42,58 +37,6 @@ WATCHDOG = Path(__file__).with_name("watchdog.py")
 def exit_code_of(returncode: int) -> int:
     """A Popen return code as a shell reports it: death by signal N is 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
-
-
-@dataclass
-class _Relay:
-    src: int  # the descriptor rigscope reads the job's output from
-    dst: int  # where it goes on: 1 or 2
-    stream: int  # which of the job's streams (1: stdout, 2: stderr; a shared pty counts as 2)
-    pty: bool
-    closed: bool = False  # ``src`` closed early: the reader of ``dst`` went away
-
-
-def _same_terminal(a: int, b: int) -> bool:
-    try:
-        sa, sb = os.fstat(a), os.fstat(b)
-    except OSError:
-        return False
-    return (sa.st_dev, sa.st_ino, sa.st_rdev) == (sb.st_dev, sb.st_ino, sb.st_rdev)
-
-
-def _is_tty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
-def _widen_pipe(fd: int) -> None:
-    import fcntl
-
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_size is not None:
-        try:
-            fcntl.fcntl(fd, set_size, _PIPE_BYTES)
-        except OSError:  # over /proc/sys/fs/pipe-max-size for an unprivileged user: keep the default
-            pass
-
-
-def _open_pty(like_fd: int) -> tuple[int, int]:
-    """(master, slave) of a new pty with ``like_fd``'s window size and no output processing."""
-    import fcntl
-    import termios
-
-    master, slave = os.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST  # oflag: bytes pass unchanged
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    try:
-        size = fcntl.ioctl(like_fd, termios.TIOCGWINSZ, b"\0" * 8)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-    except OSError:
-        pass
-    return master, slave
 
 
 class WrappedJob:
@@ -110,34 +53,11 @@ class WrappedJob:
         self.argv = list(argv)
         self._on_output = on_output
         self._clock = clock
-        posix = os.name == "posix"
-        relays: list[_Relay] = []
-        child_out: int | None = None
-        child_err: int | None = None
-        close_after: list[int] = []
-        out_tty = posix and use_pty is not False and _is_tty(stdout_fd)
-        err_tty = posix and use_pty is not False and _is_tty(stderr_fd)
-        if out_tty and err_tty and _same_terminal(stdout_fd, stderr_fd):
-            master, slave = _open_pty(stdout_fd)
-            relays.append(_Relay(master, stdout_fd, 2, True))
-            child_out = child_err = slave
-            close_after.append(slave)
-        else:
-            for fd, tty in ((stdout_fd, out_tty), (stderr_fd, err_tty)):
-                if tty:
-                    master, slave = _open_pty(fd)
-                else:
-                    master, slave = os.pipe()
-                    _widen_pipe(slave)
-                relays.append(_Relay(master, fd, 1 if fd == stdout_fd else 2, tty))
-                close_after.append(slave)
-                if fd == stdout_fd:
-                    child_out = slave
-                else:
-                    child_err = slave
+        wiring = open_relays(stdout_fd, stderr_fd, use_pty)
+        relays, close_after = wiring.relays, wiring.close_after
         self.uses_pty = any(r.pty for r in relays)
         kwargs: dict[str, object] = {}
-        if posix:
+        if os.name == "posix":
             kwargs["start_new_session"] = True
         else:
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
@@ -146,7 +66,7 @@ class WrappedJob:
         self._monotonic = monotonic
         self.started_mono: float = monotonic()
         try:
-            self.process = subprocess.Popen(self.argv, stdin=None, stdout=child_out, stderr=child_err,
+            self.process = subprocess.Popen(self.argv, stdin=None, stdout=wiring.child_out, stderr=wiring.child_err,
                                             env=dict(env) if env is not None else None, **kwargs)  # type: ignore[call-overload]
         except BaseException:
             for fd in close_after + [r.src for r in relays]:
@@ -186,7 +106,7 @@ class WrappedJob:
 
     # --- output --------------------------------------------------------------------------
 
-    def _pump(self, relay: _Relay) -> None:
+    def _pump(self, relay: Relay) -> None:
         src, dst, hook, clock = relay.src, relay.dst, self._on_output, self._clock
         broken = False
         while True:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from desktop import cli, config
 from desktop.history.store import HistoryStore
-from desktop.reporting import HistorySource, SystemLocalTime, week_label
+from desktop.report_week import SystemLocalTime, week_label
+from desktop.reporting import HistorySource
 from desktop.ui.pages.dashboard_history import HistoryRead, read_history
 from tests.bench.timing import median_s
 

@@ -36,7 +36,9 @@ from advisor.wording import duration_text
 from desktop import cli, config
 from desktop.advice import compute_advice, load_recent_frame
 from desktop.history.store import HistoryStore
-from desktop.reporting import build_report, load_week, to_json
+from desktop.report_output import to_json
+from desktop.report_week import load_week
+from desktop.reporting import build_report
 from desktop.ui.pages.dashboard_panel import LANE_REASONS, LANE_SHARE_COLUMNS, lane_bucket_widths, lane_shares
 from tests.unit.advisor.demo_db import DEMO_WEEK_END_S, stored_demo_week
 

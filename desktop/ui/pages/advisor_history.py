@@ -40,7 +40,7 @@ class HistoryPage(PageWidget):
                  theme: Theme = LIGHT, default_week: Callable[[], str | None] | None = None) -> None:
         super().__init__()
         self.weeks_source = weeks
-        #: The week shown first: `rigscope report`'s default (``desktop.reporting.default_week``); else the newest.
+        #: The week shown first: `rigscope report`'s default (``desktop.report_week.default_week``); else the newest.
         self.default_week = default_week
         self.report_source = report
         self.theme = theme
@@ -195,7 +195,7 @@ class HistoryPage(PageWidget):
 
     def export(self, path: Path) -> None:
         """Write the shown week as HTML, PDF, JSON or CSV, by the file's extension."""
-        from desktop.reporting import to_csv, to_json, write_report_text
+        from desktop.report_output import to_csv, to_json, write_report_text
         from desktop.ui.report.reports import to_html, write_pdf
 
         if self.data is None:

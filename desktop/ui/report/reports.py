@@ -1,8 +1,9 @@
 """The weekly report drawn and rendered: its charts as PNG, and the report as HTML and PDF (Qt's PDF writer).
 
-The data comes from ``desktop.reporting`` (no Qt there: the week, the summary, JSON and CSV);
-the charts are pyqtgraph exported offscreen (``report_charts``), so no display is needed, and
-the HTML (``report_html``) is what both the browser and the PDF show.
+The data comes from ``desktop.reporting`` (no Qt there: the summary; the week is ``desktop.report_week``'s,
+JSON, CSV and the file written whole ``desktop.report_output``'s); the charts are pyqtgraph exported
+offscreen (``report_charts``), so no display is needed, and the HTML (``report_html``) is what both
+the browser and the PDF show.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.summary import WEEKDAYS
-from desktop.reporting import ReportData, chart_key, write_beside
+from desktop.report_output import write_beside
+from desktop.reporting import ReportData, chart_key
 from desktop.ui.report.report_html import data_uri, render_html
 
 FloatArray = npt.NDArray[np.float64]

@@ -59,7 +59,7 @@ def test_a_full_disk_leaves_the_old_report_intact(week_db: Path, tmp_path: Path,
 
 
 def test_write_report_text_keeps_the_old_file_s_permissions(tmp_path: Path) -> None:
-    from desktop.reporting import write_report_text
+    from desktop.report_output import write_report_text
 
     out = tmp_path / "r.html"
     out.write_text("old")

@@ -15,7 +15,8 @@ import pytest
 from desktop import cli, config
 from desktop.history.demo import write_demo
 from desktop.history.store import HistoryStore
-from desktop.reporting import build_report, load_usage_rows, load_week
+from desktop.report_week import load_week
+from desktop.reporting import build_report, load_usage_rows
 from desktop.telemetry.model import GpuProcess
 from desktop.telemetry.scenarios import WeekScenario
 from desktop.telemetry.simulated import parse_profile_list

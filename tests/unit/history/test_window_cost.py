@@ -22,7 +22,8 @@ import pytest
 from desktop import cli, config
 from desktop.config import RetentionSettings
 from desktop.history.store import HistoryStore
-from desktop.reporting import HistorySource, SystemLocalTime, week_label
+from desktop.report_week import SystemLocalTime, week_label
+from desktop.reporting import HistorySource
 from tests.bench.long_history import build_long_history
 
 NOW_S = 1_796_608_800.0  # Monday 2026-12-07 02:00 UTC

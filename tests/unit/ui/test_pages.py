@@ -125,7 +125,8 @@ def test_the_processes_page_shown_before_the_second_snapshot_shows_the_first(mak
 #: Modules the window's first frame does not need: their pages, the recorder and the guards load later.
 # desktop.recorder is not among them: its tick is the window's recording too (issue 35; ~3 ms, no history layer).
 NOT_BEFORE_FIRST_FRAME = ("advisor.guard", "desktop.ui.pages.processes", "desktop.stress.runner",
-                          "desktop.reporting", "desktop.history.store", "desktop.ui.pages.advisor_page")
+                          "desktop.reporting", "desktop.report_week", "desktop.report_output",
+                          "desktop.history.store", "desktop.ui.pages.advisor_page")
 
 
 def test_the_first_frame_imports_none_of_what_it_does_not_show() -> None:

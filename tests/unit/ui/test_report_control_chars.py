@@ -12,7 +12,9 @@ import pytest
 
 from desktop import cli, config
 from desktop.history.store import HistoryStore
-from desktop.reporting import ReportData, build_report, load_usage_rows, load_week, to_csv, to_json
+from desktop.report_output import to_csv, to_json
+from desktop.report_week import load_week
+from desktop.reporting import ReportData, build_report, load_usage_rows
 from desktop.telemetry.model import GpuProcess
 from desktop.ui.report.report_html import render_html
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot

@@ -8,7 +8,8 @@ import io
 from datetime import UTC
 
 from desktop import config
-from desktop.reporting import build_report, to_csv
+from desktop.report_output import to_csv
+from desktop.reporting import build_report
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from desktop import config
 from desktop.history.store import HistoryStore
-from desktop.reporting import ReportData, build_report, load_usage_rows, load_week
+from desktop.report_week import load_week
+from desktop.reporting import ReportData, build_report, load_usage_rows
 from desktop.telemetry.model import GpuProcess
 from desktop.ui.report.report_html import e, render_html
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot

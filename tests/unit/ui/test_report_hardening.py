@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from desktop import cli, config
-from desktop.reporting import ReportData, build_report, to_csv
+from desktop.report_output import to_csv
+from desktop.reporting import ReportData, build_report
 from desktop.ui.report.reports import render_charts, to_html
 from tests.unit.advisor.demo_db import stored_demo_week
 from tests.unit.advisor.demo_frame import DEMO_WEEK_START_S, TWO_GPUS, demo_week_frame

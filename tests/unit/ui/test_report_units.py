@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from desktop import config
-from desktop.reporting import build_report, to_csv, to_json
+from desktop.report_output import to_csv, to_json
+from desktop.reporting import build_report
 from desktop.ui.report.report_charts import readable_scale
 from desktop.ui.report.report_html import render_html
 from tests.unit.advisor.crafted import busy_mask, frame, gpu

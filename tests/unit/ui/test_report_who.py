@@ -14,7 +14,9 @@ from pytestqt.qtbot import QtBot
 
 from desktop import config
 from desktop.history.store import HistoryStore
-from desktop.reporting import ReportData, build_report, chart_key, load_usage_rows, load_week, to_csv, to_json
+from desktop.report_output import to_csv, to_json
+from desktop.report_week import load_week
+from desktop.reporting import ReportData, build_report, chart_key, load_usage_rows
 from desktop.telemetry.model import GpuProcess
 from tests.unit.history.helpers import FULL_SAMPLE, snapshot
 

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from desktop import cli, config
-from desktop.reporting import ReportData, build_report, to_csv, to_json, week_bounds
+from desktop.report_output import to_csv, to_json
+from desktop.report_week import week_bounds
+from desktop.reporting import ReportData, build_report
 from desktop.ui.report.reports import render_charts, to_html, write_pdf
 from tests.integration.tools import require_tool
 from tests.unit.advisor.demo_db import stored_demo_week
@@ -123,7 +125,7 @@ def test_report_cli_writes_each_format(two_week_db: Path, tmp_path: Path, capsys
 
 def test_default_week_is_the_last_full_week_or_the_newest_with_data(two_week_db: Path) -> None:
     from desktop.history.store import HistoryStore
-    from desktop.reporting import load_week
+    from desktop.report_week import load_week
 
     with HistoryStore.open(two_week_db, readonly=True) as store:
         label, frame, previous, notes = load_week(store, None, UTC, DEMO_WEEK_START_S + 9 * 86400)
