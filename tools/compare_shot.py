@@ -20,6 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtWidgets import QApplication
 
 from advisor.portable import PortableRecord
+from desktop.stress.devices import GpuTarget
 from desktop.stress.portable import record_from_stress, write_record
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import SimClock, StressConfig
@@ -41,7 +42,7 @@ def simulated_record(profile: str, dtype: str, machine: str, price_per_hour: flo
                      duration_s: float = 600.0) -> PortableRecord:
     clock = SimClock()
     backend = SimulatedBackend(parse_profile_list(profile), ManualLoad(), seed=3)
-    runner = StressRunner(StressConfig(device="sim", dtype=dtype, duration_s=duration_s),
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), dtype=dtype, duration_s=duration_s),
                           Sampler(backend, clock=clock.now), clock=clock)
     result = runner.run()
     return record_from_stress(result, judge_run(result), price_per_hour=price_per_hour,

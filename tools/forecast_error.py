@@ -114,6 +114,7 @@ def simulated_rows(seed: int = 3) -> list[Row]:
 
 
 def _simulated_row(key: str, state: dict[str, object], seed: int) -> Row:
+    from desktop.stress.devices import GpuTarget
     from desktop.stress.run_model import SimClock, StressConfig
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.sampler import Sampler
@@ -124,8 +125,8 @@ def _simulated_row(key: str, state: dict[str, object], seed: int) -> Row:
     backend = SimulatedBackend([load_profiles()[key]], ManualLoad(), seed=seed)
     if state:
         backend.machine.set_envelope(**state)  # type: ignore[arg-type]
-    runner = StressRunner(StressConfig(device="sim", duration_s=SUSTAINED_S), Sampler(backend, clock=clock.now),
-                          clock=clock)
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=SUSTAINED_S),
+                          Sampler(backend, clock=clock.now), clock=clock)
     result = runner.run()
     columns = result.columns
     time_s = np.asarray(result.time_s, dtype=np.float64)

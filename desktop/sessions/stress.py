@@ -1,8 +1,8 @@
 """One stress test from the request to the outcome, for `rigscope stress` and the Stress page alike.
 
 ``StressSession`` owns the whole sequence: it resolves the device and the GPU once (one ``GpuTarget``:
-NVML index, CUDA ordinal, UUID and bus id, desktop/stress/devices.py; its index and device carried in the
-run's config to the runner and its child), checks the
+NVML index, CUDA ordinal, UUID and bus id, desktop/stress/devices.py; carried as the run's config's
+``target`` to the runner and its child), checks the
 request, builds the runner, holds the device lock and the per-GPU locks (``gpu_locks``) while the
 test runs, reads the earlier runs on the same GPU, judges the run against them, stores it in the
 history and gives the outcome with its exit code. Progress goes to plain callbacks (``on_progress``,
@@ -92,9 +92,9 @@ def stress_config(request: StressRequest, device: GpuTarget, settings: StressSet
         raise UserError("tf32 is a GPU precision; on the CPU use fp32, bf16 or fp16")
     if device.simulated and request.workload != "gemm":
         raise UserError("the simulated GPU models GEMM throughput only: use --workload gemm with --simulate")
-    return StressConfig(workload=request.workload, device=device.name, dtype=request.dtype, duration_s=duration_s,
-                        gpu_index=device.nvml_index, target=device, guard_c=guard_c,
-                        guard_offset_c=stress.guard_offset_c, guard_absolute_c=stress.guard_temperature_c)
+    return StressConfig(workload=request.workload, target=device, dtype=request.dtype, duration_s=duration_s,
+                        guard_c=guard_c, guard_offset_c=stress.guard_offset_c,
+                        guard_absolute_c=stress.guard_temperature_c)
 
 
 @dataclass(frozen=True)
@@ -228,9 +228,7 @@ class StressSession:
         session = cls(StressRequest(workload=cfg.workload, device=cfg.device, gpu_index=cfg.gpu_index,
                                     dtype=cfg.dtype, duration_s=cfg.duration_s, guard_c=cfg.guard_c, db_path=db_path),
                       make_runner=lambda _config: runner, lock_simulated=lock_simulated, lock_folder=lock_folder)
-        cuda = cfg.device.startswith("cuda")
-        session.device = GpuTarget("cuda" if cuda else cfg.device, cfg.gpu_index,
-                                   int(cfg.device.partition(":")[2] or 0) if cuda else None)
+        session.device = cfg.target
         session.runner = runner
         session.on_progress, session.on_start = runner.on_progress, runner.on_start  # its own, kept
         return session

@@ -59,13 +59,16 @@ class SimClock:
 
 @dataclass(frozen=True)
 class StressConfig:
+    """A stress run's settings. The device is one value, ``target`` (desktop.stress.devices.GpuTarget: NVML index,
+    CUDA ordinal, UUID, bus id), made once by the stress session and passed down; ``device`` and ``gpu_index``
+    are read-only views of it, so a config cannot name one device and watch another."""
+
     workload: str = "gemm"
-    device: str = "sim"  # cuda:N | cpu | sim
+    #: The GPU picked, as the session made it once: where its UUID is known, the runner refuses a child that
+    #: landed on another GPU; a finished run's config carries the NVML GPU the runner found for the child.
+    target: GpuTarget = field(default_factory=lambda: GpuTarget("sim"))
     dtype: str | None = None
     duration_s: float = 600.0
-    #: The NVML GPU to watch: the simulated one for "sim"; for cuda:N the runner finds it from the
-    #: child's identity (and a finished run's config carries the one it found).
-    gpu_index: int = 0
     guard_c: float | None = None
     #: Without ``guard_c``: an absolute guard (> 0) or the GPU's slowdown temperature plus this offset.
     guard_offset_c: float = DEFAULT_GUARD_OFFSET_C
@@ -75,9 +78,16 @@ class StressConfig:
     size: int = 0
     threads: int = 0
     inject_faults: bool = False
-    #: The GPU picked, as the session made it once (desktop.stress.devices.GpuTarget): where its UUID is known,
-    #: the runner refuses a child that landed on another GPU. None: a config made without a session.
-    target: GpuTarget | None = None
+
+    @property
+    def device(self) -> str:
+        """The device as the workload child, the device lock and the stored run spell it: cuda:N, cpu or sim."""
+        return self.target.name
+
+    @property
+    def gpu_index(self) -> int:
+        """The NVML GPU watched (the sampler, the guard, the GPU locks, the history): the simulated one for "sim"."""
+        return self.target.nvml_index
 
 
 @dataclass(frozen=True)

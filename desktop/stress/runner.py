@@ -121,9 +121,15 @@ class StressRunner:
             self.on_start(info, self._guard_c)
 
     def _watched_config(self) -> StressConfig:
-        if self._watch_index is None or self._watch_index == self.config.gpu_index:
+        """The config, its target the NVML GPU watched: the one found for the child's CUDA device, whose ordinal
+        (the device the child ran on, ``device``) is kept; the UUID and bus id are the watched GPU's own."""
+        target = self.config.target
+        if self._watch_index is None or self._watch_index == target.nvml_index:
             return self.config
-        return replace(self.config, gpu_index=self._watch_index)
+        watched = replace(target, nvml_index=self._watch_index, uuid=None, bus_id=None)
+        if self.gpu is not None and self.gpu.index == self._watch_index:
+            watched = watched.known_as(self.gpu)
+        return replace(self.config, target=watched)
 
     def _reading(self, snapshot: Snapshot | None) -> GpuReading | None:
         if snapshot is None or self._watch_index is None:
@@ -211,7 +217,7 @@ class StressRunner:
         identity = CudaIdentity.from_record(record)
         info = map_cuda_device(identity, self.sampler.gpu.devices())
         target = self.config.target
-        if target is not None and not target.is_gpu(info):
+        if not target.is_gpu(info):
             raise DeviceMappingError(
                 f"cuda:{identity.index} is NVML GPU {info.index} ({info.name}, {info.uuid or 'no UUID'}), not "
                 f"{target.label()} that was picked ({target.uuid or target.bus_id}); CUDA_VISIBLE_DEVICES="

@@ -38,7 +38,7 @@ def runner_factory(open_backend: Callable[[], GpuBackend], *, guard_offset_c: fl
             return StressRunner(config, None, clock=clock)
         backend = open_backend()
         target = config.target
-        if target is not None and target.kind == "cuda" and target.uuid is None:
+        if target.kind == "cuda" and target.uuid is None:
             # The GPU picked by its NVML index: known by its UUID and bus id from here on (the runner then refuses
             # a child that CUDA_VISIBLE_DEVICES puts on another GPU, as `stress --gpu N` does).
             info = next((i for i in backend.devices() if i.index == target.nvml_index), None)

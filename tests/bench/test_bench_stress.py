@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from desktop.sessions.stress_device import resolve_device
 from desktop.stress.run_model import StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.host import PsutilHost
@@ -34,7 +35,8 @@ ROUNDS = int(os.environ.get("RIGSCOPE_BENCH_ROUNDS", "3"))
 
 
 def _workload_tflops(size: int, dtype: str, threads: int, sampler: Sampler | None) -> list[float]:
-    config = StressConfig(workload="gemm", device=DEVICE, dtype=dtype, duration_s=SECONDS, size=size, threads=threads)
+    config = StressConfig(workload="gemm", target=resolve_device(DEVICE), dtype=dtype, duration_s=SECONDS, size=size,
+                          threads=threads)
     result = StressRunner(config, sampler).run()
     assert result.status == "completed", result.message
     assert result.errors == 0

@@ -9,6 +9,7 @@ import pytest
 from advisor.guard import GuardRefused, check_guard_above_current
 from desktop.cli import main
 from desktop.errors import UserError
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner_factory import runner_factory
 from desktop.telemetry.model import GpuInfo
@@ -43,15 +44,15 @@ def test_the_runner_refuses_before_any_load_and_a_guard_above_runs() -> None:
     make = runner_factory(_sim, clock=SimClock(real_s_per_s=0.0))
     start_c = _sim().sample(0.0)[0].sample.temperature_c  # the simulated laptop at rest
     assert start_c is not None
-    runner = make(StressConfig(device="sim", duration_s=5.0, guard_c=start_c))
+    runner = make(StressConfig(target=GpuTarget("sim"), duration_s=5.0, guard_c=start_c))
     with pytest.raises(UserError, match="current temperature"):
         runner.run()
-    runner = make(StressConfig(device="sim", duration_s=5.0, guard_c=start_c + 10.0))
+    runner = make(StressConfig(target=GpuTarget("sim"), duration_s=5.0, guard_c=start_c + 10.0))
     assert runner.run().status == "completed"
     # A configured absolute guard is checked too (it came from Settings, and says so).
     setting = runner_factory(_sim, guard_absolute_c=start_c, clock=SimClock(real_s_per_s=0.0))
     with pytest.raises(UserError, match="set in Settings"):
-        setting(StressConfig(device="sim", duration_s=5.0)).run()
+        setting(StressConfig(target=GpuTarget("sim"), duration_s=5.0)).run()
 
 
 def test_cli_refuses_a_guard_below_the_current_temperature_with_exit_2(

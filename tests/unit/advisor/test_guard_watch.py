@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from advisor.guard import TEMP_UNKNOWN_LIMIT_S, RunWatch, memory_guard_temperature
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import RunResult, SimClock, StressConfig
 from desktop.stress.runner_factory import runner_factory
@@ -43,7 +44,7 @@ class _Sim(SimulatedBackend):
 
 def _run(backend: _Sim, seconds: float = 60.0) -> tuple[RunResult, list[str]]:
     make = runner_factory(lambda: backend, clock=SimClock(real_s_per_s=0.0))
-    runner = make(StressConfig(device="sim", duration_s=seconds))
+    runner = make(StressConfig(target=GpuTarget("sim"), duration_s=seconds))
     warnings: list[str] = []
     runner.on_warning = warnings.append
     result = runner.run()

@@ -21,6 +21,7 @@ from desktop.advice import Advice, advice_json, compute_advice
 from desktop.cli import advise, sample, stress
 from desktop.cli.common import ProgressBar
 from desktop.sessions.stress import StressRequest, StressSession
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import Progress, StressConfig
 from desktop.telemetry.simulated import SimulatedBackend, parse_profile_list
 from tests.fakes.fake_pynvml import FakeNvml, desktop_gpu
@@ -174,7 +175,7 @@ def test_stress_progress_without_a_terminal_is_one_line_per_minute(monkeypatch: 
     class Runner:
         """Reports 2.5 minutes of a 10-minute run through the session's progress callback, then stops."""
 
-        config = StressConfig(device="sim", duration_s=600.0)
+        config = StressConfig(target=GpuTarget("sim"), duration_s=600.0)
         on_progress: Callable[[Progress], None] | None = None
         on_start: object = None
         claim: object = None

@@ -155,7 +155,7 @@ def test_a_gpu_another_run_holds_under_another_cuda_number_is_refused(tmp_path: 
     try:
         def fake_child(config: StressConfig) -> StressRunner:
             return FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
-                                  config=StressConfig(device=config.device, duration_s=30.0, interval_s=0.05),
+                                  config=StressConfig(target=config.target, duration_s=30.0, interval_s=0.05),
                                   sampler=Sampler(backend), owns_sampler=True)
 
         session = StressSession(StressRequest(device="cuda:0", duration_s=30.0), make_runner=fake_child,
@@ -221,7 +221,7 @@ def test_run_next_is_a_whole_test_again_on_a_new_runner_with_its_own_gpu_lock(tm
     def fake_child(config: StressConfig) -> StressRunner:
         backend, _gpus = two_gpus()
         runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 0.5,
-                                config=StressConfig(device=config.device, duration_s=0.5, interval_s=0.05),
+                                config=StressConfig(target=config.target, duration_s=0.5, interval_s=0.05),
                                 sampler=Sampler(backend), owns_sampler=True)
         built.append(runner)
         return runner

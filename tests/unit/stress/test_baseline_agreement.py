@@ -11,6 +11,7 @@ import pytest
 
 from advisor.frame import HistoryFrame, StressResult
 from advisor.rules import run_rules
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import judge_run, load_earlier, save_run, to_stress_result
 from desktop.stress.run_model import RunResult, StressConfig
 from desktop.telemetry.model import GpuInfo
@@ -30,7 +31,7 @@ def crafted_history() -> list[StressResult]:
 
 def current_run(sustained: float) -> RunResult:
     time_s = T0 + np.arange(120.0)
-    config = StressConfig(workload="gemm", device="cuda:0", dtype="bf16")
+    config = StressConfig(workload="gemm", target=GpuTarget.cuda(0), dtype="bf16")
     return RunResult(status="completed", message="", config=config, started_s=T0, ended_s=T0 + 120, unit="TFLOP/s",
                      dtype="bf16", time_s=time_s, throughput=np.full(120, sustained), columns={},
                      gpu=GpuInfo(index=0, uuid="GPU-A", name="RTX"))

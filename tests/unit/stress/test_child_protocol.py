@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from desktop.stress.child_protocol import ReportAdditions, child_command, child_parser
+from desktop.stress.devices import GpuTarget
 from desktop.stress.result_check import Mismatch
 from desktop.stress.run_model import StressConfig
 from desktop.stress.shapes import MAX_BANDWIDTH_ELEMENTS, bandwidth_elements, gemm_edge
@@ -14,15 +15,15 @@ GIB = 1024**3
 
 
 def test_the_child_parses_the_command_the_runner_builds() -> None:
-    config = StressConfig(workload="infer", device="cuda:1", dtype="fp16", duration_s=90.0, size=2048, threads=3,
-                          inject_faults=True)
+    config = StressConfig(workload="infer", target=GpuTarget.cuda(0, 1), dtype="fp16", duration_s=90.0, size=2048,
+                          threads=3, inject_faults=True)
     command = child_command(config, parent_pid=4321)
     assert command[1:3] == ["-m", "desktop.stress.workloads"]
     args = child_parser(("gemm", "infer"), ("fp16", "bf16")).parse_args(command[3:])
     assert (args.workload, args.device, args.dtype, args.seconds, args.size, args.threads, args.parent_pid,
             args.inject_faults) == ("infer", "cuda:1", "fp16", 90.0, 2048, 3, 4321, True)
     # Left at their defaults, the optional ones are not passed at all.
-    assert child_command(StressConfig(device="cpu"), 1)[3:] == [
+    assert child_command(StressConfig(target=GpuTarget("cpu")), 1)[3:] == [
         "--workload", "gemm", "--device", "cpu", "--seconds", "600.0", "--parent-pid", "1"]
 
 

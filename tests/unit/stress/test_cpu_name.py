@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from desktop.stress import records
-from desktop.stress.devices import cpu_model_name
+from desktop.stress.devices import GpuTarget, cpu_model_name
 from desktop.stress.run_model import RunResult, StressConfig
 
 X86 = """processor\t: 0
@@ -48,5 +48,6 @@ def test_a_cpu_run_is_stored_under_the_model(monkeypatch: pytest.MonkeyPatch, tm
     path.write_text(X86)
     monkeypatch.setattr(records, "cpu_model_name", lambda: cpu_model_name(path, processor="x86_64"))
     t = np.arange(3.0)
-    result = RunResult("completed", "finished", StressConfig(device="cpu"), 0.0, 3.0, "GFLOP/s", "fp32", t, t, {})
+    result = RunResult("completed", "finished", StressConfig(target=GpuTarget("cpu")), 0.0, 3.0, "GFLOP/s", "fp32", t,
+                       t, {})
     assert records.gpu_identity(result) == ("cpu", "AMD Ryzen 9 7945HX with Radeon Graphics", None)

@@ -12,6 +12,7 @@ import pytest
 
 from advisor.verdict import judge
 from desktop.stress.cpu_noise import warmup_noise_pct
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import exit_code, judge_run
 from desktop.stress.run_model import RunResult, StressConfig
 from desktop.stress.runner import StressRunner
@@ -32,7 +33,7 @@ def wandering(seed: int = 50) -> np.ndarray:
 def cpu_result(throughput: np.ndarray, *, with_noise: bool = True) -> RunResult:
     t = np.arange(float(N))
     extra = {"warmup_noise_pct": warmup_noise_pct(t, throughput)} if with_noise else {}
-    return RunResult("completed", "finished", StressConfig(device="cpu", duration_s=float(N)), 0.0, float(N),
+    return RunResult("completed", "finished", StressConfig(target=GpuTarget("cpu"), duration_s=float(N)), 0.0, float(N),
                      "GFLOP/s", "fp32", t, throughput, {name: np.full(N, np.nan) for name in SAMPLE_FIELDS},
                      extra=extra)
 
@@ -82,7 +83,7 @@ class _CpuRunner(StressRunner):
 
 
 def test_the_runner_measures_the_band_of_a_cpu_run() -> None:
-    runner = _CpuRunner(StressConfig(device="cpu", duration_s=float(N), interval_s=0.05))
+    runner = _CpuRunner(StressConfig(target=GpuTarget("cpu"), duration_s=float(N), interval_s=0.05))
     result = runner.run()
     assert result.status == "completed", result.message
     expected = warmup_noise_pct(np.arange(float(N)), wandering())
@@ -103,8 +104,8 @@ def test_a_machine_too_busy_to_tell_is_inconclusive_not_throttled_nor_held() -> 
     rate = np.asarray(SHARED_2_CORE_GFLOPS)
     n = rate.size
     t = np.arange(float(n))
-    result = RunResult("completed", "finished", StressConfig(device="cpu", duration_s=float(n)), 0.0, float(n),
-                       "GFLOP/s", "fp32", t, rate, {name: np.full(n, np.nan) for name in SAMPLE_FIELDS},
+    result = RunResult("completed", "finished", StressConfig(target=GpuTarget("cpu"), duration_s=float(n)), 0.0,
+                       float(n), "GFLOP/s", "fp32", t, rate, {name: np.full(n, np.nan) for name in SAMPLE_FIELDS},
                        extra={"warmup_noise_pct": warmup_noise_pct(t, rate)})
     assert judge(result.trace(), min_load_s=30.0, steady_state=True).throttled  # the fixed line: "Throttled"
     verdict = judge_run(result)
@@ -130,7 +131,7 @@ def test_a_drop_while_other_work_took_the_cores_names_that_work(seed: int) -> No
 
 def test_the_runner_measures_the_other_load_on_the_cores() -> None:
     """The CPU run carries how many cores' worth of CPU the rest of the machine used (>= 0, at most all)."""
-    runner = _CpuRunner(StressConfig(device="cpu", duration_s=float(N), interval_s=0.05))
+    runner = _CpuRunner(StressConfig(target=GpuTarget("cpu"), duration_s=float(N), interval_s=0.05))
     result = runner.run()
     other, cores = result.extra["other_cpu_cores"], result.extra["cpu_cores"]
     assert isinstance(cores, int) and cores >= 1

@@ -20,6 +20,7 @@ from desktop.sessions.gpu_locks import DeviceLock
 from desktop.stress.devices import (
     CudaIdentity,
     DeviceMappingError,
+    GpuTarget,
     bus_key,
     map_cuda_device,
     nvml_uuid,
@@ -167,7 +168,7 @@ def test_the_runner_watches_guards_and_stores_the_gpu_the_child_runs_on() -> Non
     started: list[tuple[GpuInfo | None, float | None]] = []
     # CUDA_VISIBLE_DEVICES=1: the child's cuda:0 is NVML GPU 1, by its UUID.
     runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 1.0,
-                            config=StressConfig(device="cuda:0", duration_s=1.0, interval_s=0.05),
+                            config=StressConfig(target=GpuTarget.cuda(0), duration_s=1.0, interval_s=0.05),
                             sampler=Sampler(backend), on_start=lambda info, guard: started.append((info, guard)),
                             owns_sampler=True)
     result = runner.run()
@@ -190,7 +191,8 @@ def test_the_runner_watches_guards_and_stores_the_gpu_the_child_runs_on() -> Non
 def test_the_runner_refuses_when_the_mapping_cannot_be_made(device: dict[str, Any]) -> None:
     backend, _gpus = two_gpus()
     closed_before = ClosingBackend.closed
-    runner = FakeCudaRunner(device, 30.0, config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
+    runner = FakeCudaRunner(device, 30.0,
+                            config=StressConfig(target=GpuTarget.cuda(0), duration_s=30.0, interval_s=0.05),
                             sampler=Sampler(backend), owns_sampler=True)
     begun = time.monotonic()
     with pytest.raises(DeviceMappingError):
@@ -205,7 +207,7 @@ def test_the_runner_refuses_a_guard_at_the_mapped_gpus_shutdown() -> None:
     shutdown_c = gpus[1].temp_shutdown_c
     assert shutdown_c is not None and shutdown_c != gpus[0].temp_shutdown_c
     runner = FakeCudaRunner({"index": 0, "count": 2, "pci_bus_id": gpus[1].pci_bus_id}, 30.0,
-                            config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05,
+                            config=StressConfig(target=GpuTarget.cuda(0), duration_s=30.0, interval_s=0.05,
                                                 guard_c=shutdown_c),
                             sampler=Sampler(backend))
     with pytest.raises(UserError, match=f"{shutdown_c:g} °C"):
@@ -295,7 +297,7 @@ def test_the_runner_refuses_a_gpu_another_run_holds_and_ends_its_child() -> None
     held.acquire()  # another shell's `rigscope stress --device cuda:1` on the same RTX 4090
     try:
         runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
-                                config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
+                                config=StressConfig(target=GpuTarget.cuda(0), duration_s=30.0, interval_s=0.05),
                                 sampler=Sampler(backend), owns_sampler=True)
         claimed: list[DeviceLock] = []
 
@@ -339,17 +341,15 @@ def test_a_child_that_lands_on_another_gpu_than_the_one_picked_is_refused() -> N
     """Issue 35 item 3: the GPU picked (``--gpu 0``: its UUID read from NVML once, in the session's ``GpuTarget``)
     travels down to the runner; CUDA_VISIBLE_DEVICES=1 makes the child's cuda:0 NVML GPU 1, which was not picked:
     refused before any load, instead of testing (and storing) another GPU than the user asked for."""
-    from desktop.stress.devices import GpuTarget
-
     backend, gpus = two_gpus()
     picked = GpuTarget.cuda(0).known_as(gpus[0])
     runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 5.0,
-                            config=StressConfig(device="cuda:0", duration_s=5.0, interval_s=0.05, target=picked),
+                            config=StressConfig(duration_s=5.0, interval_s=0.05, target=picked),
                             sampler=Sampler(backend), owns_sampler=True)
     with pytest.raises(DeviceMappingError, match=r"is NVML GPU 1 .* not GPU 0 \(cuda:0\) that was picked"):
         runner.run()
     # The same child on the GPU picked runs.
     same = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[0].uuid}, 0.3,
-                          config=StressConfig(device="cuda:0", duration_s=0.3, interval_s=0.05, target=picked),
+                          config=StressConfig(duration_s=0.3, interval_s=0.05, target=picked),
                           sampler=Sampler(two_gpus()[0]), owns_sampler=True)
     assert same.run().gpu == gpus[0]

@@ -9,6 +9,7 @@ from advisor.job_card import JobCard
 from advisor.job_figures import GpuFigures
 from advisor.portable_read import parse_record
 from desktop.jobs.model import JobRecord
+from desktop.stress.devices import GpuTarget
 from desktop.stress.portable import record_from_job, record_from_stress
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import SimClock, StressConfig
@@ -21,7 +22,7 @@ from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_prof
 def test_a_simulated_ten_minute_run_makes_a_full_record() -> None:
     clock = SimClock()
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=3)
-    result = StressRunner(StressConfig(device="sim", duration_s=600.0), Sampler(backend, clock=clock.now),
+    result = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=600.0), Sampler(backend, clock=clock.now),
                           clock=clock).run()
     verdict = judge_run(result)
     record = record_from_stress(result, verdict, price_per_hour=0.3, currency="EUR", machine="vector")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler
@@ -10,7 +11,8 @@ from desktop.telemetry.simulated import ManualLoad, SimulatedBackend, parse_prof
 
 def _run(backend: SimulatedBackend) -> dict[str, object]:
     clock = SimClock()
-    runner = StressRunner(StressConfig(device="sim", duration_s=120.0), Sampler(backend, clock=clock.now), clock=clock)
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=120.0), Sampler(backend, clock=clock.now),
+                          clock=clock)
     return runner.run().extra
 
 

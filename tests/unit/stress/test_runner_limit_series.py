@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from advisor.verdict import judge
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.sampler import Sampler
@@ -51,7 +52,7 @@ def test_a_mode_switch_during_a_stress_run_is_judged_step_by_step(utc: None) -> 
     backend = SimulatedBackend(parse_profile_list("rtx4090-laptop"), ManualLoad(), seed=3)
     backend.machine.set_envelope(shift_mode="comfort")
     clock = _SwitchingClock(backend)
-    result = StressRunner(StressConfig(device="sim", duration_s=600.0), Sampler(backend, clock=clock.now),
+    result = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=600.0), Sampler(backend, clock=clock.now),
                           clock=clock).run()
     limits = result.columns["power_limit_w"]
     assert limits.shape == result.time_s.shape

@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import SimClock, StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.telemetry.model import Snapshot
@@ -36,8 +37,8 @@ class _SlowSampler(Sampler):
 def test_a_slow_read_does_not_push_the_later_samples_back() -> None:
     clock = SimClock()
     backend = SimulatedBackend(parse_profile_list("rtx4090"), ManualLoad(), seed=3)
-    result = StressRunner(StressConfig(device="sim", duration_s=10.0, interval_s=1.0), _SlowSampler(backend, clock),
-                          clock=clock).run()
+    result = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=10.0, interval_s=1.0),
+                          _SlowSampler(backend, clock), clock=clock).run()
     assert result.status == "completed"
     offsets_s = result.time_s - result.started_s
     # One a second on the schedule (each read a quarter second after its slot), then the last on the duration.
@@ -62,7 +63,7 @@ class _SteppedBackClock(SimClock):
 def test_a_wall_clock_stepped_back_does_not_stop_the_samples_or_the_guard() -> None:
     clock = _SteppedBackClock()
     backend = SimulatedBackend(parse_profile_list("rtx4090"), ManualLoad(), seed=3)
-    config = StressConfig(device="sim", duration_s=20.0, interval_s=1.0)
+    config = StressConfig(target=GpuTarget("sim"), duration_s=20.0, interval_s=1.0)
     result = StressRunner(config, Sampler(backend, clock=clock.now), clock=clock).run()
     assert result.status == "completed"
     gaps_s = np.diff(result.time_s)
@@ -75,7 +76,7 @@ def test_a_run_whose_last_wait_is_below_the_clocks_resolution_still_ends() -> No
     # leaves unchanged; the run used to wait for it for ever.
     clock = SimClock(time_s=12345.678)
     backend = SimulatedBackend(parse_profile_list("rtx4090"), ManualLoad(), seed=3)
-    runner = StressRunner(StressConfig(device="sim", duration_s=10.05, interval_s=0.7),
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=10.05, interval_s=0.7),
                           Sampler(backend, clock=clock.now), clock=clock)
     done: list[str] = []
     thread = threading.Thread(target=lambda: done.append(runner.run().status), daemon=True)

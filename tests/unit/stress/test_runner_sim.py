@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from advisor.guard import guard_temperature
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import exit_code, judge_run
 from desktop.stress.run_model import Progress, RealClock, SimClock, StressConfig
 from desktop.stress.runner import StressRunner
@@ -21,7 +22,7 @@ def sim_runner(profile: str = "rtx4090-laptop", clock: SimClock | RealClock | No
     backend = SimulatedBackend(parse_profile_list(profile), ManualLoad(), seed=3)
     sampler = Sampler(backend, clock=clock.now)
     seen: list[Progress] = []
-    runner = StressRunner(StressConfig(device="sim", **config), sampler, clock=clock,  # type: ignore[arg-type]
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), **config), sampler, clock=clock,  # type: ignore[arg-type]
                           on_progress=seen.append)
     return runner, backend, seen
 
@@ -175,7 +176,7 @@ def test_a_bf16_gemm_verdict_measures_the_laptop_against_its_peak_at_the_limit_i
     profile = replace(parse_profile_list("rtx4090-laptop")[0], power_limit_w=80.0)
     clock = SimClock()
     backend = SimulatedBackend([profile], ManualLoad(), seed=3)
-    runner = StressRunner(StressConfig(device="sim", duration_s=300.0, dtype="bf16"),
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=300.0, dtype="bf16"),
                           Sampler(backend, clock=clock.now), clock=clock)
     result = runner.run()
     specs = load_gpu_specs()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from desktop.stress.devices import GpuTarget
 from desktop.stress.records import exit_code, judge_run
 from desktop.stress.run_model import Progress, StressConfig
 from desktop.stress.runner import StressRunner
@@ -37,7 +38,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("workload", ["gemm", "bandwidth", "train", "infer"])
 def test_each_workload_runs_and_verifies_on_the_cpu(workload: str) -> None:
-    runner = StressRunner(StressConfig(workload=workload, device="cpu", duration_s=1.5, size=SMALL[workload],
+    runner = StressRunner(StressConfig(workload=workload, target=GpuTarget("cpu"), duration_s=1.5, size=SMALL[workload],
                                        threads=1))
     result = runner.run()
     assert result.status == "completed", result.message
@@ -50,7 +51,7 @@ def test_each_workload_runs_and_verifies_on_the_cpu(workload: str) -> None:
 
 
 def test_a_corrupted_result_is_counted_as_an_error() -> None:
-    result = StressRunner(StressConfig(workload="gemm", device="cpu", duration_s=1.5, size=128, threads=1,
+    result = StressRunner(StressConfig(workload="gemm", target=GpuTarget("cpu"), duration_s=1.5, size=128, threads=1,
                                        inject_faults=True)).run()
     assert result.status == "completed"
     assert result.errors >= 1 and result.checks >= 1
@@ -69,7 +70,7 @@ def test_cancel_stops_the_child_within_a_second() -> None:
         if p.phase == "running":
             running.set()
 
-    runner = StressRunner(StressConfig(workload="gemm", device="cpu", duration_s=120.0, size=256, threads=1),
+    runner = StressRunner(StressConfig(workload="gemm", target=GpuTarget("cpu"), duration_s=120.0, size=256, threads=1),
                           on_progress=on_progress)
     stamps: list[float] = []
 
@@ -90,9 +91,10 @@ def test_cancel_stops_the_child_within_a_second() -> None:
 
 def test_the_child_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
     script = textwrap.dedent("""
+        from desktop.stress.devices import GpuTarget
         from desktop.stress.run_model import StressConfig
         from desktop.stress.runner import StressRunner
-        config = StressConfig(workload="gemm", device="cpu", duration_s=300.0, size=128, threads=1)
+        config = StressConfig(workload="gemm", target=GpuTarget("cpu"), duration_s=300.0, size=128, threads=1)
         StressRunner(config, on_child_started=lambda pid: print(pid, flush=True)).run()
     """)
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
@@ -110,7 +112,7 @@ def test_the_child_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
 
 
 def test_a_workload_that_cannot_start_is_reported_as_crashed() -> None:
-    result = StressRunner(StressConfig(workload="gemm", device="cpu", dtype="tf32", duration_s=30.0)).run()
+    result = StressRunner(StressConfig(workload="gemm", target=GpuTarget("cpu"), dtype="tf32", duration_s=30.0)).run()
     assert result.status == "crashed" and "tf32" in result.message
     verdict = judge_run(result)
     assert verdict.status == "aborted" and exit_code(result, verdict) == 4

@@ -93,13 +93,14 @@ def test_unplugging_reads_the_limits_at_the_next_tick_and_the_change_is_an_event
 
 
 def test_the_stress_guard_follows_the_current_thresholds() -> None:
+    from desktop.stress.devices import GpuTarget
     from desktop.stress.run_model import StressConfig
     from desktop.stress.runner import StressRunner
     from desktop.telemetry.model import DeviceState, GpuInfo, GpuReading, GpuSample, Snapshot, SourceInfo
 
     info = GpuInfo(index=0, uuid="GPU-x", name="NVIDIA GeForce RTX 4070 Laptop GPU", temp_slowdown_c=71.0,
                    temp_shutdown_c=81.0, temp_max_operating_c=69.0, temp_thresholds_relative=True)
-    runner = StressRunner(StressConfig(device="sim", duration_s=10.0))
+    runner = StressRunner(StressConfig(target=GpuTarget("sim"), duration_s=10.0))
     runner._arm(info)
     assert runner.guard_c == 72.0  # max operating + 3, read on a busy start
     fixed = replace(info, temp_slowdown_c=77.0, temp_shutdown_c=87.0, temp_max_operating_c=75.0)

@@ -221,13 +221,14 @@ def test_two_machines_in_one_process_never_erase_each_others_load() -> None:
 def test_what_the_commands_open_is_the_shared_machine() -> None:
     """`--simulate` (every command, the window) and `rigscope stress --device sim` open the shared machine."""
     from desktop.sessions.stress_device import own_runner
+    from desktop.stress.devices import GpuTarget
     from desktop.stress.run_model import StressConfig
     from desktop.telemetry.sampler import open_gpu_backend
 
     backend = open_gpu_backend("")
     assert isinstance(backend, SimulatedBackend) and backend.manual is not None
     assert backend.manual.shared is not None
-    runner = own_runner(StressConfig(device="sim", duration_s=1.0))
+    runner = own_runner(StressConfig(target=GpuTarget("sim"), duration_s=1.0))
     try:
         assert runner.sampler is not None
         gpu = runner.sampler.gpu

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from desktop.sessions.gpu_locks import DeviceLock
 from desktop.sessions.stress import StressSession
+from desktop.stress.devices import GpuTarget
 from desktop.stress.run_model import StressConfig
 from desktop.stress.runner import StressRunner
 from desktop.ui.stress_work import StressWorker
 
 
-def _worker(device: str) -> tuple[StressWorker, list[str], list[object]]:
-    runner = StressRunner(StressConfig(workload="gemm", device=device, duration_s=1.0, size=64, threads=1))
+def _worker(device: GpuTarget) -> tuple[StressWorker, list[str], list[object]]:
+    runner = StressRunner(StressConfig(workload="gemm", target=device, duration_s=1.0, size=64, threads=1))
     worker = StressWorker(StressSession.for_runner(runner, lock_simulated=False))
     refused: list[str] = []
     done: list[object] = []
@@ -24,7 +25,7 @@ def test_a_test_already_running_on_the_device_in_a_terminal_is_refused_in_the_wi
     held = DeviceLock("cpu")
     held.acquire()  # what `rigscope stress --device cpu` holds while it runs
     try:
-        worker, refused, done = _worker("cpu")
+        worker, refused, done = _worker(GpuTarget("cpu"))
         worker.start()
         qtbot.waitUntil(lambda: bool(refused or done), timeout=60_000)
         worker.wait(5000)
@@ -35,7 +36,7 @@ def test_a_test_already_running_on_the_device_in_a_terminal_is_refused_in_the_wi
 
 
 def test_the_window_holds_the_device_while_its_test_runs_and_lets_go_after(qtbot) -> None:
-    worker, refused, done = _worker("cpu")
+    worker, refused, done = _worker(GpuTarget("cpu"))
     during: list[bool] = []
 
     def probe(_progress: object) -> None:  # on the GUI thread, while the worker runs the test
@@ -69,7 +70,7 @@ def test_the_window_refuses_a_gpu_a_terminal_loads_under_another_cuda_number(qtb
     held.acquire()  # a terminal's run on the RTX 4090, which the window's cuda:0 turns out to be
     try:
         runner = FakeCudaRunner({"index": 0, "count": 1, "uuid": gpus[1].uuid, "visible_devices": "1"}, 30.0,
-                                config=StressConfig(device="cuda:0", duration_s=30.0, interval_s=0.05),
+                                config=StressConfig(target=GpuTarget.cuda(0), duration_s=30.0, interval_s=0.05),
                                 sampler=Sampler(backend), owns_sampler=True)
         worker = StressWorker(StressSession.for_runner(runner, lock_simulated=False))
         refused: list[str] = []

@@ -11,6 +11,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from desktop import cli
+from desktop.stress.devices import GpuTarget
 from desktop.stress.portable import read_record, record_from_stress
 from desktop.stress.records import judge_run
 from desktop.stress.run_model import RunResult, StressConfig
@@ -23,7 +24,8 @@ T0 = 1_795_000_000.0
 
 def _result() -> RunResult:
     time_s = T0 + np.arange(120.0)
-    return RunResult(status="completed", message="finished", config=StressConfig(workload="gemm", device="cuda:0"),
+    return RunResult(status="completed", message="finished",
+                     config=StressConfig(workload="gemm", target=GpuTarget.cuda(0)),
                      started_s=T0, ended_s=T0 + 120.0, unit="TFLOP/s", dtype="bf16", time_s=time_s,
                      throughput=np.full(120, 60.0), columns={"power_w": np.full(120, 149.0),
                                                              "sm_clock_mhz": np.full(120, 1900.0),
