@@ -27,7 +27,9 @@ _UUID_PREFIXES = ("gpu-", "mig-")
 @dataclass(frozen=True)
 class GpuTarget:
     """The device a stress test loads, made once (the stress session, from ``--gpu N``, ``--simulate``,
-    ``--device`` or the Stress page's picker) and passed down as one value instead of re-spelled on the way.
+    ``--device`` or the Stress page's picker) and passed down as one value instead of re-spelled on the way:
+    it is ``StressConfig.target``, the config's only device (its ``device`` is this ``name``, its ``gpu_index``
+    this ``nvml_index``).
 
     As nvitop's ``CudaDevice``, it holds each numbering at once: NVML's index (what the sampler, the guard,
     the GPU locks and the history read), CUDA's ordinal (what the workload child is started on; the runner

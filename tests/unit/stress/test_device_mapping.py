@@ -175,6 +175,8 @@ def test_the_runner_watches_guards_and_stores_the_gpu_the_child_runs_on() -> Non
     assert result.status == "completed", result.message
     assert result.gpu is not None and result.gpu.uuid == gpus[1].uuid
     assert result.config.gpu_index == 1 and result.extra["nvml_index"] == 1
+    # The finished config's target is the GPU watched (its UUID and bus id), on the CUDA device the child ran on.
+    assert result.config.target == GpuTarget.cuda(1, 0).known_as(gpus[1]) and result.config.device == "cuda:0"
     # The guard is GPU 1's (the RTX 4090: shutdown 91 - 5 = 86 °C), not GPU 0's (the laptop: 90 °C).
     assert started == [(gpus[1], runner.guard_c)]
     assert runner.guard_c == 86.0
