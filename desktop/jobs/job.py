@@ -262,7 +262,7 @@ class JobRun:
             else:
                 self.step()
 
-        run_every(self.interval_s, tick, ended, sleep=lambda left: None if ended.is_set() else wait(left))
+        run_every(self.interval_s, tick, ended, sleep=wait)
         self.finish()
         return int(job.poll() or 0)
 

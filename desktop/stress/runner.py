@@ -265,8 +265,6 @@ class StressRunner:
 
         def wait(seconds: float) -> None:
             nonlocal status, message
-            if ended.is_set():
-                return  # stopped by the guard: no wait after the last sample
             # At most one interval: the real run's clock is the wall clock, and a step back (NTP) must not
             # stop the samples, and the guard with them, for as long as the step.
             self.clock.sleep(min(seconds, cfg.interval_s), self._cancel)

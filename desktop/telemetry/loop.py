@@ -28,7 +28,8 @@ def run_every(interval_s: Interval, tick: Callable[[], object], stop: threading.
     driver, a machine that slept), the slots it missed are skipped, never made up: the next
     tick is the next slot still ahead, so a late loop never bursts to catch up. The wait is
     ``stop.wait`` unless ``sleep`` is given, so setting ``stop`` ends the loop at once (within
-    the tick in progress). ``max_ticks`` ends it after that many ticks, without a last wait.
+    the tick in progress); a tick that sets ``stop`` is the last, with no wait after it, whatever
+    ``sleep`` is. ``max_ticks`` ends it after that many ticks, without a last wait.
     Exceptions from ``tick`` propagate to the caller. ``clock`` and ``sleep`` are injectable
     for tests (a fake clock that ``sleep`` advances).
     """
@@ -47,6 +48,6 @@ def run_every(interval_s: Interval, tick: Callable[[], object], stop: threading.
             next_at += (math.floor((now - next_at) / step_s) + 1) * step_s
         elif next_at <= now:  # an interval of 0: as fast as tick() allows
             next_at = now
-        if next_at > now:
+        if next_at > now and not stop.is_set():  # a tick that set ``stop`` ends the loop without a wait
             wait(next_at - now)
     return done

@@ -75,6 +75,7 @@ def test_stop_set_by_a_tick_ends_the_loop_without_waiting() -> None:
 
     assert run_every(1.0, tick, stop, clock=fake.clock, sleep=fake.sleep) == 3
     assert ticks == [1000.0, 1001.0, 1002.0]
+    assert fake.sleeps == [1.0, 1.0]  # none after the tick that set it, with a sleep of its own too
 
 
 def test_stop_from_another_thread_ends_a_long_wait_promptly() -> None:
