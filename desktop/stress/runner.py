@@ -124,11 +124,9 @@ class StressRunner:
         """The config, its target the NVML GPU watched: the one found for the child's CUDA device, whose ordinal
         (the device the child ran on, ``device``) is kept; the UUID and bus id are the watched GPU's own."""
         target = self.config.target
-        if self._watch_index is None or self._watch_index == target.nvml_index:
+        if self.gpu is None or self.gpu.index == target.nvml_index:
             return self.config
-        watched = replace(target, nvml_index=self._watch_index, uuid=None, bus_id=None)
-        if self.gpu is not None and self.gpu.index == self._watch_index:
-            watched = watched.known_as(self.gpu)
+        watched = replace(target, nvml_index=self.gpu.index, uuid=None, bus_id=None).known_as(self.gpu)
         return replace(self.config, target=watched)
 
     def _reading(self, snapshot: Snapshot | None) -> GpuReading | None:
