@@ -155,12 +155,12 @@ def _trimmed_mean(values: FloatArray) -> float:
     return float(np.mean(finite[cut:finite.size - cut]))
 
 
-def held_over_load(steps: list[LimitStep], loaded: BoolArray, interval_s: FloatArray) -> float:
+def held_over_load(steps: list[LimitStep], load_s: FloatArray) -> float:
     """The steps' limit held over most of the load time: ``frame.held_most``, the one figure a job's card and a
-    range's figures take, over each step's limit weighted by its seconds under load (a limit the run came back
-    to counts all its steps; a wobble within a step is its step's limit)."""
-    load_s = [float(np.sum(interval_s[step.start:step.stop][loaded[step.start:step.stop]])) for step in steps]
-    held = held_most(np.array([step.limit_w for step in steps], dtype=np.float64), np.array(load_s))
+    range's figures take, over each step's limit weighted by its seconds under load (``load_s``, each step's as
+    ``steps_power_cap`` gives it; a limit the run came back to counts all its steps; a wobble within a step is its
+    step's limit)."""
+    held = held_most(np.array([step.limit_w for step in steps], dtype=np.float64), load_s)
     return held if held is not None else steps[0].limit_w
 
 
@@ -185,7 +185,8 @@ def run_against_limit(trace: RunTrace, loaded: BoolArray, interval_s: FloatArray
     if len(steps) > 1:
         cap, described = steps_power_cap(steps, trace.time_s, power_w=trace.power_w, sm_clock_mhz=trace.sm_clock_mhz,
                                          loaded=loaded, interval_s=interval_s, causes=causes)
-        return replace(trace, power_limit_w=held_over_load(steps, loaded, interval_s)), cap, described
+        load_s = np.array([step["load_s"] for step in described], dtype=np.float64)
+        return replace(trace, power_limit_w=held_over_load(steps, load_s)), cap, described
     if steps:
         trace = replace(trace, power_limit_w=steps[0].limit_w)
     return trace, power_cap(trace.power_w, trace.sm_clock_mhz, loaded, interval_s, limit_w=trace.power_limit_w,
